@@ -1,0 +1,113 @@
+"""Packs `probes/` into one stdin payload, the bootstrap that runs it, and reads the framed answer.
+
+Nothing touches the host's disk: the bootstrap installs an in-memory importer for the probe modules
+and runs `probes.runner.main`. The payload is JSON, so it needs nothing beyond the standard library.
+"""
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+# Runs as `PYTHON -I -c BOOTSTRAP` with the payload on stdin. Kept 3.9-compatible and tiny;
+# tracebacks point at "<gpudiag>/probes/x.py" with real line text (linecache is fed).
+BOOTSTRAP = r'''import sys, json, linecache, importlib.abc, importlib.util
+P = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+M = P["modules"]
+class F(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path=None, target=None):
+        if name in M:
+            return importlib.util.spec_from_loader(name, self, is_package=M[name][0])
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        is_pkg, src = M[module.__name__]
+        fn = "<gpudiag>/" + module.__name__.replace(".", "/") + ("/__init__.py" if is_pkg else ".py")
+        linecache.cache[fn] = (len(src), None, src.splitlines(True), fn)
+        if is_pkg:
+            module.__path__ = []
+        exec(compile(src, fn, "exec"), module.__dict__)
+sys.meta_path.insert(0, F())
+import probes.runner
+sys.exit(probes.runner.main(P))
+'''
+
+# The probe names the runner knows (probes/runner.py holds the same tuples; a test keeps them equal).
+LIGHT_PROBES = ("env", "torch_caps", "deployment", "sglang_source")
+DEEP_PROBES = ("copy_bench", "cuda_graph")
+ALL_PROBES = LIGHT_PROBES + DEEP_PROBES
+
+FRAME_RE_TEMPLATE = r"^GPUDIAG-BEGIN {nonce}\r?\n(.*?)\r?\nGPUDIAG-END {nonce}\r?$"
+
+
+def probe_modules() -> dict[str, tuple[bool, str]]:
+    """Every module of the `probes` package as {dotted name: (is_package, source)}."""
+    modules: dict[str, tuple[bool, str]] = {}
+
+    def walk(traversable: Any, dotted: str) -> None:
+        for entry in sorted(traversable.iterdir(), key=lambda e: e.name):
+            if entry.is_dir():
+                if entry.name.startswith((".", "__")) or not entry.joinpath("__init__.py").is_file():
+                    continue
+                sub = f"{dotted}.{entry.name}"
+                modules[sub] = (True, entry.joinpath("__init__.py").read_text(encoding="utf-8"))
+                walk(entry, sub)
+            elif entry.name.endswith(".py") and entry.name != "__init__.py":
+                modules[f"{dotted}.{entry.name[:-3]}"] = (False, entry.read_text(encoding="utf-8"))
+
+    root = resources.files("probes")
+    modules["probes"] = (True, root.joinpath("__init__.py").read_text(encoding="utf-8"))
+    walk(root, "probes")
+    return modules
+
+
+@dataclass(frozen=True)
+class Payload:
+    nonce: str
+    data: bytes
+
+
+def build_payload(probes: list[str] | None, options: dict[str, Any] | None = None,
+                  timeouts: dict[str, float] | None = None, host: str | None = None,
+                  probe_timeout: float | None = None, nonce: str | None = None) -> Payload:
+    """The stdin document for one host: probe code, the probe selection and their options."""
+    nonce = nonce or secrets.token_hex(8)
+    doc: dict[str, Any] = {"nonce": nonce, "probes": list(probes) if probes else None,
+                           "options": options or {}, "timeouts": timeouts or {}, "host": host,
+                           "modules": {k: list(v) for k, v in probe_modules().items()}}
+    if probe_timeout is not None:
+        doc["probe_timeout"] = probe_timeout
+    return Payload(nonce=nonce, data=json.dumps(doc).encode("utf-8"))
+
+
+def bootstrap_argv(python: str) -> list[str]:
+    return [python, "-I", "-c", BOOTSTRAP]
+
+
+class FrameError(ValueError):
+    """The output holds no complete, parseable frame."""
+
+
+def extract_frame(stdout: bytes, nonce: str) -> dict[str, Any]:
+    """The JSON document between this run's frame lines; banners and noise around it are ignored."""
+    text = stdout.decode("utf-8", "replace")
+    pattern = re.compile(FRAME_RE_TEMPLATE.format(nonce=re.escape(nonce)), re.S | re.M)
+    match = pattern.search(text)
+    if match is None:
+        if f"GPUDIAG-BEGIN {nonce}" in text:
+            raise FrameError("the probe output starts a frame but never ends it (truncated output)")
+        raise FrameError("the probe output holds no gpudiag frame")
+    try:
+        doc = json.loads(match.group(1))
+    except json.JSONDecodeError as exc:
+        raise FrameError(f"the frame is not valid JSON: {exc.msg} at char {exc.pos}") from None
+    if not isinstance(doc, dict):
+        raise FrameError("the frame is not a JSON object")
+    return doc
+
+
+def tail(data: bytes, limit: int = 2000) -> str:
+    return data[-limit:].decode("utf-8", "replace")

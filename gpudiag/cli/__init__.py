@@ -1,0 +1,52 @@
+"""The `gpudiag` command: a click group whose subcommands live one per module in this package.
+
+Deviation from DESIGN.md's single `cli.py`: the commands are split into modules of this package
+(scan, hosts, report, repro, engines) to keep each small; only this package prints, writes files or exits.
+"""
+from __future__ import annotations
+
+import enum
+import importlib
+import importlib.util
+import sys
+
+import click
+
+from gpudiag import __version__
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0                 # all hosts ok, no error-severity finding
+    FINDINGS = 1           # error-or-worse findings
+    USAGE = 2              # usage or input error
+    HOSTS_FAILED = 3       # some hosts could not be scanned
+    NOTHING_RAN = 4        # repro: every cell skipped (no CUDA / nothing to run on)
+
+
+class UserError(click.ClickException):
+    """A one-line error about the user's input; exits 2 without a traceback."""
+    exit_code = ExitCode.USAGE
+
+    def show(self, file=None) -> None:  # type: ignore[override]
+        click.echo(f"gpudiag: error: {self.format_message()}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpudiag")
+def cli() -> None:
+    """Remote diagnostics for multi-GPU LLM inference hosts."""
+
+
+COMMAND_MODULES = ("scan", "hosts", "report", "repro", "engines")
+for _name in COMMAND_MODULES:
+    if importlib.util.find_spec(f"gpudiag.cli.{_name}") is not None:
+        _module = importlib.import_module(f"gpudiag.cli.{_name}")
+        for _command in getattr(_module, "COMMANDS", ()):
+            cli.add_command(_command)
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="gpudiag", standalone_mode=True)
+    except KeyboardInterrupt:  # outside a scan, Ctrl-C just ends quietly
+        sys.exit(130)

@@ -1,0 +1,56 @@
+"""Options and helpers shared by the commands."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gpudiag.cli import UserError
+from gpudiag.inventory import InventoryError, load_inventory, resolve_targets
+from gpudiag.models import Host
+
+DEFAULT_INVENTORY = "inventory.yaml"
+
+
+def reports_dir_option(f: Any) -> Any:
+    return click.option("--reports-dir", type=click.Path(file_okay=False, path_type=Path),
+                        default=lambda: os.environ.get("GPUDIAG_REPORTS", "reports"), show_default="reports",
+                        help="Where runs are stored (env GPUDIAG_REPORTS).")(f)
+
+
+def inventory_option(f: Any) -> Any:
+    return click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
+                        help="Inventory file (gpudiag or Ansible YAML form).")(f)
+
+
+def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | None) -> list[Host]:
+    """Resolve targets; an explicit or default inventory file is used when present."""
+    try:
+        inventory = None
+        path = inventory_path or (DEFAULT_INVENTORY if Path(DEFAULT_INVENTORY).is_file() else None)
+        if path:
+            inventory = load_inventory(path)
+        if not targets:
+            raise UserError("no targets given (try `localhost`, a host, a group, or `all` with -i)")
+        return resolve_targets(list(targets), inventory, python)
+    except InventoryError as exc:
+        raise UserError(str(exc)) from None
+
+
+def parse_settings(settings: tuple[str, ...]) -> dict[str, Any]:
+    """`--set PROBE.KEY=VALUE` → {"PROBE": {"KEY": VALUE}}; values are JSON when they parse as JSON."""
+    options: dict[str, Any] = {}
+    for item in settings:
+        key, sep, raw = item.partition("=")
+        probe, dot, name = key.partition(".")
+        if not sep or not dot or not probe or not name:
+            raise UserError(f"--set {item!r}: expected PROBE.KEY=VALUE")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        options.setdefault(probe, {})[name] = value
+    return options

@@ -1,0 +1,90 @@
+"""`gpudiag scan TARGETS`: run the probe bundle on every target and store one result per host."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from gpudiag import bundle
+from gpudiag.cli import ExitCode, UserError
+from gpudiag.cli.common import inventory_option, load_hosts, parse_settings, reports_dir_option
+from gpudiag.models import OK
+from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
+from gpudiag.render.console import ScanProgress, summary_table
+from gpudiag.store import RunWriter
+from gpudiag.transports import transport_for
+
+
+def selected_probes(probes: str | None, deep: bool) -> list[str]:
+    names = [p.strip() for p in probes.split(",") if p.strip()] if probes else list(bundle.LIGHT_PROBES)
+    if deep:
+        names += [p for p in bundle.DEEP_PROBES if p not in names]
+    unknown = [p for p in names if p not in bundle.ALL_PROBES]
+    if unknown:
+        raise UserError(f"--probes: unknown probe {', '.join(unknown)} (known: {', '.join(bundle.ALL_PROBES)})")
+    return names
+
+
+@click.command()
+@click.argument("targets", nargs=-1)
+@inventory_option
+@click.option("--python", help="Interpreter to run the probes with on every target (e.g. the sglang venv).")
+@click.option("--probes", help=f"Comma-separated probes (default: the light set).")
+@click.option("--deep", is_flag=True, help="Add the GPU-touching probes (copy_bench, cuda_graph).")
+@click.option("--force", is_flag=True, help="Let GPU probes run on GPUs that look busy.")
+@click.option("--set", "settings", multiple=True, metavar="PROBE.KEY=VALUE", help="A probe option (repeatable).")
+@click.option("--forks", type=click.IntRange(1, 1024), default=DEFAULT_FORKS, show_default=True,
+              help="Hosts scanned at once.")
+@click.option("--timeout", type=click.FloatRange(1, None), default=DEFAULT_TIMEOUT, show_default=True,
+              help="Deadline per host in seconds, connection included.")
+@click.option("--probe-timeout", type=click.FloatRange(1, None), help="Time limit per probe on the host.")
+@click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
+@click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
+@click.option("--connect-timeout", type=click.FloatRange(0.1, None), default=10.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
+@reports_dir_option
+def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | None, probes: str | None,
+         deep: bool, force: bool, settings: tuple[str, ...], forks: int, timeout: float,
+         probe_timeout: float | None, accept_new: bool, known_hosts: str | None, connect_timeout: float,
+         as_json: bool, reports_dir: Path) -> None:
+    """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
+    hosts = load_hosts(targets, inventory_path, python)
+    options = parse_settings(settings)
+    options.update(force=force, deep=deep)
+    request = ScanRequest(probes=selected_probes(probes, deep), options=options, timeout=timeout,
+                          probe_timeout=probe_timeout, forks=forks)
+    writer = RunWriter(reports_dir, "scan", sys.argv)
+    console = Console(stderr=True)
+
+    def factory(host):  # type: ignore[no-untyped-def]
+        if host.transport == "ssh":
+            return transport_for(host, accept_new=accept_new, known_hosts=known_hosts,
+                                 connect_timeout=connect_timeout)
+        return transport_for(host)
+
+    with ScanProgress(len(hosts), console=console) as progress:
+        def on_result(result):  # type: ignore[no-untyped-def]
+            writer.write_host(result)
+            progress.host_done(result)
+
+        outcome = Orchestrator(request, factory, on_start=progress.host_started, on_result=on_result).run(hosts)
+    for result in outcome.results:
+        writer.note_host(result.name, result.status, result.reason)
+    manifest = writer.finish(interrupted=outcome.interrupted)
+    if as_json:
+        click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
+    else:
+        console.print(summary_table(outcome.results, f"gpudiag scan {manifest.run_id}"))
+        console.print(f"results: {writer.dir}")
+    if outcome.interrupted:
+        console.print("interrupted: finished hosts are kept", style="yellow")
+        sys.exit(130)
+    if any(r.status != OK for r in outcome.results):
+        sys.exit(ExitCode.HOSTS_FAILED)
+    sys.exit(ExitCode.OK)
+
+
+COMMANDS = (scan,)

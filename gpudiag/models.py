@@ -1,0 +1,246 @@
+"""The data gpudiag passes around and stores, as frozen dataclasses with their dict form.
+
+The JSON shape of every stored document lives here and nowhere else.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# Host statuses: every host of a run ends with exactly one of these.
+OK = "ok"
+UNREACHABLE = "unreachable"
+TIMEOUT = "timeout"
+AUTH_FAILED = "auth_failed"
+HOST_KEY_UNKNOWN = "host_key_unknown"
+HOST_KEY_CHANGED = "host_key_changed"
+PYTHON_MISSING = "python_missing"
+FRAME_ERROR = "frame_error"
+PROBE_ERROR = "probe_error"
+INTERRUPTED = "interrupted"  # the run was stopped (Ctrl-C) before this host finished
+HOST_STATUSES = (OK, UNREACHABLE, TIMEOUT, AUTH_FAILED, HOST_KEY_UNKNOWN, HOST_KEY_CHANGED,
+                 PYTHON_MISSING, FRAME_ERROR, PROBE_ERROR, INTERRUPTED)
+
+PROBE_STATUSES = ("ok", "error", "timeout", "skipped")
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._@+-]")
+
+
+class SchemaError(ValueError):
+    """A stored document this version cannot read."""
+
+
+def check_schema(doc: dict[str, Any], what: str) -> None:
+    """Refuse documents written by a newer major schema, with a message naming the document."""
+    version = doc.get("schema")
+    if not isinstance(version, int):
+        raise SchemaError(f"{what}: no integer 'schema' field; not a gpudiag document")
+    if version > SCHEMA_VERSION:
+        raise SchemaError(f"{what}: schema {version} is newer than this gpudiag reads ({SCHEMA_VERSION}); "
+                          f"upgrade gpudiag")
+
+
+def safe_file_name(name: str) -> str:
+    """A host name usable as a file name: no '/', no leading dot, nothing a shell would mind."""
+    cleaned = _SAFE_NAME.sub("_", name).lstrip(".") or "host"
+    return cleaned[:120]
+
+
+@dataclass(frozen=True)
+class Host:
+    """One target, fully resolved: where it is and how to reach it."""
+    name: str
+    address: str = "localhost"
+    transport: str = "local"          # local | ssh
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    python: str = "python3"
+    python_explicit: bool = False     # given by --python or the inventory, not defaulted
+    container: str | None = None      # e.g. "docker:sglang", "podman:sglang", "kubectl:pod-name"
+    jump: str | None = None           # ProxyJump spec: [user@]host[:port]
+    groups: tuple[str, ...] = ()
+    source: str = ""                  # where this host was defined (file:line or "command line")
+    vars: tuple[tuple[str, Any], ...] = ()
+
+    def with_(self, **changes: Any) -> "Host":
+        return replace(self, **changes)
+
+    def describe_route(self) -> str:
+        """How this host is reached, in one line (for `gpudiag hosts`)."""
+        if self.transport == "local":
+            route = "local child process"
+        else:
+            who = f"{self.user}@" if self.user else ""
+            port = f":{self.port}" if self.port else ""
+            route = f"ssh {who}{self.address}{port}"
+            if self.jump:
+                route += f" via {self.jump}"
+        if self.container:
+            route += f" → {self.container.replace(':', ' exec ', 1)}"
+        return route
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "address": self.address, "transport": self.transport,
+                "user": self.user, "port": self.port, "identity_file": self.identity_file,
+                "python": self.python, "python_explicit": self.python_explicit,
+                "container": self.container, "jump": self.jump, "groups": list(self.groups),
+                "source": self.source}
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one command run through a transport gave back."""
+    exit_code: int | None             # None when killed for the deadline
+    stdout: bytes
+    stderr: bytes
+    duration_s: float
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    status: str                        # ok | error | timeout | skipped
+    duration_s: float = 0.0
+    data: Any = None
+    error: dict[str, Any] | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "duration_s": round(self.duration_s, 4)}
+        if self.status == "ok":
+            out["data"] = self.data
+        elif self.status == "error":
+            out["error"] = self.error or {}
+        else:
+            out["reason"] = self.reason or ""
+            if self.data is not None:
+                out["data"] = self.data
+        return out
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> "ProbeResult":
+        status = doc.get("status", "error")
+        if status not in PROBE_STATUSES:
+            status = "error"
+        return cls(status=status, duration_s=float(doc.get("duration_s") or 0.0), data=doc.get("data"),
+                   error=doc.get("error"), reason=doc.get("reason"))
+
+
+@dataclass(frozen=True)
+class HostResult:
+    name: str
+    status: str
+    reason: str = ""
+    address: str = ""
+    transport: str = ""
+    python: str = ""
+    duration_s: float = 0.0
+    probes: dict[str, ProbeResult] = field(default_factory=dict)
+    output_tail: dict[str, str] | None = None   # kept when the output could not be read
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    def probe_data(self, probe: str) -> Any:
+        """The probe's data when it ran ok, else None: what findings read."""
+        result = self.probes.get(probe)
+        return result.data if result is not None and result.status == "ok" else None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema": SCHEMA_VERSION, "name": self.name, "address": self.address,
+                               "transport": self.transport, "python": self.python, "status": self.status,
+                               "reason": self.reason, "duration_s": round(self.duration_s, 3),
+                               "probes": {k: v.to_dict() for k, v in self.probes.items()}}
+        if self.output_tail:
+            out["output_tail"] = self.output_tail
+        return out
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], what: str = "host result") -> "HostResult":
+        check_schema(doc, what)
+        probes = {k: ProbeResult.from_dict(v) for k, v in (doc.get("probes") or {}).items()
+                  if isinstance(v, dict)}
+        return cls(name=str(doc.get("name", "?")), status=str(doc.get("status", FRAME_ERROR)),
+                   reason=str(doc.get("reason", "")), address=str(doc.get("address", "")),
+                   transport=str(doc.get("transport", "")), python=str(doc.get("python", "")),
+                   duration_s=float(doc.get("duration_s") or 0.0), probes=probes,
+                   output_tail=doc.get("output_tail"))
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    run_id: str
+    kind: str                          # scan | repro | ingest
+    started_at: str
+    finished_at: str | None = None
+    interrupted: bool = False
+    argv: tuple[str, ...] = ()
+    gpudiag_version: str = ""
+    hosts: tuple[dict[str, str], ...] = ()   # [{"name", "status", "reason"}]
+    extra: dict[str, Any] = field(default_factory=dict)   # e.g. ingest source, repro options
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"schema": SCHEMA_VERSION, "run_id": self.run_id, "kind": self.kind,
+               "started_at": self.started_at, "finished_at": self.finished_at,
+               "interrupted": self.interrupted, "argv": list(self.argv),
+               "gpudiag_version": self.gpudiag_version, "hosts": [dict(h) for h in self.hosts]}
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], what: str = "run.json") -> "RunManifest":
+        check_schema(doc, what)
+        known = {"schema", "run_id", "kind", "started_at", "finished_at", "interrupted", "argv",
+                 "gpudiag_version", "hosts"}
+        return cls(run_id=str(doc.get("run_id", "")), kind=str(doc.get("kind", "scan")),
+                   started_at=str(doc.get("started_at", "")), finished_at=doc.get("finished_at"),
+                   interrupted=bool(doc.get("interrupted", False)), argv=tuple(doc.get("argv") or ()),
+                   gpudiag_version=str(doc.get("gpudiag_version", "")),
+                   hosts=tuple(dict(h) for h in doc.get("hosts") or ()),
+                   extra={k: v for k, v in doc.items() if k not in known})
+
+
+SEVERITIES = ("critical", "error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One concrete fact behind a finding: a source line, a measurement, a flag."""
+    kind: str                          # source | measurement | flag | status | text
+    text: str                          # one line a human reads
+    host: str | None = None
+    file: str | None = None
+    line: int | None = None
+    snippet: str | None = None
+    table: tuple[tuple[str, ...], ...] | None = None   # first row is the header
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"kind": self.kind, "text": self.text}
+        for key in ("host", "file", "line", "snippet"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.table is not None:
+            out["table"] = [list(r) for r in self.table]
+        return out
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str                            # stable rule id, e.g. "copies.no_foreach_copy"
+    severity: str                      # critical | error | warning | info
+    title: str
+    hosts: tuple[str, ...]
+    evidence: tuple[Evidence, ...]
+    recommendation: str
+    sources: tuple[str, ...] = ()      # result paths it came from: "<host>/probes/<probe>"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "severity": self.severity, "title": self.title, "hosts": list(self.hosts),
+                "evidence": [e.to_dict() for e in self.evidence], "recommendation": self.recommendation,
+                "sources": list(self.sources)}

@@ -1,0 +1,171 @@
+"""Runs the probe bundle on many hosts at once and returns a HostResult for every host.
+
+A bounded pool, a deadline per host, progress through callbacks (no printing here). One host's
+failure never stops the others; Ctrl-C closes every open transport and keeps what has finished.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from gpudiag import bundle
+from gpudiag.models import (FRAME_ERROR, INTERRUPTED, OK, PROBE_ERROR, PYTHON_MISSING, TIMEOUT,
+                            UNREACHABLE, CommandResult, Host, HostResult, ProbeResult)
+from gpudiag.transports import Transport, TransportError, transport_for
+
+DEFAULT_FORKS = 32
+DEFAULT_TIMEOUT = 300.0
+
+TransportFactory = Callable[[Host], Transport]
+
+
+@dataclass
+class ScanRequest:
+    probes: list[str] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT            # whole-host deadline, connect included
+    probe_timeout: float | None = None          # per probe, inside the runner
+    forks: int = DEFAULT_FORKS
+
+
+@dataclass
+class ScanOutcome:
+    results: list[HostResult]
+    interrupted: bool = False
+
+
+def classify(host: Host, command: CommandResult, nonce: str, deadline: float) -> HostResult:
+    """Turn what the host printed into a HostResult with one status and a one-line reason."""
+    base = dict(name=host.name, address=host.address, transport=_transport_name(host), python=host.python,
+                duration_s=command.duration_s)
+    tails = {"stdout": bundle.tail(command.stdout), "stderr": bundle.tail(command.stderr)}
+    if command.timed_out:
+        return HostResult(status=TIMEOUT, reason=f"no answer within the {deadline:.0f} s deadline",
+                          output_tail=tails, **base)
+    try:
+        doc = bundle.extract_frame(command.stdout, nonce)
+    except bundle.FrameError as exc:
+        if _python_missing(command):
+            return HostResult(status=PYTHON_MISSING, output_tail=tails,
+                              reason=f"{host.python}: no such interpreter on the host "
+                                     f"(exit {command.exit_code})", **base)
+        last = command.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        hint = f"; stderr: {last[0][:160]}" if last[0] else ""
+        return HostResult(status=FRAME_ERROR, reason=f"{exc} (exit {command.exit_code}){hint}",
+                          output_tail=tails, **base)
+    probes = {name: ProbeResult.from_dict(p) for name, p in (doc.get("probes") or {}).items()
+              if isinstance(p, dict)}
+    python = (doc.get("python") or {}).get("executable") or host.python
+    base["python"] = python
+    if doc.get("fatal"):
+        return HostResult(status=PROBE_ERROR, reason=str(doc["fatal"]), probes=probes, **base)
+    failed = [f"{name} {p.status}" + (f" ({p.error.get('type')}: {p.error.get('message', '')[:80]})"
+                                      if p.error else "")
+              for name, p in probes.items() if p.status in ("error", "timeout")]
+    if failed:
+        return HostResult(status=PROBE_ERROR, reason="; ".join(failed), probes=probes, **base)
+    return HostResult(status=OK, reason="", probes=probes, **base)
+
+
+def _python_missing(command: CommandResult) -> bool:
+    err = command.stderr.decode("utf-8", "replace")
+    if command.exit_code in (126, 127):
+        return True
+    return command.exit_code not in (0, None) and ("No such file or directory" in err
+                                                    or "not found" in err) and "Traceback" not in err
+
+
+def _transport_name(host: Host) -> str:
+    return host.transport + (f"+{host.container.split(':', 1)[0]}" if host.container else "")
+
+
+class Orchestrator:
+    def __init__(self, request: ScanRequest, transport_factory: TransportFactory | None = None,
+                 on_start: Callable[[Host], None] | None = None,
+                 on_result: Callable[[HostResult], None] | None = None):
+        self.request = request
+        self.transport_factory = transport_factory or transport_for
+        self.on_start = on_start or (lambda host: None)
+        self.on_result = on_result or (lambda result: None)
+        self._open: dict[str, Transport] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    def scan_one(self, host: Host) -> HostResult:
+        """Everything for one host; never raises."""
+        started = time.monotonic()
+        if self._stopping.is_set():
+            return _interrupted(host)
+        self.on_start(host)
+        options = dict(self.request.options, python=host.python, python_explicit=host.python_explicit)
+        payload = bundle.build_payload(self.request.probes, options, host=host.name,
+                                       probe_timeout=self.request.probe_timeout)
+        try:
+            transport = self.transport_factory(host)
+            with self._lock:
+                self._open[host.name] = transport
+            try:
+                command = transport.run(bundle.bootstrap_argv(host.python), payload.data, self.request.timeout)
+            finally:
+                with self._lock:
+                    self._open.pop(host.name, None)
+                transport.close()
+            result = classify(host, command, payload.nonce, self.request.timeout)
+        except TransportError as exc:
+            result = HostResult(name=host.name, status=exc.status, reason=exc.reason, address=host.address,
+                                transport=_transport_name(host), python=host.python,
+                                duration_s=time.monotonic() - started)
+        except Exception as exc:  # a bug or an odd host must not take the fleet down
+            status = INTERRUPTED if self._stopping.is_set() else UNREACHABLE
+            result = HostResult(name=host.name, status=status, reason=f"{type(exc).__name__}: {exc}",
+                                address=host.address, transport=_transport_name(host), python=host.python,
+                                duration_s=time.monotonic() - started)
+        if self._stopping.is_set() and result.status != OK:
+            result = _interrupted(host)
+        return result
+
+    def run(self, hosts: list[Host]) -> ScanOutcome:
+        results: dict[str, HostResult] = {}
+        pool = ThreadPoolExecutor(max_workers=max(1, min(self.request.forks, len(hosts) or 1)),
+                                  thread_name_prefix="gpudiag-host")
+        futures: dict[Future[HostResult], Host] = {pool.submit(self.scan_one, h): h for h in hosts}
+        pending = set(futures)
+        interrupted = False
+        try:
+            while pending:
+                # A short wait keeps the main thread responsive to Ctrl-C.
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for future in done:
+                    result = future.result()
+                    results[result.name] = result
+                    self.on_result(result)
+        except KeyboardInterrupt:
+            interrupted = True
+            self.stop()
+            for future in pending:
+                future.cancel()
+        finally:
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
+        ordered = []
+        for host in hosts:
+            ordered.append(results.get(host.name) or _interrupted(host))
+        return ScanOutcome(results=ordered, interrupted=interrupted)
+
+    def stop(self) -> None:
+        """Close every open transport: their runs return at once and the hosts end as interrupted."""
+        self._stopping.set()
+        with self._lock:
+            transports = list(self._open.values())
+        for transport in transports:
+            try:
+                transport.close()
+            except Exception:
+                pass
+
+
+def _interrupted(host: Host) -> HostResult:
+    return HostResult(name=host.name, status=INTERRUPTED, reason="the run was interrupted before this host finished",
+                      address=host.address, transport=_transport_name(host), python=host.python)

@@ -1,0 +1,1 @@
+"""Turning runs and findings into text: markdown and JSON (pure), console (rich)."""

@@ -1,0 +1,41 @@
+"""One interface for reaching a host: `run(argv, stdin, timeout) -> CommandResult`.
+
+A transport raises `TransportError` with a host status (unreachable, auth_failed, ...) when it cannot
+run the command at all; a command that ran and failed is a CommandResult, not an exception.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from gpudiag.models import CommandResult, Host
+
+
+class TransportError(Exception):
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class Transport(Protocol):
+    def run(self, argv: list[str], stdin: bytes, timeout: float) -> CommandResult: ...
+
+    def close(self) -> None: ...
+
+
+def transport_for(host: Host, **ssh_options: object) -> Transport:
+    """The transport chain for a host: local or ssh, wrapped by a container exec when it has one."""
+    from gpudiag.transports.container import ContainerTransport
+    from gpudiag.transports.local import LocalTransport
+
+    base: Transport
+    if host.transport == "local":
+        base = LocalTransport()
+    elif host.transport == "ssh":
+        from gpudiag.transports.ssh import SSHTransport
+        base = SSHTransport(host, **ssh_options)  # type: ignore[arg-type]
+    else:
+        raise ValueError(f"{host.name}: unknown transport {host.transport!r}")
+    if host.container:
+        return ContainerTransport(base, host.container)
+    return base

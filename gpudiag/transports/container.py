@@ -1,0 +1,46 @@
+"""Wraps another transport so the command runs inside a container: docker/podman exec or kubectl exec.
+
+The container spec is `docker:NAME`, `podman:NAME` or `kubectl:POD` (optionally `kubectl:NAMESPACE/POD`).
+The argv stays a list all the way down: the ssh transport quotes every word for the remote shell.
+"""
+from __future__ import annotations
+
+from gpudiag.models import CommandResult
+from gpudiag.transports import Transport
+
+ENGINES = ("docker", "podman", "kubectl")
+
+
+def parse_container(spec: str) -> tuple[str, str]:
+    """`engine:name` → (engine, name); a bare name means docker."""
+    engine, sep, name = spec.partition(":")
+    if not sep:
+        engine, name = "docker", spec
+    if engine not in ENGINES:
+        raise ValueError(f"container {spec!r}: engine must be one of {', '.join(ENGINES)}")
+    if not name:
+        raise ValueError(f"container {spec!r}: no container name")
+    return engine, name
+
+
+def exec_prefix(spec: str) -> list[str]:
+    engine, name = parse_container(spec)
+    if engine == "kubectl":
+        namespace, _, pod = name.rpartition("/")
+        prefix = ["kubectl", "exec", "-i"]
+        if namespace:
+            prefix += ["-n", namespace]
+        return prefix + [pod, "--"]
+    return [engine, "exec", "-i", name]
+
+
+class ContainerTransport:
+    def __init__(self, inner: Transport, spec: str):
+        self.inner = inner
+        self.prefix = exec_prefix(spec)
+
+    def run(self, argv: list[str], stdin: bytes, timeout: float) -> CommandResult:
+        return self.inner.run(self.prefix + list(argv), stdin, timeout)
+
+    def close(self) -> None:
+        self.inner.close()

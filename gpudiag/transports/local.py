@@ -1,0 +1,45 @@
+"""Runs the command as a child process on this machine (the `localhost` target)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+from gpudiag.models import CommandResult
+
+
+class LocalTransport:
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def run(self, argv: list[str], stdin: bytes, timeout: float) -> CommandResult:
+        started = time.monotonic()
+        try:
+            # A new session so a deadline or Ctrl-C can kill the whole tree, probes' children included.
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True)
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            return CommandResult(127, b"", f"{argv[0]}: {exc.strerror}\n".encode(), 0.0)
+        self._proc = proc
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout)
+            return CommandResult(proc.returncode, out, err, time.monotonic() - started)
+        except subprocess.TimeoutExpired:
+            self._kill(proc)
+            out, err = proc.communicate()
+            return CommandResult(None, out, err, time.monotonic() - started, timed_out=True)
+        finally:
+            self._proc = None
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen[bytes]) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+
+    def close(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            self._kill(proc)

@@ -1,0 +1,131 @@
+"""Runs the selected probes, each under its own time limit, and prints one framed JSON document.
+
+A probe never takes the runner down: every exception, hang or skip becomes data. While probes run,
+file descriptor 1 points at stderr, so nothing a probe or a C library prints can corrupt the frame.
+"""
+import importlib
+import json
+import os
+import platform
+import socket
+import sys
+import threading
+import time
+import traceback
+
+from probes.context import ProbeContext, Skip
+
+SCHEMA = 1
+# Light probes allocate nothing on a GPU; deployment runs before sglang_source, which reads its choice.
+LIGHT_PROBES = ("env", "torch_caps", "deployment", "sglang_source")
+DEEP_PROBES = ("copy_bench", "cuda_graph")
+ALL_PROBES = LIGHT_PROBES + DEEP_PROBES
+DEFAULT_PROBE_TIMEOUT = 120.0
+MIN_PYTHON = (3, 9)
+
+
+def error_data(exc, frames=6):
+    """An exception as data: type, message and the last frames of its traceback."""
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    lines = "".join(tb).rstrip().splitlines()
+    return {"type": type(exc).__name__, "message": str(exc)[:2000], "traceback": lines[-(frames * 2 + 1):]}
+
+
+def run_probe(name, options, results, timeout, modules=None):
+    """Run one probe in a daemon thread; return its result dict, whatever happens inside."""
+    started = time.monotonic()
+    outcome = {}
+
+    def target():
+        try:
+            module = importlib.import_module("probes." + name)
+            ctx = ProbeContext(options=options, results=results, deadline=started + timeout, modules=modules)
+            outcome["data"] = module.collect(ctx)
+        except Skip as exc:
+            outcome["skip"] = str(exc) or "skipped"
+        except BaseException as exc:  # a probe may raise anything, SystemExit included
+            outcome["error"] = error_data(exc)
+
+    thread = threading.Thread(target=target, name="probe-" + name, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    duration = round(time.monotonic() - started, 4)
+    if thread.is_alive():
+        return {"status": "timeout", "duration_s": duration,
+                "reason": "probe %s did not finish within %.0f s" % (name, timeout)}
+    if "skip" in outcome:
+        return {"status": "skipped", "duration_s": duration, "reason": outcome["skip"]}
+    if "error" in outcome:
+        return {"status": "error", "duration_s": duration, "error": outcome["error"]}
+    return {"status": "ok", "duration_s": duration, "data": outcome.get("data")}
+
+
+def select_probes(requested):
+    """Requested names in canonical order; unknown names are reported, not fatal."""
+    requested = list(requested or LIGHT_PROBES)
+    order = [p for p in ALL_PROBES if p in requested]
+    unknown = [p for p in requested if p not in ALL_PROBES]
+    return order, unknown
+
+
+def run_all(payload):
+    """The whole document for one host."""
+    probes, unknown = select_probes(payload.get("probes"))
+    timeouts = payload.get("timeouts") or {}
+    options = payload.get("options") or {}
+    modules = payload.get("modules")
+    results = {}
+    document_probes = {}
+    for name in probes:
+        timeout = float(timeouts.get(name, payload.get("probe_timeout", DEFAULT_PROBE_TIMEOUT)))
+        result = run_probe(name, options, results, timeout, modules)
+        document_probes[name] = result
+        if result["status"] == "ok":
+            results[name] = result["data"]
+    for name in unknown:
+        document_probes[name] = {"status": "skipped", "duration_s": 0.0,
+                                 "reason": "no probe named %r in this bundle" % name}
+    return {
+        "schema": SCHEMA,
+        "host": payload.get("host") or socket.gethostname(),
+        "hostname": socket.gethostname(),
+        "python": {"executable": sys.executable, "version": platform.python_version(),
+                   "implementation": platform.python_implementation()},
+        "probes": document_probes,
+    }
+
+
+def write_frame(document, nonce, fd):
+    text = json.dumps(document, default=str, sort_keys=True)
+    frame = "\nGPUDIAG-BEGIN %s\n%s\nGPUDIAG-END %s\n" % (nonce, text, nonce)
+    data = frame.encode("utf-8")
+    while data:
+        written = os.write(fd, data)
+        data = data[written:]
+
+
+def main(payload):
+    """Entry point used by the bootstrap: run, frame, return the exit code."""
+    nonce = str(payload.get("nonce") or "0")
+    if sys.version_info < MIN_PYTHON:
+        document = {"schema": SCHEMA, "fatal": "python %s is older than 3.9" % platform.python_version(),
+                    "python": {"executable": sys.executable, "version": platform.python_version()},
+                    "probes": {}}
+        write_frame(document, nonce, 1)
+        return 0
+    sys.stdout.flush()
+    frame_fd = os.dup(1)
+    os.dup2(2, 1)  # from here on, fd 1 is stderr: stray prints cannot break the frame
+    try:
+        document = run_all(payload)
+    except BaseException as exc:
+        document = {"schema": SCHEMA, "fatal": "runner failed", "error": error_data(exc), "probes": {}}
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+    write_frame(document, nonce, frame_fd)
+    os.close(frame_fd)
+    # Hung probe threads (timed out) must not keep the process alive.
+    os._exit(0)

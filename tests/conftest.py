@@ -1,0 +1,26 @@
+"""Shared test setup: the repo root on sys.path, and the `gpu` marker's skip when CUDA is absent."""
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+
+def _cuda_available():
+    try:
+        import torch
+    except Exception:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config, items):
+    if _cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (run scripts/gpu-check.sh on a GPU host)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
