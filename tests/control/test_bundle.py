@@ -1,0 +1,82 @@
+"""The bundle: probe sources packed for stdin, the bootstrap that runs them, and frame extraction."""
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpudiag import bundle
+
+
+def test_probe_names_match_the_runner():
+    # The control side keeps its own copy of the probe names (it never imports probes/ at run time).
+    tree = ast.parse(bundle.probe_modules()["probes.runner"][1])
+    values = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Tuple):
+            values[node.targets[0].id] = tuple(ast.literal_eval(node.value))
+    assert values["LIGHT_PROBES"] == bundle.LIGHT_PROBES
+    assert values["DEEP_PROBES"] == bundle.DEEP_PROBES
+
+
+def test_probe_modules_hold_every_probe_and_no_control_side():
+    modules = bundle.probe_modules()
+    assert modules["probes"][0] is True
+    assert "probes.runner" in modules and "probes.context" in modules
+    assert not any(name.startswith("gpudiag") for name in modules)
+    for name, (_, source) in modules.items():
+        assert "import gpudiag" not in source and "from gpudiag" not in source, name
+
+
+def run_bootstrap(payload, python=sys.executable, extra_stdout=b""):
+    proc = subprocess.run(bundle.bootstrap_argv(python), input=payload.data, capture_output=True, timeout=120)
+    return proc
+
+
+def test_bootstrap_runs_the_bundle_isolated_and_frames_the_answer(tmp_path):
+    payload = bundle.build_payload(["env"], host="here")
+    proc = subprocess.run(bundle.bootstrap_argv(sys.executable), input=payload.data, capture_output=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    doc = bundle.extract_frame(proc.stdout, payload.nonce)
+    assert doc["host"] == "here"
+    assert doc["probes"]["env"]["status"] == "ok"
+    assert doc["probes"]["env"]["data"]["python"]["executable"]
+    assert list(tmp_path.iterdir()) == []  # nothing left behind in the working directory
+
+
+def test_unknown_probe_is_skipped_with_reason():
+    payload = bundle.build_payload(["env", "nope"])
+    proc = run_bootstrap(payload)
+    doc = bundle.extract_frame(proc.stdout, payload.nonce)
+    assert doc["probes"]["nope"]["status"] == "skipped"
+    assert "nope" in doc["probes"]["nope"]["reason"]
+
+
+def frame(nonce, doc):
+    return f"GPUDIAG-BEGIN {nonce}\n{json.dumps(doc)}\nGPUDIAG-END {nonce}\n".encode()
+
+
+def test_extract_frame_ignores_banners_and_other_nonces():
+    noise = b"Welcome to gpu-01\r\nlast login: yesterday\n"
+    other = frame("other", {"probes": {"x": 1}})
+    mine = frame("abc123", {"probes": {"env": {"status": "ok"}}})
+    doc = bundle.extract_frame(noise + other + mine + b"trailing warning\n", "abc123")
+    assert doc == {"probes": {"env": {"status": "ok"}}}
+
+
+def test_extract_frame_handles_crlf_from_a_pty():
+    data = frame("n1", {"a": 1}).replace(b"\n", b"\r\n")
+    assert bundle.extract_frame(data, "n1") == {"a": 1}
+
+
+@pytest.mark.parametrize("data,message", [
+    (b"garbage only\n", "holds no gpudiag frame"),
+    (b"GPUDIAG-BEGIN n1\n{\"a\": 1", "never ends it"),
+    (b"GPUDIAG-BEGIN n1\n{not json}\nGPUDIAG-END n1\n", "not valid JSON"),
+    (b"GPUDIAG-BEGIN n1\n[1, 2]\nGPUDIAG-END n1\n", "not a JSON object"),
+])
+def test_extract_frame_errors_say_what_is_wrong(data, message):
+    with pytest.raises(bundle.FrameError, match=message):
+        bundle.extract_frame(data, "n1")

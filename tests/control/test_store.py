@@ -1,0 +1,72 @@
+"""The store: atomic per-host documents, run.json kept current, latest, and schema refusal."""
+import json
+
+import pytest
+
+from gpudiag.models import SCHEMA_VERSION, HostResult, ProbeResult
+from gpudiag.store import RunWriter, StoreError, load_run, resolve_run_dir
+
+
+def result(name, status="ok"):
+    return HostResult(name=name, status=status, reason="" if status == "ok" else "why",
+                      probes={"env": ProbeResult("ok", 0.1, data={"hostname": name})})
+
+
+def test_each_host_is_on_disk_the_moment_it_is_written(tmp_path):
+    writer = RunWriter(tmp_path, "scan", ["gpudiag", "scan", "a"])
+    writer.write_host(result("gpu-01"))
+    # Before finish(): the host file and a run.json naming it already exist (a crash keeps them).
+    run = json.loads((writer.dir / "run.json").read_text())
+    assert run["finished_at"] is None
+    assert run["hosts"] == [{"name": "gpu-01", "status": "ok", "reason": "", "file": "gpu-01"}]
+    host = json.loads((writer.dir / "hosts" / "gpu-01.json").read_text())
+    assert host["schema"] == SCHEMA_VERSION and host["probes"]["env"]["data"]["hostname"] == "gpu-01"
+    assert (tmp_path / "latest").read_text().strip() == writer.run_id
+    assert not [p for p in writer.dir.rglob(".*")]  # no temp files left
+
+
+def test_interrupted_run_keeps_finished_hosts_and_lists_the_rest(tmp_path):
+    writer = RunWriter(tmp_path, "scan", [])
+    writer.write_host(result("done"))
+    writer.note_host("pending", "interrupted", "the run was interrupted")
+    writer.finish(interrupted=True)
+    loaded = load_run(resolve_run_dir(None, tmp_path))
+    assert loaded.manifest.interrupted is True
+    assert {h.name: h.status for h in loaded.hosts} == {"done": "ok", "pending": "interrupted"}
+
+
+def test_unsafe_and_colliding_host_names_get_distinct_safe_files(tmp_path):
+    writer = RunWriter(tmp_path, "scan", [])
+    a = writer.write_host(result("../etc/passwd"))
+    b = writer.write_host(result("_etc_passwd"))   # same safe name, different host
+    assert a.parent == b.parent == writer.dir / "hosts"
+    assert a != b and not a.name.startswith(".")
+    assert json.loads(a.read_text())["name"] == "../etc/passwd"
+    assert json.loads(b.read_text())["name"] == "_etc_passwd"
+
+
+def test_newer_schema_is_refused_with_the_file_named(tmp_path):
+    writer = RunWriter(tmp_path, "scan", [])
+    path = writer.write_host(result("h"))
+    doc = json.loads(path.read_text())
+    doc["schema"] = SCHEMA_VERSION + 1
+    path.write_text(json.dumps(doc))
+    with pytest.raises(StoreError, match=r"h\.json: schema 2 is newer"):
+        load_run(writer.dir)
+
+
+def test_resolve_run_dir_errors_name_the_path(tmp_path):
+    with pytest.raises(StoreError, match="no runs yet"):
+        resolve_run_dir(None, tmp_path)
+    with pytest.raises(StoreError, match="nope: no run there"):
+        resolve_run_dir("nope", tmp_path)
+    writer = RunWriter(tmp_path, "scan", [])
+    assert resolve_run_dir(writer.run_id, tmp_path) == writer.dir
+    assert resolve_run_dir(str(writer.dir / "run.json"), tmp_path) == writer.dir
+
+
+def test_corrupt_json_names_file_and_line(tmp_path):
+    writer = RunWriter(tmp_path, "scan", [])
+    (writer.dir / "hosts" / "bad.json").write_text('{\n  "schema": 1,\n  oops\n}')
+    with pytest.raises(StoreError, match=r"bad\.json:3: not valid JSON"):
+        load_run(writer.dir)
