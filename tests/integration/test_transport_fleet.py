@@ -1,0 +1,13 @@
+"""The sshd fleet itself: every host answers OpenSSH's own client with the generated keys."""
+import subprocess
+
+
+def test_openssh_client_reaches_every_fleet_host(sshd_fleet):
+    for h in sshd_fleet.hosts:
+        proc = subprocess.run(
+            ["ssh", "-F", "/dev/null", "-i", h.key_path, "-p", str(h.port), "-o", "BatchMode=yes",
+             "-o", f"UserKnownHostsFile={sshd_fleet.known_hosts}", "-o", "StrictHostKeyChecking=yes",
+             f"{h.user}@{h.address}", "echo", "reached", h.name],
+            capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == f"reached {h.name}"
