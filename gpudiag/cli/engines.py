@@ -1,0 +1,93 @@
+"""`gpudiag bundle` writes the probe zipapp for an engine to run; `gpudiag ingest` stores what it collected."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from gpudiag.cli import ExitCode, UserError
+from gpudiag.cli.common import reports_dir_option
+from gpudiag.cli.scan import selected_probes
+from gpudiag.engines import zipapp
+from gpudiag.engines.ingest import FORMATS, IngestError, Source, ingest as ingest_sources
+from gpudiag.models import OK
+from gpudiag.render.console import summary_table
+from gpudiag.store import RunWriter
+
+
+@click.command("bundle")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("gpudiag-probes.pyz"), show_default=True, help="Where to write the bundle.")
+@click.option("--probes", help="Comma-separated probes the bundle runs by default (default: the light set).")
+@click.option("--deep", is_flag=True, help="Add the GPU-touching probes to the default set.")
+def bundle_cmd(output: Path, probes: str | None, deep: bool) -> None:
+    """Write the probes as one zipapp: run it anywhere with `python3 gpudiag-probes.pyz`."""
+    names = selected_probes(probes, deep) if (probes or deep) else None
+    data = zipapp.build_zipapp(names)
+    try:
+        output.write_bytes(data)
+        output.chmod(0o755)
+    except OSError as exc:
+        raise UserError(f"{output}: cannot write the bundle: {exc.strerror or exc}") from None
+    click.echo(f"{output}: {len(data)} bytes, sha256 {zipapp.digest(data)}")
+    click.echo(f"run it on a host with: python3 {output.name}    (then: gpudiag ingest OUTPUT)")
+
+
+def read_sources(paths: tuple[str, ...]) -> list[Source]:
+    """Files, every file of a directory (one file per host), or `-` for stdin."""
+    sources: list[Source] = []
+    for spec in paths:
+        if spec == "-":
+            sources.append(Source("-", "stdin", sys.stdin.read()))
+            continue
+        path = Path(spec)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+            if not files:
+                raise UserError(f"{path}: an empty directory; nothing to ingest")
+        elif path.is_file():
+            files = [path]
+        else:
+            raise UserError(f"{path}: no such file or directory")
+        for file in files:
+            try:
+                text = file.read_bytes().decode("utf-8", "replace")
+            except OSError as exc:
+                raise UserError(f"{file}: cannot read: {exc.strerror or exc}") from None
+            sources.append(Source(str(file), file.name.split(".")[0] or file.name, text))
+    return sources
+
+
+@click.command("ingest")
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
+              help="ansible-json: ANSIBLE_STDOUT_CALLBACK=json output; frames: any text holding frames "
+                   "(pdsh/clush `host: ` prefixes, srun output with or without --label, one file per host).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
+@reports_dir_option
+def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path) -> None:
+    """Store output an engine collected (SOURCES: files, directories, or - for stdin) as a run."""
+    loaded = read_sources(sources)
+    try:
+        outcome = ingest_sources(loaded, fmt)
+    except IngestError as exc:
+        raise UserError(str(exc)) from None
+    source_info = {"paths": [s.name for s in loaded], "formats": sorted(set(outcome.formats)),
+                   "engines": sorted(set(outcome.engines))}
+    writer = RunWriter(reports_dir, "ingest", sys.argv, extra={"source": source_info})
+    for result in outcome.results:
+        writer.write_host(result)
+    manifest = writer.finish()
+    console = Console(stderr=True)
+    if as_json:
+        click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
+    else:
+        console.print(summary_table(outcome.results, f"gpudiag ingest {manifest.run_id}"))
+        console.print(f"results: {writer.dir}")
+    sys.exit(ExitCode.OK if all(r.status == OK for r in outcome.results) else ExitCode.HOSTS_FAILED)
+
+
+COMMANDS = (bundle_cmd, ingest)

@@ -1,0 +1,159 @@
+"""Finds every framed document in text collected by an engine (pdsh, clush, srun, plain files).
+
+Lines may carry a `host: ` prefix (pdsh, clush) or a task label `0: ` (srun --label); they are split
+into one stream per prefix first, so interleaved hosts come apart. Any nonce is accepted; a frame that
+never ends is returned as truncated, never dropped, and never takes its neighbours with it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_BEGIN = re.compile(r"^(?P<prefix>.*?)GPUDIAG-BEGIN (?P<nonce>\S+)\s*$")
+_END = re.compile(r"^GPUDIAG-END (?P<nonce>\S+)\s*$")
+_PREFIX = re.compile(r"^\s*(?P<key>[^\s:]+): $")
+# pdsh reports its own view of a host on stderr: "pdsh@control: node3: ssh exited with exit code 255".
+_PDSH_NOTE = re.compile(r"^pdsh@[^:\s]+: (?P<host>[^:\s]+): (?P<message>.*)$")
+_HOST_IN_PARTIAL = re.compile(r'"host": "((?:[^"\\]|\\.)*)"')
+TAIL_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One framed document (or what is left of it) and the engine's label for where it came from."""
+    label: str | None                 # pdsh/clush host, srun task number, or None
+    label_kind: str                   # "host" | "task" | ""
+    nonce: str
+    document: dict[str, Any] | None   # None when the frame could not be read
+    error: str | None = None          # why it could not be read
+    text: str = ""                    # the frame's own lines, for the output tail
+
+    def host_hint(self) -> str | None:
+        """The host name the document gives, or one salvaged from a truncated frame."""
+        if self.document is not None:
+            value = self.document.get("host") or self.document.get("hostname")
+            return str(value) if value else None
+        match = _HOST_IN_PARTIAL.search(self.text)
+        return json.loads(f'"{match.group(1)}"') if match else None
+
+
+@dataclass
+class ParsedText:
+    frames: list[Frame] = field(default_factory=list)
+    # Hosts the engine named without a frame: label → their lines (engine notes and own output).
+    frameless: dict[str, list[str]] = field(default_factory=dict)
+    noise: list[str] = field(default_factory=list)   # unprefixed lines outside any frame
+    labelled: str = ""                               # "host" | "task" | "" (how lines were prefixed)
+
+
+def label_kind(key: str) -> str:
+    return "task" if key.isdigit() else "host"
+
+
+def parse_text(text: str) -> ParsedText:
+    """Every frame in `text`, split by line prefix first."""
+    lines = [line.rstrip("\r") for line in text.splitlines()]
+    prefixes: dict[str, str] = {}         # prefix text → key
+    notes: dict[str, list[str]] = {}
+    for line in lines:
+        begin = _BEGIN.match(line)
+        if begin and _PREFIX.match(begin.group("prefix")):
+            prefixes[begin.group("prefix")] = _PREFIX.match(begin.group("prefix")).group("key")  # type: ignore[union-attr]
+        note = _PDSH_NOTE.match(line)
+        if note:
+            notes.setdefault(note.group("host"), []).append(note.group("message"))
+    for host in notes:
+        prefixes.setdefault(f"{host}: ", host)
+    streams = split_streams(lines, prefixes)
+    for host in notes:
+        streams.setdefault(host, [])
+    parsed = ParsedText()
+    kinds = {label_kind(k) for k in streams if k}
+    parsed.labelled = kinds.pop() if len(kinds) == 1 else ("host" if kinds else "")
+    for key, stream_lines in streams.items():
+        frames, outside = frames_in_stream(stream_lines, key or None)
+        parsed.frames.extend(frames)
+        if key and not frames:
+            parsed.frameless[key] = outside + notes.get(key, [])
+        elif not key:
+            parsed.noise = outside
+    return parsed
+
+
+def split_streams(lines: list[str], prefixes: dict[str, str]) -> dict[str, list[str]]:
+    """Lines grouped by their prefix's key ("" for unprefixed), the prefix removed."""
+    streams: dict[str, list[str]] = {"": []}
+    ordered = sorted(prefixes, key=len, reverse=True)   # longest first: "10: " before "0: "
+    for line in lines:
+        if _PDSH_NOTE.match(line):
+            continue
+        for prefix in ordered:
+            if line.startswith(prefix):
+                streams.setdefault(prefixes[prefix], []).append(line[len(prefix):])
+                break
+        else:
+            streams[""].append(line)
+    return streams
+
+
+def frames_in_stream(lines: list[str], label: str | None) -> tuple[list[Frame], list[str]]:
+    """Frames of one stream in order of their BEGIN lines, and the lines outside every frame."""
+    kind = label_kind(label) if label else ""
+    opened: dict[str, list[str]] = {}
+    order: list[tuple[str, list[str], bool]] = []   # (nonce, body lines, ended)
+    outside: list[str] = []
+    for line in lines:
+        begin = _BEGIN.match(line)
+        if begin and not begin.group("prefix").strip():
+            nonce = begin.group("nonce")
+            body: list[str] = []
+            if nonce in opened:                      # same nonce again: the earlier one was cut off
+                _close(order, opened.pop(nonce), ended=False)
+            opened[nonce] = body
+            order.append((nonce, body, False))
+            continue
+        end = _END.match(line)
+        if end and end.group("nonce") in opened:
+            _close(order, opened.pop(end.group("nonce")), ended=True)
+            continue
+        if opened:
+            for body in opened.values():
+                body.append(line)
+        else:
+            outside.append(line)
+    frames = [_frame(nonce, body, ended, label, kind) for nonce, body, ended in order]
+    return frames, outside
+
+
+def _close(order: list[tuple[str, list[str], bool]], body: list[str], ended: bool) -> None:
+    for i, (nonce, lines, _) in enumerate(order):
+        if lines is body:
+            order[i] = (nonce, lines, ended)
+            return
+
+
+def _frame(nonce: str, body: list[str], ended: bool, label: str | None, kind: str) -> Frame:
+    text = "\n".join(body)
+    if not ended:
+        return Frame(label, kind, nonce, None, "the output starts a frame but never ends it (truncated output)",
+                     text[-TAIL_CHARS:])
+    document = _decode(body)
+    if document is None:
+        return Frame(label, kind, nonce, None, "the frame holds no readable JSON object", text[-TAIL_CHARS:])
+    return Frame(label, kind, nonce, document, None, text[-TAIL_CHARS:])
+
+
+def _decode(body: list[str]) -> dict[str, Any] | None:
+    """The frame's JSON object: the whole body, else the one line of it that is a document
+    (other hosts' lines can land inside a frame when unlabelled output interleaves)."""
+    candidates = ["\n".join(body)] + [line for line in body if line.lstrip().startswith("{")]
+    for candidate in candidates:
+        try:
+            doc = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(doc, dict):
+            return doc
+    return None

@@ -1,0 +1,185 @@
+"""Turns output collected by an engine into HostResults shaped exactly like a scan's.
+
+A complete frame goes through the orchestrator's own classification; a truncated frame, a host the
+engine could not reach, or a host that printed no frame becomes a HostResult with that status.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gpudiag.engines import ansible_json, frames
+from gpudiag.engines.failures import one_line, status_from_message
+from gpudiag.models import FRAME_ERROR, UNREACHABLE, CommandResult, Host, HostResult
+from gpudiag.orchestrator import classify
+
+FORMATS = ("auto", "ansible-json", "frames")
+TRANSPORT_BY_LABEL = {"host": "pdsh", "task": "srun", "": "file"}
+
+
+class IngestError(ValueError):
+    """Input that holds nothing gpudiag can read; the message names the source."""
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str          # the path as given, or "-" for stdin
+    stem: str          # file name without suffix: a host name of last resort (one file per host)
+    text: str
+
+
+@dataclass
+class IngestOutcome:
+    results: list[HostResult] = field(default_factory=list)
+    formats: list[str] = field(default_factory=list)     # per source: ansible-json | frames
+    engines: list[str] = field(default_factory=list)     # per source: ansible | pdsh | srun | file
+
+
+def detect_format(source: Source, requested: str) -> str:
+    if requested != "auto":
+        return requested
+    return "ansible-json" if ansible_json.looks_like_ansible_json(source.text) else "frames"
+
+
+def ingest(sources: list[Source], requested: str = "auto") -> IngestOutcome:
+    """Every host found in every source; host names made unique across the run."""
+    outcome = IngestOutcome()
+    found_frames = False
+    for source in sources:
+        fmt = detect_format(source, requested)
+        if fmt == "ansible-json":
+            try:
+                doc = ansible_json.load_document(source.text)
+            except ansible_json.AnsibleFormatError as exc:
+                raise IngestError(f"{source.name}: {exc}") from None
+            results, engine = [from_ansible_host(h) for h in ansible_json.hosts_in(doc)], "ansible"
+            found_frames = found_frames or bool(results)
+        else:
+            parsed = frames.parse_text(source.text)
+            found_frames = found_frames or bool(parsed.frames) or bool(parsed.frameless)
+            results, engine = from_parsed_text(parsed, source), TRANSPORT_BY_LABEL[parsed.labelled]
+        outcome.results.extend(results)
+        outcome.formats.append(fmt)
+        outcome.engines.append(engine)
+    if not found_frames:
+        names = ", ".join(s.name for s in sources)
+        raise IngestError(f"{names}: no gpudiag frame (GPUDIAG-BEGIN … GPUDIAG-END) and no host found")
+    outcome.results = unique_names(outcome.results)
+    return outcome
+
+
+def from_parsed_text(parsed: frames.ParsedText, source: Source) -> list[HostResult]:
+    transport = TRANSPORT_BY_LABEL[parsed.labelled]
+    single = len(parsed.frames) == 1 and not parsed.frameless
+    results = []
+    for frame in parsed.frames:
+        name = frame_name(frame, source.stem if single else None)
+        address = frame.label if frame.label_kind == "host" else _doc_hostname(frame) or name
+        results.append(from_frame(frame, name, address, transport))
+    for label, lines in parsed.frameless.items():
+        text = "\n".join(lines)
+        results.append(frameless_result(label, label, transport, text))
+    if not parsed.frames and not parsed.frameless and source.text.strip():
+        # One file per host, and this host's file holds no frame: the host failed, keep why.
+        results.append(frameless_result(source.stem, source.stem, transport, source.text))
+    return results
+
+
+def frame_name(frame: frames.Frame, file_stem: str | None) -> str:
+    """Engine host label first (it is what the user targeted), then the document's own host name,
+    then the srun task number or the file the frame came from."""
+    if frame.label_kind == "host" and frame.label:
+        return frame.label
+    hint = frame.host_hint()
+    if hint:
+        return hint
+    if frame.label_kind == "task" and frame.label:
+        return f"task-{frame.label}"
+    return file_stem or "host"
+
+
+def from_frame(frame: frames.Frame, name: str, address: str, transport: str) -> HostResult:
+    host = Host(name=name, address=address, transport=transport)
+    if frame.document is None:
+        return HostResult(name=name, status=FRAME_ERROR, reason=frame.error or "unreadable frame",
+                          address=address, transport=transport, output_tail={"stdout": frame.text})
+    return classify_document(host, frame.document, frame.nonce)
+
+
+def classify_document(host: Host, document: dict[str, Any], nonce: str) -> HostResult:
+    """A scan's own classification, fed the frame as the host would have printed it."""
+    text = f"GPUDIAG-BEGIN {nonce}\n{json.dumps(document)}\nGPUDIAG-END {nonce}\n"
+    probes = document.get("probes") if isinstance(document.get("probes"), dict) else {}
+    duration = sum(float(p.get("duration_s") or 0) for p in probes.values() if isinstance(p, dict))
+    command = CommandResult(exit_code=0, stdout=text.encode("utf-8"), stderr=b"", duration_s=duration)
+    return classify(host, command, nonce, 0.0)
+
+
+def frameless_result(name: str, address: str, transport: str, text: str,
+                     default: str = FRAME_ERROR) -> HostResult:
+    status = status_from_message(text, default)
+    reason = one_line(text)
+    if status == FRAME_ERROR:
+        reason = f"no gpudiag frame in the output: {reason}"
+    return HostResult(name=name, status=status, reason=reason, address=address, transport=transport,
+                      output_tail={"stdout": text[-frames.TAIL_CHARS:]})
+
+
+def from_ansible_host(host: ansible_json.AnsibleHost) -> HostResult:
+    """The frame from the first task that printed one; else what the first failed task said."""
+    target = Host(name=host.name, address=host.name, transport="ansible")
+    for result in host.results:
+        parsed = frames.parse_text(str(result.get("stdout") or ""))
+        complete = [f for f in parsed.frames if f.document is not None]
+        if complete:
+            return classify_document(target, complete[0].document, complete[0].nonce)  # type: ignore[arg-type]
+        if parsed.frames:
+            return from_frame(parsed.frames[0], host.name, host.name, "ansible")
+    for result in host.results:
+        if result.get("unreachable"):
+            return frameless_result(host.name, host.name, "ansible", ansible_json.result_text(result),
+                                    default=UNREACHABLE)
+        if result.get("failed"):
+            return failed_ansible_result(target, result)
+    if host.stats.get("unreachable"):
+        return HostResult(name=host.name, status=UNREACHABLE, reason="Ansible counted the host unreachable",
+                          address=host.name, transport="ansible")
+    return HostResult(name=host.name, status=FRAME_ERROR, address=host.name, transport="ansible",
+                      reason="no task printed a gpudiag frame (did the play run the bundle?)")
+
+
+def failed_ansible_result(host: Host, result: dict[str, Any]) -> HostResult:
+    """A task that ran and failed: the scan's classification of its exit code and output."""
+    rc = result.get("rc")
+    if not isinstance(rc, int):
+        return frameless_result(host.name, host.address, "ansible", ansible_json.result_text(result))
+    command = CommandResult(exit_code=rc, stdout=str(result.get("stdout") or "").encode("utf-8"),
+                            stderr=str(result.get("stderr") or "").encode("utf-8"), duration_s=0.0)
+    classified = classify(host, command, "-", 0.0)
+    if classified.status == FRAME_ERROR:
+        # Over ssh with a tty, stderr arrives inside stdout: look there for the cause too.
+        status = status_from_message(ansible_json.result_text(result), FRAME_ERROR)
+        if status != FRAME_ERROR:
+            return frameless_result(host.name, host.address, "ansible", ansible_json.result_text(result))
+    return classified
+
+
+def _doc_hostname(frame: frames.Frame) -> str | None:
+    if frame.document is None:
+        return None
+    value = frame.document.get("hostname")
+    return str(value) if value else None
+
+
+def unique_names(results: list[HostResult]) -> list[HostResult]:
+    """Two frames naming the same host (srun tasks on one node) keep both, as name and name-2."""
+    taken: set[str] = set()
+    out = []
+    for result in results:
+        name, n = result.name, 2
+        while name in taken:
+            name, n = f"{result.name}-{n}", n + 1
+        taken.add(name)
+        out.append(result if name == result.name else replace(result, name=name))
+    return out
