@@ -1,0 +1,50 @@
+"""Findings: pure rules that read a run's host results and return `Finding`s, one module per theme.
+
+`all_findings(run)` runs every rule and returns the findings in a stable order (severity, id, hosts).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from gpudiag.findings import copies, cuda_graph, fleet, hosts, sglang
+from gpudiag.findings.common import sort_findings
+from gpudiag.models import Evidence, Finding, HostResult
+from gpudiag.store import LoadedRun
+
+Rule = Callable[[list[HostResult]], list[Finding]]
+
+RULES: tuple[Rule, ...] = (
+    copies.torch_foreach_copy,             # 1
+    sglang.eagle_per_tensor_copies,        # 2
+    copies.hidden_states_split,            # 3
+    cuda_graph.dflash_draft_graph_disabled,  # 4
+    cuda_graph.spec_without_graphs,        # 5
+    cuda_graph.repro_failures,             # 6
+    copies.gpu_copy_outliers,              # 7
+    fleet.fleet_drift,                     # 8
+    hosts.unscanned_hosts,                 # 9
+    sglang.local_modifications,            # 10
+)
+
+
+def all_findings(run: LoadedRun) -> list[Finding]:
+    hosts_sorted = sorted(run.hosts, key=lambda h: h.name)
+    found: list[Finding] = []
+    for rule in RULES:
+        try:
+            found.extend(rule(hosts_sorted))
+        except Exception as exc:  # noqa: BLE001 - odd host data must not take the whole report down
+            found.append(_rule_failed(rule, exc))
+    return sort_findings(found)
+
+
+def _rule_failed(rule: Rule, exc: Exception) -> Finding:
+    name = f"{rule.__module__.rsplit('.', 1)[-1]}.{rule.__name__}"
+    return Finding(id="report.rule_failed", severity="warning", title=f"rule {name} could not read this run",
+                   hosts=(), evidence=(Evidence(kind="text", text=f"{type(exc).__name__}: {exc}"),),
+                   recommendation="The other findings stand; report this with the run's host files attached.",
+                   sources=())
+
+
+def has_errors(findings: list[Finding]) -> bool:
+    return any(f.severity in ("critical", "error") for f in findings)

@@ -1,0 +1,222 @@
+"""Copy findings: torch's `_foreach_copy_`, hidden_states inside foreach groups, GPUs with odd copy figures."""
+from __future__ import annotations
+
+from typing import Any
+
+from gpudiag.findings.common import (as_dict, as_list, dig, fmt_bytes, fmt_us, median, number, probe, source,
+                                     source_evidence)
+from gpudiag.models import Evidence, Finding, HostResult
+
+LARGE_FIELDS = ("hidden_states",)   # contiguous tensors big enough for the DMA engine to beat a foreach kernel
+OUTLIER_RATIO = 0.20                # "more than 20% off its siblings"
+SPLIT_MARGIN = 0.10                 # the split must lose by more than this to be called wrong
+
+
+def copy_gpus(host: HostResult) -> list[dict[str, Any]]:
+    gpus = [g for g in as_list(dig(probe(host, "copy_bench"), "gpus")) if isinstance(g, dict)]
+    return sorted(gpus, key=lambda g: (number(g.get("index")) or 0))
+
+
+def ok_timing(workload: dict[str, Any], strategy: str) -> dict[str, Any] | None:
+    timing = dig(workload, "strategies", strategy)
+    if isinstance(timing, dict) and timing.get("status", "ok") == "ok" and number(timing.get("median_us")) is not None:
+        return timing
+    return None
+
+
+def workloads(gpu: dict[str, Any]) -> list[dict[str, Any]]:
+    return sorted((w for w in as_list(gpu.get("workloads")) if isinstance(w, dict)), key=lambda w: str(w.get("name")))
+
+
+def _cost_table(gpu: dict[str, Any]) -> tuple[tuple[str, ...], ...] | None:
+    rows = [("workload", "fields", "per-tensor loop", "installed", "best", "best time")]
+    for w in workloads(gpu):
+        best = str(w.get("best") or "-")
+        rows.append((str(w.get("name")), str(len(as_list(w.get("fields")))),
+                     fmt_us(dig(ok_timing(w, "loop"), "median_us")),
+                     fmt_us(dig(ok_timing(w, "installed"), "median_us")), best,
+                     fmt_us(dig(ok_timing(w, best), "median_us"))))
+    return tuple(rows) if len(rows) > 1 else None
+
+
+def _pair_failures(caps: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(device, check, outcome) for every functional check that did not come out ok."""
+    failures = []
+    for device, check in sorted(as_dict(caps.get("checks")).items()):
+        for pair, outcome in sorted(as_dict(as_dict(check).get("pairs")).items()):
+            if outcome != "ok":
+                failures.append((device, pair, str(outcome)))
+        outcome = as_dict(check).get("non_contiguous")
+        if outcome not in (None, "ok"):
+            failures.append((device, "non-contiguous", str(outcome)))
+    return failures
+
+
+def torch_foreach_copy(hosts: list[HostResult]) -> list[Finding]:
+    """Rule 1: torch without a working `_foreach_copy_` → sglang copies graph inputs one tensor at a time."""
+    findings = []
+    for host in hosts:
+        caps = probe(host, "torch_caps")
+        if caps is None:
+            continue
+        version = caps.get("torch_version") or "?"
+        if caps.get("has_foreach_copy") is False:
+            findings.append(_missing_foreach(host, version))
+        failures = _pair_failures(caps)
+        if failures and caps.get("has_foreach_copy") is not False:
+            wrong = any(outcome.startswith("wrong") for _, _, outcome in failures)
+            table = (("device", "check", "outcome"),) + tuple(failures)
+            findings.append(Finding(
+                id="copies.foreach_copy_broken", severity="critical" if wrong else "error",
+                title=f"torch {version}: torch._foreach_copy_ fails its functional check "
+                      f"({'wrong results' if wrong else 'raises'})",
+                hosts=(host.name,),
+                evidence=(Evidence(kind="measurement", host=host.name, table=table,
+                                   text="each dtype pair copied with one _foreach_copy_ call and compared with "
+                                        "a per-tensor copy_"),),
+                recommendation="sglang calls torch._foreach_copy_ whenever torch has it, so CUDA-graph inputs on "
+                               "this host are copied by the failing path; use a torch build whose check passes "
+                               "and rerun `gpudiag scan --probes torch_caps`.",
+                sources=(source(host, "torch_caps"),)))
+    return findings
+
+
+def _missing_foreach(host: HostResult, version: str) -> Finding:
+    evidence = [Evidence(kind="measurement", host=host.name,
+                         text=f"torch {version} has no torch._foreach_copy_ (checked with hasattr on the host)")]
+    sources = [source(host, "torch_caps")]
+    for flag in as_list(dig(probe(host, "sglang_source"), "grouped_foreach_copy", "has_foreach_copy_flag")):
+        evidence.append(source_evidence(host, flag, "sglang falls back to a per-tensor copy_ loop here"))
+        sources.append(source(host, "sglang_source"))
+    gpus = copy_gpus(host)
+    table = _cost_table(gpus[0]) if gpus else None
+    if table:
+        evidence.append(Evidence(kind="measurement", host=host.name, table=table,
+                                 text=f"cost per replay on GPU {gpus[0].get('index')} "
+                                      f"({dig(probe(host, 'copy_bench'), 'method') or 'copy_bench'})"))
+        sources.append(source(host, "copy_bench"))
+    return Finding(
+        id="copies.no_foreach_copy", severity="warning",
+        title=f"torch {version} lacks torch._foreach_copy_: sglang copies CUDA-graph inputs one tensor at a time",
+        hosts=(host.name,), evidence=tuple(evidence),
+        recommendation="Install a torch release that has torch._foreach_copy_ (added by PyTorch PR #107226, "
+                       "Aug 2023) so sglang's _grouped_foreach_copy_ issues one kernel per dtype pair.",
+        sources=tuple(dict.fromkeys(sources)))
+
+
+def hidden_states_split(hosts: list[HostResult]) -> list[Finding]:
+    """Rule 3: a large contiguous tensor inside a foreach group, or a measured split that is wrong here."""
+    findings = []
+    for host in hosts:
+        findings += _large_field_in_group(host)
+        finding = _measured_split(host)
+        if finding:
+            findings.append(finding)
+    return findings
+
+
+def _large_field_in_group(host: HostResult) -> list[Finding]:
+    sglang = probe(host, "sglang_source")
+    evidence = []
+    for site in as_list(dig(sglang, "grouped_foreach_copy", "call_sites")):
+        large = sorted(set(LARGE_FIELDS) & {str(f) for f in as_list(dig(site, "fields"))})
+        if large:
+            evidence.append(source_evidence(host, site, f"{dig(site, 'qualname') or 'call site'} passes "
+                                                        f"{', '.join(large)} to the grouped foreach copy"))
+    for path in ("draft", "draft_extend"):
+        fact = as_dict(dig(sglang, "eagle", path))
+        if fact.get("batched") is True and fact.get("hidden_states_separate") is False:
+            first = (as_list(fact.get("evidence")) or [fact])[0]
+            evidence.append(source_evidence(host, first, f"EAGLE {path} replay batches hidden_states with the "
+                                                         f"small inputs"))
+    if not evidence:
+        return []
+    split = _split_bytes(host)
+    advice = f" (measured on this host: copy_() wins from {fmt_bytes(split)})" if split else ""
+    return [Finding(
+        id="copies.hidden_states_in_foreach", severity="warning",
+        title="hidden_states is copied inside a foreach group instead of by the DMA engine",
+        hosts=(host.name,), evidence=tuple(evidence),
+        recommendation="Keep large contiguous tensors such as hidden_states on a plain copy_() (a DMA copy) and "
+                       f"batch only the small inputs{advice}; sglang PR #28465 does this from 0.5.14.",
+        sources=(source(host, "sglang_source"),))]
+
+
+def _split_bytes(host: HostResult) -> float | None:
+    values = [number(g.get("recommended_split_bytes") or g.get("crossover_bytes")) for g in copy_gpus(host)]
+    values = [v for v in values if v]
+    return median(values)
+
+
+def _measured_split(host: HostResult) -> Finding | None:
+    """The hidden_states split measured slower than one foreach group on this GPU."""
+    rows = [("GPU", "workload", "foreach, all fields", "foreach + copy_() split", "crossover", "recommended split")]
+    for gpu in copy_gpus(host):
+        for w in workloads(gpu):
+            whole, split = ok_timing(w, "grouped_foreach"), ok_timing(w, "grouped_foreach_dma_split")
+            if whole and split and split["median_us"] > whole["median_us"] * (1 + SPLIT_MARGIN):
+                rows.append((str(gpu.get("index")), str(w.get("name")), fmt_us(whole["median_us"]),
+                             fmt_us(split["median_us"]), fmt_bytes(gpu.get("crossover_bytes")),
+                             fmt_bytes(gpu.get("recommended_split_bytes"))))
+    if len(rows) == 1:
+        return None
+    split = _split_bytes(host)
+    target = f"move only tensors of at least {fmt_bytes(split)} to copy_()" if split else \
+        "copy hidden_states inside the foreach group"
+    return Finding(
+        id="copies.split_wrong_for_gpu", severity="info",
+        title="splitting hidden_states off the foreach group is slower on this GPU",
+        hosts=(host.name,),
+        evidence=(Evidence(kind="measurement", host=host.name, table=tuple(rows),
+                           text=f"medians of each strategy ({dig(probe(host, 'copy_bench'), 'method') or 'copy_bench'})"),),
+        recommendation=f"For these sizes {target}: the measured crossover is where a DMA copy_() starts beating "
+                       "the foreach kernel.",
+        sources=(source(host, "copy_bench"),))
+
+
+def gpu_copy_outliers(hosts: list[HostResult]) -> list[Finding]:
+    """Rule 7: a GPU whose copy figures are more than 20% off its siblings on the same host."""
+    findings = []
+    for host in hosts:
+        rows = [("GPU", "metric", "this GPU", "siblings (median)", "ratio")]
+        for index, metric, value, siblings in _outlier_rows(copy_gpus(host)):
+            rows.append((str(index), metric, fmt_us(value), fmt_us(siblings), f"{value / siblings:.2f}"))
+        if len(rows) == 1:
+            continue
+        indexes = sorted({r[0] for r in rows[1:]}, key=lambda s: (len(s), s))
+        findings.append(Finding(
+            id="copies.gpu_outlier", severity="warning",
+            title=f"GPU {', '.join(indexes)} copies more than {OUTLIER_RATIO:.0%} off its siblings",
+            hosts=(host.name,),
+            evidence=(Evidence(kind="measurement", host=host.name, table=tuple(rows),
+                               text="same workload and strategy on every GPU of the host, medians compared"),),
+            recommendation="Check that GPU's link: `nvidia-smi topo -m`, `nvidia-smi nvlink -s`, and "
+                           "`nvidia-smi -q -d PCIE` for a downgraded PCIe generation or width.",
+            sources=(source(host, "copy_bench"),)))
+    return findings
+
+
+def _metrics(gpu: dict[str, Any]) -> dict[str, float]:
+    out = {}
+    for w in workloads(gpu):
+        for strategy in sorted(as_dict(w.get("strategies"))):
+            timing = ok_timing(w, strategy)
+            if timing:
+                out[f"{w.get('name')}/{strategy}"] = float(timing["median_us"])
+    for kind in ("pinned_us", "pageable_us"):
+        value = number(dig(gpu, "h2d", kind))
+        if value:
+            out[f"h2d/{kind[:-3]}"] = value
+    return out
+
+
+def _outlier_rows(gpus: list[dict[str, Any]]) -> list[tuple[Any, str, float, float]]:
+    per_gpu = [(gpu.get("index"), _metrics(gpu)) for gpu in gpus]
+    rows = []
+    for index, metrics in per_gpu:
+        for metric, value in sorted(metrics.items()):
+            siblings = median(m[metric] for i, m in per_gpu if i != index and metric in m)
+            if siblings and abs(value / siblings - 1) > OUTLIER_RATIO:
+                rows.append((index, metric, value, siblings))
+    # With two GPUs both look off; only a majority can name the odd one out.
+    return rows if len(per_gpu) >= 3 else []

@@ -1,0 +1,124 @@
+"""sglang source findings: EAGLE replay copying inputs one tensor at a time, and locally modified installs."""
+from __future__ import annotations
+
+from typing import Any
+
+from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe, source, source_evidence, \
+    version_tuple
+from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
+from gpudiag.findings.facts import server_args, servers_of
+from gpudiag.models import Evidence, Finding, HostResult
+
+BATCHED_RELEASE = "0.5.14"          # first sglang release with PR #28465 (batched EAGLE replay copies)
+UPSTREAM_SAVING_US = 48             # per step, as reported in sglang PR #28465
+EAGLE_PATHS = {"draft": "eagle_draft", "draft_extend": "eagle_draft_extend"}
+
+
+def eagle_per_tensor_copies(hosts: list[HostResult]) -> list[Finding]:
+    """Rule 2: the installed EAGLE draft / draft-extend replay copies its inputs tensor by tensor."""
+    findings = []
+    for host in hosts:
+        sglang = probe(host, "sglang_source")
+        paths = {name: as_dict(dig(sglang, "eagle", name)) for name in EAGLE_PATHS}
+        slow = {name: fact for name, fact in paths.items() if fact.get("batched") is False}
+        if slow:
+            findings.append(_eagle_finding(host, sglang or {}, slow))
+    return findings
+
+
+def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dict[str, Any]]) -> Finding:
+    version = str(sglang.get("version") or "?")
+    evidence = []
+    for name, fact in sorted(slow.items()):
+        count = fact.get("per_tensor_copies")
+        fields = ", ".join(str(f) for f in as_list(fact.get("per_tensor_fields")))
+        what = f"{fact.get('class') or 'EAGLE'}.{fact.get('replay_method') or 'replay'} ({name.replace('_', '-')})"
+        text = f"{what} copies {count if count is not None else 'its'} inputs one copy_() each"
+        text += f": {fields}" if fields else ""
+        for item in as_list(fact.get("evidence"))[:3] or [fact]:
+            evidence.append(source_evidence(host, item, text))
+            text = f"{what}: another per-tensor copy"
+    measured, best_saving = _measured_saving(host, slow)
+    sources = [source(host, "sglang_source")]
+    if measured:
+        evidence.append(measured)
+        sources.append(source(host, "copy_bench"))
+        saving = f"measured on this host, batching saves up to {fmt_us(best_saving)} per replay (table)"
+    else:
+        saving = f"upstream measured about {UPSTREAM_SAVING_US} µs per decode step (sglang PR #28465); " \
+                 "run `gpudiag scan --deep` to measure it here"
+    installed = version_tuple(version)
+    if installed is not None and installed < version_tuple(BATCHED_RELEASE):
+        action = f"Upgrade sglang from {version} to {BATCHED_RELEASE} or later, the first release that batches " \
+                 f"these copies (PR #28465)"
+    else:
+        action = f"sglang {BATCHED_RELEASE} batches these copies (PR #28465), yet this install ({version}) does " \
+                 "not: check it for local modifications or a backport that was lost"
+    eagle_served = any("EAGLE" in str(server_args(s).get("speculative_algorithm") or "").upper()
+                       for s in servers_of(host))
+    return Finding(
+        id="sglang.eagle_per_tensor_copies", severity="warning" if eagle_served else "info",
+        title=f"sglang {version}: EAGLE {' and '.join(n.replace('_', '-') for n in sorted(slow))} replay copies "
+              "inputs one tensor at a time",
+        hosts=(host.name,), evidence=tuple(evidence),
+        recommendation=f"{action}; {saving}." + ("" if eagle_served else
+                                                  " No server on this host serves EAGLE now, so nothing pays it yet."),
+        sources=tuple(sources))
+
+
+def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple[Evidence | None, float]:
+    wanted = {EAGLE_PATHS[name] for name in slow}
+    rows = [("GPU", "workload", "installed", "best strategy", "best", "saving per replay")]
+    savings = []
+    for gpu in copy_gpus(host)[:1]:   # one GPU is enough; outliers are a finding of their own
+        for w in workloads(gpu):
+            if str(w.get("path")) not in wanted:
+                continue
+            installed, best = ok_timing(w, "installed"), ok_timing(w, str(w.get("best")))
+            saving = number(w.get("saving_vs_installed_us"))
+            if saving is None and installed and best:
+                saving = installed["median_us"] - best["median_us"]
+            if installed and best and saving is not None:
+                savings.append(saving)
+                rows.append((str(gpu.get("index")), str(w.get("name")), fmt_us(installed["median_us"]),
+                             str(w.get("best")), fmt_us(best["median_us"]), fmt_us(saving)))
+    if len(rows) == 1:
+        return None, 0.0
+    method = dig(probe(host, "copy_bench"), "method") or "copy_bench"
+    return Evidence(kind="measurement", host=host.name, table=tuple(rows),
+                    text=f"installed replay copies vs the best strategy, medians ({method})"), max(savings)
+
+
+def local_modifications(hosts: list[HostResult]) -> list[Finding]:
+    """Rule 10: files that differ from the wheel's RECORD, or an editable checkout with local changes."""
+    findings = []
+    for host in hosts:
+        sglang = probe(host, "sglang_source") or {}
+        integrity = as_dict(sglang.get("integrity"))
+        modified = sorted(str(f) for f in as_list(integrity.get("modified")))
+        missing = sorted(str(f) for f in as_list(integrity.get("missing")))
+        editable = as_dict(integrity.get("editable"))
+        dirty = editable.get("dirty")
+        if not modified and not missing and not dirty:
+            continue
+        evidence = []
+        if modified or missing:
+            table = (("file", "state"),) + tuple((f, "modified") for f in modified) + \
+                tuple((f, "missing") for f in missing)
+            evidence.append(Evidence(kind="source", host=host.name, table=table,
+                                     text=f"{len(modified)} modified, {len(missing)} missing: sha256 of each "
+                                          f"file compared with the wheel's RECORD"))
+        if dirty:
+            changed = ", ".join(str(f) for f in as_list(dirty)) if isinstance(dirty, list) else "uncommitted changes"
+            evidence.append(Evidence(kind="source", host=host.name,
+                                     text=f"editable checkout {editable.get('path') or '?'} at commit "
+                                          f"{editable.get('commit') or '?'} has local changes: {changed}"))
+        findings.append(Finding(
+            id="sglang.local_modifications", severity="warning",
+            title=f"sglang {sglang.get('version') or '?'} on this host is locally modified",
+            hosts=(host.name,), evidence=tuple(evidence),
+            recommendation="Source facts and release notes describe the released code, not these files: review "
+                           f"the changes, or reinstall the release (`pip install --force-reinstall "
+                           f"sglang=={sglang.get('version') or '<version>'}`) before comparing this host with the fleet.",
+            sources=(source(host, "sglang_source"),)))
+    return findings
