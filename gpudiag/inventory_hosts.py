@@ -1,0 +1,149 @@
+"""Raw host records → resolved Hosts: local or ssh, ~/.ssh/config applied (inventory values win),
+jump hosts written as inventory names or ssh aliases turned into ProxyJump specs, names made file-safe."""
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Callable
+
+from gpudiag.inventory_base import LOCAL_NAMES, HostSpec, InventoryError
+from gpudiag.models import Host, safe_file_name
+from gpudiag.sshconfig import SshConfig, SshConfigError
+
+DEFAULT_PYTHON = "python3"
+_HOP = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[0-9A-Fa-f:.%]+)\]|(?P<host>[^:@\s\[\]]+))"
+                  r"(?::(?P<port>\d+))?$")
+
+
+def endpoint(address: str, user: str | None, port: int | None) -> str:
+    """`[user@]address[:port]`, with brackets around an IPv6 address that has a port."""
+    shown = f"[{address}]" if port and _is_ipv6(address) else address
+    return f"{user + '@' if user else ''}{shown}{':' + str(port) if port else ''}"
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        return ipaddress.ip_address(text.split("%")[0]).version == 6
+    except ValueError:
+        return False
+
+
+class HopResolver:
+    """Turns a jump written as hop[,hop...] into a ProxyJump spec of real addresses.
+
+    A hop is an inventory host name (when `inventory_hop` knows it) or `[user@]host[:port]`, where
+    host may be an ssh_config alias; the alias's own ProxyJump is followed, as OpenSSH does.
+    """
+
+    def __init__(self, ssh: SshConfig, inventory_hop: Callable[[str, tuple[str, ...]], str | None] | None = None):
+        self.ssh = ssh
+        self.inventory_hop = inventory_hop
+
+    def resolve(self, jump: str, stack: tuple[str, ...] = ()) -> str:
+        return ",".join(self._hop(part.strip(), stack) for part in jump.split(",") if part.strip())
+
+    def _hop(self, hop: str, stack: tuple[str, ...]) -> str:
+        if hop in stack:
+            raise InventoryError(f"jump hosts form a cycle: {' → '.join(stack + (hop,))}")
+        if self.inventory_hop is not None:
+            found = self.inventory_hop(hop, stack + (hop,))
+            if found is not None:
+                return found
+        match = _HOP.match(hop)
+        if not match:
+            raise InventoryError(f"jump {hop!r}: expected [user@]host[:port] or an inventory host name")
+        alias = match.group("v6") or match.group("host")
+        settings = _lookup(self.ssh, alias)
+        port = int(match.group("port")) if match.group("port") else settings.port
+        spec = endpoint(settings.hostname, match.group("user") or settings.user, port)
+        if settings.proxy_jump:
+            return f"{self.resolve(settings.proxy_jump, stack + (hop,))},{spec}"
+        return spec
+
+
+def _lookup(ssh: SshConfig, alias: str):  # type: ignore[no-untyped-def]
+    try:
+        return ssh.lookup(alias)
+    except SshConfigError as exc:
+        raise InventoryError(str(exc)) from None
+
+
+def ssh_host(name: str, address: str, *, user: str | None, port: int | None, identity_file: str | None,
+             jump: str | None, hops: HopResolver, jump_stack: tuple[str, ...] = (), **rest: object) -> Host:
+    """An ssh Host: ssh_config fills what was not given; HostName always maps the alias."""
+    settings = _lookup(hops.ssh, address)
+    raw_jump = jump if jump is not None else settings.proxy_jump
+    resolved_jump = hops.resolve(raw_jump, jump_stack) if raw_jump else None
+    return Host(name=name, address=settings.hostname, transport="ssh", user=user or settings.user,
+                port=port or settings.port, identity_file=_expand_home(identity_file) or settings.identity_file,
+                jump=resolved_jump or None, **rest)  # type: ignore[arg-type]
+
+
+def _expand_home(path: str | None) -> str | None:
+    """Only a leading `~/` is expanded (the file is read on this machine); the rest stays verbatim."""
+    if path and path.startswith("~/"):
+        from pathlib import Path
+        return str(Path.home() / path[2:])
+    return path
+
+
+def is_local(spec: HostSpec) -> bool:
+    if spec.local is not None:
+        return spec.local
+    return spec.name in LOCAL_NAMES and spec.address is None
+
+
+class HostBuilder:
+    """Builds every Host of one inventory; jumps naming other inventory hosts are resolved on demand."""
+
+    def __init__(self, specs: list[HostSpec], path: str, ssh: SshConfig):
+        self.specs = {s.name: s for s in specs}
+        self.path = path
+        self.hosts: dict[str, Host] = {}
+        self.hops = HopResolver(ssh, self._inventory_hop)
+
+    def build(self) -> dict[str, Host]:
+        file_names: dict[str, str] = {}
+        for name, spec in self.specs.items():
+            safe = safe_file_name(name)
+            if safe in file_names:
+                raise self._error(spec, f"hosts {file_names[safe]!r} and {name!r} would share the file name "
+                                        f"{safe!r}; rename one")
+            file_names[safe] = name
+            self._host(name, (name,))
+        return {name: self.hosts[name] for name in self.specs}
+
+    def _error(self, spec: HostSpec, message: str) -> InventoryError:
+        return InventoryError(f"{self.path}:{spec.line}: host {spec.name!r}: {message}")
+
+    def _host(self, name: str, stack: tuple[str, ...]) -> Host:
+        if name in self.hosts:
+            return self.hosts[name]
+        spec = self.specs[name]
+        common = dict(name=safe_file_name(name), python=spec.python or DEFAULT_PYTHON,
+                      python_explicit=spec.python is not None, container=spec.container,
+                      groups=tuple(spec.groups), source=f"{self.path}:{spec.line}",
+                      vars=tuple(sorted(spec.vars.items())))
+        if is_local(spec):
+            host = Host(address=spec.address or "localhost", transport="local", **common)  # type: ignore[arg-type]
+        else:
+            jump = spec.jump if spec.jump not in (name, None) else None  # a default jump skips the jump host
+            try:
+                host = ssh_host(address=spec.address or name, user=spec.user, port=spec.port,
+                                identity_file=spec.identity_file, jump=jump, hops=self.hops,
+                                jump_stack=stack, **common)  # type: ignore[arg-type]
+            except InventoryError as exc:
+                if str(exc).startswith(self.path):
+                    raise
+                raise self._error(spec, str(exc)) from None
+        self.hosts[name] = host
+        return host
+
+    def _inventory_hop(self, hop: str, stack: tuple[str, ...]) -> str | None:
+        if hop not in self.specs:
+            return None
+        host = self._host(hop, stack)
+        if host.transport != "ssh":
+            raise InventoryError(f"jump host {hop!r} is reached locally, not over ssh")
+        spec = endpoint(host.address, host.user, host.port)
+        return f"{host.jump},{spec}" if host.jump else spec

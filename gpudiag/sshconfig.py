@@ -1,0 +1,66 @@
+"""OpenSSH client config (~/.ssh/config, or the file env GPUDIAG_SSH_CONFIG names) read through
+paramiko.SSHConfig: HostName, User, Port, IdentityFile and ProxyJump for a host alias."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+
+ENV_VAR = "GPUDIAG_SSH_CONFIG"
+
+
+class SshConfigError(ValueError):
+    """The ssh config file cannot be read; one line, naming the file."""
+
+
+@dataclass(frozen=True)
+class SshSettings:
+    hostname: str
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    proxy_jump: str | None = None
+
+
+def config_path() -> Path:
+    override = os.environ.get(ENV_VAR)
+    return Path(override).expanduser() if override else Path("~/.ssh/config").expanduser()
+
+
+class SshConfig:
+    """The parsed config; a missing file is an empty config (as for OpenSSH)."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else config_path()
+        self._config = paramiko.SSHConfig()
+        if self.path.is_file():
+            try:
+                self._config = paramiko.SSHConfig.from_path(str(self.path))
+            except (OSError, UnicodeDecodeError, ValueError, paramiko.ssh_exception.ConfigParseError) as exc:
+                raise SshConfigError(f"{self.path}: cannot read ssh config: {' '.join(str(exc).split())}") \
+                    from None
+
+    @classmethod
+    def from_text(cls, text: str) -> "SshConfig":
+        config = cls(path=os.devnull)
+        config._config = paramiko.SSHConfig.from_text(text)
+        return config
+
+    def aliases(self) -> set[str]:
+        """The `Host` patterns that name one host exactly (no wildcard, no negation)."""
+        return {h for h in self._config.get_hostnames() if not any(c in h for c in "*?!")}
+
+    def lookup(self, alias: str) -> SshSettings:
+        try:
+            found = self._config.lookup(alias)
+        except Exception as exc:  # paramiko raises assorted errors for odd Match/token lines
+            raise SshConfigError(f"{self.path}: cannot apply ssh config to {alias!r}: {exc}") from None
+        port = found.get("port")
+        identity = found.get("identityfile") or [None]
+        jump = found.get("proxyjump")
+        return SshSettings(hostname=found.get("hostname") or alias, user=found.get("user"),
+                           port=int(port) if port and str(port).isdigit() else None,
+                           identity_file=identity[0],
+                           proxy_jump=None if not jump or jump.lower() == "none" else jump)
