@@ -1,16 +1,86 @@
-"""Host and GPU environment: OS, CPU, memory, the probing Python, torch build, GPUs and topology."""
+"""Host and GPU environment: OS, CPU, memory, the probing Python, torch build, GPUs and topology.
+
+nvidia-smi answers the GPU questions without initialising CUDA; torch is imported inside the function
+and only its build facts are read. Options (`--set env.KEY=VALUE`): command_timeout (s, default 10),
+torch (false: do not import torch).
+"""
 import os
 import platform
 import socket
 import sys
 
+from probes.hostinfo import system
+from probes.hostinfo.gpus import collect_gpus
+# The pure parsers, importable from the probe for tests and for other probes.
+from probes.hostinfo.nvidia_smi import (NvidiaSmiError, parse_compute_apps, parse_cuda_version,  # noqa: F401
+                                        parse_query_gpu, parse_topology, sm_name)
+from probes.hostinfo.system import parse_meminfo  # noqa: F401
+
+DEFAULT_COMMAND_TIMEOUT = 10.0
+
 
 def collect(ctx):
+    options = ctx.option("env", {}) or {}
+    timeout = ctx.time_left(float(options.get("command_timeout", DEFAULT_COMMAND_TIMEOUT)))
+    data = host_facts()
+    data["python"] = python_facts()
+    want_torch = options.get("torch", True) not in (False, "false", "0", 0)
+    data["torch"] = torch_facts() if want_torch else {"available": None, "reason": "not asked (env.torch=false)"}
+    data["gpus"], data["topology"] = collect_gpus(timeout, torch_fallback=want_torch)
+    return data
+
+
+def host_facts():
+    meminfo = system.parse_meminfo(system.read_text("/proc/meminfo"))
+    release = system.parse_os_release(system.read_text("/etc/os-release"))
+    try:
+        usable_cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable_cpus = None
     return {
         "hostname": socket.gethostname(),
-        "os": platform.platform(),
+        "os": release.get("PRETTY_NAME") or platform.platform(),
+        "os_id": release.get("ID"),
+        "os_version": release.get("VERSION_ID"),
+        "platform": platform.platform(),
         "kernel": platform.release(),
+        "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
-        "python": {"executable": sys.executable, "version": platform.python_version(),
-                   "prefix": sys.prefix, "venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix)},
+        "cpu_usable": usable_cpus,
+        "cpu_model": system.parse_cpu_model(system.read_text("/proc/cpuinfo")),
+        "memory_total_mib": meminfo.get("MemTotal"),
+        "memory_available_mib": meminfo.get("MemAvailable"),
     }
+
+
+def python_facts():
+    base = getattr(sys, "base_prefix", sys.prefix)
+    return {"executable": sys.executable, "version": platform.python_version(),
+            "implementation": platform.python_implementation(), "prefix": sys.prefix, "base_prefix": base,
+            "venv": sys.prefix != base, "conda": os.path.isdir(os.path.join(sys.prefix, "conda-meta"))}
+
+
+def torch_facts():
+    """torch's build: versions of CUDA, cuDNN, NCCL and the compiled GPU archs; never initialises CUDA."""
+    try:
+        import torch
+    except BaseException as exc:  # a broken install can raise anything, even SystemExit
+        return {"available": False, "version": None, "cuda": None, "cudnn": None, "nccl": None,
+                "reason": "torch is not importable: %s: %s" % (type(exc).__name__, exc)}
+    facts = {"available": True, "reason": None, "version": getattr(torch, "__version__", None),
+             "file": getattr(torch, "__file__", None),
+             "cuda": getattr(torch.version, "cuda", None), "hip": getattr(torch.version, "hip", None),
+             "git_version": getattr(torch.version, "git_version", None)}
+    facts["cudnn"] = _quietly(lambda: torch.backends.cudnn.version())
+    facts["nccl"] = _quietly(lambda: ".".join(str(p) for p in torch.cuda.nccl.version()))
+    # The compiled arch list straight from the build flags: torch.cuda.get_arch_list() would query devices.
+    flags = _quietly(lambda: torch._C._cuda_getArchFlags())
+    facts["arch_list"] = flags.split() if isinstance(flags, str) else []
+    return facts
+
+
+def _quietly(read):
+    try:
+        return read()
+    except Exception:
+        return None

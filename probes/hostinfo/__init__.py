@@ -1,0 +1,1 @@
+"""Pure parsers and small readers behind the env and deployment probes (standard library only)."""

@@ -1,0 +1,134 @@
+"""GPU inventory for the env probe: nvidia-smi first (never touching CUDA), torch.cuda only without it."""
+from probes.context import run_command, which
+from probes.hostinfo import nvidia_smi
+
+QUERY_GPU = "--query-gpu=" + ",".join(nvidia_smi.QUERY_GPU_FIELDS)
+QUERY_APPS = "--query-compute-apps=" + ",".join(nvidia_smi.COMPUTE_APPS_FIELDS)
+CSV = "--format=csv,noheader,nounits"
+
+
+def skipped(reason, **extra):
+    out = {"status": "skipped", "reason": reason}
+    out.update(extra)
+    return out
+
+
+def _smi(binary, args, timeout):
+    """(stdout, None) or (None, reason); nvidia-smi prints its errors on stdout, so both are read."""
+    result = run_command([binary] + list(args), timeout=timeout)
+    if result["ok"]:
+        return result["stdout"], None
+    message = nvidia_smi.failure_message(result["stdout"]) or nvidia_smi.failure_message(result["stderr"])
+    return None, message or result["error"] or "nvidia-smi failed"
+
+
+def collect_gpus(timeout, torch_fallback=True):
+    """(gpus, topology) dicts in the probe-data shape; a host without GPUs gives two `skipped` dicts."""
+    binary = which("nvidia-smi")
+    if binary is None:
+        if not torch_fallback:
+            reason = "nvidia-smi not found on PATH"
+            return skipped(reason), skipped(reason)
+        return gpus_from_torch()
+    text, error = _smi(binary, [QUERY_GPU, CSV], timeout)
+    if error is None:
+        try:
+            devices = nvidia_smi.parse_query_gpu(text)
+        except nvidia_smi.NvidiaSmiError as exc:
+            error = str(exc)
+    if error is not None:
+        # A hung or failing nvidia-smi would fail the same way again: ask it nothing more.
+        return skipped(error, source="nvidia-smi"), skipped("no GPU information: " + error)
+    if not devices:
+        return skipped("nvidia-smi lists no GPU", source="nvidia-smi"), skipped("no GPU")
+    gpus = {"status": "ok", "reason": None, "source": "nvidia-smi", "nvidia_smi": binary,
+            "driver_version": devices[0].get("driver_version"), "cuda_version": None,
+            "count": len(devices), "devices": devices, "processes_error": None}
+    gpus["cuda_version"] = _cuda_version(binary, timeout)
+    _attach_processes(binary, timeout, gpus)
+    return gpus, _topology(binary, timeout, len(devices))
+
+
+def _cuda_version(binary, timeout):
+    """`nvidia-smi --version` is cheap on recent drivers; older ones only print it in the table header."""
+    for args in (["--version"], []):
+        text, _ = _smi(binary, args, timeout)
+        version = nvidia_smi.parse_cuda_version(text)
+        if version:
+            return version
+    return None
+
+
+def _attach_processes(binary, timeout, gpus):
+    """Each device gets `processes`: a list, or None when nvidia-smi could not say (never a false idle)."""
+    text, error = _smi(binary, [QUERY_APPS, CSV], timeout)
+    processes = None
+    if error is None:
+        try:
+            processes = nvidia_smi.parse_compute_apps(text)
+        except nvidia_smi.NvidiaSmiError as exc:
+            error = str(exc)
+    gpus["processes_error"] = error
+    for device in gpus["devices"]:
+        if processes is None:
+            device["processes"] = None
+            continue
+        device["processes"] = [{"pid": p["pid"], "name": p["name"], "used_memory_mib": p["used_memory_mib"]}
+                               for p in processes if p["gpu_uuid"] and p["gpu_uuid"] == device.get("uuid")]
+
+
+def _topology(binary, timeout, count):
+    text, error = _smi(binary, ["topo", "-m"], timeout)
+    if error is None:
+        try:
+            topology = nvidia_smi.parse_topology(text)
+        except nvidia_smi.NvidiaSmiError as exc:
+            error = str(exc)
+    if error is not None:
+        return skipped(error)
+    if not topology["gpus"]:
+        return skipped(topology.get("reason") or "no GPU rows in `nvidia-smi topo -m`")
+    topology["status"] = "ok"
+    topology["reason"] = None
+    if len(topology["gpus"]) != count:
+        topology["reason"] = "topo -m shows %d GPUs, the query %d" % (len(topology["gpus"]), count)
+    return topology
+
+
+def gpus_from_torch():
+    """Only when nvidia-smi is missing (a slim container): torch.cuda reads the devices, initialising CUDA."""
+    reason = "nvidia-smi not found on PATH"
+    try:
+        import torch
+    except Exception as exc:
+        return skipped("%s; torch not importable (%s)" % (reason, exc)), skipped(reason)
+    try:
+        if not torch.cuda.is_available():
+            return skipped(reason + "; torch sees no CUDA device"), skipped(reason)
+        devices = []
+        for index in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(index)
+            uuid = getattr(props, "uuid", None)
+            devices.append({
+                "index": index, "name": props.name, "uuid": ("GPU-%s" % uuid) if uuid else None,
+                "pci_bus_id": _torch_bus_id(props), "memory_total_mib": props.total_memory // (1024 * 1024),
+                "memory_used_mib": None, "utilization_pct": None, "driver_version": None,
+                "compute_cap": "%d.%d" % (props.major, props.minor),
+                "compute_capability": "sm_%d%d" % (props.major, props.minor), "processes": None})
+    except Exception as exc:
+        return skipped("%s; torch.cuda failed: %s: %s" % (reason, type(exc).__name__, exc)), skipped(reason)
+    gpus = {"status": "ok", "reason": reason + "; devices read through torch.cuda", "source": "torch",
+            "driver_version": None, "cuda_version": getattr(torch.version, "cuda", None), "count": len(devices),
+            "devices": devices, "processes_error": "nvidia-smi not found on PATH"}
+    topology = skipped(reason + "; no topology without it")
+    if len(devices) == 1:
+        topology = {"status": "ok", "reason": None, "gpus": ["GPU0"], "matrix": {"GPU0": {"GPU0": "X"}},
+                    "summary": "single", "link_counts": {}, "affinity": {}, "nics": []}
+    return gpus, topology
+
+
+def _torch_bus_id(props):
+    bus = getattr(props, "pci_bus_id", None)
+    if bus is None:
+        return None
+    return "%08X:%02X:%02X.0" % (getattr(props, "pci_domain_id", 0) or 0, bus, getattr(props, "pci_device_id", 0) or 0)
