@@ -1,0 +1,122 @@
+"""env.collect() end to end against fake `nvidia-smi` executables on PATH: working, failing, hung, missing."""
+import os
+import stat
+import sys
+import textwrap
+import time
+
+import pytest
+
+from probes import env
+from probes.context import ProbeContext
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "nvidia-smi")
+
+
+def install_fake_smi(folder, body):
+    folder.mkdir(exist_ok=True)
+    script = folder / "nvidia-smi"
+    script.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return folder
+
+
+def on_path(monkeypatch, folder):
+    monkeypatch.setenv("PATH", str(folder) + os.pathsep + "/usr/bin:/bin")
+
+
+def h200_smi(folder):
+    return install_fake_smi(folder, """\
+        F=%s
+        case "$*" in
+          *--query-gpu=*) cat "$F/h200x8-query-gpu.csv" ;;
+          *--query-compute-apps=*) cat "$F/h200x8-compute-apps.csv" ;;
+          "topo -m") cat "$F/h200x8-topo.txt" ;;
+          --version) cat "$F/h200x8-version.txt" ;;
+          *) echo "unexpected: $*" >&2; exit 2 ;;
+        esac
+        """ % FIXTURES)
+
+
+@pytest.fixture
+def no_cuda_init(monkeypatch):
+    """Fail loudly if anything asks torch.cuda about devices (that would initialise CUDA)."""
+    import torch
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("torch.cuda was queried although nvidia-smi works")
+
+    for name in ("is_available", "device_count", "get_device_properties", "init", "_lazy_init"):
+        monkeypatch.setattr(torch.cuda, name, forbidden)
+
+
+def test_working_smi_fills_gpus_processes_and_topology(tmp_path, monkeypatch, no_cuda_init):
+    on_path(monkeypatch, h200_smi(tmp_path / "bin"))
+    data = env.collect(ProbeContext())
+    gpus, topo = data["gpus"], data["topology"]
+    assert gpus["status"] == "ok" and gpus["source"] == "nvidia-smi"
+    assert gpus["driver_version"] == "570.124.06" and gpus["cuda_version"] == "12.8"
+    assert len(gpus["devices"]) == 8
+    assert gpus["devices"][1]["processes"] == [{"pid": 48212, "name": "sglang::scheduler_TP1",
+                                                "used_memory_mib": 129664}]
+    assert topo["status"] == "ok" and topo["summary"] == "nvlink"
+    assert data["torch"]["available"] is True and data["torch"]["version"].startswith("2.")
+
+
+def test_driver_failure_skips_gpus_but_probe_is_ok(tmp_path, monkeypatch):
+    on_path(monkeypatch, install_fake_smi(tmp_path / "bin", """\
+        cat %s/driver-failed.txt
+        exit 9
+        """ % FIXTURES))
+    data = env.collect(ProbeContext())
+    assert data["gpus"]["status"] == "skipped"
+    assert "couldn't communicate with the NVIDIA driver" in data["gpus"]["reason"]
+    assert data["topology"]["status"] == "skipped"
+    assert data["memory_total_mib"] > 0 and data["hostname"]
+
+
+def test_hung_smi_times_out_quickly(tmp_path, monkeypatch):
+    on_path(monkeypatch, install_fake_smi(tmp_path / "bin", "exec sleep 30\n"))
+    started = time.monotonic()
+    data = env.collect(ProbeContext(options={"env": {"command_timeout": 0.5}}))
+    elapsed = time.monotonic() - started
+    assert data["gpus"]["status"] == "skipped"
+    assert "no answer within" in data["gpus"]["reason"]
+    assert data["topology"]["status"] == "skipped"
+    assert elapsed < 10, "one hung call must stop the other nvidia-smi calls"
+
+
+def test_missing_smi_falls_back_to_torch_which_sees_no_gpu(tmp_path, monkeypatch):
+    (tmp_path / "empty").mkdir()
+    on_path(monkeypatch, tmp_path / "empty")
+    data = env.collect(ProbeContext())
+    assert data["gpus"]["status"] == "skipped"
+    assert "nvidia-smi not found" in data["gpus"]["reason"]
+    import torch
+    if not torch.cuda.is_available():
+        assert "torch sees no CUDA device" in data["gpus"]["reason"]
+    assert data["topology"]["status"] == "skipped"
+
+
+def test_missing_smi_without_torch(tmp_path, monkeypatch):
+    (tmp_path / "empty").mkdir()
+    on_path(monkeypatch, tmp_path / "empty")
+    data = env.collect(ProbeContext(options={"env": {"torch": False}}))
+    assert data["gpus"] == {"status": "skipped", "reason": "nvidia-smi not found on PATH"}
+    assert data["torch"]["available"] is None
+
+
+def test_torch_missing_is_data_not_an_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
+    facts = env.torch_facts()
+    assert facts["available"] is False
+    assert facts["reason"].startswith("torch is not importable")
+
+
+def test_python_and_host_facts():
+    data = env.collect(ProbeContext(options={"env": {"torch": False, "command_timeout": 2}}))
+    assert data["python"]["executable"] == sys.executable
+    assert data["python"]["version"].count(".") == 2
+    assert isinstance(data["python"]["venv"], bool)
+    assert data["cpu_count"] == os.cpu_count()
+    assert data["kernel"] and data["os"]
