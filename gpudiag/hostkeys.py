@@ -1,0 +1,163 @@
+"""Host-key checking for the ssh transport: ~/.ssh/known_hosts plus gpudiag's own known-hosts file.
+
+A changed key is never accepted; an unknown one is recorded in gpudiag's own file only with
+--accept-new (like OpenSSH's StrictHostKeyChecking=accept-new). Hashed entries are understood.
+"""
+from __future__ import annotations
+
+import base64
+import fcntl
+import hashlib
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+from paramiko.hostkeys import HostKeyEntry, HostKeys
+
+from gpudiag.models import HOST_KEY_CHANGED, HOST_KEY_UNKNOWN
+
+ENV_KNOWN_HOSTS = "GPUDIAG_KNOWN_HOSTS"
+USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
+SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
+_append_lock = threading.Lock()
+
+
+class HostKeyError(Exception):
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def own_known_hosts_path(explicit: str | None = None) -> Path:
+    """gpudiag's own file: --known-hosts, else $GPUDIAG_KNOWN_HOSTS, else ~/.config/gpudiag/known_hosts."""
+    chosen = explicit or os.environ.get(ENV_KNOWN_HOSTS) or "~/.config/gpudiag/known_hosts"
+    return Path(chosen).expanduser()
+
+
+def host_id(address: str, port: int | None) -> str:
+    """The name known_hosts uses: `host` on port 22, `[host]:port` otherwise."""
+    return address if port in (None, 22) else f"[{address}]:{port}"
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
+
+
+@dataclass(frozen=True)
+class KnownKey:
+    key: paramiko.PKey
+    file: Path
+    line: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def _matches(patterns: list[str], name: str) -> bool:
+    """OpenSSH host patterns: hashed `|1|salt|hash`, wildcards, and `!negation`."""
+    hit = False
+    for pattern in patterns:
+        if pattern.startswith("|1|"):
+            if HostKeys.hash_host(name, pattern) == pattern:
+                hit = True
+        elif pattern.startswith("!"):
+            if _wildcard_match(pattern[1:], name):
+                return False
+        elif _wildcard_match(pattern, name):
+            hit = True
+    return hit
+
+
+def _wildcard_match(pattern: str, name: str) -> bool:
+    """OpenSSH wildcards are only `*` and `?`; `[host]:port` brackets are literal."""
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, name, re.IGNORECASE) is not None
+
+
+def read_known_keys(path: Path, name: str) -> list[KnownKey]:
+    """Every key `path` holds for `name`, with its line number; unreadable or odd lines are skipped."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    found = []
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "@")):   # markers (@revoked, @cert-authority) unsupported
+            continue
+        try:
+            entry = HostKeyEntry.from_line(stripped, number)
+        except Exception:   # an unknown key type or a broken line must not stop the check
+            continue
+        if entry is not None and entry.key is not None and _matches(entry.hostnames, name):
+            found.append(KnownKey(entry.key, path, number))
+    return found
+
+
+class HostKeyChecker:
+    """Decides about one server key: known (fine), changed (refuse), unknown (refuse or record)."""
+
+    def __init__(self, accept_new: bool = False, own_file: str | None = None,
+                 extra_files: list[str] | None = None):
+        self.accept_new = accept_new
+        self.own_file = own_known_hosts_path(own_file)
+        files = extra_files if extra_files is not None else [USER_KNOWN_HOSTS, SYSTEM_KNOWN_HOSTS]
+        self.files = [Path(f).expanduser() for f in files] + [self.own_file]
+
+    def known(self, name: str) -> list[KnownKey]:
+        return [k for path in self.files for k in read_known_keys(path, name)]
+
+    def known_types(self, name: str) -> list[str]:
+        """Key types known for `name`, first preferred (so the server is asked for a key we can check)."""
+        types: list[str] = []
+        for known in self.known(name):
+            if known.key.get_name() not in types:
+                types.append(known.key.get_name())
+        return types
+
+    def check(self, name: str, key: paramiko.PKey) -> None:
+        """Return when the key is trusted (maybe after recording it); raise HostKeyError otherwise."""
+        known = self.known(name)
+        same_type = [k for k in known if k.key.get_name() == key.get_name()]
+        if any(k.key.asbytes() == key.asbytes() for k in same_type):
+            return
+        if same_type:
+            old = same_type[0]
+            raise HostKeyError(HOST_KEY_CHANGED,
+                               f"host key for {name} CHANGED: server offers {key.get_name()} {fingerprint(key)}, "
+                               f"{old.where} has {fingerprint(old.key)}; not accepted (if the change is expected, "
+                               f"remove that line)")
+        if not self.accept_new:
+            other = f" (known with another key type: {', '.join(sorted({k.key.get_name() for k in known}))})" \
+                if known else ""
+            raise HostKeyError(HOST_KEY_UNKNOWN,
+                               f"host key for {name} is not known: {key.get_name()} {fingerprint(key)}{other}; "
+                               f"check it, then rerun with --accept-new to trust it")
+        self.record(name, key)
+
+    def record(self, name: str, key: paramiko.PKey) -> None:
+        """Append `name keytype base64` to gpudiag's own file; safe across threads and processes."""
+        line = f"{name} {key.get_name()} {key.get_base64()}\n"
+        self.own_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with _append_lock, open(self.own_file, "a+", encoding="utf-8") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                fh.seek(0)
+                if line not in fh.read().splitlines(keepends=True):
+                    if fh.tell() and not _ends_with_newline(self.own_file):
+                        fh.write("\n")
+                    fh.write(line)
+                    fh.flush()
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"

@@ -1,0 +1,330 @@
+"""Runs a command on a host over SSH (paramiko): keys, agent, ProxyJump, host-key checks, one deadline.
+
+The whole run, connection included, is bounded by `timeout`; `close()` from another thread (Ctrl-C)
+aborts a connect or a running command at once. The argv is joined with `shlex.join`, so every word
+reaches the remote shell quoted.
+"""
+from __future__ import annotations
+
+import errno
+import getpass
+import logging
+import os
+import select
+import shlex
+import socket
+import threading
+import time
+from typing import Any, Callable
+
+import paramiko
+
+from gpudiag.hostkeys import HostKeyChecker, HostKeyError, host_id
+from gpudiag.models import AUTH_FAILED, INTERRUPTED, TIMEOUT, UNREACHABLE, CommandResult, Host
+from gpudiag.transports import TransportError
+
+# paramiko logs handshake failures at ERROR; without a handler Python would print them on stderr,
+# in the middle of the progress output. Every failure becomes a host status instead.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+KEEPALIVE_S = 15
+_RSA_ALGORITHMS = ["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"]
+
+
+class _Stopped(Exception):
+    """The deadline passed or close() was called while connecting."""
+
+
+class _CheckPolicy(paramiko.MissingHostKeyPolicy):
+    """paramiko asks this about every server key (its own host-key store is left empty on purpose)."""
+
+    def __init__(self, checker: HostKeyChecker):
+        self.checker = checker
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        self.checker.check(hostname, key)
+
+
+def parse_jump(spec: str, default_user: str) -> tuple[str, str, int]:
+    """`[user@]host[:port]` → (user, host, port)."""
+    user, at, rest = spec.rpartition("@")
+    host, port = rest, 22
+    if rest.startswith("["):                        # [v6addr]:port
+        host, _, tail = rest[1:].partition("]")
+        port = int(tail[1:]) if tail.startswith(":") and tail[1:].isdigit() else 22
+    elif rest.count(":") == 1:
+        host, _, raw = rest.partition(":")
+        if not raw.isdigit():
+            raise TransportError(UNREACHABLE, f"jump host {spec!r}: port {raw!r} is not a number")
+        port = int(raw)
+    if not host:
+        raise TransportError(UNREACHABLE, f"jump host {spec!r}: no host name")
+    return (user if at else default_user), host, port
+
+
+class SSHTransport:
+    def __init__(self, host: Host, accept_new: bool = False, known_hosts: str | None = None,
+                 connect_timeout: float = 10.0):
+        self.host = host
+        self.checker = HostKeyChecker(accept_new=accept_new, own_file=known_hosts)
+        self.connect_timeout = connect_timeout
+        self.user = host.user or getpass.getuser()
+        self._lock = threading.Lock()
+        self._resources: list[Any] = []     # sockets, paramiko clients and channels to tear down
+        self._closed = threading.Event()    # close() was called
+        self._expired = threading.Event()   # the run's deadline passed
+
+    # -- public ---------------------------------------------------------------------------------
+    def run(self, argv: list[str], stdin: bytes, timeout: float) -> CommandResult:
+        started = time.monotonic()
+        deadline = started + timeout
+        self._expired.clear()
+        watchdog = threading.Timer(timeout, self._expire)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            try:
+                client = self._connect(deadline)
+            except (_Stopped, TransportError) as exc:
+                if self._closed.is_set():
+                    raise TransportError(INTERRUPTED, "closed while connecting") from None
+                if self._expired.is_set() or isinstance(exc, _Stopped):
+                    raise TransportError(TIMEOUT, f"no SSH session within the {timeout:.0f} s deadline "
+                                                  f"(connecting to {self._where()})") from None
+                raise
+            return self._execute(client, argv, stdin, deadline, started)
+        finally:
+            watchdog.cancel()
+            self._teardown()
+
+    def close(self) -> None:
+        """Abort whatever is in flight and free the connection; safe from any thread, idempotent."""
+        self._closed.set()
+        self._teardown()
+
+    # -- connecting -----------------------------------------------------------------------------
+    def _where(self) -> str:
+        port = f":{self.host.port}" if self.host.port else ""
+        via = f" via {self.host.jump}" if self.host.jump else ""
+        return f"{self.user}@{self.host.address}{port}{via}"
+
+    def _connect(self, deadline: float) -> paramiko.SSHClient:
+        address, port = self.host.address, self.host.port or 22
+        if not self.host.jump:
+            return self._open_client(address, port, self.user, lambda: self._tcp(address, port, deadline),
+                                     deadline, "")
+        jump_user, jump_address, jump_port = parse_jump(self.host.jump, self.user)
+        label = f"jump host {self.host.jump}: "
+        jump = self._open_client(jump_address, jump_port, jump_user,
+                                 lambda: self._tcp(jump_address, jump_port, deadline), deadline, label)
+
+        def through_jump() -> Any:
+            try:
+                return jump.get_transport().open_channel(  # type: ignore[union-attr]
+                    "direct-tcpip", (address, port), ("127.0.0.1", 0), timeout=self._limit(deadline))
+            except paramiko.ChannelException as exc:
+                raise TransportError(UNREACHABLE, f"jump host {self.host.jump} cannot reach {address}:{port}: "
+                                                  f"{exc.text}") from None
+
+        return self._open_client(address, port, self.user, through_jump, deadline, "")
+
+    def _limit(self, deadline: float) -> float:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or self._closed.is_set() or self._expired.is_set():
+            raise _Stopped()
+        return min(self.connect_timeout, remaining)
+
+    def _tcp(self, address: str, port: int, deadline: float) -> socket.socket:
+        """A TCP connection made in short slices, so close() and the deadline can interrupt it."""
+        try:
+            family, kind, proto, _, sockaddr = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM)[0]
+        except socket.gaierror as exc:
+            raise TransportError(UNREACHABLE, f"cannot resolve {address!r}: {exc.strerror}") from None
+        sock = socket.socket(family, kind, proto)
+        self._track(sock)
+        sock.setblocking(False)
+        limit_at = time.monotonic() + self._limit(deadline)
+        code = sock.connect_ex(sockaddr)
+        while code in (errno.EINPROGRESS, errno.EALREADY, errno.EWOULDBLOCK):
+            remaining = min(limit_at, deadline) - time.monotonic()
+            self._limit(deadline)
+            if remaining <= 0:
+                raise TransportError(UNREACHABLE, f"{address}:{port}: TCP connect timed out after "
+                                                  f"{self.connect_timeout:.0f} s (no answer; firewall or host down?)")
+            _, writable, _ = select.select([], [sock], [], min(0.1, remaining))
+            if writable:
+                code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code != 0:
+            raise TransportError(UNREACHABLE, f"{address}:{port}: {_connect_error(code)}")
+        sock.setblocking(True)
+        return sock
+
+    def _open_client(self, address: str, port: int, user: str, make_sock: Callable[[], Any],
+                     deadline: float, label: str) -> paramiko.SSHClient:
+        sock = make_sock()
+        self._track(sock)
+        client = paramiko.SSHClient()
+        client.set_missing_host_key_policy(_CheckPolicy(self.checker))
+        self._track(client)
+        name = host_id(address, port)
+        limit = self._limit(deadline)
+        identity = os.path.expanduser(self.host.identity_file) if self.host.identity_file else None
+        if identity and not os.path.isfile(identity):
+            raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: no such file")
+        try:
+            client.connect(address, port, username=user, sock=sock, key_filename=identity, allow_agent=True,
+                           look_for_keys=True, timeout=limit, banner_timeout=limit, auth_timeout=limit,
+                           channel_timeout=limit, transport_factory=self._transport_factory(name))
+        except HostKeyError as exc:
+            raise TransportError(exc.status, label + exc.reason) from None
+        except Exception as exc:
+            if self._closed.is_set() or self._expired.is_set():
+                raise _Stopped() from None
+            raise TransportError(*self._describe_failure(exc, client, address, port, user, identity, limit,
+                                                         label)) from None
+        client.get_transport().set_keepalive(KEEPALIVE_S)  # type: ignore[union-attr]
+        return client
+
+    def _transport_factory(self, name: str) -> Callable[..., paramiko.Transport]:
+        """Ask the server for a key type we already know for it, so a known host is checked, not 'new'."""
+        preferred: list[str] = []
+        for kind in self.checker.known_types(name):
+            preferred += _RSA_ALGORITHMS if kind == "ssh-rsa" else [kind]
+
+        def make(sock: Any, disabled_algorithms: dict | None = None) -> paramiko.Transport:
+            transport = paramiko.Transport(sock, disabled_algorithms=disabled_algorithms)
+            options = transport.get_security_options()
+            available = list(options.key_types)
+            first = [k for k in preferred if k in available]
+            options.key_types = first + [k for k in available if k not in first]
+            return transport
+
+        return make
+
+    def _describe_failure(self, exc: Exception, client: paramiko.SSHClient, address: str, port: int,
+                          user: str, identity: str | None, limit: float, label: str) -> tuple[str, str]:
+        text = str(exc) or type(exc).__name__
+        if isinstance(exc, paramiko.PasswordRequiredException):
+            return AUTH_FAILED, f"{label}{user}@{address}: private key {identity} is encrypted; load it into ssh-agent"
+        if isinstance(exc, paramiko.AuthenticationException):
+            return AUTH_FAILED, f"{label}{user}@{address}:{port}: server refused every key offered ({_offered(identity)})"
+        if "No authentication methods available" in text:
+            return AUTH_FAILED, (f"{label}{user}@{address}:{port}: no key to offer (no identity file, no "
+                                 f"ssh-agent, no default key in ~/.ssh)")
+        transport = client.get_transport()
+        if "protocol banner" in text or (transport is not None and transport.remote_version is None):
+            return UNREACHABLE, (f"{label}{address}:{port} accepts TCP but sent no SSH banner within "
+                                 f"{limit:.0f} s (not an SSH server, or overloaded)")
+        if isinstance(exc, (EOFError, ConnectionResetError)):
+            return UNREACHABLE, f"{label}{address}:{port}: connection closed during the SSH handshake"
+        return UNREACHABLE, f"{label}{address}:{port}: SSH handshake failed: {type(exc).__name__}: {text}"
+
+    # -- running --------------------------------------------------------------------------------
+    def _execute(self, client: paramiko.SSHClient, argv: list[str], stdin: bytes, deadline: float,
+                 started: float) -> CommandResult:
+        try:
+            channel = client.get_transport().open_session(timeout=self._limit(deadline))  # type: ignore
+            self._track(channel)
+            channel.exec_command(shlex.join(argv))
+        except (_Stopped, paramiko.SSHException, OSError, EOFError) as exc:
+            return self._stopped_result(started, exc)
+        stdout: list[bytes] = []
+        stderr: list[bytes] = []
+        threads = [threading.Thread(target=_feed, args=(channel, stdin), daemon=True),
+                   threading.Thread(target=_drain, args=(channel.recv, stdout), daemon=True),
+                   threading.Thread(target=_drain, args=(channel.recv_stderr, stderr), daemon=True)]
+        for thread in threads:
+            thread.start()
+        for reader in threads[1:]:
+            reader.join(max(0.0, deadline - time.monotonic()))
+        if not any(reader.is_alive() for reader in threads[1:]) and not self._closed.is_set():
+            # Both streams ended; the exit status follows the EOFs closely.
+            channel.status_event.wait(max(0.0, min(5.0, deadline - time.monotonic())))
+            if channel.exit_status_ready():
+                return CommandResult(channel.exit_status, b"".join(stdout), b"".join(stderr),
+                                     time.monotonic() - started)
+        if self._closed.is_set():
+            raise TransportError(INTERRUPTED, "the run was interrupted")
+        if not self._expired.is_set() and time.monotonic() < deadline:
+            # The connection dropped without an exit status (sshd killed, network gone).
+            raise TransportError(UNREACHABLE, f"{self._where()}: the connection closed before the command "
+                                              f"finished")
+        channel.close()
+        return CommandResult(None, b"".join(stdout), b"".join(stderr), time.monotonic() - started,
+                             timed_out=True)
+
+    def _stopped_result(self, started: float, exc: BaseException) -> CommandResult:
+        if self._closed.is_set():
+            raise TransportError(INTERRUPTED, "the run was interrupted")
+        if isinstance(exc, _Stopped) or self._expired.is_set():
+            return CommandResult(None, b"", b"", time.monotonic() - started, timed_out=True)
+        raise TransportError(UNREACHABLE, f"{self._where()}: could not start the command: {exc}")
+
+    # -- teardown -------------------------------------------------------------------------------
+    def _track(self, resource: Any) -> None:
+        with self._lock:
+            self._resources.append(resource)
+        if self._closed.is_set():
+            self._teardown()
+
+    def _expire(self) -> None:
+        self._expired.set()
+        self._teardown()
+
+    def _teardown(self) -> None:
+        """Close in reverse order of opening: channel, destination client, jump client, sockets."""
+        with self._lock:
+            resources, self._resources = self._resources[::-1], []
+        for resource in resources:
+            try:
+                if isinstance(resource, socket.socket):
+                    _shutdown(resource)
+                resource.close()
+            except Exception:
+                pass
+
+
+def _connect_error(code: int) -> str:
+    if code == errno.ECONNREFUSED:
+        return "connection refused (nothing listens on that port)"
+    if code == errno.EHOSTUNREACH:
+        return "no route to host"
+    if code == errno.ENETUNREACH:
+        return "network unreachable"
+    if code == errno.ETIMEDOUT:
+        return "TCP connect timed out"
+    return os.strerror(code)
+
+
+def _offered(identity: str | None) -> str:
+    offered = [f"key file {identity}"] if identity else []
+    if os.environ.get("SSH_AUTH_SOCK"):
+        offered.append("ssh-agent keys")
+    offered.append("default keys in ~/.ssh")
+    return ", ".join(offered)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _feed(channel: paramiko.Channel, data: bytes) -> None:
+    try:
+        channel.sendall(data)
+        channel.shutdown_write()
+    except (OSError, EOFError, paramiko.SSHException):
+        pass  # the command exited or the channel closed: the readers see it
+
+
+def _drain(recv: Callable[[int], bytes], sink: list[bytes]) -> None:
+    try:
+        while True:
+            data = recv(65536)
+            if not data:
+                return
+            sink.append(data)
+    except (OSError, EOFError, paramiko.SSHException):
+        return
