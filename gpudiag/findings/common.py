@@ -116,3 +116,8 @@ def truthy_flag(value: Any) -> bool:
 
 def sort_findings(findings: Iterable[Any]) -> list[Any]:
     return sorted(findings, key=lambda f: (SEVERITY_RANK.get(f.severity, 9), f.id, f.hosts, f.title))
+
+
+def safe_stem(name: str) -> str:
+    """A host name usable in a file name."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "host"

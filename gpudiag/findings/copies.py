@@ -178,18 +178,27 @@ def gpu_copy_outliers(hosts: list[HostResult]) -> list[Finding]:
     """Rule 7: a GPU whose copy figures are more than 20% off its siblings on the same host."""
     findings = []
     for host in hosts:
-        rows = [("GPU", "metric", "this GPU", "siblings (median)", "ratio")]
-        for index, metric, value, siblings in _outlier_rows(copy_gpus(host)):
-            rows.append((str(index), metric, fmt_us(value), fmt_us(siblings), f"{value / siblings:.2f}"))
-        if len(rows) == 1:
+        gpus = copy_gpus(host)
+        per_gpu = [(gpu.get("index"), _metrics(gpu)) for gpu in gpus]
+        rows = [("GPU", "metrics off", "median ratio", "worst metric", "this GPU", "siblings (median)", "ratio")]
+        for index, metrics in per_gpu:
+            off = _off_metrics(index, metrics, per_gpu)
+            if off:
+                metric, value, siblings = max(off, key=lambda o: (abs(o[1] / o[2] - 1), o[0]))
+                ratios = [v / s for _, v, s in off]
+                rows.append((str(index), f"{len(off)} of {len(metrics)}", f"{median(ratios):.2f}", metric,
+                             fmt_us(value), fmt_us(siblings), f"{value / siblings:.2f}"))
+        # With two GPUs both look off; only three or more can name the odd one out.
+        if len(rows) == 1 or len(per_gpu) < 3:
             continue
-        indexes = sorted({r[0] for r in rows[1:]}, key=lambda s: (len(s), s))
+        indexes = [r[0] for r in rows[1:]]
         findings.append(Finding(
             id="copies.gpu_outlier", severity="warning",
             title=f"GPU {', '.join(indexes)} copies more than {OUTLIER_RATIO:.0%} off its siblings",
             hosts=(host.name,),
             evidence=(Evidence(kind="measurement", host=host.name, table=tuple(rows),
-                               text="same workload and strategy on every GPU of the host, medians compared"),),
+                               text="each median (same workload and strategy) compared with the median of the "
+                                    "other GPUs of the host"),),
             recommendation="Check that GPU's link: `nvidia-smi topo -m`, `nvidia-smi nvlink -s`, and "
                            "`nvidia-smi -q -d PCIE` for a downgraded PCIe generation or width.",
             sources=(source(host, "copy_bench"),)))
@@ -210,13 +219,11 @@ def _metrics(gpu: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _outlier_rows(gpus: list[dict[str, Any]]) -> list[tuple[Any, str, float, float]]:
-    per_gpu = [(gpu.get("index"), _metrics(gpu)) for gpu in gpus]
-    rows = []
-    for index, metrics in per_gpu:
-        for metric, value in sorted(metrics.items()):
-            siblings = median(m[metric] for i, m in per_gpu if i != index and metric in m)
-            if siblings and abs(value / siblings - 1) > OUTLIER_RATIO:
-                rows.append((index, metric, value, siblings))
-    # With two GPUs both look off; only a majority can name the odd one out.
-    return rows if len(per_gpu) >= 3 else []
+def _off_metrics(index: Any, metrics: dict[str, float],
+                 per_gpu: list[tuple[Any, dict[str, float]]]) -> list[tuple[str, float, float]]:
+    off = []
+    for metric, value in sorted(metrics.items()):
+        siblings = median(m[metric] for i, m in per_gpu if i != index and metric in m)
+        if siblings and abs(value / siblings - 1) > OUTLIER_RATIO:
+            off.append((metric, value, siblings))
+    return off
