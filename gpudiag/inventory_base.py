@@ -48,8 +48,13 @@ class HostSpec:
 
 
 def suggest(word: str, known: Iterable[str], cutoff: float = 0.6) -> str:
-    """' (did you mean X?)' when a known word is close, else ''."""
-    close = difflib.get_close_matches(word, sorted(set(known)), n=3, cutoff=cutoff)
+    """' (did you mean X?)' when a known word is close, else ''; best first, ties in name order."""
+    scored = []
+    for name in set(known):
+        ratio = difflib.SequenceMatcher(None, word, name).ratio()
+        if ratio >= cutoff:
+            scored.append((-ratio, name))
+    close = [name for _, name in sorted(scored)[:3]]
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
@@ -69,7 +74,7 @@ class YamlFile:
             self.root = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
-            line = mark.line + 1 if mark else 1
+            line = min(mark.line + 1, len(text.splitlines()) or 1) if mark else 1   # EOF errors: the last line
             problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
             raise InventoryError(f"{self.path}:{line}: YAML syntax error: {problem}") from None
         except yaml.YAMLError as exc:
@@ -135,7 +140,7 @@ class YamlFile:
         if allow_digit_string and isinstance(value, str) and value.strip().isdigit():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(node, f"{what} must be an integer port, not {kind_of(node)} {node.value!r}")
+            raise self.error(node, f"{what} must be an integer, not {kind_of(node)} {node.value!r}")
         if not 0 < value <= MAX_PORT:
             raise self.error(node, f"{what} {value} is out of range (1-{MAX_PORT})")
         return value
