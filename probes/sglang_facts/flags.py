@@ -1,0 +1,127 @@
+"""Server flags for CUDA graphs and speculative decoding: `add_argument` calls and ServerArgs fields.
+
+Older releases register every flag by hand next to a ServerArgs dataclass; newer ones generate
+flags from annotated fields of namespace classes (marked by `_NS_PATH`) and keep only deprecated
+spellings as `add_argument` calls.
+"""
+import ast
+import re
+
+from probes.sglang_facts.astutil import call_name, string_value, unparse
+
+DEFAULT_PATTERN = r"cuda[-_]?graph|cudagraph|graph|speculative|spec[-_]|draft|eagle|dflash|breakable|piecewise"
+USE_INSTEAD = re.compile(r"[Uu]se\s+[`'\"]?(--[\w{},<>=-]+)")
+
+
+def find_server_flags(tree, pattern=None):
+    wanted = re.compile(pattern or DEFAULT_PATTERN, re.I)
+    classes = server_args_classes(tree)
+    if not classes:
+        return {"server_args": None, "server_flags": [], "server_fields": []}
+    primary = sorted(classes, key=lambda c: (c[0].count("."), c[0]))[0]
+    module, rel, node = primary
+    package = module.rsplit(".", 1)[0]
+    flags = [f for f in add_argument_flags(tree, rel) if wanted.search(f["name"])]
+    fields = [f for f in class_fields(tree, rel, node) if wanted.search(f["name"])]
+    for ns_rel, ns_node in namespace_classes(tree, package):
+        fields.extend(f for f in class_fields(tree, ns_rel, ns_node) if wanted.search(f["name"]))
+    known = {f["name"] for f in flags}
+    for field in fields:
+        for flag in field.pop("_flags", []):
+            if flag["name"] not in known:
+                known.add(flag["name"])
+                flags.append(flag)
+    return {"server_args": {"module": module, "file": rel, "line": node.lineno,
+                            "all_classes": [c[0] for c in classes]},
+            "server_flags": flags, "server_fields": fields}
+
+
+def server_args_classes(tree):
+    found = []
+    for rel in tree.containing(b"class ServerArgs"):
+        parsed = tree.tree(rel)
+        for node in parsed.body if parsed is not None else ():
+            if isinstance(node, ast.ClassDef) and node.name == "ServerArgs":
+                found.append((tree.module_of(rel), rel, node))
+    return found
+
+
+def namespace_classes(tree, package):
+    """Classes with a `_NS_PATH` marker in the ServerArgs package: the sources of generated flags."""
+    prefix = package.replace(".", "/") + "/"
+    for rel in tree.containing(b"_NS_PATH"):
+        if not rel.startswith(prefix):
+            continue
+        parsed = tree.tree(rel)
+        for node in parsed.body if parsed is not None else ():
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_NS_PATH"
+                                                      for t in s.targets) for s in node.body):
+                yield rel, node
+
+
+def add_argument_flags(tree, rel):
+    parsed = tree.tree(rel)
+    flags = []
+    for node in ast.walk(parsed) if parsed is not None else ():
+        if not (isinstance(node, ast.Call) and call_name(node) == "add_argument"):
+            continue
+        names = [string_value(a) for a in node.args]
+        names = [n for n in names if n and n.startswith("--")]
+        if not names:
+            continue
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        action = unparse(keywords["action"], 80) if "action" in keywords else None
+        help_text = string_value(keywords["help"]) if "help" in keywords else ""
+        deprecated = bool(action and "eprecat" in action) or "deprecated" in (help_text or "")[:40].lower()
+        alias_of = None
+        if "new_flag" in keywords:
+            alias_of = string_value(keywords["new_flag"])
+        elif deprecated and help_text and USE_INSTEAD.search(help_text):
+            alias_of = USE_INSTEAD.search(help_text).group(1)
+        dest = string_value(keywords["dest"]) if "dest" in keywords else names[0][2:].replace("-", "_")
+        for name in names:
+            flags.append(tree.evidence(rel, node.lineno, name=name, dest=dest, via="add_argument", action=action,
+                                       deprecated=deprecated, alias_of=alias_of))
+    return flags
+
+
+def class_fields(tree, rel, cls):
+    """Annotated fields of a class; generated CLI flags for those carrying Annotated metadata."""
+    fields = []
+    for stmt in cls.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        name = stmt.target.id
+        meta = _annotated_metadata(stmt.annotation)
+        arg = next((m for m in meta if isinstance(m, ast.Call) and call_name(m) == "Arg"), None)
+        keywords = {k.arg: k.value for k in arg.keywords if k.arg} if arg is not None else {}
+        help_text = next((string_value(m) for m in meta if string_value(m)), None) or \
+            (string_value(keywords["help"]) if "help" in keywords else None) or ""
+        no_cli = "no_cli" in keywords and unparse(keywords["no_cli"]) == "True"
+        field = tree.evidence(rel, stmt.lineno, name=name, **{"class": cls.name})
+        field["generates_flag"] = bool(meta) and not no_cli
+        field["deprecated"] = "deprecated" in help_text[:40].lower()
+        if field["generates_flag"]:
+            main = string_value(keywords["cli_name"]) if "cli_name" in keywords else None
+            main = main or "--" + name.replace("_", "-")
+            aliases = [string_value(e) for e in getattr(keywords.get("aliases"), "elts", [])]
+            field["_flags"] = [tree.evidence(rel, stmt.lineno, name=main, dest=name, via="field",
+                                             deprecated=field["deprecated"], alias_of=None)]
+            field["_flags"] += [tree.evidence(rel, stmt.lineno, name=a, dest=name, via="field_alias",
+                                              deprecated=False, alias_of=main) for a in aliases if a]
+        fields.append(field)
+    return fields
+
+
+def _annotated_metadata(annotation):
+    """`A[T, meta...]` / `Annotated[T, meta...]` -> [meta...]; anything else -> []."""
+    if not isinstance(annotation, ast.Subscript):
+        return []
+    base = unparse(annotation.value)
+    if base.rsplit(".", 1)[-1] not in ("A", "Annotated"):
+        return []
+    inner = annotation.slice
+    if hasattr(ast, "Index") and isinstance(inner, getattr(ast, "Index")):
+        inner = inner.value  # Python 3.8 wraps subscripts
+    return list(inner.elts[1:]) if isinstance(inner, ast.Tuple) else []

@@ -1,0 +1,162 @@
+"""Where sglang lives for the chosen interpreter, found without importing it.
+
+The interpreter is the one deployment saw serving (when known), else the one running the probes.
+Another interpreter is asked for its sys.path in a child process; the package and its dist-info
+are then looked up in those paths with PathFinder and a directory listing, editable installs included.
+"""
+import ast
+import json
+import os
+import sys
+from importlib.machinery import PathFinder
+
+from probes.context import run_command
+
+PACKAGE = "sglang"
+QUERY = ("import sys, json, site\n"
+         "try:\n    user = site.getusersitepackages()\nexcept Exception:\n    user = None\n"
+         "print(json.dumps({'path': sys.path, 'user_site': user, 'executable': sys.executable}))")
+
+
+def choose_interpreter(ctx_results, options):
+    """(path, why): deployment's choice when present, else the probes' own interpreter."""
+    chosen = (ctx_results.get("deployment") or {}).get("interpreter") or {}
+    if isinstance(chosen, dict) and chosen.get("path"):
+        return chosen["path"], chosen.get("why") or "deployment"
+    python = options.get("python")
+    if python and options.get("python_explicit"):
+        return python, "explicit"
+    return sys.executable, "default"
+
+
+def same_interpreter(path):
+    try:
+        return os.path.realpath(path) == os.path.realpath(sys.executable) or path == sys.executable
+    except (OSError, ValueError):
+        return False
+
+
+def search_paths(interpreter, env_pythonpath=None, timeout=20.0):
+    """(paths, error): the interpreter's sys.path as its server would see it.
+
+    The probes run with -I, which drops PYTHONPATH and the user site; a server started normally
+    sees both, so they are added back.
+    """
+    extra = [p for p in (env_pythonpath or os.environ.get("PYTHONPATH", "")).split(os.pathsep) if p]
+    if same_interpreter(interpreter):
+        paths, user = list(sys.path), _user_site()
+    else:
+        answer = run_command([interpreter, "-I", "-c", QUERY], timeout=timeout)
+        if not answer["ok"]:
+            return [], "could not ask %s for its sys.path: %s" % (interpreter, answer["error"])
+        try:
+            doc = json.loads(answer["stdout"].strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return [], "%s printed no sys.path" % interpreter
+        paths, user = list(doc.get("path") or []), doc.get("user_site")
+    paths = extra + [p for p in paths if p]
+    if user and os.path.isdir(user):
+        paths.append(user)
+    seen, ordered = set(), []
+    for path in paths:
+        if path not in seen and os.path.isdir(path):
+            seen.add(path)
+            ordered.append(path)
+    return ordered, None
+
+
+def _user_site():
+    try:
+        import site
+        return site.getusersitepackages()
+    except Exception:
+        return None
+
+
+def find_package(paths):
+    """The first sglang package in paths: {site_packages, package_dir, dist_info, editable} or None."""
+    for entry in paths:
+        spec = PathFinder.find_spec(PACKAGE, [entry])
+        if spec is not None and spec.submodule_search_locations:
+            package_dir = list(spec.submodule_search_locations)[0]
+            site = os.path.dirname(package_dir)
+            dist_info = find_dist_info(paths, prefer=site)
+            url = direct_url(dist_info) if dist_info else None
+            editable = {"path": url["dir"], "via": "direct_url"} if url else None
+            return {"site_packages": site, "package_dir": package_dir, "dist_info": dist_info,
+                    "editable": editable}
+        editable = editable_in(entry)
+        if editable:
+            return editable
+    return None
+
+
+def find_dist_info(paths, prefer=None):
+    for folder in ([prefer] if prefer else []) + list(paths):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            base = name.lower()
+            if base.startswith(PACKAGE + "-") and base.endswith((".dist-info", ".egg-info")):
+                return os.path.join(folder, name)
+    return None
+
+
+def editable_in(site):
+    """An editable install recorded in a site directory: direct_url.json or a setuptools finder map."""
+    dist_info = find_dist_info([site])
+    if not dist_info:
+        return None
+    url = direct_url(dist_info)
+    package_dir = finder_mapping(site) or (url and _package_under(url["dir"]))
+    if not package_dir:
+        return None
+    return {"site_packages": os.path.dirname(package_dir), "package_dir": package_dir,
+            "dist_info": dist_info, "editable": {"path": url["dir"] if url else os.path.dirname(package_dir),
+                                                  "via": "direct_url" if url else "finder"}}
+
+
+def direct_url(dist_info):
+    try:
+        with open(os.path.join(dist_info, "direct_url.json"), "rb") as handle:
+            doc = json.loads(handle.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    url = doc.get("url") or ""
+    if not url.startswith("file://") or not (doc.get("dir_info") or {}).get("editable"):
+        return None
+    return {"dir": url[len("file://"):], "url": url}
+
+
+def finder_mapping(site):
+    """setuptools' `__editable___*_finder.py` keeps MAPPING = {'sglang': '/checkout/python/sglang'}."""
+    try:
+        names = [n for n in os.listdir(site) if n.startswith("__editable__") and n.endswith("finder.py")]
+    except OSError:
+        return None
+    for name in names:
+        try:
+            with open(os.path.join(site, name), "rb") as handle:
+                tree = ast.parse(handle.read())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MAPPING" for t in node.targets):
+                try:
+                    mapping = ast.literal_eval(node.value)
+                except ValueError:
+                    continue
+                if isinstance(mapping, dict) and os.path.isdir(mapping.get(PACKAGE, "")):
+                    return mapping[PACKAGE]
+    return None
+
+
+def _package_under(checkout):
+    """The sglang package inside a checkout (the repository keeps it under python/)."""
+    for sub in ("", "python", "src"):
+        candidate = os.path.join(checkout, sub, PACKAGE)
+        if os.path.isfile(os.path.join(candidate, "__init__.py")):
+            return candidate
+    return None

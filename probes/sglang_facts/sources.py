@@ -1,0 +1,133 @@
+"""The installed package as a source tree: every .py file read once as bytes, parsed only on demand.
+
+Speed comes from never parsing what a byte search rules out: finders ask for the files that contain
+a needle, then parse only those. A file that does not parse is recorded, never fatal.
+"""
+import ast
+import os
+import re
+
+SNIPPET_CHARS = 160
+
+
+class SourceTree(object):
+    """The .py files of one package under `root` (the directory file paths are relative to)."""
+
+    def __init__(self, root, package="sglang", skip_dirs=("test",)):
+        self.root = root
+        self.package = package
+        self.package_dir = os.path.join(root, package)
+        self.skip = set(os.path.join(self.package_dir, d) for d in skip_dirs)
+        self._bytes = None
+        self._order = []
+        self._trees = {}
+        self._lines = {}
+        self.parse_errors = []
+        self.cited = set()
+
+    # -- files -------------------------------------------------------------
+    def _load(self):
+        if self._bytes is not None:
+            return
+        self._bytes = {}
+        stack = [self.package_dir]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    if entry.is_dir():
+                        if entry.path not in self.skip and not entry.name.startswith((".", "__pycache__")):
+                            stack.append(entry.path)
+                    elif entry.name.endswith(".py"):
+                        with open(entry.path, "rb") as handle:
+                            rel = os.path.relpath(entry.path, self.root).replace(os.sep, "/")
+                            self._bytes[rel] = handle.read()
+                            self._order.append(rel)
+                except OSError:
+                    continue
+        self._order.sort()
+
+    @property
+    def files(self):
+        self._load()
+        return list(self._order)
+
+    def read(self, rel):
+        self._load()
+        return self._bytes.get(rel)
+
+    def containing(self, needle):
+        """Files whose bytes contain needle (bytes or str)."""
+        self._load()
+        if not isinstance(needle, bytes):
+            needle = needle.encode("utf-8")
+        data = self._bytes
+        return [rel for rel in self._order if needle in data[rel]]
+
+    def search(self, pattern, files, flags=re.M):
+        """(rel, line, match) for a bytes regex over the given files, without parsing them."""
+        regex = re.compile(pattern, flags)
+        for rel in files:
+            data = self.read(rel) or b""
+            for match in regex.finditer(data):
+                line = data.count(b"\n", 0, match.start()) + 1
+                yield rel, line, match
+
+    # -- modules -----------------------------------------------------------
+    def module_of(self, rel):
+        parts = rel[:-3].split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        return ".".join(parts)
+
+    def file_of(self, module):
+        """The file of a dotted module inside this tree, or None."""
+        self._load()
+        base = module.replace(".", "/")
+        for rel in (base + ".py", base + "/__init__.py"):
+            if rel in self._bytes:
+                return rel
+        return None
+
+    def is_package(self, module):
+        return (self.file_of(module) or "").endswith("/__init__.py")
+
+    # -- parsing and evidence -----------------------------------------------
+    def tree(self, rel):
+        """The AST of a file, or None when it does not parse (recorded in parse_errors)."""
+        if rel in self._trees:
+            return self._trees[rel]
+        data = self.read(rel)
+        tree = None
+        if data is not None:
+            try:
+                tree = ast.parse(data, filename=rel)  # bytes: a BOM or coding cookie is honoured
+            except (SyntaxError, ValueError) as exc:
+                self.parse_errors.append({"file": rel, "line": getattr(exc, "lineno", None),
+                                          "error": "%s: %s" % (type(exc).__name__, getattr(exc, "msg", exc))})
+        self._trees[rel] = tree
+        return tree
+
+    def lines(self, rel):
+        if rel not in self._lines:
+            data = self.read(rel) or b""
+            self._lines[rel] = data.decode("utf-8-sig", "replace").splitlines()
+        return self._lines[rel]
+
+    def snippet(self, rel, line):
+        lines = self.lines(rel)
+        if not line or line > len(lines):
+            return ""
+        text = lines[line - 1].strip()
+        return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 3] + "..."
+
+    def evidence(self, rel, line, **extra):
+        """A cited source fact: file relative to the root, line and the line's text."""
+        self.cited.add(rel)
+        fact = {"file": rel, "line": line, "snippet": self.snippet(rel, line)}
+        fact.update(extra)
+        return fact

@@ -1,0 +1,104 @@
+"""What the installed sglang does, read as text and AST (never imported): copies, EAGLE, DFlash, flags.
+
+The package is found for the interpreter that serves (deployment's choice, else the probes' own);
+every fact carries file (relative to site-packages), line and snippet. Data shape: docs/probe-data.md.
+"""
+import os
+import time
+
+from probes.sglang_facts import locate
+from probes.sglang_facts.eagle import find_eagle_runners
+from probes.sglang_facts.flags import find_server_flags
+from probes.sglang_facts.graph_classes import find_breakable, find_graph_runners
+from probes.sglang_facts.grouped_copy import find_grouped_copy
+from probes.sglang_facts.imports import Resolver
+from probes.sglang_facts.integrity import check_checkout, check_record
+from probes.sglang_facts.sources import SourceTree
+from probes.sglang_facts.speculative import find_algorithms, find_dflash
+from probes.sglang_facts.version import find_version
+
+
+def collect(ctx):
+    options = ctx.option("sglang_source", {}) or {}
+    path, why = locate.choose_interpreter(ctx.results, ctx.options)
+    data = {"found": False, "reason": None, "interpreter": {"path": path, "why": why}}
+    if options.get("site_packages"):
+        site = os.path.abspath(os.path.expanduser(str(options["site_packages"])))
+        data["interpreter"]["why"] = why + "; site_packages option"
+        location = locate.find_package([site]) if os.path.isdir(site) else None
+        where = "in %s (site_packages option)" % site
+    else:
+        paths, error = locate.search_paths(path, _server_pythonpath(ctx.results, path),
+                                           timeout=ctx.time_left(20.0))
+        if error:
+            data["reason"] = error
+            return data
+        data["search_paths"] = paths
+        location = locate.find_package(paths)
+        where = "in the %d import paths of %s" % (len(paths), path)
+    if location is None:
+        data["reason"] = "no sglang package %s" % where
+        return data
+    data.update(facts_from_location(location, options))
+    return data
+
+
+def facts_from_location(location, options=None):
+    """Every source fact for one installed package; pure reading, no child processes but git."""
+    options = options or {}
+    started = time.perf_counter()
+    tree = SourceTree(location["site_packages"])
+    resolver = Resolver(tree)
+    timings = {}
+
+    def timed(name, func, *args):
+        began = time.perf_counter()
+        value = func(*args)
+        timings[name] = round(time.perf_counter() - began, 4)
+        return value
+
+    data = {"found": True, "site_packages": location["site_packages"], "package_dir": location["package_dir"],
+            "dist_info": location.get("dist_info")}
+    data.update(timed("version", find_version, tree, location.get("dist_info")))
+    data["grouped_foreach_copy"] = timed("grouped_copy", find_grouped_copy, tree, resolver)
+    data["eagle"] = timed("eagle", find_eagle_runners, tree, resolver)
+    algorithms = timed("speculative", find_algorithms, tree)
+    data["speculative_algorithms"] = [a["name"] for a in algorithms]
+    data["speculative_algorithm_evidence"] = algorithms
+    data["dflash"] = timed("dflash", find_dflash, tree, algorithms)
+    data["cuda_graph_runners"] = timed("graph_runners", find_graph_runners, tree)
+    data["breakable_graph"] = timed("breakable", find_breakable, tree)
+    data.update(timed("flags", find_server_flags, tree, options.get("flag_pattern")))
+    data["integrity"] = timed("integrity", integrity, tree, location, bool(options.get("verify_all")))
+    data["files_scanned"] = len(tree.files)
+    data["parse_errors"] = tree.parse_errors
+    data["timings_s"] = timings
+    data["elapsed_s"] = round(time.perf_counter() - started, 4)
+    return data
+
+
+def integrity(tree, location, verify_all):
+    editable = location.get("editable")
+    if editable:
+        checkout = check_checkout(editable["path"])
+        return {"method": "editable", "checked": 0, "modified": [], "missing": [],
+                "editable": checkout}
+    dist_info = location.get("dist_info")
+    same_root = dist_info and os.path.dirname(dist_info) == location["site_packages"]
+    if not same_root:
+        return {"method": "unknown", "checked": 0, "modified": [], "missing": [],
+                "reason": "no dist-info next to the package" if not dist_info else
+                "dist-info %s is not beside the package" % dist_info}
+    result = check_record(location["site_packages"], dist_info, None if verify_all else sorted(tree.cited))
+    result["scope"] = "all" if verify_all else "cited"
+    return result
+
+
+def _server_pythonpath(results, interpreter):
+    """PYTHONPATH of a live server running this interpreter, when deployment recorded it."""
+    for server in (results.get("deployment") or {}).get("servers") or []:
+        if isinstance(server, dict) and server.get("python") == interpreter:
+            value = (server.get("env") or {}).get("PYTHONPATH")
+            if value:
+                return value
+    return None
