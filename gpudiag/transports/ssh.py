@@ -109,24 +109,34 @@ class SSHTransport:
         return f"{self.user}@{self.host.address}{port}{via}"
 
     def _connect(self, deadline: float) -> paramiko.SSHClient:
-        address, port = self.host.address, self.host.port or 22
-        if not self.host.jump:
-            return self._open_client(address, port, self.user, lambda: self._tcp(address, port, deadline),
-                                     deadline, "")
-        jump_user, jump_address, jump_port = parse_jump(self.host.jump, self.user)
-        label = f"jump host {self.host.jump}: "
-        jump = self._open_client(jump_address, jump_port, jump_user,
-                                 lambda: self._tcp(jump_address, jump_port, deadline), deadline, label)
+        """Connect through each ProxyJump hop in turn (`hop1,hop2`), each over the previous one's
+        direct-tcpip channel, then to the host itself. Every hop's host key is checked too."""
+        hops = [parse_jump(part.strip(), self.user) for part in (self.host.jump or "").split(",") if part.strip()]
+        hops.append((self.user, self.host.address, self.host.port or 22))
+        previous: paramiko.SSHClient | None = None
+        previous_label = ""
+        for index, (user, address, port) in enumerate(hops):
+            last = index == len(hops) - 1
+            label = "" if last else f"jump host {user}@{address}:{port}: "
+            if previous is None:
+                make_sock = (lambda a=address, p=port: self._tcp(a, p, deadline))
+            else:
+                make_sock = (lambda c=previous, a=address, p=port, l=previous_label: self._tunnel(c, a, p, l, deadline))
+            previous = self._open_client(address, port, user, make_sock, deadline, label)
+            previous_label = label
+        assert previous is not None
+        return previous
 
-        def through_jump() -> Any:
-            try:
-                return jump.get_transport().open_channel(  # type: ignore[union-attr]
-                    "direct-tcpip", (address, port), ("127.0.0.1", 0), timeout=self._limit(deadline))
-            except paramiko.ChannelException as exc:
-                raise TransportError(UNREACHABLE, f"jump host {self.host.jump} cannot reach {address}:{port}: "
-                                                  f"{exc.text}") from None
-
-        return self._open_client(address, port, self.user, through_jump, deadline, "")
+    def _tunnel(self, via: paramiko.SSHClient, address: str, port: int, via_label: str, deadline: float) -> Any:
+        try:
+            return via.get_transport().open_channel(  # type: ignore[union-attr]
+                "direct-tcpip", (address, port), ("127.0.0.1", 0), timeout=self._limit(deadline))
+        except paramiko.ChannelException as exc:
+            raise TransportError(UNREACHABLE, f"{via_label}cannot reach {address}:{port}: {exc.text}") from None
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            if self._closed.is_set() or self._expired.is_set():
+                raise _Stopped() from None
+            raise TransportError(UNREACHABLE, f"{via_label}cannot open a tunnel to {address}:{port}: {exc}") from None
 
     def _limit(self, deadline: float) -> float:
         remaining = deadline - time.monotonic()

@@ -134,7 +134,7 @@ PrintMotd no
 PrintLastLog no
 MaxStartups 200:30:400
 MaxSessions 100
-LogLevel DEBUG1
+LogLevel VERBOSE
 SetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin
 """
 
