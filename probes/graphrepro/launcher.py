@@ -1,0 +1,178 @@
+"""Launches the host's sglang (or any server command) for one repro cell, and always cleans up.
+
+The server runs under a tiny supervisor in its own session: the supervisor watches a pipe from this
+process, so if the probe dies (Ctrl-C on the control side kills the runner) the whole server group is
+killed too. Flags are spelled as the installed release spells them (sglang_source's server_flags).
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from probes.graphrepro.worker import kill_group
+
+SUPERVISOR = r'''import os, signal, subprocess, sys, threading
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)
+def watch():
+    sys.stdin.buffer.read()          # EOF: the probe that started us is gone
+    os.killpg(0, signal.SIGKILL)
+threading.Thread(target=watch, daemon=True).start()
+code = child.wait()
+os._exit(code if code >= 0 else 128 - code)
+'''
+
+# Canonical spelling -> what it means; a release may lack some (then the flag is left out).
+OPTIONAL_FLAGS = ("--speculative-draft-load-format", "--json-model-override-args", "--skip-tokenizer-init",
+                  "--cuda-graph-bs", "--cuda-graph-max-bs")
+
+
+def normalise_flag(name):
+    return "--" + str(name).lstrip("-").replace("_", "-")
+
+
+def flag_table(server_flags):
+    """{canonical spelling: spelling to use}, or None when the release's flags are unknown."""
+    if not server_flags:
+        return None
+    table = {}
+    for entry in server_flags:
+        name = entry.get("name") if isinstance(entry, dict) else entry
+        if not name:
+            continue
+        spelled = normalise_flag(name)
+        alias_of = entry.get("alias_of") if isinstance(entry, dict) else None
+        if isinstance(entry, dict) and entry.get("deprecated") and alias_of:
+            table.setdefault(spelled, normalise_flag(alias_of))
+        else:
+            table[spelled] = spelled
+    return table
+
+
+def spell(flag, table):
+    """The release's spelling of `flag`, or None when the release does not have it."""
+    if table is None:
+        return flag
+    return table.get(flag)
+
+
+def build_argv(python, cell, flags):
+    """argv for one server; returns (argv, omitted flags). `cell` holds the repro settings."""
+    table = flag_table(flags)
+    wanted = [
+        ("--model-path", cell["model_dir"]), ("--load-format", "dummy"),
+        ("--host", "127.0.0.1"), ("--port", str(cell["port"])), ("--tp-size", str(cell.get("tp", 1))),
+        ("--speculative-algorithm", cell["algorithm"]),
+        ("--speculative-draft-model-path", cell["draft_dir"]),
+        ("--speculative-draft-load-format", "dummy"),
+        ("--speculative-num-draft-tokens", str(cell["draft_tokens"])),
+        ("--cuda-graph-max-bs", str(cell["batch_size"])),
+        ("--cuda-graph-bs", str(cell["batch_size"])),
+        ("--mem-fraction-static", str(cell.get("mem_fraction", 0.5))),
+        ("--skip-tokenizer-init", None),
+    ]
+    # The layer count is already in the reduced config.json: an override would also reach the draft
+    # model's config (0.5.x copies server_args for the draft worker), so it is passed only on request.
+    if cell.get("model_override"):
+        wanted.append(("--json-model-override-args", json.dumps(cell["model_override"])))
+    if cell["algorithm"] in ("EAGLE", "EAGLE3"):
+        wanted += [("--speculative-num-steps", str(cell["steps"])),
+                   ("--speculative-eagle-topk", str(cell.get("topk", 1)))]
+    argv, omitted = [python, "-m", "sglang.launch_server"], []
+    for flag, value in wanted:
+        spelled = spell(flag, table)
+        if spelled is None:
+            omitted.append(flag)
+            continue
+        argv.append(spelled)
+        if value is not None:
+            argv.append(value)
+    return argv, omitted
+
+
+def free_port():
+    """A loopback port nobody listens on now (a live server's port is never chosen: it is bound)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+class ServerProcess(object):
+    """One supervised server; `wait_ready` says ready, died or hang; `stop` kills the whole group."""
+
+    def __init__(self, argv, port, log_path, env=None):
+        self.argv, self.port, self.log_path, self.env = argv, port, log_path, env
+        self.proc = None
+
+    def start(self):
+        log = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-c", SUPERVISOR] + list(self.argv),
+                                         stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                                         env=self.env, start_new_session=True)
+        finally:
+            log.close()
+        return self
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def exit_description(self):
+        code = None if self.proc is None else self.proc.poll()
+        if code is None:
+            return "running"
+        if code > 128:
+            try:
+                return "killed by %s" % signal.Signals(code - 128).name
+            except ValueError:
+                return "exit %d" % code
+        return "exit %d" % code
+
+    def wait_ready(self, timeout, poll=0.5):
+        """'ready', 'died' or 'hang' (neither ready nor dead within `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                return "died"
+            if self.health(timeout=min(5.0, poll * 4)):
+                return "ready"
+            time.sleep(poll)
+        return "died" if not self.alive() else "hang"
+
+    def health(self, timeout=5.0):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/health" % self.port, timeout=timeout) as resp:
+                return resp.status == 200
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    def log_text(self, limit=200000):
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(max(0, os.path.getsize(self.log_path) - limit))
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc is None:
+            return
+        kill_group(self.proc, grace=10.0)
+        try:
+            self.proc.stdin.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False

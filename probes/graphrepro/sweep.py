@@ -1,0 +1,123 @@
+"""Sweep batch sizes and bisect the draft-token budget to find where CUDA graphs stop working.
+
+Pure logic: an `oracle(batch_size, draft_tokens) -> cell dict` does the work (a child running the
+synthetic harness, or a launched sglang server). Failure is assumed monotonic in draft tokens for a
+batch size, so each batch size costs about log2(candidates) + 2 cells instead of all of them.
+"""
+
+GOOD = ("ok",)
+UNKNOWN = ("skipped",)
+VERBS = {"capture_failed": "fails graph capture", "replay_failed": "fails on replay", "mismatch":
+         "replays wrong results", "device_fault": "crashes (device fault)", "crashed_on_request": "crashes",
+         "hang": "hangs", "timeout": "hangs", "silent_failure": "accepts no draft tokens", "error": "fails"}
+
+
+def draft_token_values(low, high):
+    low, high = int(low), int(high)
+    if low > high:
+        low, high = high, low
+    return list(range(max(1, low), high + 1))
+
+
+def is_failure(cell):
+    return cell.get("status") not in GOOD + UNKNOWN
+
+
+def bisect_draft_tokens(values, test):
+    """Largest passing and smallest failing value among sorted `values`; `test(value)` -> cell.
+
+    Returns {"max_ok", "min_fail", "fail_status", "complete"}; a skipped cell stops the search.
+    """
+    row = {"max_ok": None, "min_fail": None, "fail_status": None, "complete": False}
+    if not values:
+        return row
+
+    def probe(index):
+        cell = test(values[index])
+        if cell.get("status") in UNKNOWN:
+            return None
+        if is_failure(cell):
+            row["min_fail"], row["fail_status"] = values[index], cell.get("status")
+            return False
+        row["max_ok"] = values[index] if row["max_ok"] is None else max(row["max_ok"], values[index])
+        return True
+
+    top = probe(len(values) - 1)
+    if top is None or top:
+        row["complete"] = top is not None
+        return row
+    if len(values) == 1:
+        row["complete"] = True
+        return row
+    bottom = probe(0)
+    if bottom is None or not bottom:
+        row["complete"] = bottom is not None
+        return row
+    ok_i, fail_i = 0, len(values) - 1
+    while fail_i - ok_i > 1:
+        mid = (ok_i + fail_i) // 2
+        outcome = probe(mid)
+        if outcome is None:
+            return row
+        if outcome:
+            ok_i = mid
+        else:
+            fail_i = mid
+    row["min_fail"] = values[fail_i]
+    row["complete"] = True
+    return row
+
+
+def sweep(batch_sizes, values, oracle):
+    """Every batch size, bisected over draft tokens. Returns {"cells": [...], "rows": [...]}."""
+    cells, cache = [], {}
+
+    def test_at(batch_size):
+        def test(draft_tokens):
+            key = (batch_size, draft_tokens)
+            if key not in cache:
+                cell = dict(oracle(batch_size, draft_tokens))
+                cell.setdefault("batch_size", batch_size)
+                cell.setdefault("draft_tokens", draft_tokens)
+                cache[key] = cell
+                cells.append(cell)
+            return cache[key]
+        return test
+
+    rows = []
+    for batch_size in sorted(set(int(b) for b in batch_sizes)):
+        row = bisect_draft_tokens(list(values), test_at(batch_size))
+        row["batch_size"] = batch_size
+        rows.append(row)
+    return {"cells": cells, "rows": rows}
+
+
+def describe_boundary(label, rows, where=""):
+    """One sentence a human reads, e.g. 'DFLASH crashes when draft tokens > 8 at bs >= 4 on sm_103; ...'."""
+    on = " on %s" % where if where else ""
+    tested = [r for r in rows if r.get("max_ok") is not None or r.get("min_fail") is not None]
+    if not tested:
+        return {"text": "%s: nothing ran%s" % (label, on), "failing_from_batch_size": None, "safe_up_to": None}
+    failing = [r for r in tested if r.get("min_fail") is not None]
+    if not failing:
+        top = min(r["max_ok"] for r in tested)
+        sizes = ", ".join(str(r["batch_size"]) for r in tested)
+        return {"text": "%s: graphs safe up to %d draft tokens at every batch size tested (%s)%s"
+                        % (label, top, sizes, on), "failing_from_batch_size": None, "safe_up_to": top}
+    first = min(failing, key=lambda r: r["batch_size"])
+    from_bs = first["batch_size"]
+    above = [r for r in tested if r["batch_size"] >= from_bs]
+    scope = "bs >= %d" % from_bs
+    if any(r.get("min_fail") is None for r in above):  # not monotonic in batch size: name the sizes
+        scope = "bs " + ", ".join(str(r["batch_size"]) for r in failing)
+    verb = VERBS.get(first.get("fail_status"), "fails")
+    oks = [r["max_ok"] for r in failing]
+    if any(v is None for v in oks):
+        text = "%s %s at every draft-token count tested at %s%s" % (label, verb, scope, on)
+        safe = None
+    else:
+        safe = min(oks)
+        text = "%s %s when draft tokens > %d at %s%s; graphs are safe up to %d" % (label, verb, safe, scope,
+                                                                                   on, safe)
+    return {"text": text, "failing_from_batch_size": from_bs, "safe_up_to": safe,
+            "fail_status": first.get("fail_status")}

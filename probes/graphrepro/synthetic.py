@@ -1,0 +1,215 @@
+"""Synthetic CUDA-graph harness: capture a small forward shaped like one speculative replay path,
+replay it with fresh inputs copied in through the grouped foreach copy, and compare with eager.
+
+Runs inside a worker child (probes.graphrepro.worker); torch is imported in functions only.
+"""
+import math
+import time
+
+from probes.graphrepro import specs as specs_mod
+
+REPLAY_TRIALS = 3
+POOL_TOKENS = 16384     # rows of the fake KV cache gathered by out_cache_loc
+VOCAB = 4096
+TOLERANCE = 1e-3        # same kernels in graph and eager: the answers should agree to rounding
+
+
+def device_info(args):
+    """torch build and the CUDA devices this child sees (runs in a child: CUDA init may hang)."""
+    try:
+        import torch
+    except Exception as exc:
+        return {"status": "ok", "torch": None, "reason": "torch does not import: %s" % exc}
+    info = {"status": "ok", "torch": torch.__version__, "cuda": getattr(torch.version, "cuda", None),
+            "has_foreach_copy": hasattr(torch, "_foreach_copy_"), "cuda_available": False, "devices": []}
+    try:
+        info["cuda_available"] = bool(torch.cuda.is_available())
+        for index in range(torch.cuda.device_count() if info["cuda_available"] else 0):
+            props = torch.cuda.get_device_properties(index)
+            info["devices"].append({"index": index, "name": props.name,
+                                    "compute_capability": "sm_%d%d" % (props.major, props.minor),
+                                    "memory_total_mib": int(props.total_memory // (1 << 20))})
+    except Exception as exc:
+        info["reason"] = "CUDA query failed: %s" % exc
+    return info
+
+
+def make_buffers(torch, spec_list, device, generator, pool_tokens=POOL_TOKENS, vocab=VOCAB):
+    """One set of valid inputs for the specs (random ids, locations inside the pool, lengths >= 1)."""
+    out = {}
+    for spec in spec_list:
+        shape, name = tuple(spec["shape"]), spec["name"]
+        dtype = getattr(torch, spec["dtype"])
+        if name in ("input_ids", "topk_index"):
+            value = torch.randint(0, vocab, shape, generator=generator)
+        elif name == "out_cache_loc":
+            value = torch.randint(0, pool_tokens, shape, generator=generator)
+        elif name == "req_pool_indices":
+            value = torch.randint(0, 256, shape, generator=generator)
+        elif name in ("seq_lens", "extend_seq_lens", "accept_length", "positions"):
+            value = torch.randint(1, 64, shape, generator=generator)
+        elif spec["dtype"] == "bool":
+            value = torch.rand(shape, generator=generator) > 0.3
+        else:
+            value = torch.randn(shape, generator=generator)
+        out[name] = value.to(dtype=dtype).to(device)
+    return out
+
+
+def make_weights(torch, hidden, device, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    scale = 1.0 / math.sqrt(hidden)
+
+    def param(*shape):
+        return (torch.randn(shape, generator=generator) * scale).to(device=device, dtype=torch.bfloat16)
+
+    return {"embed": param(VOCAB, hidden), "pos": param(128, hidden), "kv": param(POOL_TOKENS, hidden),
+            "wq": param(hidden, hidden), "wk": param(hidden, hidden), "wv": param(hidden, hidden),
+            "out": param(hidden, VOCAB)}
+
+
+def forward(torch, bufs, weights, path, batch_size, per_request, topk, steps):
+    """Embedding + position, KV gather by out_cache_loc, masked block attention, logits, top-k.
+
+    The EAGLE draft runs `steps` draft steps, each feeding its top-1 back (unrolled in the graph).
+    """
+    bs, hidden = batch_size, weights["wq"].shape[0]
+    tokens = bs * per_request
+    ids = bufs["input_ids"]
+    logits = values = index = None
+    for step in range(steps if path == "eagle_draft" else 1):
+        x = weights["embed"][ids] + weights["pos"][bufs["positions"] % 128]
+        if "hidden_states" in bufs:
+            h = bufs["hidden_states"]
+            x = x + (h.repeat_interleave(per_request, dim=0) if h.shape[0] == bs and per_request > 1 else h)
+        if "target_hidden" in bufs:
+            x = x + bufs["target_hidden"]
+        kv = weights["kv"][bufs["out_cache_loc"][step * tokens:(step + 1) * tokens]]
+        q = (x @ weights["wq"]).view(bs, per_request, hidden)
+        k = (kv @ weights["wk"]).view(bs, per_request, hidden)
+        v = (kv @ weights["wv"]).view(bs, per_request, hidden)
+        scores = (q @ k.transpose(1, 2)).float() / math.sqrt(hidden)
+        scores = scores.masked_fill(~_block_mask(torch, bufs, path, bs, per_request, ids.device), float("-inf"))
+        attn = torch.softmax(scores, dim=-1).to(v.dtype) @ v
+        logits = (attn.reshape(tokens, hidden) @ weights["out"]).float()
+        if "topk_p" in bufs:
+            logits = logits + bufs["topk_p"].float().mean(dim=1).repeat_interleave(per_request)[:, None]
+        values, index = logits.topk(max(1, topk), dim=-1)
+        ids = index[:, 0]
+    return {"logits": logits, "topk_values": values, "topk_index": index}
+
+
+def _block_mask(torch, bufs, path, bs, per_request, device):
+    """Causal inside the block for EAGLE; the whole block (and the custom mask) for DFlash."""
+    if path == "dflash_verify":
+        mask = torch.ones(bs, per_request, per_request, dtype=torch.bool, device=device)
+        if "custom_mask" in bufs:
+            mask = mask & bufs["custom_mask"].view(bs, per_request, per_request)
+    else:
+        mask = torch.ones(per_request, per_request, dtype=torch.bool, device=device).tril()
+        mask = mask.unsqueeze(0).expand(bs, per_request, per_request)
+    # Keys past the request's length are masked; the diagonal always stays so no row is empty.
+    valid = torch.arange(per_request, device=device)[None, :] < bufs["seq_lens"].long().clamp(min=1)[:, None]
+    diagonal = torch.eye(per_request, dtype=torch.bool, device=device).unsqueeze(0)
+    return (mask & valid[:, None, :]) | diagonal
+
+
+def grouped_foreach_copy(torch, dsts, srcs):
+    """sglang's `_grouped_foreach_copy_`: one foreach copy per (dst dtype, src dtype) pair."""
+    groups = {}
+    for dst, src in zip(dsts, srcs):
+        groups.setdefault((dst.dtype, src.dtype), ([], []))
+        groups[(dst.dtype, src.dtype)][0].append(dst)
+        groups[(dst.dtype, src.dtype)][1].append(src)
+    for dst_list, src_list in groups.values():
+        if hasattr(torch, "_foreach_copy_"):
+            torch._foreach_copy_(dst_list, src_list)
+        else:
+            for dst, src in zip(dst_list, src_list):
+                dst.copy_(src)
+
+
+def copy_inputs(torch, static, fresh, spec_list):
+    """Small fields through the grouped foreach copy; large ones with a plain copy_ (DMA engine)."""
+    small = [s["name"] for s in spec_list if not s["large"]]
+    grouped_foreach_copy(torch, [static[n] for n in small], [fresh[n] for n in small])
+    for spec in spec_list:
+        if spec["large"]:
+            static[spec["name"]].copy_(fresh[spec["name"]])
+
+
+def run_cell(args):
+    """One cell: capture, replay with fresh inputs, compare. Returns {status, detail, max_abs_diff, ...}."""
+    try:
+        import torch
+    except Exception as exc:
+        return {"status": "skipped", "detail": "torch does not import: %s" % exc}
+    if not torch.cuda.is_available():
+        return {"status": "skipped", "detail": "CUDA is not available to torch %s" % torch.__version__}
+    path, bs = args["path"], int(args["batch_size"])
+    draft_tokens, topk = int(args["draft_tokens"]), int(args.get("topk", 1))
+    hidden = int(args.get("hidden_size", 1024))
+    spec_list = specs_mod.buffer_specs(path, bs, draft_tokens, topk, hidden, args.get("steps"),
+                                       args.get("with_optional", True))
+    per_request = specs_mod.tokens_per_request(path, draft_tokens, topk)
+    steps = int(args.get("steps") or specs_mod.eagle_steps(draft_tokens, topk))
+    device = torch.device("cuda", 0)
+    generator = torch.Generator().manual_seed(1234 + bs * 131 + draft_tokens)
+    weights = make_weights(torch, hidden, device)
+    static = make_buffers(torch, spec_list, device, generator)
+
+    def run(bufs):
+        return forward(torch, bufs, weights, path, bs, per_request, topk, steps)
+
+    stage = "warmup"
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                run(static)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        stage = "capture"
+        started = time.perf_counter()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = run(static)
+        torch.cuda.synchronize()
+        capture_s = time.perf_counter() - started
+        stage = "replay"
+        worst = 0.0
+        for _ in range(REPLAY_TRIALS):
+            fresh = make_buffers(torch, spec_list, device, generator)
+            copy_inputs(torch, static, fresh, spec_list)
+            graph.replay()
+            torch.cuda.synchronize()
+            stage = "eager"
+            expected = run(fresh)
+            torch.cuda.synchronize()
+            stage = "replay"
+            worst = max(worst, float((captured["logits"] - expected["logits"]).abs().max().item()))
+    except Exception as exc:
+        return _failure(stage, exc)
+    result = {"status": "ok", "max_abs_diff": worst, "capture_s": round(capture_s, 4),
+              "input_bytes": specs_mod.buffer_bytes(spec_list), "fields": [s["name"] for s in spec_list]}
+    if worst > TOLERANCE:
+        result.update(status="mismatch", detail="graph replay differs from eager by %.3g" % worst)
+    return result
+
+
+def _failure(stage, exc):
+    text = "%s: %s" % (type(exc).__name__, str(exc)[:800])
+    if is_device_fault(text):
+        status = "device_fault"
+    elif stage in ("capture", "warmup"):
+        status = "capture_failed"
+    else:
+        status = "replay_failed"
+    return {"status": status, "detail": "%s during %s" % (text, stage), "stage": stage}
+
+
+def is_device_fault(text):
+    markers = ("illegal memory access", "illegal address", "misaligned address", "device-side assert",
+               "unspecified launch failure", "CUDA error: an illegal instruction", "uncorrectable ECC")
+    return any(m.lower() in text.lower() for m in markers)
