@@ -1,0 +1,203 @@
+"""What this torch can do for sglang's grouped input copies, verified by running them, never by version.
+
+For CPU and each idle CUDA device: `torch._foreach_copy_` over lists of small tensors per dtype pair,
+one call mixing pairs, non-contiguous sources, mismatched shapes. Without `_foreach_copy_` the pairs are
+checked through the per-tensor `copy_` loop sglang falls back to. Options (`--set torch_caps.KEY=VALUE`):
+cuda (auto|true|false, default auto: idle GPUs only unless --force), busy_memory_mib (default 1024).
+"""
+from probes.context import Skip
+from probes.hostinfo.gpus import collect_gpus
+
+# (source dtype, destination dtype): sglang's CUDA-graph inputs (ids, positions, lengths, hidden states).
+PAIRS = (("int64", "int64"), ("int32", "int32"), ("int32", "int64"), ("int64", "int32"),
+         ("float32", "bfloat16"), ("bfloat16", "float32"), ("bfloat16", "bfloat16"), ("float32", "float32"))
+SHAPES = ((3,), (2, 5), (7,))
+BUSY_MEMORY_MIB = 1024
+
+
+def collect(ctx):
+    try:
+        import torch
+    except BaseException as exc:
+        raise Skip("torch is not importable: %s: %s" % (type(exc).__name__, exc))
+    has_foreach = hasattr(torch, "_foreach_copy_")
+    checks = {"cpu": check_device(torch, "cpu", has_foreach)}
+    checks.update(cuda_checks(ctx, torch, has_foreach))
+    return {"torch_version": getattr(torch, "__version__", None), "has_foreach_copy": has_foreach,
+            "method": "foreach_copy" if has_foreach else "loop", "pair_order": "src->dst",
+            "checks": checks}
+
+
+def _fail(exc):
+    return "raises: %s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0][:300] if str(exc) else "")
+
+
+def _sources(torch, dtype, device):
+    """Small exactly-representable values (bf16 included), negative ones too."""
+    out = []
+    for number, shape in enumerate(SHAPES):
+        size = 1
+        for dim in shape:
+            size *= dim
+        values = (torch.arange(size, dtype=torch.float32) - size // 2) * (number + 1)
+        out.append(values.reshape(shape).to(device=device, dtype=getattr(torch, dtype)))
+    return out
+
+
+def _copy(torch, dst, src, use_foreach, **kwargs):
+    if use_foreach:
+        torch._foreach_copy_(dst, src, **kwargs)
+    else:
+        for target, source in zip(dst, src):
+            target.copy_(source, **kwargs)
+
+
+def _verify(torch, dst, src):
+    """'ok' or 'wrong: ...': each destination equals its source cast to the destination dtype."""
+    for number, (target, source) in enumerate(zip(dst, src)):
+        expected = source.to(target.dtype)
+        if tuple(target.shape) != tuple(expected.shape) or not torch.equal(target, expected):
+            diff = (target.double() - expected.double()).abs().max().item() if target.shape == expected.shape else None
+            return "wrong: tensor %d differs (max abs diff %s)" % (number, diff)
+    return "ok"
+
+
+def _attempt(torch, dst, src, use_foreach, **kwargs):
+    try:
+        _copy(torch, dst, src, use_foreach, **kwargs)
+    except Exception as exc:
+        return _fail(exc)
+    return _verify(torch, dst, src)
+
+
+def check_device(torch, device, has_foreach):
+    """All checks on one device; every value is what happened, not what the version promises."""
+    pairs = {}
+    for src_dtype, dst_dtype in PAIRS:
+        try:
+            src = _sources(torch, src_dtype, device)
+            dst = [torch.zeros_like(s, dtype=getattr(torch, dst_dtype)) for s in src]
+        except Exception as exc:
+            pairs["%s->%s" % (src_dtype, dst_dtype)] = _fail(exc)
+            continue
+        pairs["%s->%s" % (src_dtype, dst_dtype)] = _attempt(torch, dst, src, has_foreach)
+    result = {"status": "ok", "ok": all(v == "ok" for v in pairs.values()), "pairs": pairs,
+              "method": "foreach_copy" if has_foreach else "loop"}
+    if not has_foreach:
+        why = "skipped: torch has no _foreach_copy_ (sglang falls back to a per-tensor copy_ loop)"
+        result.update(mixed_pairs_one_call=why, non_contiguous=why, mismatched_shapes=why, non_blocking=why)
+        return result
+    result["mixed_pairs_one_call"] = _guarded(lambda: _mixed(torch, device))
+    result["non_contiguous"] = _guarded(lambda: _non_contiguous(torch, device))
+    result["mismatched_shapes"] = _guarded(lambda: _mismatched(torch, device))
+    result["non_blocking"] = _guarded(lambda: _non_blocking(torch, device))
+    return result
+
+
+def _guarded(check):
+    try:
+        return check()
+    except Exception as exc:  # building the inputs failed: say so, keep the other checks
+        return "could not run: %s" % _fail(exc)[len("raises: "):]
+
+
+def _mixed(torch, device):
+    """One call over several (src, dst) dtype pairs: sglang groups by pair, this says whether it must."""
+    src = [_sources(torch, "int64", device)[0], _sources(torch, "float32", device)[1],
+           _sources(torch, "int32", device)[2]]
+    dst = [torch.zeros_like(src[0]), torch.zeros_like(src[1], dtype=torch.bfloat16),
+           torch.zeros_like(src[2], dtype=torch.int64)]
+    return _attempt(torch, dst, src, True)
+
+
+def _non_contiguous(torch, device):
+    base = _sources(torch, "float32", device)[1]                       # (2, 5)
+    src = [base.t(), base[:, ::2], _sources(torch, "int64", device)[2][::3]]
+    dst = [torch.zeros(tuple(s.shape), dtype=s.dtype, device=device) for s in src]
+    return _attempt(torch, dst, src, True)
+
+
+def _mismatched(torch, device):
+    """'raises: ...' is the safe answer; 'ok' means the call accepted shapes that do not broadcast."""
+    dst = [torch.zeros(3, device=device), torch.zeros(4, device=device)]
+    src = [torch.ones(3, device=device), torch.ones(5, device=device)]
+    try:
+        torch._foreach_copy_(dst, src)
+    except Exception as exc:
+        return _fail(exc)
+    return "ok"
+
+
+def _non_blocking(torch, device):
+    src = _sources(torch, "int64", device)
+    dst = [torch.zeros_like(s) for s in src]
+    return _attempt(torch, dst, src, True, non_blocking=True)
+
+
+def cuda_checks(ctx, torch, has_foreach):
+    """Checks on each CUDA device torch sees, only where the GPU looks idle (or --force / cuda=true)."""
+    options = ctx.option("torch_caps", {}) or {}
+    mode = str(options.get("cuda", "auto")).lower()
+    if mode in ("false", "0", "no", "off"):
+        return {}
+    try:
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception as exc:
+        return {"cuda": {"status": "skipped", "ok": None, "reason": "torch.cuda failed: " + _fail(exc)}}
+    if not count:
+        return {}
+    force = bool(ctx.option("force", False)) or mode in ("true", "1", "yes", "on")
+    busy = {} if force else busy_devices(ctx, options)
+    checks = {}
+    for index in range(count):
+        name = "cuda:%d" % index
+        uuid = _uuid(torch, index)
+        reason = busy.get("*") or busy.get(uuid)
+        if busy and uuid is None and not reason:
+            reason = "cannot match this device to nvidia-smi's list and some GPU is busy; --force to check anyway"
+        if reason:
+            checks[name] = {"status": "skipped", "ok": None, "reason": reason}
+            continue
+        try:
+            checks[name] = check_device(torch, name, has_foreach)
+            torch.cuda.synchronize(index)
+        except Exception as exc:
+            checks[name] = {"status": "error", "ok": False, "reason": _fail(exc)}
+    _quietly(torch.cuda.empty_cache)
+    return checks
+
+
+def _uuid(torch, index):
+    try:
+        uuid = str(torch.cuda.get_device_properties(index).uuid)
+    except Exception:
+        return None
+    return uuid if uuid.startswith("GPU-") else "GPU-" + uuid
+
+
+def busy_devices(ctx, options):
+    """{gpu uuid: reason} for GPUs in use, or {"*": reason} when idleness cannot be told."""
+    gpus = (ctx.results.get("env") or {}).get("gpus")
+    if not gpus or gpus.get("status") != "ok" or gpus.get("source") != "nvidia-smi":
+        gpus, _ = collect_gpus(ctx.time_left(10.0), torch_fallback=False)
+    if gpus.get("status") != "ok":
+        return {"*": "cannot tell whether the GPUs are idle (%s); --force to check anyway" % gpus.get("reason")}
+    limit = float(options.get("busy_memory_mib", BUSY_MEMORY_MIB))
+    busy = {}
+    for device in gpus.get("devices") or []:
+        processes, used = device.get("processes"), device.get("memory_used_mib")
+        if processes:
+            busy[device.get("uuid")] = "GPU busy: %d process(es), e.g. pid %s; --force to check anyway" % (
+                len(processes), processes[0].get("pid"))
+        elif processes is None:
+            busy[device.get("uuid")] = "GPU processes unknown; --force to check anyway"
+        elif used is not None and used > limit:
+            busy[device.get("uuid")] = "GPU busy: %d MiB in use; --force to check anyway" % used
+    return busy
+
+
+def _quietly(call):
+    try:
+        call()
+    except Exception:
+        pass

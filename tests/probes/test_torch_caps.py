@@ -1,0 +1,147 @@
+"""torch_caps on the real CPU torch, and on fake torch modules: one without `_foreach_copy_`, one broken."""
+import sys
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from probes import torch_caps  # noqa: E402
+from probes.context import ProbeContext, Skip  # noqa: E402
+
+EXPECTED_PAIRS = {"int64->int64", "int32->int32", "int32->int64", "float32->bfloat16", "bfloat16->bfloat16",
+                  "float32->float32"}
+
+
+class TorchView(types.ModuleType):
+    """The real torch, seen through a module that can hide or replace attributes."""
+
+    def __init__(self, hidden=(), replaced=None):
+        super().__init__("torch")
+        self._hidden = set(hidden)
+        self._replaced = dict(replaced or {})
+
+    def __getattr__(self, name):
+        if name in self._hidden:
+            raise AttributeError(name)
+        if name in self._replaced:
+            return self._replaced[name]
+        return getattr(torch, name)
+
+
+def collect_with(monkeypatch, fake, options=None):
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    return torch_caps.collect(ProbeContext(options=options or {}))
+
+
+def test_real_cpu_torch_verifies_every_pair():
+    data = torch_caps.collect(ProbeContext(options={"torch_caps": {"cuda": False}}))
+    assert data["torch_version"] == torch.__version__
+    assert data["has_foreach_copy"] is hasattr(torch, "_foreach_copy_") is True
+    cpu = data["checks"]["cpu"]
+    assert EXPECTED_PAIRS <= set(cpu["pairs"])
+    assert all(value == "ok" for value in cpu["pairs"].values()), cpu["pairs"]
+    assert cpu["ok"] is True and cpu["method"] == "foreach_copy"
+    assert cpu["mixed_pairs_one_call"] == "ok"
+    assert cpu["non_contiguous"] == "ok"
+    assert cpu["mismatched_shapes"].startswith("raises: RuntimeError:")
+    assert list(data["checks"]) == ["cpu"]
+
+
+def test_without_foreach_copy_reports_the_loop_fallback(monkeypatch):
+    data = collect_with(monkeypatch, TorchView(hidden={"_foreach_copy_"}))
+    assert data["has_foreach_copy"] is False
+    assert data["method"] == "loop"
+    cpu = data["checks"]["cpu"]
+    assert cpu["method"] == "loop" and cpu["ok"] is True
+    assert EXPECTED_PAIRS <= set(cpu["pairs"]) and set(cpu["pairs"].values()) == {"ok"}
+    assert cpu["mixed_pairs_one_call"].startswith("skipped: torch has no _foreach_copy_")
+
+
+def test_a_foreach_copy_that_drops_tensors_is_caught(monkeypatch):
+    def copies_only_the_first(dst, src, non_blocking=False):
+        dst[0].copy_(src[0])
+
+    data = collect_with(monkeypatch, TorchView(replaced={"_foreach_copy_": copies_only_the_first}))
+    cpu = data["checks"]["cpu"]
+    assert cpu["ok"] is False
+    assert cpu["pairs"]["int64->int64"].startswith("wrong: tensor 1 differs")
+    assert cpu["mismatched_shapes"] == "ok"       # it accepted shapes that do not match: recorded as such
+
+
+def test_a_foreach_copy_that_rejects_mixed_dtypes_is_recorded(monkeypatch):
+    def one_dtype_only(dst, src, non_blocking=False):
+        if len({(d.dtype, s.dtype) for d, s in zip(dst, src)}) > 1:
+            raise RuntimeError("expected all tensors to share one dtype pair")
+        torch._foreach_copy_(dst, src, non_blocking=non_blocking)
+
+    cpu = collect_with(monkeypatch, TorchView(replaced={"_foreach_copy_": one_dtype_only}))["checks"]["cpu"]
+    assert cpu["ok"] is True
+    assert cpu["mixed_pairs_one_call"] == "raises: RuntimeError: expected all tensors to share one dtype pair"
+
+
+def test_no_torch_is_a_skip(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(Skip, match="torch is not importable"):
+        torch_caps.collect(ProbeContext())
+
+
+def env_result(devices, status="ok"):
+    return {"env": {"gpus": {"status": status, "source": "nvidia-smi", "devices": devices,
+                             "reason": None if status == "ok" else "nvidia-smi not found on PATH"}}}
+
+
+def test_busy_devices_from_env_results():
+    devices = [
+        {"uuid": "GPU-a", "processes": [], "memory_used_mib": 3},
+        {"uuid": "GPU-b", "processes": [{"pid": 7, "name": "python3", "used_memory_mib": 900}],
+         "memory_used_mib": 900},
+        {"uuid": "GPU-c", "processes": None, "memory_used_mib": 0},
+        {"uuid": "GPU-d", "processes": [], "memory_used_mib": 70000},
+    ]
+    busy = torch_caps.busy_devices(ProbeContext(results=env_result(devices)), {})
+    assert "GPU-a" not in busy
+    assert "pid 7" in busy["GPU-b"] and "unknown" in busy["GPU-c"] and "70000 MiB" in busy["GPU-d"]
+
+
+def test_unknown_idleness_blocks_every_gpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    busy = torch_caps.busy_devices(ProbeContext(results=env_result([], status="skipped")), {})
+    assert list(busy) == ["*"] and "--force" in busy["*"]
+
+
+class FakeCuda(object):
+    """torch.cuda of a two-GPU host, for the device-selection logic (tensors still go to the real torch)."""
+
+    def __init__(self, uuids):
+        self.uuids = uuids
+
+    def is_available(self):
+        return True
+
+    def device_count(self):
+        return len(self.uuids)
+
+    def get_device_properties(self, index):
+        return types.SimpleNamespace(uuid=self.uuids[index])
+
+    def synchronize(self, index=None):
+        pass
+
+    def empty_cache(self):
+        pass
+
+
+def test_only_idle_gpus_are_checked_and_force_overrides(monkeypatch):
+    devices = [{"uuid": "GPU-a", "processes": [{"pid": 11}], "memory_used_mib": 5000},
+               {"uuid": "GPU-b", "processes": [], "memory_used_mib": 0}]
+    fake = TorchView(replaced={"cuda": FakeCuda(["a", "GPU-b"])})
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    checks = torch_caps.collect(ProbeContext(results=env_result(devices)))["checks"]
+    assert checks["cuda:0"]["status"] == "skipped" and "pid 11" in checks["cuda:0"]["reason"]
+    # cuda:1 is idle, so it was attempted (on this CPU-only torch the tensors cannot be made there).
+    assert checks["cuda:1"]["status"] == "ok" and checks["cuda:1"]["ok"] is False
+    forced = torch_caps.collect(ProbeContext(options={"force": True}, results=env_result(devices)))["checks"]
+    assert forced["cuda:0"].get("reason") is None and "pairs" in forced["cuda:0"]
+    off = torch_caps.collect(ProbeContext(options={"torch_caps": {"cuda": False}}))["checks"]
+    assert list(off) == ["cpu"]
