@@ -1,0 +1,97 @@
+"""Copy rules (1, 3, 7) on minimal hand-written results."""
+from gpudiag.findings import copies
+from gpudiag.models import HostResult, ProbeResult
+
+
+def host(name="h1", status="ok", **probes):
+    return HostResult(name=name, status=status,
+                      probes={k: ProbeResult(status="ok", data=v) for k, v in probes.items()})
+
+
+def timing(median):
+    return {"status": "ok", "median_us": median, "p10_us": median * 0.9, "p90_us": median * 1.1, "cv": 0.05,
+            "samples": 100, "method": "cuda_events"}
+
+
+def workload(name="eagle_draft_bs8", path="eagle_draft", **strategies):
+    return {"name": name, "path": path, "batch_size": 8, "hidden_size": 4096, "fields": ["a", "b", "c"],
+            "strategies": {k: timing(v) for k, v in strategies.items()}, "best": min(strategies, key=strategies.get)}
+
+
+def test_missing_foreach_copy_names_torch_version_and_measured_cost():
+    bench = {"method": "CUDA events", "gpus": [{"index": 0, "workloads": [workload(loop=40.0, installed=40.0)]}]}
+    flag = {"file": "sglang/srt/model_executor/cuda_graph_runner.py", "line": 12,
+            "snippet": "_HAS = hasattr(torch, '_foreach_copy_')"}
+    h = host(torch_caps={"torch_version": "2.0.1", "has_foreach_copy": False}, copy_bench=bench,
+             sglang_source={"grouped_foreach_copy": {"has_foreach_copy_flag": [flag]}})
+    [finding] = copies.torch_foreach_copy([h])
+    assert finding.id == "copies.no_foreach_copy" and finding.severity == "warning"
+    assert "2.0.1" in finding.title
+    files = [e.file for e in finding.evidence if e.file]
+    assert files == [flag["file"]] and finding.evidence[1].line == 12
+    table = [e.table for e in finding.evidence if e.table][0]
+    assert table[1][2] == "40.0 µs"    # per-tensor loop cost per replay, from copy_bench
+
+
+def test_foreach_copy_present_and_working_is_silent():
+    caps = {"torch_version": "2.8.0", "has_foreach_copy": True,
+            "checks": {"cuda:0": {"pairs": {"int64->int64": "ok"}, "non_contiguous": "ok"}}}
+    assert copies.torch_foreach_copy([host(torch_caps=caps)]) == []
+
+
+def test_wrong_results_are_critical_and_raising_is_error():
+    wrong = {"torch_version": "2.3.0", "has_foreach_copy": True,
+             "checks": {"cuda:0": {"pairs": {"bfloat16->bfloat16": "wrong: max diff 3.0", "int64->int64": "ok"}}}}
+    raises = {"torch_version": "2.3.0", "has_foreach_copy": True,
+              "checks": {"cuda:0": {"pairs": {"int32->int32": "raises: RuntimeError"}}}}
+    [w] = copies.torch_foreach_copy([host(torch_caps=wrong)])
+    [r] = copies.torch_foreach_copy([host(torch_caps=raises)])
+    assert (w.severity, r.severity) == ("critical", "error")
+    assert w.evidence[0].table[1] == ("cuda:0", "bfloat16->bfloat16", "wrong: max diff 3.0")
+
+
+def test_no_torch_caps_data_is_silent():
+    assert copies.torch_foreach_copy([host(), HostResult(name="down", status="unreachable")]) == []
+
+
+def test_hidden_states_inside_a_foreach_group_is_flagged_with_its_source_line():
+    site = {"qualname": "Runner.replay", "file": "sglang/x.py", "line": 7, "snippet": "_grouped_foreach_copy_(d, s)",
+            "fields": ["input_ids", "hidden_states"]}
+    bench = {"gpus": [{"index": 0, "workloads": [], "recommended_split_bytes": 1 << 20}]}
+    h = host(sglang_source={"grouped_foreach_copy": {"call_sites": [site]}}, copy_bench=bench)
+    [finding] = copies.hidden_states_split([h])
+    assert finding.id == "copies.hidden_states_in_foreach"
+    assert (finding.evidence[0].file, finding.evidence[0].line) == ("sglang/x.py", 7)
+    assert "1 MiB" in finding.recommendation
+
+
+def test_measured_split_slower_than_one_group_recommends_the_measured_split():
+    w = workload(grouped_foreach=10.0, grouped_foreach_dma_split=15.0)
+    h = host(copy_bench={"gpus": [{"index": 0, "workloads": [w], "crossover_bytes": 2 << 20,
+                                   "recommended_split_bytes": 2 << 20}]})
+    [finding] = copies.hidden_states_split([h])
+    assert finding.id == "copies.split_wrong_for_gpu"
+    assert "2 MiB" in finding.recommendation
+    assert finding.evidence[0].table[1][2:4] == ("10.0 µs", "15.0 µs")
+
+
+def test_split_that_wins_is_silent():
+    w = workload(grouped_foreach=15.0, grouped_foreach_dma_split=10.0)
+    assert copies.hidden_states_split([host(copy_bench={"gpus": [{"index": 0, "workloads": [w]}]})]) == []
+
+
+def gpus(*scales):
+    return {"gpus": [{"index": i, "workloads": [workload(installed=20.0 * s)], "h2d": {"pinned_us": 10.0 * s}}
+                     for i, s in enumerate(scales)]}
+
+
+def test_a_gpu_more_than_20_percent_off_its_siblings_is_named():
+    [finding] = copies.gpu_copy_outliers([host(copy_bench=gpus(1.0, 1.02, 1.3, 0.99))])
+    assert finding.title.startswith("GPU 2 ")
+    row = finding.evidence[0].table[1]
+    assert row[0] == "2" and row[1] == "2 of 2" and row[-1] == "1.30"
+
+
+def test_gpus_within_20_percent_or_only_two_gpus_are_silent():
+    assert copies.gpu_copy_outliers([host(copy_bench=gpus(1.0, 1.1, 0.95))]) == []
+    assert copies.gpu_copy_outliers([host(copy_bench=gpus(1.0, 2.0))]) == []
