@@ -1,0 +1,228 @@
+"""CUDA-graph crash reproduction on the EAGLE / DFlash paths (`gpudiag repro cuda-graph-crash`).
+
+Two modes: `sglang` launches the host's sglang with dummy weights per cell; `synthetic` captures and
+replays a small forward shaped like each replay path, with torch alone. Every cell runs in a child
+(a worker or a supervised server) so a poisoned CUDA context, segfault or hang never stops the run.
+Without CUDA every planned cell is reported `skipped` with its reason.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from probes.graphrepro import gpus, specs, sweep
+from probes.graphrepro import sglang_repro
+from probes.graphrepro.signatures import match_signatures
+from probes.graphrepro.worker import Worker
+
+ALGORITHMS = ("EAGLE", "EAGLE3", "DFLASH")
+DEFAULTS = {"algorithms": list(ALGORITHMS), "batch_sizes": [1, 4, 16, 64], "draft_tokens": [2, 16],
+            "layers": 2, "tp": 1, "topk": 1, "mode": "auto", "hidden_size": 1024, "cell_timeout": 120.0,
+            "model": None, "draft_model": None}
+INFO_TIMEOUT = 120.0
+MIN_CELL_SECONDS = 20.0   # no cell starts with less time than this left
+
+
+def settings_from(options):
+    settings = dict(DEFAULTS)
+    settings.update(dict((k, v) for k, v in (options or {}).items() if v is not None and k != "signatures"))
+    settings["algorithms"] = [a.upper() for a in settings["algorithms"] if a.upper() in ALGORITHMS]
+    settings["batch_sizes"] = sorted(set(int(b) for b in settings["batch_sizes"]))
+    return settings
+
+
+def planned_labels(settings, mode):
+    """(label, algorithm, path) for each sweep: replay paths in synthetic mode, algorithms with sglang."""
+    out, seen = [], set()
+    for algorithm in settings["algorithms"]:
+        if mode == "sglang":
+            out.append((algorithm, algorithm, "sglang"))
+            continue
+        for path in specs.ALGORITHM_PATHS[algorithm]:
+            if path not in seen:  # EAGLE3 replays the same buffers as EAGLE
+                seen.add(path)
+                out.append((path, algorithm, path))
+    return out
+
+
+def skipped_cells(settings, mode, reason):
+    values = sweep.draft_token_values(*settings["draft_tokens"])
+    return [{"path": path, "algorithm": algorithm, "batch_size": bs, "draft_tokens": values[-1],
+             "status": "skipped", "detail": reason, "signature": None}
+            for _, algorithm, path in planned_labels(settings, mode) for bs in settings["batch_sizes"]]
+
+
+def sglang_interpreter(ctx):
+    deployment = ctx.results.get("deployment") or {}
+    source = ctx.results.get("sglang_source") or {}
+    chosen = (deployment.get("interpreter") or {}).get("path") or source.get("interpreter")
+    return chosen or sys.executable
+
+
+def sglang_imports(python):
+    """find_spec only: importing sglang here would be slow and could initialise CUDA."""
+    code = "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 1)"
+    try:
+        return subprocess.run([python, "-c", code], timeout=60, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def choose_mode(requested, python):
+    if requested in ("synthetic", "sglang"):
+        return [requested]
+    if requested == "both":
+        return ["sglang", "synthetic"]
+    return ["sglang"] if sglang_imports(python) else ["synthetic"]
+
+
+def environment(ctx, info):
+    env = ctx.results.get("env") or {}
+    gpu_block = env.get("gpus") or {}
+    return {"torch": info.get("torch"), "cuda": info.get("cuda"), "has_foreach_copy": info.get("has_foreach_copy"),
+            "cuda_available": info.get("cuda_available"), "driver": gpu_block.get("driver_version"),
+            "sglang": (ctx.results.get("sglang_source") or {}).get("version"),
+            "devices": info.get("devices") or []}
+
+
+def collect(ctx):
+    options = ctx.option("cuda_graph", {}) or {}
+    settings = settings_from(options)
+    table = options.get("signatures") or []
+    force = bool(options.get("force", ctx.option("force", False)))
+    info_worker = Worker(modules=ctx.modules or None)
+    try:
+        info = info_worker.call("probes.graphrepro.synthetic:device_info", {}, min(INFO_TIMEOUT, ctx.time_left()))
+    finally:
+        info_worker.close()
+        info_worker.remove_logs()
+    data = {"settings": settings, "environment": environment(ctx, info), "cells": [], "boundaries": [],
+            "boundary": None, "signatures": [], "advice": [], "notes": [], "gpu": None}
+    python = sglang_interpreter(ctx)
+    modes = choose_mode(settings["mode"], python)
+    data["mode"], data["modes"] = modes[0], modes
+    reason = no_cuda_reason(info)
+    chosen = None
+    if reason is None:
+        chosen, reason = pick_gpus(ctx, info, settings, force, data["notes"])
+    if reason is not None:
+        for mode in modes:
+            data["cells"] += skipped_cells(settings, mode, reason)
+        data["skip_reason"] = reason
+        return data
+    device = [d for d in info["devices"] if d["index"] == chosen[0]] or [{"index": chosen[0]}]
+    data["gpu"] = dict(device[0])
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(str(i) for i in chosen))
+    context = "compute capability %s" % device[0].get("compute_capability", "")
+    for mode in modes:
+        runner = run_sglang if mode == "sglang" else run_synthetic
+        runner(ctx, settings, data, env, table, context, python)
+    summarise(data, device[0].get("compute_capability", ""))
+    return data
+
+
+def no_cuda_reason(info):
+    if info.get("status") != "ok" or not info.get("torch"):
+        return info.get("reason") or info.get("detail") or "torch could not be queried in a child process"
+    if not info.get("cuda_available") or not info.get("devices"):
+        return "no CUDA device visible to torch %s%s" % (info["torch"], "; " + info["reason"] if info.get("reason") else "")
+    return None
+
+
+def pick_gpus(ctx, info, settings, force, notes):
+    env_devices = ((ctx.results.get("env") or {}).get("gpus") or {}).get("devices") or []
+    servers = (ctx.results.get("deployment") or {}).get("servers") or []
+    indices = [d.get("index") for d in env_devices] or [d["index"] for d in info["devices"]]
+    if not env_devices:
+        notes.append("GPU idle state unknown (env probe gave no GPU list); live servers' GPUs still avoided")
+    reasons = gpus.busy_reasons(env_devices, servers)
+    chosen, why = gpus.select_gpus(indices, reasons, int(settings.get("tp", 1)), force)
+    if chosen and any(i in reasons for i in chosen):
+        notes.append("forced onto busy GPU(s): " + ", ".join("GPU%d (%s)" % (i, reasons[i]) for i in chosen
+                                                              if i in reasons))
+    return chosen, why
+
+
+def _budget_guard(ctx, oracle):
+    def guarded(batch_size, draft_tokens):
+        if ctx.time_left() < MIN_CELL_SECONDS:
+            return {"status": "skipped", "detail": "time budget spent before this cell"}
+        return oracle(batch_size, draft_tokens)
+    return guarded
+
+
+def run_synthetic(ctx, settings, data, env, table, context, python):
+    values = sweep.draft_token_values(*settings["draft_tokens"])
+    worker = Worker(modules=ctx.modules or None, env=env)
+    try:
+        for label, algorithm, path in planned_labels(settings, "synthetic"):
+            def oracle(batch_size, draft_tokens, path=path, algorithm=algorithm):
+                args = {"path": path, "batch_size": batch_size, "draft_tokens": draft_tokens,
+                        "topk": settings["topk"], "hidden_size": settings["hidden_size"]}
+                timeout = min(float(settings["cell_timeout"]), ctx.time_left())
+                result = worker.call("probes.graphrepro.synthetic:run_cell", args, timeout)
+                return synthetic_cell(result, path, algorithm, batch_size, draft_tokens, table, context, worker)
+            result = sweep.sweep(settings["batch_sizes"], values, _budget_guard(ctx, oracle))
+            record(data, label, result, "synthetic")
+    finally:
+        worker.close()
+        worker.remove_logs()
+
+
+def synthetic_cell(result, path, algorithm, batch_size, draft_tokens, table, context, worker):
+    status = result.get("status")
+    if status == "died":
+        status = "device_fault"  # a native crash of the child (SIGSEGV, SIGABRT) while it ran the cell
+    if status != "ok":
+        worker.close()  # the CUDA context may be poisoned: the next cell gets a fresh child
+    text = "\n".join([str(result.get("detail") or ""), result.get("log_tail") or ""])
+    hits = match_signatures(text, table, context) if status != "ok" else []
+    cell = {"path": path, "algorithm": algorithm, "batch_size": batch_size, "draft_tokens": draft_tokens,
+            "status": status, "detail": result.get("detail", ""), "max_abs_diff": result.get("max_abs_diff"),
+            "capture_s": result.get("capture_s"), "signature": hits[0] if hits else None, "mode": "synthetic"}
+    if status != "ok" and result.get("log_tail"):
+        cell["log_excerpt"] = result["log_tail"].strip().splitlines()[-20:]
+    return cell
+
+
+def run_sglang(ctx, settings, data, env, table, context, python):
+    values = sweep.draft_token_values(*settings["draft_tokens"])
+    flags = (ctx.results.get("sglang_source") or {}).get("server_flags")
+    if not flags:
+        data["notes"].append("sglang's server flags unknown (sglang_source gave none): canonical spellings used")
+    workdir = tempfile.mkdtemp(prefix="gpudiag-repro-")
+    try:
+        for label, algorithm, _ in planned_labels(settings, "sglang"):
+            def oracle(batch_size, draft_tokens, algorithm=algorithm):
+                cell = sglang_repro.run_cell(settings, algorithm, batch_size, draft_tokens, workdir, python,
+                                             flags, env, table, context, ctx.time_left)
+                cell["mode"] = "sglang"
+                return cell
+            record(data, label, sweep.sweep(settings["batch_sizes"], values, _budget_guard(ctx, oracle)), "sglang")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def record(data, label, result, mode):
+    for cell in result["cells"]:
+        cell.setdefault("path", label)
+        cell.setdefault("mode", mode)
+    data["cells"] += result["cells"]
+    data["boundaries"].append({"label": label, "mode": mode, "rows": result["rows"]})
+
+
+def summarise(data, where):
+    """Boundary sentences, the signatures seen and their advice, deduplicated."""
+    for entry in data["boundaries"]:
+        entry.update(sweep.describe_boundary(entry["label"], entry["rows"], where))
+    failing = [b for b in data["boundaries"] if b.get("failing_from_batch_size") is not None]
+    data["boundary"] = (failing or data["boundaries"] or [None])[0]
+    seen = {}
+    for cell in data["cells"]:
+        signature = cell.get("signature")
+        if signature and signature.get("name") not in seen:
+            seen[signature["name"]] = signature
+    data["signatures"] = list(seen.values())
+    data["advice"] = [s["recommendation"] for s in seen.values() if s.get("recommendation")]

@@ -1,0 +1,87 @@
+"""Real reproduction: launch the host's sglang with dummy weights for one cell and classify the outcome."""
+import os
+import time
+
+from probes.graphrepro import configs, launcher, traffic
+from probes.graphrepro.signatures import match_signatures
+
+READY_TIMEOUT = 900.0
+REQUEST_TIMEOUT = 180.0
+LOG_EXCERPT_LINES = 30
+
+
+def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text, table, context=""):
+    """(status, detail, signature) for one launched cell. Pure: tests feed it recorded outcomes."""
+    matches = match_signatures(log_text, table, context)
+    crash = [m for m in matches if m.get("severity") in ("critical", "error")]
+    signature = (crash or matches or [None])[0]
+    if ready == "hang":
+        return "hang", "server neither ready nor dead before the timeout", signature
+    if ready == "died":
+        if any(m.get("kind") == "capture" for m in crash) or "capture" in log_text.lower():
+            return "capture_failed", "server died during start-up (graph capture)", signature
+        last = [l for l in log_text.strip().splitlines() if l.strip()][-1:] or ["no output"]
+        return "error", "server died during start-up: %s" % last[0][:200], signature
+    failed = [r for r in results if not r.get("ok")]
+    if failed or not alive_after:
+        timeouts = [r for r in failed if str(r.get("error", "")).startswith("timeout")]
+        if alive_after and timeouts and len(timeouts) == len(failed):
+            return "hang", "%d of %d requests got no answer; server still running" % (
+                len(timeouts), len(results)), signature
+        what = "server died" if not alive_after else "server answered errors"
+        first = failed[0].get("error") if failed else "no error on the requests"
+        return "crashed_on_request", "%s under %d concurrent requests (%s)" % (what, len(results), first), signature
+    if judge_acceptance and acceptance is not None and acceptance <= 1.0:
+        return "silent_failure", "acceptance length %.2f: no draft token accepted" % acceptance, signature
+    return "ok", "", signature if signature and signature.get("severity") != "info" else None
+
+
+def prepare_dirs(workdir, settings, algorithm, draft_tokens):
+    """Write the reduced target and the draft model dirs; returns (target_dir, draft_dir, sources)."""
+    target, target_source = configs.target_config(settings.get("model"), settings["layers"])
+    target_dir = configs.write_model_dir(os.path.join(workdir, "target"), target)
+    draft_src = settings.get("draft_model")
+    if draft_src and os.path.isfile(os.path.join(draft_src, "config.json")):
+        draft = configs.fit_draft(configs.read_config(draft_src), target, algorithm, draft_tokens)
+        draft_source = os.path.join(draft_src, "config.json")
+    else:
+        draft = configs.derive_draft(target, algorithm, draft_tokens)
+        draft_source = "derived from the target for %s" % algorithm
+    draft_dir = configs.write_model_dir(os.path.join(workdir, "draft-%s-%d" % (algorithm.lower(), draft_tokens)),
+                                        draft)
+    return target_dir, draft_dir, {"target": target_source, "draft": draft_source}
+
+
+def run_cell(settings, algorithm, batch_size, draft_tokens, workdir, python, flags, env, table, context,
+             time_left):
+    """Launch, wait, send `batch_size` concurrent requests, classify; the server group is always killed."""
+    started = time.monotonic()
+    target_dir, draft_dir, sources = prepare_dirs(workdir, settings, algorithm, draft_tokens)
+    topk = int(settings.get("topk", 1))
+    cell = {"model_dir": target_dir, "draft_dir": draft_dir, "algorithm": algorithm,
+            "batch_size": batch_size, "draft_tokens": draft_tokens, "layers": settings["layers"],
+            "steps": max(1, (draft_tokens - 1) // topk), "topk": topk, "tp": settings.get("tp", 1),
+            "port": launcher.free_port(), "mem_fraction": settings.get("mem_fraction", 0.5),
+            "model_override": settings.get("model_override")}
+    argv, omitted = launcher.build_argv(python, cell, flags)
+    log_path = os.path.join(workdir, "server-%s-bs%d-dt%d.log" % (algorithm.lower(), batch_size, draft_tokens))
+    results, alive_after, acceptance = [], False, None
+    with launcher.ServerProcess(argv, cell["port"], log_path, env) as server:
+        ready = server.wait_ready(min(READY_TIMEOUT, max(30.0, time_left() - 60)))
+        if ready == "ready":
+            results = traffic.send_concurrent(cell["port"], batch_size, timeout=REQUEST_TIMEOUT)
+            time.sleep(1.0)  # a crash right after the answers still counts
+            alive_after = server.alive() and server.health()
+            acceptance = traffic.acceptance_length(results)
+        exit_state = server.exit_description()
+    log_text = server.log_text()
+    judge = settings.get("judge_acceptance", False)
+    status, detail, signature = classify(ready, results, alive_after, acceptance, judge, log_text, table,
+                                         context)
+    out = {"path": "sglang", "algorithm": algorithm, "batch_size": batch_size, "draft_tokens": draft_tokens,
+           "status": status, "detail": detail, "signature": signature, "acceptance_length": acceptance,
+           "server_exit": exit_state, "duration_s": round(time.monotonic() - started, 2),
+           "command": argv, "omitted_flags": omitted, "config_sources": sources}
+    if status != "ok":
+        out["log_excerpt"] = log_text.strip().splitlines()[-LOG_EXCERPT_LINES:]
+    return out
