@@ -1,0 +1,111 @@
+"""copy_bench (deep): how fast the replay input copies of sglang's CUDA graphs are with each strategy.
+
+Per workload (EAGLE draft, EAGLE draft-extend, DFlash verify field sets) and device: loop, grouped
+foreach, grouped foreach with a DMA split, packed, and the installed sglang's own function, each verified
+against its sources; the copy_()/foreach crossover from a size sweep; host→device seq_lens copies.
+On CUDA every GPU is checked idle first and the work runs in a child process; on the CPU it runs here.
+"""
+import sys
+import time
+
+from probes.context import Skip
+from probes.copybench import analysis, options, strategies, workloads
+
+MIN_CUDA_SAMPLES = 10
+
+
+def choose_device(torch, wanted):
+    if wanted == "cpu":
+        return "cpu"
+    available = bool(torch.cuda.is_available())   # counts devices; creates no context here
+    if wanted == "cuda" and not available:
+        raise Skip("copy_bench.device=cuda but torch %s sees no CUDA device" % torch.__version__)
+    return "cuda" if available else "cpu"
+
+
+def build_job(settings, device, results):
+    """The plain-data job the benchmark (here or in the child) runs."""
+    job = {key: settings[key] for key in (
+        "paths", "strategies", "batch_sizes", "hidden_sizes", "topk", "steps", "draft_tokens", "hidden_dtype",
+        "samples", "target_us", "max_iters", "max_mem_mib", "idle_used_mib", "graph", "graph_copies", "h2d",
+        "split_bytes", "cpu_threads")}
+    job["device"] = device
+    job["sweep"] = {"min_bytes": settings["sweep_min_bytes"], "max_bytes": settings["sweep_max_bytes"],
+                    "factor": settings["sweep_factor"], "dtype": settings["sweep_dtype"]}
+    job["field_names"] = workloads.fields_from_source(results)
+    job["behaviour"] = workloads.installed_behaviour(results)
+    job["installed_modules"] = workloads.installed_definitions(results)
+    if device == "cuda":
+        job["samples"] = max(MIN_CUDA_SAMPLES, job["samples"])
+    return job
+
+
+def collect(ctx):
+    try:
+        import torch
+    except Exception as exc:
+        raise Skip("torch is not importable by %s: %s" % (sys.executable, exc))
+    raw = ctx.option("copy_bench", {}) or {}
+    if not isinstance(raw, dict):
+        raise options.OptionError("copy_bench options must be PROBE.KEY=VALUE pairs")
+    device = choose_device(torch, str(raw.get("device", "auto")))
+    settings, sources = options.resolve(raw, device, ctx.results)
+    job = build_job(settings, device, ctx.results)
+    job["force"] = bool(ctx.option("force"))
+    deadline = time.monotonic() + ctx.time_left() - 2.0
+    if device == "cuda":
+        from probes.copybench.politeness import smi_snapshot
+        count = torch.cuda.device_count()
+        job["gpus"] = [g for g in (settings["gpus"] or range(count)) if g < count]
+        if not job["gpus"]:
+            raise Skip("copy_bench.gpus=%s: no such GPU (torch sees %d)" % (settings["gpus"], count))
+        job["smi"] = smi_snapshot()   # before any CUDA context of ours exists
+    isolate = settings["isolate"] if settings["isolate"] is not None else device == "cuda"
+    if isolate:
+        from probes.copybench.child import run_isolated
+        devices = run_isolated(job, ctx.modules, deadline)
+    else:
+        from probes.copybench.devices import bench_all
+        devices = bench_all(dict(job, budget_s=max(1.0, deadline - time.monotonic())))
+    if devices and all(d.get("status") == "skipped" for d in devices):
+        raise Skip("; ".join("GPU %s: %s" % (d.get("index"), d.get("reason")) for d in devices[:4]))
+    return assemble(torch, device, job, settings, sources, devices, isolate)
+
+
+def assemble(torch, device, job, settings, sources, devices, isolate):
+    shown = {k: v for k, v in settings.items() if k not in ("gpus",)}
+    return {
+        "device": device,
+        "method": "cuda_events (eager) and cuda_graph_replay" if device == "cuda" else "perf_counter",
+        "torch_version": torch.__version__,
+        "has_foreach_copy": hasattr(torch, "_foreach_copy_"),
+        "python": sys.executable,
+        "isolated": bool(isolate),
+        "settings": shown,
+        "settings_source": sources,
+        "installed": {"modules": job["installed_modules"],
+                      "modules_from": "sglang_source" if job["installed_modules"] else "fallback",
+                      "behaviour": job["behaviour"], "field_names": job["field_names"],
+                      "caveat_packed": strategies.PACKED_CAVEAT},
+        "gpus": devices,
+        "outliers": analysis.find_outliers(devices),
+        "summary": summarize(devices),
+    }
+
+
+def summarize(devices):
+    """Per path: how often each strategy was best, and the largest saving per replay step vs installed."""
+    paths = {}
+    for dev in devices:
+        for w in dev.get("workloads") or []:
+            if w.get("status") != "ok":
+                continue
+            entry = paths.setdefault(w["path"], {"best": {}, "max_saving_vs_installed_us": None})
+            if w.get("best"):
+                entry["best"][w["best"]] = entry["best"].get(w["best"], 0) + 1
+            saving = w.get("saving_vs_installed_us")
+            if saving is not None and (entry["max_saving_vs_installed_us"] is None
+                                       or saving > entry["max_saving_vs_installed_us"]):
+                entry["max_saving_vs_installed_us"] = saving
+    splits = sorted(d["recommended_split_bytes"] for d in devices if d.get("recommended_split_bytes"))
+    return {"paths": paths, "recommended_split_bytes": splits[len(splits) // 2] if splits else None}

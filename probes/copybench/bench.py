@@ -1,0 +1,252 @@
+"""Measurements on one device: the one-tensor sweep, every strategy on every workload, host→device copies.
+
+Every strategy is verified before it is timed and again after; one that copied wrong is `wrong` and is
+never timed as a success. Needs torch (imported by the caller and passed in).
+"""
+import time
+
+from probes.copybench import analysis, strategies, workloads
+from probes.copybench.timing import CpuTimer, CudaEventTimer, capture_graph, measure
+
+MIB = 1024 * 1024
+
+
+class Budget(object):
+    """A deadline on time.monotonic(); work past it is reported as skipped, not left half done."""
+
+    def __init__(self, seconds):
+        self.deadline = time.monotonic() + max(0.0, float(seconds))
+
+    def left(self):
+        return self.deadline - time.monotonic()
+
+    def spent(self):
+        return self.left() <= 0
+
+
+class DeviceBench(object):
+    """One device's benchmark: a timer, the job's settings, and the tensors it allocates (freed by owner)."""
+
+    def __init__(self, torch, device, job, budget, installed=(), extra_strategies=None):
+        self.torch = torch
+        self.device = device
+        self.job = job
+        self.budget = budget
+        self.installed = list(installed)
+        self.extra = dict(extra_strategies or {})
+        self.cuda = device.startswith("cuda")
+        self.timer = CudaEventTimer(torch) if self.cuda else CpuTimer()
+        self.cap_bytes = int(job["max_mem_mib"]) * MIB
+
+    # --- helpers ---------------------------------------------------------------------------------------
+    def _sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def _timing(self, fn, divisor=1, max_iters=None):
+        job = self.job
+        return measure(self.timer, fn, job["samples"], job["target_us"], max_iters or job["max_iters"],
+                       per_call_divisor=divisor)
+
+    def source(self, dtype_name, shape):
+        torch = self.torch
+        dtype = getattr(torch, dtype_name)
+        if dtype == torch.bool:
+            return torch.ones(shape, dtype=dtype, device=self.device)
+        if dtype.is_floating_point:
+            return (torch.rand(shape, device=self.device) + 0.5).to(dtype)
+        return torch.randint(1, 1 << 20, shape, dtype=dtype, device=self.device)
+
+    # --- one strategy ----------------------------------------------------------------------------------
+    def run_strategy(self, names, fn, dsts, srcs, graph=True):
+        """Verify, time, verify again; then the same inside a captured graph on CUDA."""
+        def check():
+            for dst in dsts:
+                dst.zero_()
+            fn()
+            self._sync()
+            return strategies.verify(names, dsts, srcs)
+        try:
+            wrong = check()
+            if wrong:
+                return {"status": "wrong", "reason": wrong}
+            entry = dict(self._timing(fn), status="ok")
+            wrong = strategies.verify(names, dsts, srcs)
+        except Exception as exc:
+            return {"status": "error", "reason": "%s: %s" % (type(exc).__name__, str(exc)[:300])}
+        if wrong:
+            return {"status": "wrong", "reason": "after timing: " + wrong}
+        if graph and self.cuda and self.job.get("graph", True):
+            entry["graph"] = self.run_in_graph(names, fn, dsts, srcs)
+        return entry
+
+    def run_in_graph(self, names, fn, dsts, srcs):
+        copies = max(1, int(self.job.get("graph_copies", 20)))
+        graph = None
+        try:
+            graph = capture_graph(self.torch, fn, copies)
+            for dst in dsts:
+                dst.zero_()
+            graph.replay()
+            self._sync()
+            wrong = strategies.verify(names, dsts, srcs)
+            if wrong:
+                return {"status": "wrong", "reason": wrong}
+            max_iters = max(1, self.job["max_iters"] // copies)
+            return dict(self._timing(graph.replay, divisor=copies, max_iters=max_iters), status="ok")
+        except Exception as exc:
+            self._sync()  # a poisoned context raises here and ends this device's run
+            return {"status": "error", "reason": "graph: %s: %s" % (type(exc).__name__, str(exc)[:300])}
+        finally:
+            del graph
+
+    # --- the sweep ---------------------------------------------------------------------------------------
+    def sweep(self):
+        """[{bytes, copy_us, foreach_us, copy, foreach}]: one contiguous tensor, copy_() vs the foreach kernel."""
+        job, torch = self.job, self.torch
+        sweep_job = job["sweep"]
+        itemsize = workloads.dtype_size(sweep_job["dtype"])
+        foreach = getattr(torch, "_foreach_copy_", None)
+        rows = []
+        for size in workloads.sweep_sizes(sweep_job["min_bytes"], sweep_job["max_bytes"],
+                                          sweep_job["factor"], self.cap_bytes):
+            if self.budget.spent():
+                rows.append({"bytes": size, "status": "skipped", "reason": "time budget spent"})
+                continue
+            src = self.source(sweep_job["dtype"], (max(1, size // itemsize),))
+            dst = torch.empty_like(src)
+            row = {"bytes": size}
+            copy = self.run_strategy(["tensor"], lambda: dst.copy_(src), [dst], [src], graph=False)
+            row["copy"] = copy
+            row["copy_us"] = copy.get("median_us") if copy["status"] == "ok" else None
+            if foreach is not None:
+                fe = self.run_strategy(["tensor"], lambda: foreach([dst], [src]), [dst], [src], graph=False)
+                row["foreach"] = fe
+                row["foreach_us"] = fe.get("median_us") if fe["status"] == "ok" else None
+            else:
+                row["foreach_us"] = None
+                row["foreach"] = {"status": "skipped", "reason": "torch %s has no _foreach_copy_"
+                                  % torch.__version__}
+            rows.append(row)
+            del src, dst
+        return rows
+
+    # --- workloads -----------------------------------------------------------------------------------------
+    def workload(self, path, batch_size, hidden_size, threshold):
+        job = self.job
+        specs = workloads.field_specs(path, batch_size, hidden_size, job["topk"], job["steps"],
+                                      job["draft_tokens"], job["hidden_dtype"],
+                                      names=(job.get("field_names") or {}).get(path))
+        total = sum(s["bytes"] for s in specs)
+        out = {"name": workloads.workload_name(path, batch_size, hidden_size), "path": path,
+               "batch_size": batch_size, "hidden_size": hidden_size, "total_bytes": total,
+               "fields": [dict(s, split="dma" if threshold is not None and s["bytes"] >= threshold else "foreach")
+                          for s in specs]}
+        if 4 * total > self.cap_bytes:
+            out.update(status="skipped", reason="needs about %d MiB, over max_mem_mib=%d"
+                       % (4 * total // MIB + 1, job["max_mem_mib"]))
+            return out
+        if self.budget.spent():
+            out.update(status="skipped", reason="time budget spent")
+            return out
+        names = [s["name"] for s in specs]
+        srcs = [self.source(s["dtype"], tuple(s["shape"])) for s in specs]
+        dsts = [self.torch.empty_like(s) for s in srcs]
+        behaviour = (job.get("behaviour") or {}).get(path) or {}
+        results = {}
+        for name, (fn, out_dsts) in self._runners(names, dsts, srcs, threshold, behaviour):
+            if name in job["strategies"] or name in self.extra:
+                results[name] = self.run_strategy(names, fn, out_dsts, srcs)
+        self._installed(results, names, dsts, srcs, behaviour)
+        analysis.add_speedups(results)
+        saving, baseline = analysis.saving_vs_installed(results, behaviour)
+        out.update(status="ok", strategies=results, best=analysis.best_strategy(results),
+                   saving_vs_installed_us=saving, installed_baseline=baseline)
+        return out
+
+    def _runners(self, names, dsts, srcs, threshold, behaviour):
+        split = strategies.SplitCopy(dsts, threshold)
+        yield "loop", (lambda: strategies.loop_copy(dsts, srcs), dsts)
+        yield "grouped_foreach", (lambda: strategies.grouped_foreach_copy(dsts, srcs), dsts)
+        yield "grouped_foreach_dma_split", (lambda: split(srcs), dsts)
+        if "packed" in self.job["strategies"]:
+            packed = strategies.PackedCopy(dsts, self.device)
+            yield "packed", (lambda: packed(srcs), packed.dsts)
+        for name, fn in self.extra.items():
+            yield name, ((lambda f=fn: f(dsts, srcs)), dsts)
+
+    def _installed(self, results, names, dsts, srcs, behaviour):
+        if "installed" not in self.job["strategies"]:
+            return
+        if not self.installed:
+            reasons = "; ".join(f["reason"] for f in self.job.get("installed_failures") or []) or \
+                "no installed _grouped_foreach_copy_ was loaded"
+            results["installed"] = {"status": "skipped", "reason": reasons}
+            return
+        separate = None
+        if behaviour.get("hidden_states_separate") and workloads.HIDDEN in names:
+            separate = names.index(workloads.HIDDEN)
+        variants = {}
+        for item in self.installed:
+            runner = strategies.InstalledCopy(item["fn"], dsts, separate)
+            variants[item["module"]] = dict(self.run_strategy(names, lambda r=runner: r(srcs), dsts, srcs),
+                                            module=item["module"], hidden_states_separate=separate is not None)
+        chosen = behaviour.get("module") if behaviour.get("module") in variants else self.installed[0]["module"]
+        results["installed"] = dict(variants[chosen])
+        if len(variants) > 1:
+            results["installed"]["variants"] = variants
+
+    # --- host → device ---------------------------------------------------------------------------------
+    def h2d(self):
+        """seq_lens_cpu → GPU: pinned (async) vs pageable source, and the cost of one synchronize."""
+        torch = self.torch
+        n = max(self.job["batch_sizes"])
+        pageable = torch.arange(1, n + 1, dtype=torch.int32)
+        pinned = pageable.pin_memory()
+        dev = torch.empty(n, dtype=torch.int32, device=self.device)
+        timer = _SyncedCpuTimer(torch)
+        out = {"bytes": n * 4, "method": "perf_counter, synchronize after each sample"}
+        for key, src in (("pinned", pinned), ("pageable", pageable)):
+            dev.zero_()
+            fn = (lambda s=src: dev.copy_(s, non_blocking=True))
+            timing = measure(timer, fn, self.job["samples"], self.job["target_us"], self.job["max_iters"])
+            ok = bool(torch.equal(dev.cpu(), pageable))
+            out[key] = dict(timing, status="ok" if ok else "wrong")
+            out[key + "_us"] = timing["median_us"] if ok else None
+        out["sync"] = measure(CpuTimer(), torch.cuda.synchronize, self.job["samples"], self.job["target_us"],
+                              self.job["max_iters"])
+        out["sync_us"] = out["sync"]["median_us"]
+        return out
+
+
+class _SyncedCpuTimer(CpuTimer):
+    """Wall time of the iterations including the wait for the device to finish them."""
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def sample(self, fn, iterations):
+        start = time.perf_counter_ns()
+        for _ in range(iterations):
+            fn()
+        self.torch.cuda.synchronize()
+        return (time.perf_counter_ns() - start) / 1000.0 / iterations
+
+
+def run_device(bench):
+    """The whole result for one device (status ok): sweep, threshold, workloads, h2d."""
+    job = bench.job
+    sweep = bench.sweep()
+    crossover = analysis.crossover_bytes(sweep)
+    split, why = analysis.recommended_split(crossover, job.get("split_bytes"))
+    result = {"status": "ok", "sweep": sweep, "crossover_bytes": crossover,
+              "recommended_split_bytes": split, "split_reason": why, "workloads": []}
+    for path, bs, hidden in workloads.workload_grid(job["paths"], job["batch_sizes"], job["hidden_sizes"]):
+        result["workloads"].append(bench.workload(path, bs, hidden, split))
+    if bench.cuda and job.get("h2d", True) and not bench.budget.spent():
+        result["h2d"] = bench.h2d()
+    else:
+        result["h2d"] = None
+        result["h2d_reason"] = "host-to-device copies are measured on CUDA only" if not bench.cuda \
+            else "skipped (option or time budget)"
+    return result

@@ -1,0 +1,83 @@
+"""Runs the benchmark job on the CPU or on every selected GPU in turn: idle check first, a memory cap,
+everything freed after. Used in-process on the CPU and inside the isolated child on CUDA.
+"""
+import gc
+import os
+
+from probes.copybench import strategies
+from probes.copybench.bench import MIB, Budget, DeviceBench, run_device
+from probes.copybench.politeness import idle_verdict
+
+
+def bench_all(job, emit=None, extra_strategies=None):
+    """Every device of the job in turn; emit(result) after each one. Stops after a CUDA fault."""
+    import torch
+    budget = Budget(job["budget_s"])
+    installed, failures = [], []
+    if "installed" in job["strategies"]:
+        installed, failures = strategies.load_installed(job.get("installed_modules"))
+    job = dict(job, installed_failures=failures,
+               installed_loaded=[item["module"] for item in installed])
+    targets = [None] if job["device"] == "cpu" else list(job["gpus"])
+    results = []
+    for n, index in enumerate(targets):
+        share = Budget(budget.left() / (len(targets) - n))
+        try:
+            result = bench_one(torch, job, index, share, installed, extra_strategies)
+        except Exception as exc:
+            result = {"index": index, "status": "error", "reason": "%s: %s" % (type(exc).__name__, str(exc)[:400])}
+        results.append(result)
+        if emit is not None:
+            emit(result)
+        if result.get("status") == "error" and "CUDA" in result.get("reason", ""):
+            break   # the context may be poisoned: the caller starts a fresh process for the rest
+    return results
+
+
+def bench_one(torch, job, index, budget, installed, extra):
+    if index is None:
+        # One intra-op thread: on a busy host, waking a copy's worker threads costs more than the copy.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(int(job.get("cpu_threads") or 1))
+        try:
+            bench = DeviceBench(torch, "cpu", job, budget, installed, extra)
+            head = {"index": None, "name": "cpu", "device": "cpu", "threads": torch.get_num_threads()}
+            return dict(head, **run_device(bench))
+        finally:
+            torch.set_num_threads(threads)
+    props = torch.cuda.get_device_properties(index)
+    head = {"index": index, "name": props.name, "uuid": str(getattr(props, "uuid", "") or ""),
+            "device": "cuda:%d" % index, "compute_capability": "sm_%d%d" % (props.major, props.minor)}
+    head["idle_check"] = check_idle(torch, index, head["uuid"], job)
+    if not head["idle_check"]["idle"]:
+        if not job.get("force"):
+            return dict(head, status="skipped", reason="GPU %d looks busy: %s; pass --force to benchmark "
+                                                       "it anyway" % (index, head["idle_check"]["reason"]))
+        head["idle_check"]["forced"] = True
+    torch.cuda.set_device(index)
+    cap = int(job["max_mem_mib"]) * MIB
+    # The allocator refuses past the cap: a wrong estimate fails a workload, it cannot crowd a server out.
+    torch.cuda.set_per_process_memory_fraction(min(1.0, cap / float(props.total_memory)), index)
+    torch.cuda.reset_peak_memory_stats(index)
+    bench = DeviceBench(torch, "cuda:%d" % index, job, budget, installed, extra)
+    try:
+        result = dict(head, **run_device(bench))
+    finally:
+        del bench
+        gc.collect()
+        torch.cuda.synchronize(index)
+        torch.cuda.empty_cache()
+    result["memory"] = {"cap_mib": int(job["max_mem_mib"]),
+                        "peak_allocated_mib": round(torch.cuda.max_memory_allocated(index) / float(MIB), 1),
+                        "left_allocated_mib": round(torch.cuda.memory_allocated(index) / float(MIB), 1)}
+    return result
+
+
+def check_idle(torch, index, uuid, job):
+    """nvidia-smi's snapshot (taken by the probe before this process touched CUDA), else torch's figure."""
+    limit = int(job.get("idle_used_mib", 1024))
+    idle, reason, source = idle_verdict(uuid, job.get("smi"), limit, None, os.getpid())
+    if source == "none":
+        free, total = torch.cuda.mem_get_info(index)
+        idle, reason, source = idle_verdict(uuid, None, limit, (total - free) // MIB, os.getpid())
+    return {"idle": idle, "reason": reason, "source": source}

@@ -1,0 +1,120 @@
+"""copy_bench options (`--set copy_bench.KEY=VALUE`): defaults per device, values from the live server's
+flags (deployment probe), validation with one-line errors naming the option.
+"""
+from probes.copybench import strategies, workloads
+
+KIB, MIB = 1024, 1024 * 1024
+
+DEFAULTS = {
+    "cuda": {"batch_sizes": [1, 8, 32, 128], "hidden_sizes": [4096, 7168], "samples": 10, "target_us": 500.0,
+             "max_iters": 200, "sweep_min_bytes": KIB, "sweep_max_bytes": 256 * MIB, "sweep_factor": 2},
+    # Small on the CPU so the whole probe takes a few seconds.
+    "cpu": {"batch_sizes": [1, 8, 32], "hidden_sizes": [512], "samples": 10, "target_us": 200.0,
+            "max_iters": 100, "sweep_min_bytes": KIB, "sweep_max_bytes": 4 * MIB, "sweep_factor": 4},
+}
+COMMON = {"device": "auto", "paths": list(workloads.PATHS), "strategies": list(strategies.STRATEGIES),
+          "topk": 4, "steps": 3, "draft_tokens": 8, "hidden_dtype": "bfloat16", "sweep_dtype": "bfloat16",
+          "max_mem_mib": 2048, "idle_used_mib": 1024, "graph": True, "graph_copies": 20, "h2d": True,
+          "split_bytes": None, "gpus": None, "isolate": None, "cpu_threads": 1}
+# Server flags (deployment probe) that set the workload shapes when the options do not.
+FROM_SERVER = {"topk": "speculative_eagle_topk", "steps": "speculative_num_steps",
+               "draft_tokens": "speculative_num_draft_tokens"}
+_INT_LISTS = ("batch_sizes", "hidden_sizes", "gpus")
+_NAME_LISTS = {"paths": workloads.PATHS, "strategies": strategies.STRATEGIES}
+_INTS = ("samples", "max_iters", "sweep_min_bytes", "sweep_max_bytes", "sweep_factor", "topk", "steps",
+         "draft_tokens", "max_mem_mib", "idle_used_mib", "graph_copies", "split_bytes", "cpu_threads")
+_DTYPES = ("bfloat16", "float16", "float32")
+
+
+class OptionError(ValueError):
+    """A copy_bench option with a value the probe cannot use; the message names it."""
+
+
+def known_options():
+    return sorted(set(COMMON) | set(DEFAULTS["cuda"]))
+
+
+def _as_list(key, value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise OptionError("copy_bench.%s: expected a non-empty list, got %r" % (key, value))
+    return list(value)
+
+
+def _positive_int(key, value, minimum=1):
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise OptionError("copy_bench.%s: expected an integer, got %r" % (key, value))
+    if number < minimum or isinstance(value, bool):
+        raise OptionError("copy_bench.%s: expected an integer ≥ %d, got %r" % (key, minimum, value))
+    return number
+
+
+def _bool(key, value):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise OptionError("copy_bench.%s: expected true or false, got %r" % (key, value))
+
+
+def server_args(results):
+    """The first live sglang server's parsed flags, from the deployment probe's data."""
+    servers = ((results or {}).get("deployment") or {}).get("servers") or []
+    for server in servers:
+        if isinstance(server, dict) and isinstance(server.get("args"), dict):
+            return server["args"]
+    return {}
+
+
+def resolve(raw, device, results=None):
+    """(settings, sources): every option with its value and where it came from (option|server|default)."""
+    raw = dict(raw or {})
+    unknown = sorted(k for k in raw if k not in known_options())
+    if unknown:
+        raise OptionError("copy_bench: unknown option %s (known: %s)" % (", ".join(unknown),
+                                                                      ", ".join(known_options())))
+    settings, sources = dict(COMMON), {}
+    settings.update(DEFAULTS[device])
+    server = server_args(results)
+    for key, flag in FROM_SERVER.items():
+        if server.get(flag) not in (None, ""):
+            settings[key], sources[key] = server[flag], "server"
+    for key, value in raw.items():
+        settings[key], sources[key] = value, "option"
+    return _validate(settings), sources
+
+
+def _validate(s):
+    for key in _INT_LISTS:
+        if s[key] is not None:
+            s[key] = [_positive_int(key, v, 0 if key == "gpus" else 1) for v in _as_list(key, s[key])]
+    for key, allowed in _NAME_LISTS.items():
+        s[key] = [str(v) for v in _as_list(key, s[key])]
+        bad = [v for v in s[key] if v not in allowed]
+        if bad:
+            raise OptionError("copy_bench.%s: unknown %s (known: %s)" % (key, ", ".join(bad), ", ".join(allowed)))
+    for key in _INTS:
+        if s[key] is not None:
+            s[key] = _positive_int(key, s[key])
+    s["samples"] = max(3, s["samples"])
+    s["target_us"] = float(s["target_us"])
+    for key in ("graph", "h2d"):
+        s[key] = _bool(key, s[key])
+    if s["isolate"] is not None:
+        s["isolate"] = _bool("isolate", s["isolate"])
+    for key in ("hidden_dtype", "sweep_dtype"):
+        if s[key] not in _DTYPES:
+            raise OptionError("copy_bench.%s: expected one of %s, got %r" % (key, ", ".join(_DTYPES), s[key]))
+    if str(s["device"]) not in ("auto", "cpu", "cuda"):
+        raise OptionError("copy_bench.device: expected auto, cpu or cuda, got %r" % s["device"])
+    if s["sweep_min_bytes"] > s["sweep_max_bytes"]:
+        raise OptionError("copy_bench.sweep_min_bytes is larger than sweep_max_bytes")
+    return s

@@ -1,0 +1,173 @@
+"""Ways to copy a replay's input tensors into static buffers, and the check that a way copied right.
+
+Every strategy is a callable `run(srcs)` with the destinations it writes (`dsts`), prepared once per
+workload; grouping and splitting are redone on every call, as sglang does on every replay step.
+"""
+import importlib
+import importlib.util
+import sys
+
+STRATEGIES = ("loop", "grouped_foreach", "grouped_foreach_dma_split", "packed", "installed")
+INSTALLED_NAME = "_grouped_foreach_copy_"
+# Where sglang releases defined _grouped_foreach_copy_, for when the sglang_source probe did not run.
+FALLBACK_MODULES = ("sglang.srt.model_executor.runner", "sglang.srt.model_executor.input_buffers",
+                    "sglang.srt.model_executor.cuda_graph_runner",
+                    "sglang.srt.model_executor.graph_input_buffers")
+PACKED_CAVEAT = ("packed needs the static buffers to be views of one arena (sglang allocates each buffer "
+                 "on its own), and it stages every field through one extra kernel before the copy")
+
+
+def group_by_dtype_pair(dsts, srcs):
+    """{(dst dtype, src dtype): ([dsts], [srcs])} in first-seen order: one foreach call per pair."""
+    groups = {}
+    for dst, src in zip(dsts, srcs):
+        pair = groups.setdefault((dst.dtype, src.dtype), ([], []))
+        pair[0].append(dst)
+        pair[1].append(src)
+    return groups
+
+
+def copy_goes_to_dma(dst, src):
+    """copy_() of this pair is a plain memcpy (copy engine on CUDA): same dtype and device, both contiguous."""
+    return (dst.dtype == src.dtype and dst.device == src.device and dst.is_contiguous()
+            and src.is_contiguous())
+
+
+def split_by_threshold(dsts, srcs, threshold_bytes):
+    """(small dsts, small srcs, large dsts, large srcs): large = memcpy-able pairs of at least the threshold."""
+    small_d, small_s, large_d, large_s = [], [], [], []
+    for dst, src in zip(dsts, srcs):
+        nbytes = src.numel() * src.element_size()
+        if threshold_bytes is not None and nbytes >= threshold_bytes and copy_goes_to_dma(dst, src):
+            large_d.append(dst)
+            large_s.append(src)
+        else:
+            small_d.append(dst)
+            small_s.append(src)
+    return small_d, small_s, large_d, large_s
+
+
+def loop_copy(dsts, srcs):
+    for dst, src in zip(dsts, srcs):
+        dst.copy_(src)
+
+
+def grouped_foreach_copy(dsts, srcs):
+    """One torch._foreach_copy_ per (dst dtype, src dtype) pair; a loop where torch has no foreach copy."""
+    import torch
+    foreach = getattr(torch, "_foreach_copy_", None)
+    for group_dsts, group_srcs in group_by_dtype_pair(dsts, srcs).values():
+        if foreach is not None:
+            foreach(group_dsts, group_srcs)
+        else:
+            loop_copy(group_dsts, group_srcs)
+
+
+class SplitCopy(object):
+    """Grouped foreach for small tensors, a plain copy_() (DMA) for large contiguous ones."""
+
+    def __init__(self, dsts, threshold_bytes):
+        self.dsts = list(dsts)
+        self.threshold_bytes = threshold_bytes
+
+    def __call__(self, srcs):
+        small_d, small_s, large_d, large_s = split_by_threshold(self.dsts, srcs, self.threshold_bytes)
+        grouped_foreach_copy(small_d, small_s)
+        loop_copy(large_d, large_s)
+
+
+class PackedCopy(object):
+    """Stage every source into one contiguous byte buffer, copy it once, and read the fields as views.
+
+    The destinations are views of one arena, laid out by falling element size so every view is aligned.
+    Non-contiguous sources are flattened (a copy) and a cast pair is cast while staging.
+    """
+
+    def __init__(self, like_dsts, device):
+        import torch
+        order = sorted(range(len(like_dsts)), key=lambda i: -like_dsts[i].element_size())
+        offsets, total = [0] * len(like_dsts), 0
+        for i in order:
+            offsets[i] = total
+            total += like_dsts[i].numel() * like_dsts[i].element_size()
+        self.order = order
+        self.arena = torch.empty(max(total, 1), dtype=torch.uint8, device=device)
+        self.staging = torch.empty_like(self.arena)
+        self.total = total
+        self.dsts = []
+        for i, like in enumerate(like_dsts):
+            nbytes = like.numel() * like.element_size()
+            flat = self.arena[offsets[i]:offsets[i] + nbytes].view(like.dtype)
+            self.dsts.append(flat.view(like.shape))
+
+    def __call__(self, srcs):
+        import torch
+        pieces = []
+        for i in self.order:
+            src, dst = srcs[i], self.dsts[i]
+            if src.dtype != dst.dtype:
+                src = src.to(dst.dtype)
+            pieces.append(src.reshape(-1).view(torch.uint8))
+        torch.cat(pieces, out=self.staging[:self.total])
+        self.arena[:self.total].copy_(self.staging[:self.total])
+
+
+class InstalledCopy(object):
+    """The installed release's own function: small fields through it, hidden_states as the release does."""
+
+    def __init__(self, fn, dsts, separate_index=None):
+        self.fn = fn
+        self.dsts = list(dsts)
+        self.separate_index = separate_index
+
+    def __call__(self, srcs):
+        if self.separate_index is None:
+            self.fn(self.dsts, list(srcs))
+            return
+        keep = [i for i in range(len(self.dsts)) if i != self.separate_index]
+        self.fn([self.dsts[i] for i in keep], [srcs[i] for i in keep])
+        self.dsts[self.separate_index].copy_(srcs[self.separate_index])
+
+
+def verify(names, dsts, srcs):
+    """None when every destination equals its source (cast as copy_ casts), else what differs, in words."""
+    import torch
+    for name, dst, src in zip(names, dsts, srcs):
+        expected = src.to(dst.dtype) if src.dtype != dst.dtype else src
+        if tuple(dst.shape) != tuple(expected.shape):
+            return "field %s: shape %s, expected %s" % (name, list(dst.shape), list(expected.shape))
+        if not torch.equal(dst, expected):
+            differ = int((dst != expected).sum().item())
+            return "field %s: %d of %d elements differ from the source" % (name, differ, dst.numel())
+    return None
+
+
+def load_installed(modules):
+    """([{module, fn}], [{module, reason}]): every `_grouped_foreach_copy_` the installed sglang defines.
+
+    Imports sglang modules, so only the deep probe calls it. Nothing is imported when sglang is absent.
+    """
+    try:
+        present = importlib.util.find_spec("sglang") is not None
+    except (ImportError, ValueError):
+        present = False
+    if not present:
+        return [], [{"module": "sglang", "reason": "sglang is not importable by %s" % sys.executable}]
+    loaded, failed = [], []
+    for module in modules or FALLBACK_MODULES:
+        try:
+            mod = importlib.import_module(module)
+        except BaseException as exc:  # an odd release can raise anything on import, SystemExit included
+            if modules:
+                failed.append({"module": module, "reason": "import failed: %s: %s"
+                               % (type(exc).__name__, str(exc)[:200])})
+            continue
+        fn = getattr(mod, INSTALLED_NAME, None)
+        if callable(fn):
+            loaded.append({"module": module, "fn": fn})
+        elif modules:
+            failed.append({"module": module, "reason": "%s defines no %s" % (module, INSTALLED_NAME)})
+    if not loaded and not failed:
+        failed.append({"module": "sglang", "reason": "no module of the installed sglang defines %s"
+                       % INSTALLED_NAME})
+    return loaded, failed
