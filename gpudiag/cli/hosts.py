@@ -8,6 +8,11 @@ from rich.console import Console
 from rich.table import Table
 
 from gpudiag.cli.common import inventory_option, load_hosts
+from gpudiag.models import Host
+
+
+def python_label(host: Host) -> str:
+    return host.python if host.python_explicit else f"{host.python} (default)"
 
 
 @click.command()
@@ -16,16 +21,20 @@ from gpudiag.cli.common import inventory_option, load_hosts
 @click.option("--python", help="Interpreter override, as for scan.")
 @click.option("--json", "as_json", is_flag=True, help="Print the resolved hosts as JSON.")
 def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | None, as_json: bool) -> None:
-    """Show what TARGETS (default: every inventory host) resolve to."""
+    """Show what TARGETS (default: every inventory host) resolve to and how each is reached.
+
+    Nothing connects: the route is read from the inventory, ~/.ssh/config (or GPUDIAG_SSH_CONFIG)
+    and the target itself.
+    """
     resolved = load_hosts(targets or ("all",), inventory_path, python)
     if as_json:
-        click.echo(json.dumps([h.to_dict() for h in resolved], indent=2))
+        click.echo(json.dumps([dict(h.to_dict(), route=h.describe_route()) for h in resolved], indent=2))
         return
-    table = Table(title="gpudiag hosts")
+    table = Table(title=f"gpudiag hosts ({len(resolved)})")
     for column in ("name", "route", "python", "groups", "defined at"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", no_wrap=column in ("name", "defined at"))
     for h in resolved:
-        table.add_row(h.name, h.describe_route(), h.python, ",".join(h.groups), h.source)
+        table.add_row(h.name, h.describe_route(), python_label(h), ",".join(h.groups) or "-", h.source)
     Console().print(table)
 
 
