@@ -1,0 +1,146 @@
+"""`gpudiag report` through the CLI: golden markdown for a recorded fleet, JSON, console, exit codes, bad input.
+
+Regenerate the golden file after an intended change: GPUDIAG_UPDATE_GOLDEN=1 pytest tests/control/test_report_cli.py
+"""
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gpudiag.cli import cli
+from gpudiag.findings import all_findings
+from gpudiag.render import plots
+from gpudiag.render.markdown import render_markdown
+from gpudiag.store import load_run
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FLEET3 = FIXTURES / "runs" / "fleet3"
+GOLDEN = FIXTURES / "golden" / "fleet3.md"
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, ["report", *map(str, args)])
+
+
+def test_markdown_matches_the_golden_file(tmp_path):
+    out = tmp_path / "FINDINGS.md"
+    result = invoke(FLEET3, "--markdown", "-o", out)
+    assert result.exit_code == 1, result.output      # error-or-worse findings in the fleet
+    text = out.read_text(encoding="utf-8")
+    if os.environ.get("GPUDIAG_UPDATE_GOLDEN") == "1":
+        GOLDEN.write_text(text, encoding="utf-8")
+    assert text == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_markdown_has_every_section_and_cites_the_facts():
+    run = load_run(FLEET3)
+    text = render_markdown(run, all_findings(run))
+    for heading in ("# gpudiag report — run 20260110T120000Z-a1b2 (2026-01-10)", "## Executive summary",
+                    "## Fleet", "## Findings", "## Appendix: hosts", "#### Copy timings",
+                    "#### CUDA-graph repro matrix", "## Methodology", "## Next steps"):
+        assert heading in text
+    assert "| gpu-c | unreachable |" in text
+    assert "| gpu-b | ok | 8× NVIDIA H100 80GB HBM3 | 575.57.08 | 2.9.1+cu129 | 0.5.14 | DFLASH | off |" in text
+    assert "# sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:281" in text   # fenced snippet with file:line
+    assert "| eagle_draft | 4 | ok | ok | ok | capture_failed |" in text              # repro matrix row
+    assert "![" not in text                                                          # no charts asked for
+
+
+def test_markdown_to_stdout_is_deterministic():
+    first, second = invoke(FLEET3, "--markdown"), invoke(FLEET3, "--markdown")
+    assert first.exit_code == 1 and first.output == second.output
+    assert first.output.startswith("# gpudiag report")
+
+
+def test_json_emits_summary_and_findings():
+    result = invoke(FLEET3, "--json")
+    assert result.exit_code == 1
+    doc = json.loads(result.output)
+    assert doc["schema"] == 1 and doc["run"]["run_id"] == "20260110T120000Z-a1b2"
+    assert doc["summary"]["hosts"] == {"total": 3, "by_status": {"ok": 2, "unreachable": 1}}
+    counts = doc["summary"]["findings"]["by_severity"]
+    assert counts["critical"] == 1 and sum(counts.values()) == len(doc["findings"])
+    assert doc["summary"]["has_errors"] is True
+    assert [h["name"] for h in doc["hosts"]] == ["gpu-a", "gpu-b", "gpu-c"]
+    assert {"id", "severity", "title", "hosts", "evidence", "recommendation", "sources"} <= set(doc["findings"][0])
+
+
+def test_console_summary_lists_findings_in_a_table():
+    result = invoke(FLEET3)
+    assert result.exit_code == 1
+    assert "gpu-c" in result.output and "hosts.unscanned" in result.output
+    assert "critical" in result.output
+
+
+def write_run(root, hosts):
+    run = root / "runs" / "r1"
+    (run / "hosts").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"schema": 1, "run_id": "r1", "kind": "scan",
+                                              "started_at": "2026-02-02T00:00:00Z",
+                                              "hosts": [{"name": h["name"], "status": h["status"]} for h in hosts]}))
+    for h in hosts:
+        (run / "hosts" / f"{h['name']}.json").write_text(json.dumps(h))
+    (root / "latest").write_text("r1\n")
+    return run
+
+
+def test_latest_run_with_missing_probes_renders_and_exits_0(tmp_path):
+    partial = {"schema": 1, "name": "lone", "status": "ok", "probes": {
+        "env": {"status": "ok", "data": {"hostname": "lone", "python": {"version": "3.10.12"}}},
+        "torch_caps": {"status": "skipped", "reason": "torch is not installed"},
+        "copy_bench": {"status": "timeout", "reason": "ran past 60 s"}}}
+    write_run(tmp_path, [partial])
+    result = invoke("--reports-dir", tmp_path, "--markdown")
+    assert result.exit_code == 0, result.output
+    assert "| lone | ok | - |" in result.output and "3.10.12" in result.output
+    assert "| torch_caps | skipped | 0.0 s | torch is not installed |" in result.output
+
+
+def test_newer_schema_is_a_one_line_error_exit_2(tmp_path):
+    run = write_run(tmp_path, [{"schema": 1, "name": "a", "status": "ok", "probes": {}}])
+    (run / "hosts" / "a.json").write_text(json.dumps({"schema": 99, "name": "a", "status": "ok"}))
+    result = invoke(run, "--json")
+    assert result.exit_code == 2
+    assert "schema 99 is newer" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_missing_run_and_conflicting_formats_exit_2(tmp_path):
+    assert invoke("--reports-dir", tmp_path).exit_code == 2
+    assert "no runs yet" in invoke("--reports-dir", tmp_path).output
+    assert invoke(tmp_path / "nowhere").exit_code == 2
+    assert invoke(FLEET3, "--json", "--markdown").exit_code == 2
+
+
+def test_without_matplotlib_markdown_has_tables_and_no_chart_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(plots, "charts_available", lambda: False)
+    run_dir = tmp_path / "fleet3"
+    shutil.copytree(FLEET3, run_dir)
+    out = tmp_path / "out" / "FINDINGS.md"
+    result = invoke(run_dir, "--markdown", "-o", out)
+    assert result.exit_code == 1
+    assert sorted(p.name for p in out.parent.iterdir()) == ["FINDINGS.md"]
+    assert "![" not in out.read_text() and "matplotlib not installed" in result.output
+
+
+def test_charts_written_beside_the_markdown_are_linked(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_write_charts(run, out_dir):
+        calls.append((run.manifest.run_id, out_dir))
+        return {"copy:gpu-a": "copy-gpu-a.png", "repro:gpu-a": "repro-gpu-a.png"}
+    monkeypatch.setattr("gpudiag.cli.report.write_charts", fake_write_charts)
+    out = tmp_path / "FINDINGS.md"
+    invoke(FLEET3, "--markdown", "-o", out)
+    assert calls == [("20260110T120000Z-a1b2", tmp_path)]
+    text = out.read_text()
+    assert "![copy time vs size, gpu-a](copy-gpu-a.png)" in text and "![repro matrix, gpu-a](repro-gpu-a.png)" in text
+
+
+@pytest.mark.skipif(plots.charts_available(), reason="checks the path where matplotlib is absent")
+def test_write_charts_draws_nothing_without_matplotlib(tmp_path):
+    assert plots.write_charts(load_run(FLEET3), tmp_path) == {}
+    assert list(tmp_path.iterdir()) == []
