@@ -1,5 +1,6 @@
 """Small AST helpers shared by the fact finders: walking with ancestors, names, strings, env reads."""
 import ast
+import bisect
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -17,6 +18,23 @@ def walk_with_ancestors(node, ancestors=()):
                         yield pair
         elif isinstance(value, ast.AST):
             for pair in walk_with_ancestors(value, ancestors + ((node, field),)):
+                yield pair
+
+
+def walk_lines(node, lines, ancestors=()):
+    """Like walk_with_ancestors, but only into statements and expressions spanning one of `lines`."""
+    yield node, ancestors
+    for field, value in ast.iter_fields(node):
+        for item in (value if isinstance(value, list) else (value,)):
+            if not isinstance(item, ast.AST):
+                continue
+            start = getattr(item, "lineno", None)
+            if start is not None:
+                end = getattr(item, "end_lineno", None) or start
+                index = bisect.bisect_left(lines, start)
+                if index >= len(lines) or lines[index] > end:
+                    continue
+            for pair in walk_lines(item, lines, ancestors + ((node, field),)):
                 yield pair
 
 

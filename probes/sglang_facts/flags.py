@@ -10,54 +10,58 @@ import re
 from probes.sglang_facts.astutil import call_name, string_value, unparse
 
 DEFAULT_PATTERN = r"cuda[-_]?graph|cudagraph|graph|speculative|spec[-_]|draft|eagle|dflash|breakable|piecewise"
+CLASS_LINE = re.compile(r"^class[ \t]+(\w+)")
+FIELD_LINE = re.compile(r"^([ \t]+)(\w+)[ \t]*:(?!=)")
+NS_MARK = re.compile(r"^[ \t]+_NS_PATH[ \t]*(:[^=]*)?=")
 USE_INSTEAD = re.compile(r"[Uu]se\s+[`'\"]?(--[\w{},<>=-]+)")
 
 
 def find_server_flags(tree, pattern=None):
     wanted = re.compile(pattern or DEFAULT_PATTERN, re.I)
-    classes = server_args_classes(tree)
+    classes = [(tree.module_of(rel), rel, line) for rel, line, text in
+               tree.line_hits(b"class ServerArgs", tree.containing(b"class ServerArgs")) if CLASS_LINE.match(text)]
     if not classes:
         return {"server_args": None, "server_flags": [], "server_fields": []}
-    primary = sorted(classes, key=lambda c: (c[0].count("."), c[0]))[0]
-    module, rel, node = primary
+    # Several packages ship a ServerArgs (the diffusion server has its own): the shallowest is the LLM server's.
+    module, rel, line = sorted(classes, key=lambda c: (c[0].count("."), c[0]))[0]
     package = module.rsplit(".", 1)[0]
     flags = [f for f in add_argument_flags(tree, rel) if wanted.search(f["name"])]
-    fields = [f for f in class_fields(tree, rel, node) if wanted.search(f["name"])]
-    for ns_rel, ns_node in namespace_classes(tree, package):
-        fields.extend(f for f in class_fields(tree, ns_rel, ns_node) if wanted.search(f["name"]))
+    fields = list(class_fields(tree, rel, "ServerArgs", wanted))
+    prefix = package.replace(".", "/") + "/"
+    subtree = [r for r in tree.files if r.startswith(prefix)]
+    for ns_rel in [r for r in subtree if b"_NS_PATH" in tree.read(r)]:
+        for cls in namespace_classes(tree, ns_rel):
+            fields.extend(class_fields(tree, ns_rel, cls, wanted))
     known = {f["name"] for f in flags}
     for field in fields:
         for flag in field.pop("_flags", []):
             if flag["name"] not in known:
                 known.add(flag["name"])
                 flags.append(flag)
-    return {"server_args": {"module": module, "file": rel, "line": node.lineno,
-                            "all_classes": [c[0] for c in classes]},
+    return {"server_args": {"module": module, "file": rel, "line": line, "all_classes": [c[0] for c in classes]},
             "server_flags": flags, "server_fields": fields}
 
 
-def server_args_classes(tree):
-    found = []
-    for rel in tree.containing(b"class ServerArgs"):
-        parsed = tree.tree(rel)
-        for node in parsed.body if parsed is not None else ():
-            if isinstance(node, ast.ClassDef) and node.name == "ServerArgs":
-                found.append((tree.module_of(rel), rel, node))
-    return found
+def class_regions(tree, rel):
+    """{class name: (first line, last line)} for the top-level classes of a file, from its text."""
+    lines = tree.lines(rel)
+    regions, current = {}, None
+    for number, text in enumerate(lines, 1):
+        if text[:1].strip() and not text.startswith((")", "]", "}", "#")):
+            match = CLASS_LINE.match(text)
+            if current:
+                regions[current[0]] = (current[1], number - 1)
+            current = (match.group(1), number) if match else None
+    if current:
+        regions[current[0]] = (current[1], len(lines))
+    return regions
 
 
-def namespace_classes(tree, package):
-    """Classes with a `_NS_PATH` marker in the ServerArgs package: the sources of generated flags."""
-    prefix = package.replace(".", "/") + "/"
-    for rel in tree.containing(b"_NS_PATH"):
-        if not rel.startswith(prefix):
-            continue
-        parsed = tree.tree(rel)
-        for node in parsed.body if parsed is not None else ():
-            if isinstance(node, ast.ClassDef) and any(
-                    isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_NS_PATH"
-                                                      for t in s.targets) for s in node.body):
-                yield rel, node
+def namespace_classes(tree, rel):
+    """Classes holding a `_NS_PATH` marker: the sources of generated flags."""
+    regions = class_regions(tree, rel)
+    marks = [line for _, line, text in tree.line_hits(b"_NS_PATH", [rel]) if NS_MARK.match(text)]
+    return [name for name, (first, last) in regions.items() if any(first <= m <= last for m in marks)]
 
 
 def add_argument_flags(tree, rel):
@@ -86,32 +90,52 @@ def add_argument_flags(tree, rel):
     return flags
 
 
-def class_fields(tree, rel, cls):
-    """Annotated fields of a class; generated CLI flags for those carrying Annotated metadata."""
+def class_fields(tree, rel, cls_name, wanted):
+    """Annotated fields of a class whose names match; each statement is parsed alone.
+
+    Fields carrying Annotated metadata generate CLI flags (`--name`, `Arg(cli_name=..., aliases=...)`).
+    """
+    region = class_regions(tree, rel).get(cls_name)
+    if not region:
+        return []
+    lines = tree.lines(rel)
+    body_indent = None
     fields = []
-    for stmt in cls.body:
-        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+    for number in range(region[0] + 1, region[1] + 1):
+        text = lines[number - 1]
+        match = FIELD_LINE.match(text)
+        if not match:
             continue
-        name = stmt.target.id
-        meta = _annotated_metadata(stmt.annotation)
-        arg = next((m for m in meta if isinstance(m, ast.Call) and call_name(m) == "Arg"), None)
-        keywords = {k.arg: k.value for k in arg.keywords if k.arg} if arg is not None else {}
-        help_text = next((string_value(m) for m in meta if string_value(m)), None) or \
-            (string_value(keywords["help"]) if "help" in keywords else None) or ""
-        no_cli = "no_cli" in keywords and unparse(keywords["no_cli"]) == "True"
-        field = tree.evidence(rel, stmt.lineno, name=name, **{"class": cls.name})
-        field["generates_flag"] = bool(meta) and not no_cli
-        field["deprecated"] = "deprecated" in help_text[:40].lower()
-        if field["generates_flag"]:
-            main = string_value(keywords["cli_name"]) if "cli_name" in keywords else None
-            main = main or "--" + name.replace("_", "-")
-            aliases = [string_value(e) for e in getattr(keywords.get("aliases"), "elts", [])]
-            field["_flags"] = [tree.evidence(rel, stmt.lineno, name=main, dest=name, via="field",
-                                             deprecated=field["deprecated"], alias_of=None)]
-            field["_flags"] += [tree.evidence(rel, stmt.lineno, name=a, dest=name, via="field_alias",
-                                              deprecated=False, alias_of=main) for a in aliases if a]
-        fields.append(field)
+        indent = len(match.group(1))
+        body_indent = indent if body_indent is None else body_indent
+        if indent != body_indent or not wanted.search(match.group(2)):
+            continue
+        stmt = tree.statement_at(rel, number)
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            fields.append(describe_field(tree, rel, cls_name, stmt))
     return fields
+
+
+def describe_field(tree, rel, cls_name, stmt):
+    name = stmt.target.id
+    meta = _annotated_metadata(stmt.annotation)
+    arg = next((m for m in meta if isinstance(m, ast.Call) and call_name(m) == "Arg"), None)
+    keywords = {k.arg: k.value for k in arg.keywords if k.arg} if arg is not None else {}
+    help_text = next((string_value(m) for m in meta if string_value(m)), None) or \
+        (string_value(keywords["help"]) if "help" in keywords else None) or ""
+    no_cli = "no_cli" in keywords and unparse(keywords["no_cli"]) == "True"
+    field = tree.evidence(rel, stmt.lineno, name=name, **{"class": cls_name})
+    field["generates_flag"] = bool(meta) and not no_cli
+    field["deprecated"] = "deprecated" in help_text[:40].lower()
+    if field["generates_flag"]:
+        main = string_value(keywords["cli_name"]) if "cli_name" in keywords else None
+        main = main or "--" + name.replace("_", "-")
+        aliases = [string_value(e) for e in getattr(keywords.get("aliases"), "elts", [])]
+        field["_flags"] = [tree.evidence(rel, stmt.lineno, name=main, dest=name, via="field",
+                                         deprecated=field["deprecated"], alias_of=None)]
+        field["_flags"] += [tree.evidence(rel, stmt.lineno, name=a, dest=name, via="field_alias",
+                                          deprecated=False, alias_of=main) for a in aliases if a]
+    return field
 
 
 def _annotated_metadata(annotation):

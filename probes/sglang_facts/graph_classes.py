@@ -1,25 +1,32 @@
-"""CUDA-graph runner classes and breakable-graph helpers, found by a line regex over pre-filtered files."""
+"""CUDA-graph runner classes and breakable-graph helpers, found line by line in pre-filtered files."""
 import re
 
-RUNNER_CLASS = rb"^[ \t]*class[ \t]+(\w*(?:Graph|graph)\w*Runner\w*)[ \t]*(\(([^)\n]*)\))?"
-BREAKABLE_DEF = rb"^(class|def)[ \t]+(\w*[Bb]reakable\w*|eager_on_graph)\b"
+RUNNER_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w*[Gg]raph\w*Runner\w*)[ \t]*(\(([^)]*)\))?")
+BREAKABLE_DEF = re.compile(r"^(class|def)[ \t]+(\w*[Bb]reakable\w*|eager_on_graph)\b")
 
 
 def find_graph_runners(tree):
     runners = []
-    for rel, line, match in tree.search(RUNNER_CLASS, tree.containing(b"GraphRunner")):
-        bases = match.group(3).decode("utf-8", "replace").strip() if match.group(3) else ""
-        runners.append(tree.evidence(rel, line, module=tree.module_of(rel), bases=bases,
-                                     **{"class": match.group(1).decode()}))
+    for rel, line, text in tree.line_hits(b"GraphRunner", tree.containing(b"GraphRunner")):
+        match = RUNNER_CLASS.match(text)
+        if match:
+            runners.append(tree.evidence(rel, line, module=tree.module_of(rel), bases=(match.group(3) or "").strip(),
+                                         **{"class": match.group(1)}))
     return runners
 
 
 def find_breakable(tree):
-    """Top-level breakable-graph classes and functions (eager islands inside a captured graph)."""
+    """Top-level breakable-graph classes and functions (eager islands inside a captured graph).
+
+    Only modules about graphs are read (their path names a graph): helpers live in modules named for them.
+    """
+    graph_files = [rel for rel in tree.files if "graph" in rel.lower()]
     helpers = []
-    for rel, line, match in tree.search(BREAKABLE_DEF, tree.containing(b"reakable")):
-        if match.group(2).lower().startswith(b"test"):
-            continue  # a test inside some package's tests folder is not a helper
-        helpers.append(tree.evidence(rel, line, module=tree.module_of(rel), name=match.group(2).decode(),
-                                     kind="class" if match.group(1) == b"class" else "function"))
-    return helpers
+    candidates = [rel for rel in graph_files if b"reakable" in tree.read(rel)]
+    for needle in (b"reakable", b"eager_on_graph"):
+        for rel, line, text in tree.line_hits(needle, candidates):
+            match = BREAKABLE_DEF.match(text)
+            if match and not match.group(2).lower().startswith("test"):
+                helpers.append(tree.evidence(rel, line, module=tree.module_of(rel), name=match.group(2),
+                                             kind=match.group(1) if match.group(1) == "class" else "function"))
+    return sorted(helpers, key=lambda h: (h["file"], h["line"]))

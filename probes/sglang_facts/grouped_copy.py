@@ -1,23 +1,28 @@
 """Every `_grouped_foreach_copy_`: its definitions, their fast paths, the flag, and every call site."""
 import ast
+import re
 
 from probes.sglang_facts.astutil import (FUNCS, call_name, enclosing_functions, env_var_read, env_vars_in,
-                                         field_name, names_in, qualname, unparse, walk_with_ancestors)
+                                         field_name, names_in, qualname, unparse, walk_lines)
 
 FUNC = "_grouped_foreach_copy_"
 FLAG = "_has_foreach_copy"
+ALIAS = re.compile(FUNC + r"\s+as\s+(\w+)")
 
 
 def find_grouped_copy(tree, resolver):
-    files = tree.containing(b"foreach_copy")
+    files = tree.containing(FUNC.encode())
     definitions, flags, call_sites = [], [], []
     for rel in files:
         parsed = tree.tree(rel)
         if parsed is None:
             continue
         module = tree.module_of(rel)
-        aliases = _local_aliases(parsed)
-        for node, ancestors in walk_with_ancestors(parsed):
+        hits = list(tree.line_hits(b"foreach_copy", [rel]))
+        aliases = {FUNC} | set(m.group(1) for _, _, text in hits for m in ALIAS.finditer(text))
+        lines = sorted(set(line for _, line, _ in hits) |
+                       set(line for name in aliases - {FUNC} for _, line, _ in tree.line_hits(name, [rel])))
+        for node, ancestors in walk_lines(parsed, lines):
             if isinstance(node, FUNCS) and node.name == FUNC:
                 definitions.append(tree.evidence(rel, node.lineno, module=module, qualname=_qual(node, ancestors),
                                                  fast_paths=fast_paths(tree, rel, node)))
@@ -33,17 +38,6 @@ def find_grouped_copy(tree, resolver):
 def _qual(node, ancestors):
     outer = qualname(ancestors)
     return node.name if outer == "<module>" else outer + "." + node.name
-
-
-def _local_aliases(parsed):
-    """Names under which FUNC can be called in this file (`import ... as x` included)."""
-    names = {FUNC}
-    for node in ast.walk(parsed):
-        if isinstance(node, ast.ImportFrom):
-            names.update(a.asname for a in node.names if a.name == FUNC and a.asname)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id == FUNC:
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    return names
 
 
 def describe_call(tree, resolver, rel, module, call, ancestors):

@@ -8,6 +8,12 @@ import os
 import re
 
 SNIPPET_CHARS = 160
+DEF_LINE = re.compile(r"^[ \t]*(async[ \t]+)?def[ \t]")
+BLOCK_START = re.compile(r"(async[ \t]+)?def[ \t]|class[ \t]|@")
+
+
+def _indent(text):
+    return len(text) - len(text.lstrip())
 
 
 class SourceTree(object):
@@ -22,6 +28,7 @@ class SourceTree(object):
         self._order = []
         self._trees = {}
         self._lines = {}
+        self._regions = {}
         self.parse_errors = []
         self.cited = set()
 
@@ -68,6 +75,21 @@ class SourceTree(object):
         data = self._bytes
         return [rel for rel in self._order if needle in data[rel]]
 
+    def line_hits(self, needle, files):
+        """(rel, line number, line text) for every line holding needle; a find loop, no regex, no parse."""
+        if not isinstance(needle, bytes):
+            needle = needle.encode("utf-8")
+        for rel in files:
+            data = self.read(rel) or b""
+            start, line, counted = data.find(needle), 1, 0
+            while start >= 0:
+                line += data.count(b"\n", counted, start)
+                counted = start
+                begin = data.rfind(b"\n", 0, start) + 1
+                end = data.find(b"\n", start)
+                yield rel, line, data[begin:end if end >= 0 else len(data)].decode("utf-8", "replace")
+                start = data.find(needle, end if end >= 0 else len(data))
+
     def search(self, pattern, files, flags=re.M):
         """(rel, line, match) for a bytes regex over the given files, without parsing them."""
         regex = re.compile(pattern, flags)
@@ -111,6 +133,52 @@ class SourceTree(object):
                                           "error": "%s: %s" % (type(exc).__name__, getattr(exc, "msg", exc))})
         self._trees[rel] = tree
         return tree
+
+    def function_at(self, rel, line):
+        """The AST of the function around a line, parsed alone (real line numbers); whole file if that fails."""
+        lines = self.lines(rel)
+        target = _indent(lines[line - 1]) if 0 < line <= len(lines) else 0
+        start = line - 1
+        while start >= 0 and not (DEF_LINE.match(lines[start]) and _indent(lines[start]) < target):
+            start -= 1
+        if start < 0:
+            return None  # not inside a function
+        depth = _indent(lines[start])
+        end = line
+        while end < len(lines) and not (lines[end].strip() and _indent(lines[end]) <= depth and
+                                         BLOCK_START.match(lines[end].lstrip())):
+            end += 1
+        if (rel, start) in self._regions:
+            return self._regions[(rel, start)]
+        region = "\n".join(lines[start:end]) + "\n"
+        prefix = "if 1:\n" if depth else ""
+        try:
+            parsed = ast.parse(prefix + region, filename=rel)
+        except (SyntaxError, ValueError):
+            return self.tree(rel)
+        ast.increment_lineno(parsed, start - (1 if depth else 0))
+        self._regions[(rel, start)] = parsed
+        return parsed
+
+    def statement_at(self, rel, line, max_lines=80):
+        """The AST of the one statement starting at a line, parsed alone (real line numbers), or None."""
+        lines = self.lines(rel)
+        if not 0 < line <= len(lines):
+            return None
+        depth = _indent(lines[line - 1])
+        for end in range(line, min(len(lines), line - 1 + max_lines) + 1):
+            if end > line and lines[end - 1].strip() and _indent(lines[end - 1]) < depth:
+                break
+            chunk = "\n".join(text[depth:] for text in lines[line - 1:end])
+            try:
+                parsed = ast.parse(chunk + "\n")
+            except (SyntaxError, ValueError):
+                continue
+            if len(parsed.body) == 1:
+                ast.increment_lineno(parsed, line - 1)
+                return parsed.body[0]
+            return None
+        return None
 
     def lines(self, rel):
         if rel not in self._lines:

@@ -7,13 +7,15 @@ from probes.sglang_facts.astutil import LOG_METHODS, call_name, string_value, un
 ENUM_CLASS = "SpeculativeAlgorithm"
 # "Disable DFLASH draft cuda graph because ...": a disabling word, then the graph, in one sentence.
 DISABLES_GRAPH = re.compile(r"\b(disabl\w*|skip\w*|not captur\w*)\b[^.]*?cuda[ _-]?graph", re.I)
+GRAPH_TEXT = re.compile(r"cuda[ _-]?graph", re.I)
 WORKER_CLASS = rb"^class[ \t]+(\w*[Dd][Ff]lash\w*Worker\w*)"
 
 
 def find_algorithms(tree):
     """Members of the SpeculativeAlgorithm enum and algorithms registered by calls in the package."""
     members, registered = [], []
-    for rel in tree.containing(b"class " + ENUM_CLASS.encode()):
+    mentions = tree.containing(ENUM_CLASS.encode())
+    for rel in [r for r in mentions if b"class " + ENUM_CLASS.encode() in tree.read(r)]:
         parsed = tree.tree(rel)
         for node in ast.walk(parsed) if parsed is not None else ():
             if isinstance(node, ast.ClassDef) and node.name == ENUM_CLASS:
@@ -21,7 +23,7 @@ def find_algorithms(tree):
                     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
                             isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id.isupper():
                         members.append(tree.evidence(rel, stmt.lineno, name=stmt.targets[0].id, via="enum"))
-    for rel in tree.containing(ENUM_CLASS.encode() + b".register("):
+    for rel in [r for r in mentions if ENUM_CLASS.encode() + b".register(" in tree.read(r)]:
         parsed = tree.tree(rel)
         for node in ast.walk(parsed) if parsed is not None else ():
             if isinstance(node, ast.Call) and call_name(node) == "register" and \
@@ -39,16 +41,17 @@ def find_dflash(tree, algorithms):
                for rel, line, m in tree.search(WORKER_CLASS, names)]
     guards = []
     for rel in _unique(w["file"] for w in workers):
-        guards.extend(draft_graph_guards(tree, rel))
+        for line in sorted(set(line for _, line, text in tree.line_hits(b"raph", [rel]) if GRAPH_TEXT.search(text))):
+            guards.extend(g for g in draft_graph_guards(tree, rel, tree.function_at(rel, line))
+                          if (g["line"], g["message"]) not in {(o["line"], o["message"]) for o in guards})
     in_enum = any(a["name"] == "DFLASH" for a in algorithms)
     return {"present": bool(workers) or in_enum, "in_algorithms": in_enum,
             "worker_file": workers[0]["file"] if workers else None, "workers": workers,
             "draft_graph_guards": guards}
 
 
-def draft_graph_guards(tree, rel):
+def draft_graph_guards(tree, rel, parsed):
     """Log calls that say a CUDA graph is disabled or skipped, with the conditions that lead there."""
-    parsed = tree.tree(rel)
     if parsed is None:
         return []
     guards = []
