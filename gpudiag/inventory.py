@@ -97,6 +97,11 @@ def _plausible_name(name: str) -> bool:
     return len(name) <= 253 and all(_LABEL.match(label) for label in name.removesuffix(".").split("."))
 
 
+def _may_be_typo(target: str) -> bool:
+    """A bare name (no user, no port) that is not an IP address: it could be a misspelt inventory name."""
+    return re.fullmatch(r"[\w.-]+", target) is not None and not _is_ip(target)
+
+
 def resolve_targets(targets: list[str], inventory: Inventory | None, python: str | None = None,
                     ssh_config: SshConfig | None = None) -> list[Host]:
     """Each target as inventory group, host or pattern, or ad-hoc host; duplicates removed, order kept.
@@ -105,25 +110,24 @@ def resolve_targets(targets: list[str], inventory: Inventory | None, python: str
     would share a name gets a `-2`, `-3` suffix.
     """
     resolver = _Resolver(inventory, ssh_config)
-    hosts: list[Host] = []
+    by_name: dict[str, Host] = {}
     for target in targets:
         for host in resolver.resolve(target):
             if python:
                 host = host.with_(python=python, python_explicit=True)
-            _add_unique(hosts, host)
-    if not hosts:
+            _add_unique(by_name, host)
+    if not by_name:
         raise InventoryError(f"{' '.join(targets) or 'no targets'}: selects no hosts")
-    return hosts
+    return list(by_name.values())
 
 
-def _add_unique(hosts: list[Host], host: Host) -> None:
-    if host in hosts:
-        return
-    names = {h.name for h in hosts}
+def _add_unique(by_name: dict[str, Host], host: Host) -> None:
     name, n = host.name, 2
-    while name in names:
+    while name in by_name:
+        if by_name[name] == host.with_(name=name):
+            return   # the same host, selected again
         name, n = f"{host.name}-{n}", n + 1
-    hosts.append(host.with_(name=name))
+    by_name[name] = host.with_(name=name)
 
 
 class _Resolver:
@@ -153,7 +157,7 @@ class _Resolver:
         if not plausible:
             raise InventoryError(f"target {target!r}: not {self._known_kinds()}a host name or "
                                  f"[user@]host[:port]{self._suggest(target, 0.6)}")
-        if inv is not None and re.fullmatch(r"[\w.-]+", target) and target not in self.ssh.aliases():
+        if inv is not None and _may_be_typo(target) and target not in self.ssh.aliases():
             hint = self._suggest(target, TYPO_CUTOFF)
             if hint:
                 raise InventoryError(f"target {target!r} is not a host or group in {inv.path}{hint}; "

@@ -42,6 +42,8 @@ class AnsibleReader:
         self.groups: dict[str, Group] = {}
         self.host_vars: dict[str, dict[str, Any]] = {}
         self.host_lines: dict[str, int] = {}
+        self.flat: dict[str, list[str]] = {}
+        self._depths: dict[str, int] = {}
 
     def read(self) -> tuple[list[HostSpec], dict[str, list[str]]]:
         self._ensure("all", self.doc.root)
@@ -49,9 +51,11 @@ class AnsibleReader:
             self._group(name, key_node, value, parent=None if name == "all" else "all")
         self._check_cycles()
         self._fill_ungrouped()
-        flat = {g: self._hosts_of(g) for g in self.groups}
-        specs = [self._spec(host) for host in self.host_vars]
-        return specs, flat
+        for group in self.groups:
+            self._hosts_of(group)
+        members = {g: set(hosts) for g, hosts in self.flat.items()}
+        specs = [self._spec(host, [g for g in self.groups if host in members[g]]) for host in self.host_vars]
+        return specs, self.flat
 
     def _group(self, name: str, key_node: yaml.Node, node: yaml.Node, parent: str | None) -> None:
         group = self.groups.setdefault(name, Group(name, line_of(key_node)))
@@ -117,16 +121,20 @@ class AnsibleReader:
         return value
 
     def _check_cycles(self) -> None:
+        done: set[str] = set()
+
         def visit(name: str, stack: tuple[str, ...]) -> None:
             for child in self.groups[name].children:
                 if child in stack:
                     cycle = " → ".join(stack[stack.index(child):] + (child,))
                     raise self.doc.error_at(self.groups[child].line, f"groups form a cycle: {cycle}")
-                visit(child, stack + (child,))
-        if "all" in self.groups:
-            visit("all", ("all",))
-        for name in self.groups:   # a cycle not reachable from all
-            visit(name, (name,))
+                if child not in done:
+                    visit(child, stack + (child,))
+            done.add(name)
+
+        for name in list(self.groups):   # from `all` first, then any group not reachable from it
+            if name not in done:
+                visit(name, (name,))
 
     def _fill_ungrouped(self) -> None:
         grouped = {h for name, g in self.groups.items() if name not in ("all", "ungrouped") for h in g.hosts}
@@ -138,20 +146,20 @@ class AnsibleReader:
                 self.groups["all"].children.append("ungrouped")
 
     def _hosts_of(self, name: str) -> list[str]:
-        if name == "all":
-            return list(self.host_vars)
-        out: list[str] = []
-        for host in self.groups[name].hosts + [h for c in self.groups[name].children for h in self._hosts_of(c)]:
-            if host not in out:
-                out.append(host)
-        return out
+        if name not in self.flat:
+            members = list(self.host_vars) if name == "all" else self.groups[name].hosts + \
+                [h for child in self.groups[name].children for h in self._hosts_of(child)]
+            self.flat[name] = list(dict.fromkeys(members))
+        return self.flat[name]
 
     def _depth(self, name: str) -> int:
-        parents = self.groups[name].parents
-        return 0 if name == "all" or not parents else 1 + max(self._depth(p) for p in parents)
+        if name not in self._depths:
+            parents = self.groups[name].parents
+            self._depths[name] = 0 if name == "all" or not parents else 1 + max(self._depth(p) for p in parents)
+        return self._depths[name]
 
-    def _spec(self, host: str) -> HostSpec:
-        containing = [g for g in self.groups if g == "all" or host in self._hosts_of(g)]
+    def _spec(self, host: str, containing: list[str]) -> HostSpec:
+        """The host's record: vars of `all`, then shallower before deeper groups (ties by name), then its own."""
         merged: dict[str, Any] = {}
         for group in sorted(containing, key=lambda g: (self._depth(g), g)):
             merged.update(self.groups[group].vars)

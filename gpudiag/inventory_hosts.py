@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from pathlib import Path
 from typing import Callable
 
 from gpudiag.inventory_base import LOCAL_NAMES, HostSpec, InventoryError
@@ -82,7 +83,6 @@ def ssh_host(name: str, address: str, *, user: str | None, port: int | None, ide
 def _expand_home(path: str | None) -> str | None:
     """Only a leading `~/` is expanded (the file is read on this machine); the rest stays verbatim."""
     if path and path.startswith("~/"):
-        from pathlib import Path
         return str(Path.home() / path[2:])
     return path
 
