@@ -56,8 +56,11 @@ def skipped_cells(settings, mode, reason):
 def sglang_interpreter(ctx):
     deployment = ctx.results.get("deployment") or {}
     source = ctx.results.get("sglang_source") or {}
-    chosen = (deployment.get("interpreter") or {}).get("path") or source.get("interpreter")
-    return chosen or sys.executable
+    for candidate in (deployment.get("interpreter"), source.get("interpreter")):
+        path = candidate.get("path") if isinstance(candidate, dict) else candidate
+        if path:
+            return str(path)
+    return sys.executable
 
 
 def sglang_imports(python):

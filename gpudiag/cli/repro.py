@@ -1,0 +1,167 @@
+"""`gpudiag repro cuda-graph-crash`: reproduce CUDA-graph failures on the EAGLE / DFlash paths, or
+classify a crash log someone already has (`--log FILE`, no host contact).
+
+Exit codes: 0 nothing failed (or, with --log, no crash signature matched); 1 a failing cell or a crash
+signature; 2 bad input; 3 a host could not run the repro; 4 nothing ran (every cell skipped: no CUDA).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from gpudiag.cli import ExitCode, UserError
+from gpudiag.cli.common import inventory_option, load_hosts, reports_dir_option
+from gpudiag.orchestrator import Orchestrator, ScanRequest
+from gpudiag.render.console import ScanProgress
+from gpudiag.repro import plan as plan_mod
+from gpudiag.repro import signatures as sig_mod
+from gpudiag.repro import summary
+from gpudiag.store import RunWriter
+from gpudiag.transports import transport_for
+
+REPRO_PROBES = ["env", "deployment", "sglang_source", "cuda_graph"]
+DEFAULT_HOST_TIMEOUT = 3600.0
+OUTCOME_EXIT = {"ok": ExitCode.OK, "failures": ExitCode.FINDINGS, "nothing_ran": ExitCode.NOTHING_RAN,
+                "hosts_failed": ExitCode.HOSTS_FAILED}
+
+
+@click.group()
+def repro() -> None:
+    """Reproduce known failures on a host, in isolated children, and store what happened."""
+
+
+@repro.command("cuda-graph-crash")
+@click.argument("targets", nargs=-1)
+@inventory_option
+@click.option("--python", help="Interpreter on the host (default: the one serving sglang, else python3).")
+@click.option("--algorithm", default="all", show_default=True, help="EAGLE, EAGLE3, DFLASH or all (comma list).")
+@click.option("--model", help="Model directory on the host whose config.json is reduced (default: the live server's).")
+@click.option("--draft-model", help="Draft model directory on the host (default: the live server's, or derived).")
+@click.option("--layers", type=click.IntRange(1, 256), default=2, show_default=True, help="Decoder layers kept.")
+@click.option("--batch-sizes", default="1,4,16,64", show_default=True, help="Batch sizes to sweep.")
+@click.option("--draft-tokens", default="2-16", show_default=True, help="Draft-token range to bisect (N or LOW-HIGH).")
+@click.option("--tp", type=click.IntRange(1, 64), default=1, show_default=True, help="Tensor parallel size.")
+@click.option("--topk", type=click.IntRange(1, 16), default=1, show_default=True, help="EAGLE top-k.")
+@click.option("--mode", type=click.Choice(plan_mod.MODES), default="auto", show_default=True,
+              help="sglang (launch it with dummy weights), synthetic (torch alone), both, or auto.")
+@click.option("--force", is_flag=True, help="Use GPUs that look busy (never those of a live server's port).")
+@click.option("--cell-timeout", type=click.FloatRange(5, None), default=120.0, show_default=True,
+              help="Seconds per synthetic cell before its child is killed.")
+@click.option("--timeout", type=click.FloatRange(10, None), default=DEFAULT_HOST_TIMEOUT, show_default=True,
+              help="Deadline per host in seconds.")
+@click.option("--log", "log_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Classify this crash log instead of running anything (exit 1 when a crash signature matches).")
+@click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
+@click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@reports_dir_option
+def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, python: str | None, algorithm: str,
+                     model: str | None, draft_model: str | None, layers: int, batch_sizes: str, draft_tokens: str,
+                     tp: int, topk: int, mode: str, force: bool, cell_timeout: float, timeout: float,
+                     log_file: Path | None, accept_new: bool, known_hosts: str | None, as_json: bool,
+                     reports_dir: Path) -> None:
+    """Reproduce CUDA-graph crashes on TARGETS (default localhost) or classify --log FILE."""
+    try:
+        table = sig_mod.load_table()
+    except sig_mod.SignatureError as exc:
+        raise UserError(str(exc)) from None
+    if log_file is not None:
+        _classify_log(log_file, as_json, reports_dir)
+        return
+    try:
+        plan = plan_mod.ReproPlan(algorithms=plan_mod.parse_algorithms(algorithm),
+                                  batch_sizes=plan_mod.parse_batch_sizes(batch_sizes),
+                                  draft_tokens=plan_mod.parse_draft_tokens(draft_tokens), layers=layers, tp=tp,
+                                  topk=topk, mode=mode, model=model, draft_model=draft_model, force=force,
+                                  cell_timeout=cell_timeout)
+    except plan_mod.PlanError as exc:
+        raise UserError(str(exc)) from None
+    hosts = load_hosts(targets or ("localhost",), inventory_path, python)
+    request = ScanRequest(probes=list(REPRO_PROBES), options={"cuda_graph": plan.probe_options(table),
+                                                              "force": force},
+                          timeout=timeout, probe_timeout=max(60.0, timeout - 30.0))
+    writer = RunWriter(reports_dir, "repro", sys.argv, extra={"repro": {"problem": "cuda-graph-crash",
+                                                                        "plan": plan.to_dict()}})
+    console = Console(stderr=True)
+
+    def factory(host):  # type: ignore[no-untyped-def]
+        if host.transport == "ssh":
+            return transport_for(host, accept_new=accept_new, known_hosts=known_hosts)
+        return transport_for(host)
+
+    with ScanProgress(len(hosts), console=console) as progress:
+        def on_result(result):  # type: ignore[no-untyped-def]
+            writer.write_host(result)
+            progress.host_done(result)
+
+        outcome = Orchestrator(request, factory, on_start=progress.host_started, on_result=on_result).run(hosts)
+    for result in outcome.results:
+        writer.note_host(result.name, result.status, result.reason)
+    repros = [summary.host_repro(r) for r in outcome.results]
+    block = summary.run_summary(repros, plan.to_dict())
+    manifest = writer.finish(interrupted=outcome.interrupted, extra={"repro": block})
+    if as_json:
+        click.echo(json.dumps(block, indent=2, sort_keys=True))
+    else:
+        for item in repros:
+            _print_host(console, item)
+        console.print(f"results: {writer.dir}  (gpudiag report {manifest.run_id})")
+    if outcome.interrupted:
+        console.print("interrupted: finished hosts are kept; every server and child was killed", style="yellow")
+        sys.exit(130)
+    sys.exit(OUTCOME_EXIT[block["outcome"]])
+
+
+def _print_host(console: Console, item: summary.HostRepro) -> None:
+    if not item.ran:
+        console.print(f"[bold]{item.host}[/]: could not run the repro: {item.reason}", style="red")
+        return
+    table = Table(title=f"{item.host}: {item.environment_line()}", title_justify="left")
+    for column in ("path", "bs", "draft", "status", "what happened"):
+        table.add_column(column)
+    for row in summary.cell_rows(item):
+        table.add_row(*row)
+    console.print(table)
+    if item.all_skipped:
+        console.print(f"nothing ran: {item.data.get('skip_reason') or 'every cell skipped'}", style="yellow")
+    for boundary in item.data.get("boundaries") or []:
+        if boundary.get("text"):
+            console.print(f"boundary: {boundary['text']}")
+    for signature in item.data.get("signatures") or []:
+        console.print(f"signature {signature.get('name')}: {signature.get('meaning')} ({signature.get('reference')})")
+        console.print(f"  advice: {signature.get('recommendation')}")
+    for note in item.data.get("notes") or []:
+        console.print(f"note: {note}", style="dim")
+
+
+def _classify_log(path: Path, as_json: bool, reports_dir: Path) -> None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UserError(f"--log {path}: cannot read: {exc.strerror or exc}") from None
+    matches = sig_mod.classify_text(text, sig_mod.load_signatures())
+    found = sig_mod.crash_found(matches)
+    block = {"problem": "cuda-graph-crash", "log": str(path), "outcome": "failures" if found else "ok",
+             "matches": [m.to_dict() for m in matches]}
+    writer = RunWriter(reports_dir, "repro", sys.argv, extra={"repro": block})
+    writer.finish(extra={"repro": block})
+    if as_json:
+        click.echo(json.dumps(block, indent=2, sort_keys=True))
+    elif not matches:
+        click.echo(f"{path}: no known CUDA-graph crash signature matched")
+    for match in [] if as_json else matches:
+        sig = match.signature
+        click.echo(f"{sig.name} [{sig.severity}]: {sig.meaning}")
+        for quoted in match.lines:
+            click.echo(f"  {path}:{quoted.number}: {quoted.text}")
+        click.echo(f"  advice: {sig.recommendation}")
+        click.echo(f"  reference: {sig.reference}")
+    sys.exit(ExitCode.FINDINGS if found else ExitCode.OK)
+
+
+COMMANDS = (repro,)

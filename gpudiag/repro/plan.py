@@ -1,0 +1,84 @@
+"""What a `repro cuda-graph-crash` run will try: parsed, validated options and the probe options they become."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+ALGORITHMS = ("EAGLE", "EAGLE3", "DFLASH")
+MODES = ("auto", "sglang", "synthetic", "both")
+MAX_DRAFT_TOKENS = 64
+PATHS_PER_ALGORITHM = {"EAGLE": ("eagle_draft", "eagle_draft_extend"), "EAGLE3": ("eagle_draft", "eagle_draft_extend"),
+                       "DFLASH": ("dflash_verify",)}
+
+
+class PlanError(ValueError):
+    """An option value that cannot be used; the message names the option."""
+
+
+def parse_algorithms(text: str) -> tuple[str, ...]:
+    names = [p.strip().upper() for p in text.split(",") if p.strip()]
+    if not names or names == ["ALL"]:
+        return ALGORITHMS
+    unknown = [n for n in names if n not in ALGORITHMS]
+    if unknown:
+        raise PlanError(f"--algorithm: unknown {', '.join(unknown)} (known: {', '.join(ALGORITHMS)}, all)")
+    return tuple(dict.fromkeys(names))
+
+
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = sorted({int(p) for p in text.split(",") if p.strip()})
+    except ValueError:
+        raise PlanError(f"--batch-sizes {text!r}: expected comma-separated integers like 1,4,16,64") from None
+    if not sizes or sizes[0] < 1:
+        raise PlanError(f"--batch-sizes {text!r}: batch sizes must be positive integers")
+    return tuple(sizes)
+
+
+def parse_draft_tokens(text: str) -> tuple[int, int]:
+    """'2-16' → (2, 16); '8' → (8, 8)."""
+    low, sep, high = text.partition("-")
+    try:
+        lo, hi = int(low), int(high) if sep else int(low)
+    except ValueError:
+        raise PlanError(f"--draft-tokens {text!r}: expected N or LOW-HIGH, e.g. 2-16") from None
+    if not 1 <= lo <= hi <= MAX_DRAFT_TOKENS:
+        raise PlanError(f"--draft-tokens {text!r}: need 1 <= LOW <= HIGH <= {MAX_DRAFT_TOKENS}")
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class ReproPlan:
+    algorithms: tuple[str, ...] = ALGORITHMS
+    batch_sizes: tuple[int, ...] = (1, 4, 16, 64)
+    draft_tokens: tuple[int, int] = (2, 16)
+    layers: int = 2
+    tp: int = 1
+    topk: int = 1
+    mode: str = "auto"
+    model: str | None = None
+    draft_model: str | None = None
+    force: bool = False
+    cell_timeout: float = 120.0
+
+    def sweep_labels(self) -> list[str]:
+        """The sweeps a synthetic run makes (EAGLE3 shares EAGLE's replay paths)."""
+        return list(dict.fromkeys(p for a in self.algorithms for p in PATHS_PER_ALGORITHM[a]))
+
+    def max_cells_per_sweep(self) -> int:
+        """Upper bound of a bisection over the draft-token range, summed over batch sizes."""
+        count = self.draft_tokens[1] - self.draft_tokens[0] + 1
+        per_size = 1 if count == 1 else 2 + max(0, math.ceil(math.log2(count)) - 1)
+        return per_size * len(self.batch_sizes)
+
+    def probe_options(self, signatures: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"algorithms": list(self.algorithms), "batch_sizes": list(self.batch_sizes),
+                "draft_tokens": list(self.draft_tokens), "layers": self.layers, "tp": self.tp, "topk": self.topk,
+                "mode": self.mode, "model": self.model, "draft_model": self.draft_model, "force": self.force,
+                "cell_timeout": self.cell_timeout, "signatures": signatures}
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.probe_options([])
+        out.pop("signatures")
+        return out

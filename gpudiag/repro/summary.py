@@ -1,0 +1,91 @@
+"""Reads the cuda_graph probe's data out of host results: the matrix, boundaries, signatures and advice."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpudiag.models import HostResult
+
+PROBE = "cuda_graph"
+FAILING = ("capture_failed", "replay_failed", "mismatch", "device_fault", "timeout", "crashed_on_request",
+           "hang", "silent_failure", "error")
+
+
+@dataclass(frozen=True)
+class HostRepro:
+    host: str
+    ran: bool                          # the probe produced data (even if every cell was skipped)
+    reason: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        return list(self.data.get("cells") or [])
+
+    @property
+    def all_skipped(self) -> bool:
+        return all(c.get("status") == "skipped" for c in self.cells)
+
+    @property
+    def failing_cells(self) -> list[dict[str, Any]]:
+        return [c for c in self.cells if c.get("status") in FAILING]
+
+    def environment_line(self) -> str:
+        env = self.data.get("environment") or {}
+        gpu = self.data.get("gpu") or {}
+        parts = [f"GPU {gpu.get('name', '?')} ({gpu.get('compute_capability', '?')})" if gpu else "no GPU used",
+                 f"driver {env.get('driver') or '?'}", f"torch {env.get('torch') or 'absent'}",
+                 f"sglang {env.get('sglang') or 'not found'}", f"mode {self.data.get('mode', '?')}"]
+        return ", ".join(parts)
+
+
+def host_repro(result: HostResult) -> HostRepro:
+    probe = result.probes.get(PROBE)
+    if probe is None:
+        return HostRepro(result.name, False, result.reason or f"host {result.status}: the probe did not run")
+    if probe.status != "ok" or not isinstance(probe.data, dict):
+        detail = probe.reason or (probe.error or {}).get("message") or probe.status
+        return HostRepro(result.name, False, f"cuda_graph {probe.status}: {detail}")
+    return HostRepro(result.name, True, "", probe.data)
+
+
+def outcome(repros: list[HostRepro]) -> str:
+    """hosts_failed | nothing_ran | failures | ok, in that precedence."""
+    if any(not r.ran for r in repros):
+        return "hosts_failed"
+    if all(r.all_skipped for r in repros):
+        return "nothing_ran"
+    if any(r.failing_cells for r in repros):
+        return "failures"
+    return "ok"
+
+
+def run_summary(repros: list[HostRepro], plan: dict[str, Any]) -> dict[str, Any]:
+    """The `repro` block stored in run.json: enough for `gpudiag report` without opening host files."""
+    hosts = []
+    for r in repros:
+        counts: dict[str, int] = {}
+        for cell in r.cells:
+            counts[cell.get("status", "?")] = counts.get(cell.get("status", "?"), 0) + 1
+        hosts.append({"host": r.host, "ran": r.ran, "reason": r.reason or r.data.get("skip_reason", ""),
+                      "environment": r.environment_line() if r.ran else "", "cell_counts": counts,
+                      "boundaries": [b.get("text") for b in r.data.get("boundaries") or [] if b.get("text")],
+                      "signatures": [s.get("name") for s in r.data.get("signatures") or []],
+                      "advice": list(r.data.get("advice") or [])})
+    return {"problem": "cuda-graph-crash", "plan": plan, "outcome": outcome(repros), "hosts": hosts}
+
+
+def cell_rows(repro: HostRepro) -> list[tuple[str, ...]]:
+    """Matrix rows: path, batch size, draft tokens, status, what happened."""
+    rows = []
+    for cell in sorted(repro.cells, key=lambda c: (str(c.get("path")), c.get("batch_size") or 0,
+                                                   c.get("draft_tokens") or 0)):
+        signature = (cell.get("signature") or {}).get("name")
+        what = cell.get("detail") or ""
+        if cell.get("max_abs_diff") is not None and cell.get("status") in ("ok", "mismatch"):
+            what = (what + f" max|diff| {cell['max_abs_diff']:.2g}").strip()
+        if signature:
+            what = f"[{signature}] {what}"
+        rows.append((str(cell.get("path", "?")), str(cell.get("batch_size", "?")), str(cell.get("draft_tokens", "?")),
+                     str(cell.get("status", "?")), what[:160]))
+    return rows
