@@ -97,6 +97,11 @@ def _plausible_name(name: str) -> bool:
     return len(name) <= 253 and all(_LABEL.match(label) for label in name.removesuffix(".").split("."))
 
 
+def _is_pattern(target: str) -> bool:
+    """Shell-style wildcards select inventory names; `[` alone is a pattern only outside `[v6]:port`."""
+    return "*" in target or "?" in target or ("[" in target and _split_target(target) is None)
+
+
 def _may_be_typo(target: str) -> bool:
     """A bare name (no user, no port) that is not an IP address: it could be a misspelt inventory name."""
     return re.fullmatch(r"[\w.-]+", target) is not None and not _is_ip(target)
@@ -167,7 +172,7 @@ class _Resolver:
     def _from_inventory(self, inv: Inventory, target: str) -> list[Host] | None:
         """The hosts a name or pattern selects: a group's hosts, plus a host of the same name; None: no match."""
         names: list[str] = []
-        if any(c in target for c in "*?[") and not target.startswith("["):
+        if _is_pattern(target):
             for group in (g for g in inv.groups if fnmatch.fnmatchcase(g, target)):
                 names += inv.groups[group]
             names += [h for h in inv.hosts if fnmatch.fnmatchcase(h, target)]

@@ -170,6 +170,15 @@ def test_bare_word_far_from_inventory_names_is_an_adhoc_host():
     assert (hosts[0].transport, hosts[0].address) == ("ssh", "inference-node.example.org")
 
 
+def test_ip_address_close_to_an_inventory_name_is_still_an_adhoc_host(tmp_path):
+    inv = load_inventory(write(tmp_path, "hosts:\n  10.0.0.11:\n"))
+    assert resolve_targets(["10.0.0.12"], inv)[0].address == "10.0.0.12"
+
+
+def test_explicit_port_bypasses_the_typo_check():
+    assert resolve_targets(["gpu-0l:22"], load_inventory(NATIVE))[0].address == "gpu-0l"
+
+
 def test_implausible_target_with_inventory_suggests_close_names():
     with pytest.raises(InventoryError, match=r"not an inventory host or group.*did you mean gpus"):
         resolve_targets(["gpus!"], load_inventory(NATIVE))
@@ -180,6 +189,7 @@ def test_wildcard_pattern_selects_matching_hosts():
     assert [h.name for h in resolve_targets(["gpu-0[34]"], inv)] == ["gpu-03", "gpu-04"]
     with pytest.raises(InventoryError, match="matches no host"):
         resolve_targets(["tpu-*"], inv)
+    assert resolve_targets(["root@[::1]:2200"], inv)[0].address == "::1"   # brackets of an IPv6 target
 
 
 def test_distinct_hosts_sharing_a_name_are_kept_apart():
