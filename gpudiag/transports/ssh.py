@@ -171,7 +171,10 @@ class SSHTransport:
 
     def _open_client(self, address: str, port: int, user: str, make_sock: Callable[[], Any],
                      deadline: float, label: str) -> paramiko.SSHClient:
-        sock = make_sock()
+        try:
+            sock = make_sock()
+        except TransportError as exc:
+            raise TransportError(exc.status, label + exc.reason) from None
         self._track(sock)
         client = paramiko.SSHClient()
         client.set_missing_host_key_policy(_CheckPolicy(self.checker))

@@ -22,8 +22,11 @@ The API (class SSHDFleet, also usable without pytest, see benchmarks/fleet_scan.
   fleet.unauthorized_key a valid key no host accepts
   fleet.bin_dir          first on the PATH of every ssh session (drop stand-in commands here)
   fleet.script(name, body)   an executable shell script in the fleet dir, readable by every user
-  fleet.write_inventory(path, names=None, python=None, form="gpudiag"|"ansible", extra=None)
-                         extra: {host name: {field: value}} in the chosen form's own field names
+  fleet.write_inventory(path, names=None, python=None, form="gpudiag"|"ansible", extra=None, variants=None)
+                         extra: {host name: {field: value}}, variants: {new name: (host name, {field: value})},
+                         fields in gpudiag's names (translated for form="ansible")
+  fleet.fast_scan_args   ("--probes", "env", "--set", "env.torch=false"): scans that test plumbing
+  fleet.system_python    an interpreter every user (gdnoisy too) can run
   fleet.env(**overrides) env for running the gpudiag CLI: GPUDIAG_KNOWN_HOSTS=fleet.known_hosts,
                          GPUDIAG_SSH_CONFIG=an empty file, HOME=a temp dir, GPUDIAG_REPORTS, no agent
   fleet.run_gpudiag(*args, timeout=60, env=None) -> subprocess.CompletedProcess (text)
@@ -51,6 +54,11 @@ SSHD = "/usr/sbin/sshd"
 NOISY_USER = "gdnoisy"
 NOISY_LINE = "gdnoisy-bashrc: welcome, this line goes to stdout"
 START_TIMEOUT = 15.0
+# Probe selection for scans that test the plumbing, not the probes: quick on any host.
+FAST_SCAN_ARGS = ("--probes", "env", "--set", "env.torch=false")
+ANSIBLE_NAMES = {"address": "ansible_host", "port": "ansible_port", "user": "ansible_user",
+                 "identity_file": "ansible_ssh_private_key_file", "python": "ansible_python_interpreter",
+                 "container": "gpudiag_container", "jump": "gpudiag_jump"}
 
 
 @dataclass(frozen=True)
@@ -158,6 +166,8 @@ class SSHDFleet:
         self.known_hosts = self.root / "known_hosts"
         self.ssh_config = self.root / "ssh_config"
         self.hosts: list[FleetHost] = []
+        self.fast_scan_args = FAST_SCAN_ARGS
+        self.system_python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
         self._procs: list[subprocess.Popen] = []
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -254,31 +264,36 @@ class SSHDFleet:
         os.chmod(path, 0o755)
         return path
 
-    def inventory_entry(self, h: FleetHost, python: str | None, form: str) -> dict:
+    def inventory_entry(self, name: str, default_python: str | None = None, form: str = "gpudiag",
+                        **fields) -> dict:
+        """One host's inventory settings; `fields` in gpudiag's names (address, port, user, identity_file,
+        python, container, jump), translated to Ansible's names for form="ansible"."""
+        h = self.host(name)
+        settings = {"address": h.address, "port": h.port, "user": h.user, "identity_file": h.key_path}
+        if default_python:
+            settings["python"] = default_python
+        settings.update(fields)
         if form == "ansible":
-            entry = {"ansible_host": h.address, "ansible_port": h.port, "ansible_user": h.user,
-                     "ansible_ssh_private_key_file": h.key_path}
-            if python:
-                entry["ansible_python_interpreter"] = python
-            return entry
-        entry = {"address": h.address, "port": h.port, "user": h.user, "identity_file": h.key_path}
-        if python:
-            entry["python"] = python
-        return entry
+            return {ANSIBLE_NAMES.get(k, k): v for k, v in settings.items()}
+        return settings
 
     def write_inventory(self, path, names=None, python: str | None = None, form: str = "gpudiag",
-                        extra: dict | None = None) -> Path:
-        """An inventory of the named fleet hosts (default all) in gpudiag's or Ansible's YAML form."""
+                        extra: dict | None = None, variants: dict | None = None) -> Path:
+        """An inventory of the named fleet hosts (default all) in gpudiag's or Ansible's YAML form.
+
+        extra:    {fleet host name: {field: value}} changes to that host (gpudiag field names).
+        variants: {new name: (fleet host name, {field: value})} more hosts made from a fleet host,
+                  e.g. {"noauth": ("h0", {"identity_file": str(fleet.unauthorized_key)})}.
+        """
         import yaml
 
         if form not in ("gpudiag", "ansible"):
             raise ValueError(f"form {form!r}: gpudiag or ansible")
-        chosen = [self.host(n) for n in names] if names else list(self.hosts)
         entries = {}
-        for h in chosen:
-            entry = self.inventory_entry(h, python, form)
-            entry.update((extra or {}).get(h.name, {}))
-            entries[h.name] = entry
+        for name in names if names is not None else [h.name for h in self.hosts]:
+            entries[name] = self.inventory_entry(name, python, form, **(extra or {}).get(name, {}))
+        for new_name, (base, fields) in (variants or {}).items():
+            entries[new_name] = self.inventory_entry(base, python, form, **fields)
         doc = {"all": {"hosts": entries}} if form == "ansible" else {"hosts": entries}
         path = Path(path)
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
