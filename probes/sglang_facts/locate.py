@@ -30,9 +30,10 @@ def choose_interpreter(ctx_results, options):
 
 
 def same_interpreter(path):
+    """Only the very same path: a venv's python links to the base binary yet has its own sys.path."""
     try:
-        return os.path.realpath(path) == os.path.realpath(sys.executable) or path == sys.executable
-    except (OSError, ValueError):
+        return os.path.abspath(path) == os.path.abspath(sys.executable)
+    except (OSError, ValueError, TypeError):
         return False
 
 

@@ -157,6 +157,8 @@ class SourceTree(object):
         except (SyntaxError, ValueError):
             return self.tree(rel)
         ast.increment_lineno(parsed, start - (1 if depth else 0))
+        if depth:  # drop the `if 1:` wrapper so it never reads as a condition
+            parsed = ast.Module(body=parsed.body[0].body, type_ignores=[])
         self._regions[(rel, start)] = parsed
         return parsed
 
