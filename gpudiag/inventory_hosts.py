@@ -9,7 +9,7 @@ from typing import Callable
 
 from gpudiag.inventory_base import LOCAL_NAMES, HostSpec, InventoryError
 from gpudiag.models import Host, safe_file_name
-from gpudiag.sshconfig import SshConfig, SshConfigError
+from gpudiag.sshconfig import SshConfig, SshConfigError, SshSettings
 
 DEFAULT_PYTHON = "python3"
 _HOP = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[0-9A-Fa-f:.%]+)\]|(?P<host>[^:@\s\[\]]+))"
@@ -50,19 +50,19 @@ class HopResolver:
             found = self.inventory_hop(hop, stack + (hop,))
             if found is not None:
                 return found
-        match = _HOP.match(hop)
+        match = _HOP.match(hop.removeprefix("ssh://"))
         if not match:
             raise InventoryError(f"jump {hop!r}: expected [user@]host[:port] or an inventory host name")
         alias = match.group("v6") or match.group("host")
         settings = _lookup(self.ssh, alias)
         port = int(match.group("port")) if match.group("port") else settings.port
         spec = endpoint(settings.hostname, match.group("user") or settings.user, port)
-        if settings.proxy_jump:
+        if settings.proxy_jump and settings.proxy_jump not in (hop, alias):  # `Host * ProxyJump x` hits x too
             return f"{self.resolve(settings.proxy_jump, stack + (hop,))},{spec}"
         return spec
 
 
-def _lookup(ssh: SshConfig, alias: str):  # type: ignore[no-untyped-def]
+def _lookup(ssh: SshConfig, alias: str) -> SshSettings:
     try:
         return ssh.lookup(alias)
     except SshConfigError as exc:
@@ -74,6 +74,8 @@ def ssh_host(name: str, address: str, *, user: str | None, port: int | None, ide
     """An ssh Host: ssh_config fills what was not given; HostName always maps the alias."""
     settings = _lookup(hops.ssh, address)
     raw_jump = jump if jump is not None else settings.proxy_jump
+    if raw_jump in (address, name):   # a catch-all `Host * ProxyJump bastion` also matches the bastion
+        raw_jump = None
     resolved_jump = hops.resolve(raw_jump, jump_stack) if raw_jump else None
     return Host(name=name, address=settings.hostname, transport="ssh", user=user or settings.user,
                 port=port or settings.port, identity_file=_expand_home(identity_file) or settings.identity_file,

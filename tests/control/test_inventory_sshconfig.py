@@ -96,3 +96,20 @@ def test_proxyjump_none_means_no_jump():
 def test_missing_config_file_is_empty(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUDIAG_SSH_CONFIG", str(tmp_path / "absent"))
     assert parse_adhoc("gpu-alias").address == "gpu-alias"
+
+
+def test_catch_all_proxyjump_does_not_make_the_bastion_jump_through_itself(tmp_path, monkeypatch):
+    config = tmp_path / "ssh_config"
+    config.write_text("Host bastion\n  HostName bastion.example.com\n  User b\nHost *\n  ProxyJump bastion\n")
+    monkeypatch.setenv("GPUDIAG_SSH_CONFIG", str(config))
+    assert parse_adhoc("gpu-5").jump == "b@bastion.example.com"
+    bastion = parse_adhoc("bastion")
+    assert (bastion.address, bastion.jump) == ("bastion.example.com", None)
+
+
+def test_proxyjump_chain_and_ssh_uri_hops(tmp_path, monkeypatch):
+    config = tmp_path / "ssh_config"
+    config.write_text("Host inner\n  HostName 10.5.0.1\n  ProxyJump ssh://o@outer.example.com:2200\n"
+                      "Host target\n  ProxyJump inner,last\n")
+    monkeypatch.setenv("GPUDIAG_SSH_CONFIG", str(config))
+    assert parse_adhoc("target").jump == "o@outer.example.com:2200,10.5.0.1,last"
