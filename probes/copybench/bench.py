@@ -27,12 +27,12 @@ class Budget(object):
 class DeviceBench(object):
     """One device's benchmark: a timer, the job's settings, and the tensors it allocates (freed by owner)."""
 
-    def __init__(self, torch, device, job, budget, installed=(), extra_strategies=None):
+    def __init__(self, torch, device, job, budget, installed=None, extra_strategies=None):
         self.torch = torch
         self.device = device
         self.job = job
         self.budget = budget
-        self.installed = list(installed)
+        self.installed = installed   # an InstalledLoader, or None
         self.extra = dict(extra_strategies or {})
         self.cuda = device.startswith("cuda")
         self.timer = CudaEventTimer(torch) if self.cuda else CpuTimer()
@@ -178,21 +178,23 @@ class DeviceBench(object):
     def _installed(self, results, names, dsts, srcs, behaviour):
         if "installed" not in self.job["strategies"]:
             return
-        if not self.installed:
-            reasons = "; ".join(f["reason"] for f in self.job.get("installed_failures") or []) or \
-                "no installed _grouped_foreach_copy_ was loaded"
+        loaded, failures = self.installed.get() if self.installed is not None else ([], [])
+        if not loaded:
+            reasons = "; ".join(f["reason"] for f in failures) or "no installed _grouped_foreach_copy_ was loaded"
             results["installed"] = {"status": "skipped", "reason": reasons}
             return
         separate = None
         if behaviour.get("hidden_states_separate") and workloads.HIDDEN in names:
             separate = names.index(workloads.HIDDEN)
         variants = {}
-        for item in self.installed:
+        for item in loaded:
             runner = strategies.InstalledCopy(item["fn"], dsts, separate)
             variants[item["module"]] = dict(self.run_strategy(names, lambda r=runner: r(srcs), dsts, srcs),
                                             module=item["module"], hidden_states_separate=separate is not None)
-        chosen = behaviour.get("module") if behaviour.get("module") in variants else self.installed[0]["module"]
+        chosen = behaviour.get("module") if behaviour.get("module") in variants else loaded[0]["module"]
         results["installed"] = dict(variants[chosen])
+        if failures:
+            results["installed"]["not_loaded"] = failures
         if len(variants) > 1:
             results["installed"]["variants"] = variants
 

@@ -13,11 +13,7 @@ def bench_all(job, emit=None, extra_strategies=None):
     """Every device of the job in turn; emit(result) after each one. Stops after a CUDA fault."""
     import torch
     budget = Budget(job["budget_s"])
-    installed, failures = [], []
-    if "installed" in job["strategies"]:
-        installed, failures = strategies.load_installed(job.get("installed_modules"))
-    job = dict(job, installed_failures=failures,
-               installed_loaded=[item["module"] for item in installed])
+    installed = InstalledLoader(job.get("installed_modules"), "installed" in job["strategies"])
     targets = [None] if job["device"] == "cpu" else list(job["gpus"])
     results = []
     for n, index in enumerate(targets):
@@ -32,6 +28,22 @@ def bench_all(job, emit=None, extra_strategies=None):
         if result.get("status") == "error" and "CUDA" in result.get("reason", ""):
             break   # the context may be poisoned: the caller starts a fresh process for the rest
     return results
+
+
+class InstalledLoader(object):
+    """Imports the installed sglang's copy functions once, when the first device passed its idle check
+    (an sglang import may initialise CUDA)."""
+
+    def __init__(self, modules, wanted):
+        self.modules = modules
+        self.wanted = wanted
+        self.loaded = None
+
+    def get(self):
+        """([{module, fn}], [{module, reason}])."""
+        if self.loaded is None:
+            self.loaded = strategies.load_installed(self.modules) if self.wanted else ([], [])
+        return self.loaded
 
 
 def bench_one(torch, job, index, budget, installed, extra):

@@ -1,21 +1,14 @@
 """Is a GPU idle enough to benchmark on? nvidia-smi's view (read by the probe, which holds no CUDA context)
-and torch's free-memory view (read in the child), with pure parsers and one pure verdict.
+and torch's free-memory view (read in the child), decided by one pure verdict.
 """
 from probes.context import run_command, which
+from probes.hostinfo import nvidia_smi
 
-GPU_QUERY = ["nvidia-smi", "--query-gpu=index,uuid,name,memory.used,memory.total",
-             "--format=csv,noheader,nounits"]
-APPS_QUERY = ["nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
-              "--format=csv,noheader,nounits"]
+CSV = "--format=csv,noheader,nounits"
+GPU_QUERY = ["--query-gpu=" + ",".join(nvidia_smi.QUERY_GPU_FIELDS), CSV]
+APPS_QUERY = ["--query-compute-apps=" + ",".join(nvidia_smi.COMPUTE_APPS_FIELDS), CSV]
 # A fresh CUDA context and the allocator's first block, counted in torch's used-memory figure.
 OWN_CONTEXT_MIB = 1024
-
-
-def _number(text):
-    try:
-        return int(float(text.strip()))
-    except (TypeError, ValueError):
-        return None
 
 
 def normalize_uuid(uuid):
@@ -23,41 +16,27 @@ def normalize_uuid(uuid):
     return text[4:] if text.startswith("gpu-") else text
 
 
-def parse_gpu_query(text):
-    """nvidia-smi --query-gpu=index,uuid,name,memory.used,memory.total (csv, no header, no units)."""
-    gpus = []
-    for line in (text or "").splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) < 5 or _number(parts[0]) is None:
-            continue
-        gpus.append({"index": _number(parts[0]), "uuid": parts[1], "name": ",".join(parts[2:-2]).strip(),
-                     "memory_used_mib": _number(parts[-2]), "memory_total_mib": _number(parts[-1])})
-    return gpus
-
-
-def parse_compute_apps(text):
-    """nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory; 'No running …' lines skipped."""
-    apps = []
-    for line in (text or "").splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) < 4 or _number(parts[1]) is None:
-            continue
-        apps.append({"gpu_uuid": parts[0], "pid": _number(parts[1]), "name": ",".join(parts[2:-1]).strip(),
-                     "used_memory_mib": _number(parts[-1])})
-    return apps
+def snapshot_from_text(gpu_text, apps_text):
+    """{gpus, apps} from the two nvidia-smi answers, or {error} when either is an error message."""
+    try:
+        return {"gpus": nvidia_smi.parse_query_gpu(gpu_text), "apps": nvidia_smi.parse_compute_apps(apps_text)}
+    except nvidia_smi.NvidiaSmiError as exc:
+        return {"error": "nvidia-smi: %s" % exc}
 
 
 def smi_snapshot(timeout=10.0):
     """{gpus, apps} from nvidia-smi, or {error} when it cannot be asked (then torch's view decides)."""
-    if not which("nvidia-smi"):
+    binary = which("nvidia-smi")
+    if not binary:
         return {"error": "nvidia-smi: not found"}
-    gpus = run_command(GPU_QUERY, timeout=timeout)
-    if not gpus["ok"]:
-        return {"error": gpus["error"]}
-    apps = run_command(APPS_QUERY, timeout=timeout)
-    if not apps["ok"]:
-        return {"error": apps["error"]}
-    return {"gpus": parse_gpu_query(gpus["stdout"]), "apps": parse_compute_apps(apps["stdout"])}
+    texts = []
+    for args in (GPU_QUERY, APPS_QUERY):
+        result = run_command([binary] + args, timeout=timeout)
+        if not result["ok"]:
+            message = nvidia_smi.failure_message(result["stdout"]) or result["error"]
+            return {"error": "nvidia-smi: %s" % message}
+        texts.append(result["stdout"])
+    return snapshot_from_text(*texts)
 
 
 def idle_verdict(uuid, snapshot, max_used_mib, torch_used_mib=None, own_pid=None):

@@ -107,7 +107,7 @@ class PackedCopy(object):
             src, dst = srcs[i], self.dsts[i]
             if src.dtype != dst.dtype:
                 src = src.to(dst.dtype)
-            pieces.append(src.reshape(-1).view(torch.uint8))
+            pieces.append(src.contiguous().view(-1).view(torch.uint8))
         torch.cat(pieces, out=self.staging[:self.total])
         self.arena[:self.total].copy_(self.staging[:self.total])
 

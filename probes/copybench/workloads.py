@@ -156,8 +156,11 @@ def call_site_path(qualname):
         return "eagle_draft_extend"
     if "Draft" in q or "EAGLE" in q or "Eagle" in q:
         return "eagle_draft"
-    if "populate_from_forward_batch" in q or "CudaGraphRunner" in q or "InputBuffers" in q:
-        return "dflash_verify"
+    if "Prefill" in q:
+        return None
+    if any(k in q for k in ("DecodeInputBuffers", "populate_from_forward_batch", "CudaGraphRunner",
+                            "BufferRegistry", "fill_from")):
+        return "dflash_verify"   # the generic decode/verify runner DFlash verifies through
     return None
 
 
@@ -166,22 +169,39 @@ def _source(results):
     return data if isinstance(data, dict) and data.get("found", True) else None
 
 
+def _module_of(target):
+    if isinstance(target, dict):
+        return target.get("module")
+    return target if isinstance(target, str) else None
+
+
+def _gpu_fields(names):
+    """Field names of device tensors, in order, once each (host mirrors such as seq_lens_cpu dropped)."""
+    out = []
+    for name in names:
+        name = field_name(name) if name else None
+        if name and not name.endswith("_cpu") and name not in out:
+            out.append(name)
+    return out
+
+
 def fields_from_source(results):
-    """{path: [field names]} the installed release copies on each path (call sites, then per-tensor lists)."""
+    """{path: [field names]} the installed release copies on each path: the EAGLE runners' grouped and
+    per-tensor fields, and the generic runner's call-site list."""
     data = _source(results)
     if not data:
         return {}
     found = {}
-    for site in ((data.get("grouped_foreach_copy") or {}).get("call_sites") or []):
-        path = call_site_path(site.get("qualname"))
-        names = [field_name(f) for f in site.get("fields") or []]
-        if path and any(names) and path not in found:
-            found[path] = [n for n in names if n]
     for path, key in _EAGLE_KEYS.items():
         info = (data.get("eagle") or {}).get(key) or {}
-        names = [field_name(f) for f in info.get("per_tensor_fields") or []]
-        if path not in found and any(names):
-            found[path] = [n for n in names if n]
+        names = _gpu_fields(list(info.get("grouped_fields") or []) + list(info.get("per_tensor_fields") or []))
+        if names:
+            found[path] = names
+    for site in ((data.get("grouped_foreach_copy") or {}).get("call_sites") or []):
+        path = call_site_path(site.get("qualname"))
+        names = _gpu_fields(site.get("fields") or [])
+        if path and names and path not in found:
+            found[path] = names
     return found
 
 
@@ -192,24 +212,21 @@ def installed_behaviour(results):
            for p in PATHS}
     if not data:
         return out
-    sites = (data.get("grouped_foreach_copy") or {}).get("call_sites") or []
-    for site in sites:
+    for site in (data.get("grouped_foreach_copy") or {}).get("call_sites") or []:
         path = call_site_path(site.get("qualname"))
         if path and out[path]["kind"] == "unknown":
-            names = [field_name(f) for f in site.get("fields") or []]
-            out[path] = {"kind": "grouped", "hidden_states_separate": HIDDEN not in names if names else None,
-                         "module": site.get("resolves_to"), "evidence": _evidence(site)}
+            names = _gpu_fields(site.get("fields") or [])
+            out[path] = {"kind": "grouped", "hidden_states_separate": (HIDDEN not in names) if names else None,
+                         "module": _module_of(site.get("resolves_to")), "evidence": _evidence(site)}
     for path, key in _EAGLE_KEYS.items():
         info = (data.get("eagle") or {}).get(key)
         if not isinstance(info, dict) or "batched" not in info:
             continue
         ev = (info.get("evidence") or [None])[0] or _evidence(info)
         if info.get("batched"):
-            separate = info.get("hidden_states_separate")
-            prior = out[path]
-            out[path] = {"kind": "grouped", "module": prior["module"], "evidence": prior["evidence"] or ev,
-                         "hidden_states_separate": prior["hidden_states_separate"] if separate is None
-                         else bool(separate)}
+            resolved = [_module_of(t) for t in info.get("grouped_resolves_to") or [] if _module_of(t)]
+            out[path] = {"kind": "grouped", "hidden_states_separate": bool(info.get("hidden_states_separate")),
+                         "module": resolved[0] if resolved else out[path]["module"], "evidence": ev}
         else:
             out[path] = {"kind": "per_tensor", "hidden_states_separate": None, "module": None, "evidence": ev}
     if not installed_definitions(results):
