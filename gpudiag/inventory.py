@@ -1,8 +1,8 @@
 """Targets and inventories → a list of resolved Hosts.
 
-Accepts gpudiag's own inventory form, Ansible's YAML inventory form (detected by a top-level `all:`),
-and ad-hoc targets (`localhost`, `host`, `user@host:port`, `[::1]:22`); ~/.ssh/config applies to every
-ssh host. Errors are one line and name the file and line.
+Accepts gpudiag's own inventory form, Ansible's YAML inventory form (a top-level `all:`, or only
+groups made of hosts/vars/children) and ad-hoc targets (`localhost`, `host`, `user@host:port`,
+`[::1]:22`); ~/.ssh/config applies to every ssh host. Errors are one line naming file and line.
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import yaml
 
-from gpudiag.inventory_ansible import parse_ansible
+from gpudiag.inventory_ansible import GROUP_KEYS, parse_ansible
 from gpudiag.inventory_base import LOCAL_NAMES, Inventory, InventoryError, YamlFile, suggest
 from gpudiag.inventory_hosts import DEFAULT_PYTHON, HopResolver, HostBuilder, ssh_host
-from gpudiag.inventory_native import parse_native
+from gpudiag.inventory_native import TOP_KEYS as NATIVE_KEYS, parse_native
 from gpudiag.models import Host, safe_file_name
 from gpudiag.sshconfig import SshConfig, SshConfigError
 
@@ -35,11 +35,24 @@ def load_inventory(path: str | Path, ssh_config: SshConfig | None = None) -> Inv
     doc = YamlFile(path)
     if doc.root is None:
         raise InventoryError(f"{doc.path}:1: the inventory is empty (expected `hosts:` or Ansible's `all:`)")
-    ansible = isinstance(doc.root, yaml.MappingNode) and any(k.value == "all" for k, _ in doc.root.value)
+    ansible = _looks_like_ansible(doc.root)
     specs, groups = parse_ansible(doc) if ansible else parse_native(doc)
     hosts = HostBuilder(specs, doc.path, ssh_config or _ssh_config()).build()
     groups["all"] = list(hosts)
     return Inventory(path=doc.path, hosts=hosts, groups=groups, form="ansible" if ansible else "gpudiag")
+
+
+def _looks_like_ansible(root: yaml.Node) -> bool:
+    """A top-level `all:`, or (as in Ansible's own examples) only groups made of hosts/vars/children."""
+    if not isinstance(root, yaml.MappingNode) or not root.value:
+        return False
+    keys = [k.value for k, _ in root.value]
+    if "all" in keys:
+        return True
+    if any(key in NATIVE_KEYS for key in keys):
+        return False
+    return all(isinstance(v, yaml.MappingNode) and v.value and
+               all(getattr(k, "value", None) in GROUP_KEYS for k, _ in v.value) for _, v in root.value)
 
 
 def _ssh_config() -> SshConfig:

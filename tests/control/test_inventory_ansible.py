@@ -140,3 +140,12 @@ all:
 def test_ssh_connection_forces_ssh_for_localhost(tmp_path):
     inv = load_inventory(write(tmp_path, "all:\n  hosts:\n    localhost:\n      ansible_connection: ssh\n"))
     assert inv.hosts["localhost"].transport == "ssh"
+
+
+def test_ansible_guide_example_without_all_is_detected():
+    inv = load_inventory(os.path.join(FIXTURES, "ansible_no_all.yaml"))
+    assert inv.form == "ansible"
+    assert inv.groups["prod"] == ["foo.example.com", "one.example.com", "two.example.com"]
+    assert inv.groups["ungrouped"] == ["mail.example.com"]
+    assert len(inv.groups["all"]) == 6
+    assert inv.hosts["bar.example.com"].groups == ("test", "webservers", "west")
