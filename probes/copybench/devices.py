@@ -59,7 +59,7 @@ def bench_one(torch, job, index, budget, installed, extra):
             torch.set_num_threads(threads)
     props = torch.cuda.get_device_properties(index)
     head = {"index": index, "name": props.name, "uuid": str(getattr(props, "uuid", "") or ""),
-            "device": "cuda:%d" % index, "compute_capability": "sm_%d%d" % (props.major, props.minor)}
+            "device": "cuda", "torch_device": "cuda:%d" % index, "compute_capability": "sm_%d%d" % (props.major, props.minor)}
     head["idle_check"] = check_idle(torch, index, head["uuid"], job)
     if not head["idle_check"]["idle"]:
         if not job.get("force"):

@@ -6,6 +6,7 @@ found the call-site field lists of the installed release, those names are used i
 """
 import re
 
+INSTALLED_FUNC = "_grouped_foreach_copy_"
 PATHS = ("eagle_draft", "eagle_draft_extend", "dflash_verify")
 HIDDEN = "hidden_states"
 
@@ -170,9 +171,13 @@ def _source(results):
 
 
 def _module_of(target):
+    """The module a call resolves to: {module, file, line}, or a dotted 'module._grouped_foreach_copy_'."""
     if isinstance(target, dict):
         return target.get("module")
-    return target if isinstance(target, str) else None
+    if isinstance(target, str) and target:
+        suffix = "." + INSTALLED_FUNC
+        return target[:-len(suffix)] if target.endswith(suffix) else target
+    return None
 
 
 def _gpu_fields(names):
