@@ -125,6 +125,7 @@ def flatten_groups(doc: YamlFile, members: dict[str, list[tuple[str, yaml.Node]]
 
 
 def _attach_groups(specs: list[HostSpec], groups: dict[str, list[str]]) -> None:
+    members = {group: set(hosts) for group, hosts in groups.items()}
     for spec in specs:
-        spec.groups = sorted(g for g, hosts in groups.items() if spec.name in hosts)
+        spec.groups = sorted(g for g, hosts in members.items() if spec.name in hosts)
 
