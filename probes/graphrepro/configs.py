@@ -115,6 +115,20 @@ def write_model_dir(folder, config):
     return folder
 
 
+def copy_code_files(source_dir, folder):
+    """Remote-code configs (`auto_map`) need their .py files next to config.json; nothing else is copied."""
+    copied = []
+    if not source_dir or not os.path.isdir(source_dir):
+        return copied
+    for name in sorted(os.listdir(source_dir)):
+        path = os.path.join(source_dir, name)
+        if name.endswith(".py") and os.path.isfile(path):
+            with open(path, "rb") as src, open(os.path.join(folder, name), "wb") as dst:
+                dst.write(src.read())
+            copied.append(name)
+    return copied
+
+
 def target_config(model_dir, layers):
     """(config, source): the host's config.json reduced, or the bundled one when there is none."""
     if model_dir and os.path.isfile(os.path.join(model_dir, "config.json")):

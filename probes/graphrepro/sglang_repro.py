@@ -40,6 +40,7 @@ def prepare_dirs(workdir, settings, algorithm, draft_tokens):
     """Write the reduced target and the draft model dirs; returns (target_dir, draft_dir, sources)."""
     target, target_source = configs.target_config(settings.get("model"), settings["layers"])
     target_dir = configs.write_model_dir(os.path.join(workdir, "target"), target)
+    configs.copy_code_files(settings.get("model"), target_dir)
     draft_src = settings.get("draft_model")
     if draft_src and os.path.isfile(os.path.join(draft_src, "config.json")):
         draft = configs.fit_draft(configs.read_config(draft_src), target, algorithm, draft_tokens)
@@ -49,6 +50,7 @@ def prepare_dirs(workdir, settings, algorithm, draft_tokens):
         draft_source = "derived from the target for %s" % algorithm
     draft_dir = configs.write_model_dir(os.path.join(workdir, "draft-%s-%d" % (algorithm.lower(), draft_tokens)),
                                         draft)
+    configs.copy_code_files(draft_src, draft_dir)
     return target_dir, draft_dir, {"target": target_source, "draft": draft_source}
 
 
