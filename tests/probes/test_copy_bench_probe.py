@@ -1,0 +1,107 @@
+"""The copy_bench probe's collect() on the CPU: the data shape, the installed release's own copy functions
+(a stand-in sglang package on sys.path), and errors for bad options."""
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from probes import copy_bench  # noqa: E402
+from probes.context import ProbeContext, Skip  # noqa: E402
+from probes.copybench import options  # noqa: E402
+
+TINY = {"device": "cpu", "batch_sizes": [2], "hidden_sizes": [64], "sweep_min_bytes": 1024, "sweep_max_bytes": 16384,
+        "samples": 3, "target_us": 20, "max_iters": 5, "draft_tokens": 4}
+
+GROUPED = '''
+import torch
+CALLS = []
+def _grouped_foreach_copy_(dsts, srcs):
+    CALLS.append(len(dsts))
+    groups = {}
+    for d, s in zip(dsts, srcs):
+        groups.setdefault((d.dtype, s.dtype), ([], []))
+        groups[(d.dtype, s.dtype)][0].append(d)
+        groups[(d.dtype, s.dtype)][1].append(s)
+    for ds, ss in groups.values():
+        torch._foreach_copy_(ds, ss)
+'''
+LOOP_WITH_BUG = '''
+def _grouped_foreach_copy_(dsts, srcs):
+    for d, s in zip(dsts[1:], srcs[1:]):   # forgets the first field
+        d.copy_(s)
+'''
+
+
+@pytest.fixture
+def fake_sglang(tmp_path, monkeypatch):
+    """A stand-in sglang with two definitions (one of them wrong) and a module that fails to import."""
+    base = tmp_path / "sglang" / "srt" / "model_executor"
+    base.mkdir(parents=True)
+    for folder in (tmp_path / "sglang", tmp_path / "sglang" / "srt", base):
+        (folder / "__init__.py").write_text("")
+    (base / "runner.py").write_text(textwrap.dedent(GROUPED))
+    (base / "input_buffers.py").write_text(textwrap.dedent(LOOP_WITH_BUG))
+    (base / "broken.py").write_text("raise ImportError('needs sgl_kernel')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    for name in [m for m in sys.modules if m == "sglang" or m.startswith("sglang.")]:
+        del sys.modules[name]
+
+
+def source_facts():
+    return {"found": True, "version": "0.5.14", "grouped_foreach_copy": {
+        "definitions": [{"module": "sglang.srt.model_executor.runner"},
+                        {"module": "sglang.srt.model_executor.input_buffers"},
+                        {"module": "sglang.srt.model_executor.broken"}],
+        "call_sites": [{"qualname": "EAGLEDraftExtendCudaGraphRunner.execute",
+                        "fields": ["input_ids", "seq_lens", "out_cache_loc", "positions", "req_pool_indices"],
+                        "resolves_to": {"module": "sglang.srt.model_executor.runner"}},
+                       {"qualname": "DecodeInputBuffers.populate_from_forward_batch",
+                        "fields": ["input_ids", "req_pool_indices", "seq_lens", "out_cache_loc", "positions"],
+                        "resolves_to": {"module": "sglang.srt.model_executor.input_buffers"}}]}}
+
+
+def test_installed_definitions_are_measured_as_the_release_calls_them(fake_sglang):
+    ctx = ProbeContext(options={"copy_bench": dict(TINY, paths=["eagle_draft_extend", "dflash_verify"])},
+                       results={"sglang_source": source_facts()})
+    data = copy_bench.collect(ctx)
+    extend, verify = data["gpus"][0]["workloads"]
+    installed = extend["strategies"]["installed"]
+    assert installed["status"] == "ok" and installed["module"] == "sglang.srt.model_executor.runner"
+    assert installed["hidden_states_separate"] is True
+    assert installed["variants"]["sglang.srt.model_executor.input_buffers"]["status"] == "wrong"
+    assert "import failed: ImportError: needs sgl_kernel" in installed["not_loaded"][0]["reason"]
+    runner = sys.modules["sglang.srt.model_executor.runner"]
+    assert 5 in runner.CALLS and 6 not in runner.CALLS      # hidden_states never went through it
+    assert extend["installed_baseline"]["strategy"] == "installed"
+    assert extend["saving_vs_installed_us"] == pytest.approx(
+        installed["median_us"] - extend["strategies"][extend["best"]]["median_us"], abs=1e-3)
+    # The generic path resolves to the wrong definition: never timed, and no saving claimed against it.
+    assert verify["strategies"]["installed"]["status"] == "wrong"
+    assert verify["saving_vs_installed_us"] is None
+    assert data["installed"]["behaviour"]["eagle_draft"]["kind"] == "unknown"
+
+
+def test_probe_data_shape_on_the_cpu():
+    data = copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY, paths=["eagle_draft"])}))
+    assert data["device"] == "cpu" and data["method"] == "perf_counter" and data["isolated"] is False
+    (cpu,) = data["gpus"]
+    assert cpu["status"] == "ok" and cpu["name"] == "cpu" and cpu["threads"] == 1
+    assert [r["bytes"] for r in cpu["sweep"]] == [1024, 4096, 16384]
+    assert all(r["copy"]["status"] == "ok" and r["foreach"]["status"] == "ok" for r in cpu["sweep"])
+    (workload,) = cpu["workloads"]
+    assert workload["name"] == "eagle_draft/bs2/h64"
+    assert workload["strategies"]["installed"]["status"] == "skipped"
+    assert "sglang is not importable" in workload["strategies"]["installed"]["reason"]
+    assert cpu["h2d"] is None and "CUDA only" in cpu["h2d_reason"]
+    assert data["settings"]["batch_sizes"] == [2] and data["settings_source"]["batch_sizes"] == "option"
+
+
+def test_bad_options_raise_a_one_line_error():
+    with pytest.raises(options.OptionError, match="copy_bench.hidden_dtype: expected one of"):
+        copy_bench.collect(ProbeContext(options={"copy_bench": {"hidden_dtype": "int4"}}))
+    if not torch.cuda.is_available():
+        with pytest.raises(Skip, match="device=cuda but torch"):
+            copy_bench.collect(ProbeContext(options={"copy_bench": {"device": "cuda"}}))
