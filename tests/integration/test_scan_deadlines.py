@@ -1,0 +1,107 @@
+"""Deadlines and Ctrl-C through `gpudiag scan` on the sshd fleet: a hung probe, a listener that never
+speaks SSH, and SIGINT mid-run all end promptly with a status, and the healthy host stays ok."""
+import json
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+
+@pytest.fixture
+def silent_listener():
+    """A TCP listener on loopback that accepts connections and never sends a byte."""
+    server = socket.socket()
+    server.bind(("127.0.0.20", 0))
+    server.listen(16)
+    held, stop = [], threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()
+    stop.set()
+    thread.join(2)
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def scan(fleet, tmp_path, variants, *args, names=("h0",), timeout=60):
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", list(names), variants=variants)
+    reports = tmp_path / "reports"
+    proc = fleet.run_gpudiag("scan", "-i", str(inventory), "all", *fleet.fast_scan_args, "--json", *args,
+                             env=fleet.env(GPUDIAG_REPORTS=str(reports)), timeout=timeout)
+    assert proc.returncode == 3, proc.stderr
+    return fleet.load_run(proc, reports)[1]
+
+
+def test_hung_probe_and_silent_listener_end_at_the_host_deadline(sshd_fleet, tmp_path, silent_listener):
+    address, port = silent_listener
+    hang = sshd_fleet.script("hanging-python", "cat >/dev/null\nsleep 20")
+    hosts = scan(sshd_fleet, tmp_path, {"hang": ("h1", {"python": str(hang)}),
+                                        "silent": ("h0", {"address": address, "port": port})},
+                 "--timeout", "4", "--connect-timeout", "10")
+    assert hosts["h0"]["status"] == "ok", hosts["h0"]["reason"]
+    assert hosts["hang"]["status"] == "timeout"
+    assert "4 s deadline" in hosts["hang"]["reason"]
+    assert hosts["silent"]["status"] == "timeout"
+    assert "no SSH session within the 4 s deadline" in hosts["silent"]["reason"]
+    for name in ("hang", "silent"):
+        assert hosts[name]["duration_s"] < 4 + 2.0     # bounded by the deadline, not by the hang
+
+
+def test_listener_that_never_speaks_ssh_is_unreachable_after_connect_timeout(sshd_fleet, tmp_path,
+                                                                             silent_listener):
+    address, port = silent_listener
+    hosts = scan(sshd_fleet, tmp_path, {"silent": ("h0", {"address": address, "port": port})},
+                 "--timeout", "30", "--connect-timeout", "1")
+    assert hosts["h0"]["status"] == "ok", hosts["h0"]["reason"]
+    assert hosts["silent"]["status"] == "unreachable"
+    assert f"{address}:{port} accepts TCP but sent no SSH banner within 1 s" in hosts["silent"]["reason"]
+    assert hosts["silent"]["duration_s"] < 1 + 2.0
+
+
+def test_sigint_keeps_finished_hosts_and_marks_the_run_interrupted(sshd_fleet, tmp_path):
+    fleet = sshd_fleet
+    slow = fleet.script("slow-python", "cat >/dev/null\nsleep 20")
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h0", "h1"],
+                                      variants={"slow": ("h2", {"python": str(slow)})})
+    reports = tmp_path / "reports"
+    proc = subprocess.Popen(fleet.gpudiag_argv() + ["scan", "-i", str(inventory), "all", *fleet.fast_scan_args,
+                                                    "--timeout", "60"],
+                            env=fleet.env(GPUDIAG_REPORTS=str(reports)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(fleet.home))
+    try:
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline and len(list(reports.glob("runs/*/hosts/*.json"))) < 2:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        assert len(list(reports.glob("runs/*/hosts/*.json"))) == 2, "h0 and h1 never finished"
+        interrupted_at = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        ended_after = time.monotonic() - interrupted_at
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert ended_after < 10                             # the slow host's connection was closed, not awaited
+    run_dir = next(reports.glob("runs/*"))
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["interrupted"] is True and run["finished_at"]
+    statuses = {h["name"]: h["status"] for h in run["hosts"]}
+    assert statuses == {"h0": "ok", "h1": "ok", "slow": "interrupted"}
+    files = sorted(p.name for p in (run_dir / "hosts").glob("*.json"))
+    assert files == ["h0.json", "h1.json"]
+    assert json.loads((run_dir / "hosts" / "h0.json").read_text())["status"] == "ok"

@@ -1,0 +1,74 @@
+"""Host keys and ProxyJump through `gpudiag scan` on the sshd fleet: --accept-new records an unknown key
+in gpudiag's own file and never accepts a changed one; a jump host carries the connection."""
+from pathlib import Path
+
+
+def scan(fleet, tmp_path, inventory, known, *args):
+    reports = tmp_path / "reports"
+    proc = fleet.run_gpudiag("scan", "-i", str(inventory), "all", *fleet.fast_scan_args, "--timeout", "60",
+                             "--json", *args, env=fleet.env(GPUDIAG_KNOWN_HOSTS=str(known), GPUDIAG_REPORTS=str(reports)))
+    return proc, fleet.load_run(proc, reports)[1]
+
+
+def test_accept_new_records_unknown_keys_and_refuses_changed_ones(sshd_fleet, tmp_path):
+    fleet = sshd_fleet
+    h0, h2, h3 = fleet.host("h0"), fleet.host("h2"), fleet.host("h3")
+    fake = Path(str(fleet.unauthorized_key) + ".pub").read_text().split()
+    known = tmp_path / "gpudiag_known_hosts"
+    known.write_text(f"{h0.known_hosts_line}\n{h2.host_id} {fake[0]} {fake[1]}\n")
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h0", "h2", "h3"])
+
+    proc, hosts = scan(fleet, tmp_path, inventory, known)
+    assert proc.returncode == 3
+    assert hosts["h3"]["status"] == "host_key_unknown" and h3.host_key_fingerprint in hosts["h3"]["reason"]
+
+    proc, hosts = scan(fleet, tmp_path, inventory, known, "--accept-new")
+    assert hosts["h0"]["status"] == "ok" and hosts["h3"]["status"] == "ok", hosts
+    assert hosts["h2"]["status"] == "host_key_changed"      # --accept-new never overrides a changed key
+    lines = known.read_text().splitlines()
+    assert h3.known_hosts_line in lines                     # recorded as "[127.0.0.5]:port ssh-ed25519 ..."
+    assert len(lines) == 3                                  # nothing recorded for h2
+
+    inventory_h3 = fleet.write_inventory(tmp_path / "h3.yaml", ["h3"])
+    proc, hosts = scan(fleet, tmp_path, inventory_h3, known)   # now known: no flag needed
+    assert proc.returncode == 0, proc.stderr
+    assert hosts["h3"]["status"] == "ok"
+
+
+def test_user_known_hosts_in_home_is_honoured_with_hashed_entries(sshd_fleet, tmp_path):
+    fleet = sshd_fleet
+    h1 = fleet.host("h1")
+    import paramiko
+    ssh_dir = tmp_path / "home" / ".ssh"
+    ssh_dir.mkdir(parents=True)
+    hashed = paramiko.HostKeys.hash_host(h1.host_id)
+    (ssh_dir / "known_hosts").write_text(f"{hashed} {' '.join(h1.known_hosts_line.split()[1:])}\n")
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h1"])
+    reports = tmp_path / "reports"
+    proc = fleet.run_gpudiag("scan", "-i", str(inventory), "all", *fleet.fast_scan_args, "--json",
+                             env=fleet.env(HOME=str(tmp_path / "home"), GPUDIAG_REPORTS=str(reports),
+                                           GPUDIAG_KNOWN_HOSTS=str(tmp_path / "empty")))
+    assert proc.returncode == 0, proc.stderr
+    assert fleet.load_run(proc, reports)[1]["h1"]["status"] == "ok"
+
+
+def accepted_logins(fleet, name):
+    log = Path(fleet.host(name).host_key_path).parent / "sshd.log"
+    return log.read_text(errors="replace").count("Accepted publickey for root")
+
+
+def test_proxyjump_through_one_fleet_host_to_another(sshd_fleet, tmp_path):
+    fleet = sshd_fleet
+    h0 = fleet.host("h0")
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", [], variants={
+        "jumped": ("h1", {"jump": h0.jump_spec}),
+        "badjump": ("h1", {"jump": f"root@{h0.address}:1"}),
+    })
+    before = accepted_logins(fleet, "h0"), accepted_logins(fleet, "h1")
+    proc, hosts = scan(fleet, tmp_path, inventory, fleet.known_hosts)
+    assert hosts["jumped"]["status"] == "ok", hosts["jumped"]["reason"]
+    assert hosts["badjump"]["status"] == "unreachable"
+    assert f"jump host root@{h0.address}:1" in hosts["badjump"]["reason"]
+    assert "connection refused" in hosts["badjump"]["reason"]
+    # The scan logged into the jump host once and into the target once: the route went through h0.
+    assert (accepted_logins(fleet, "h0"), accepted_logins(fleet, "h1")) == (before[0] + 1, before[1] + 1)

@@ -1,0 +1,71 @@
+"""SSHTransport against the real sshd fleet, without the CLI: what reaches the remote shell and stdout,
+large streams both ways, chained jumps, and close() from another thread."""
+import os
+import threading
+import time
+
+import pytest
+
+from gpudiag.models import Host
+from gpudiag.transports import TransportError
+from gpudiag.transports.ssh import SSHTransport
+
+
+@pytest.fixture
+def home(sshd_fleet, monkeypatch):
+    monkeypatch.setenv("HOME", str(sshd_fleet.home))          # no default keys, no ~/.ssh/known_hosts
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+
+
+def transport(fleet, name, **changes):
+    h = fleet.host(name)
+    host = Host(name=name, address=h.address, port=h.port, user=h.user, identity_file=h.key_path,
+                transport="ssh").with_(**changes)
+    return SSHTransport(host, known_hosts=str(fleet.known_hosts), connect_timeout=10)
+
+
+def test_noisy_bashrc_really_prints_on_stdout(sshd_fleet, home):
+    from tests.integration.conftest import NOISY_LINE
+    result = transport(sshd_fleet, "h0", user="gdnoisy").run(["echo", "payload"], b"", 20)
+    assert result.exit_code == 0
+    assert result.stdout.decode().splitlines() == [NOISY_LINE, "payload"]
+
+
+def test_every_word_reaches_the_remote_command_unchanged(sshd_fleet, home, tmp_path):
+    marker = tmp_path / "ran"
+    words = ["a b", "it's", '"q"', f";touch {marker}", "$(touch " + str(marker) + ")", "`id`", "x\ny", "*", ""]
+    result = transport(sshd_fleet, "h1").run(["printf", "%s\\0"] + words, b"", 20)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split(b"\0")[:-1] == [w.encode() for w in words]
+    assert not marker.exists()
+
+
+def test_large_stdin_and_both_output_streams_do_not_deadlock(sshd_fleet, home):
+    data = os.urandom(4 * 1024 * 1024)
+    result = transport(sshd_fleet, "h2").run(["sh", "-c", "cat; head -c 3000000 /dev/zero >&2; exit 7"], data, 60)
+    assert result.exit_code == 7 and not result.timed_out
+    assert result.stdout == data and result.stderr == b"\0" * 3000000
+
+
+def test_chained_jump_hosts(sshd_fleet, home):
+    h0, h1 = sshd_fleet.host("h0"), sshd_fleet.host("h1")
+    result = transport(sshd_fleet, "h2", jump=f"{h0.jump_spec},{h1.jump_spec}").run(["echo", "via two hops"],
+                                                                                    b"", 30)
+    assert result.stdout == b"via two hops\n"
+
+
+def test_close_aborts_a_running_command_promptly(sshd_fleet, home):
+    ssh = transport(sshd_fleet, "h3")
+    threading.Timer(1.0, ssh.close).start()
+    started = time.monotonic()
+    with pytest.raises(TransportError) as caught:
+        ssh.run(["sleep", "15"], b"", 60)
+    assert caught.value.status == "interrupted"
+    assert time.monotonic() - started < 5
+
+
+def test_deadline_ends_a_running_command_with_partial_output(sshd_fleet, home):
+    result = transport(sshd_fleet, "h3").run(["sh", "-c", "echo started; sleep 15"], b"", 2)
+    assert result.timed_out and result.exit_code is None
+    assert result.stdout == b"started\n"
+    assert result.duration_s < 4
