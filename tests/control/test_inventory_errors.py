@@ -54,6 +54,8 @@ CASES = [
      3, "groups form a cycle: a → b → a"),
     ("ansible hosts list", "all:\n  hosts:\n    - a\n", 3, "hosts must be a mapping, not a list"),
     ("ansible vars list", "all:\n  vars: [1]\n", 2, "vars must be a mapping"),
+    ("ini inventory", "[gpus]\ngpu-01 ansible_host=10.0.0.1\n", 2, "looks like an INI inventory"),
+    ("ini plain hosts", "gpu-01\ngpu-02\n\n[gpus]\ngpu-01\n", 1, "looks like an INI inventory"),
     ("ansible container", "all:\n  hosts:\n    a:\n      gpudiag_container: 'lxc:x'\n", 4, "engine must be"),
 ]
 
