@@ -9,6 +9,7 @@ from rich.table import Table
 
 from gpudiag.cli.common import inventory_option, load_hosts
 from gpudiag.models import Host
+from gpudiag.sshconfig import config_path
 
 
 def python_label(host: Host) -> str:
@@ -30,7 +31,9 @@ def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | No
     if as_json:
         click.echo(json.dumps([dict(h.to_dict(), route=h.describe_route()) for h in resolved], indent=2))
         return
-    table = Table(title=f"gpudiag hosts ({len(resolved)})")
+    ssh_config = config_path()
+    table = Table(title=f"gpudiag hosts ({len(resolved)})",
+                  caption=f"ssh config: {ssh_config}{'' if ssh_config.is_file() else ' (absent)'}")
     for column in ("name", "route", "python", "groups", "defined at"):
         table.add_column(column, overflow="fold", no_wrap=column in ("name", "defined at"))
     for h in resolved:

@@ -36,6 +36,7 @@ def test_table_shows_route_python_groups_and_definition():
     assert "/opt/sglang/.venv/bin/python" in row and "gpus,h100" in row and "gpudiag.yaml:15" in row
     local = next(line for line in result.output.splitlines() if "localhost" in line)
     assert "local child process" in local and "python3 (default)" in local
+    assert "no_ssh_config (absent)" in result.output
 
 
 def test_json_lists_every_host_when_no_target_is_given():
