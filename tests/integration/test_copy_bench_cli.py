@@ -1,0 +1,63 @@
+"""`gpudiag scan localhost --probes copy_bench --set copy_bench.…`: the whole probe through the CLI, run as
+a subprocess into a temporary reports directory, and the stored result read back."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+SMALL = ["batch_sizes=[1,4]", "hidden_sizes=[64]", "sweep_min_bytes=1024", "sweep_max_bytes=65536",
+         "samples=3", "target_us=20", "max_iters=5", "draft_tokens=4", "device=cpu"]
+STRATEGIES = ("loop", "grouped_foreach", "grouped_foreach_dma_split", "packed")
+
+
+def scan(tmp_path, *settings):
+    argv = [sys.executable, "-m", "gpudiag", "scan", "localhost", "--probes", "copy_bench",
+            "--reports-dir", str(tmp_path), "--json"]
+    for item in settings:
+        argv += ["--set", "copy_bench." + item]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+    run = json.loads(proc.stdout)
+    host = json.loads((tmp_path / "runs" / run["run_id"] / "hosts" / "localhost.json").read_text())
+    return proc, host["probes"]["copy_bench"]
+
+
+def test_scan_stores_verified_timings_for_every_workload(tmp_path):
+    proc, result = scan(tmp_path, *SMALL)
+    assert proc.returncode == 0, proc.stderr
+    assert result["status"] == "ok"
+    data = result["data"]
+    (cpu,) = data["gpus"]
+    assert cpu["status"] == "ok" and data["device"] == "cpu"
+    assert [r["bytes"] for r in cpu["sweep"]] == [1024, 4096, 16384, 65536]
+    assert all(r["copy_us"] > 0 and r["foreach_us"] > 0 for r in cpu["sweep"])
+    assert "crossover_bytes" in cpu and cpu["split_reason"]
+    names = [w["name"] for w in cpu["workloads"]]
+    assert names == ["eagle_draft/bs1/h64", "eagle_draft/bs4/h64", "eagle_draft_extend/bs1/h64",
+                     "eagle_draft_extend/bs4/h64", "dflash_verify/bs1", "dflash_verify/bs4"]
+    for workload in cpu["workloads"]:
+        for name in STRATEGIES:
+            timing = workload["strategies"][name]
+            assert timing["status"] == "ok", (workload["name"], name, timing)
+            assert timing["method"] == "perf_counter" and timing["samples"] == 3
+            assert timing["p10_us"] <= timing["median_us"] <= timing["p90_us"]
+        assert workload["strategies"]["installed"]["status"] == "skipped"
+        assert workload["best"] in STRATEGIES
+    extend = cpu["workloads"][3]
+    hidden = [f for f in extend["fields"] if f["name"] == "hidden_states"][0]
+    assert hidden["shape"] == [16, 64] and hidden["dtype"] == "bfloat16"
+
+
+def test_isolated_child_run_and_a_bad_option_through_the_cli(tmp_path):
+    proc, result = scan(tmp_path / "a", *(SMALL + ["paths=dflash_verify", "isolate=true"]))
+    assert proc.returncode == 0, proc.stderr
+    data = result["data"]
+    assert data["isolated"] is True
+    assert [w["name"] for w in data["gpus"][0]["workloads"]] == ["dflash_verify/bs1", "dflash_verify/bs4"]
+    assert data["gpus"][0]["workloads"][0]["strategies"]["packed"]["status"] == "ok"
+    proc, result = scan(tmp_path / "b", "batch_sizes=[0]")
+    assert proc.returncode == 3          # a probe error makes the host fail the scan
+    assert result["status"] == "error"
+    assert result["error"]["message"] == "copy_bench.batch_sizes: expected an integer ≥ 1, got 0"
