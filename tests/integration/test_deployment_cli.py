@@ -1,5 +1,5 @@
-"""End to end through the CLI: `gpudiag scan localhost --probes deployment,env` with a stand-in sglang server
-running; the stored host document shows the server, its parsed flags and never its secrets."""
+"""End to end through the CLI: `gpudiag scan localhost --probes deployment,env,torch_caps` with a stand-in
+sglang server running; the stored host document shows the server, its parsed flags and never its secrets."""
 import json
 import os
 import signal
@@ -53,7 +53,7 @@ def scan(tmp_path, *args):
 
 
 def test_scan_stores_the_running_server(tmp_path, standin_server):
-    text = scan(tmp_path, "--probes", "deployment,env")
+    text = scan(tmp_path, "--probes", "deployment,env,torch_caps")
     assert HF_TOKEN not in text
     doc = json.loads(text)
     assert doc["status"] == "ok"
@@ -71,6 +71,12 @@ def test_scan_stores_the_running_server(tmp_path, standin_server):
     assert sys.executable in deployment["interpreter"]["candidates"]
     env = doc["probes"]["env"]["data"]
     assert env["gpus"]["status"] in ("ok", "skipped") and env["memory_total_mib"] > 0
+    caps = doc["probes"]["torch_caps"]
+    if env["torch"]["available"]:
+        assert caps["status"] == "ok"
+        assert caps["data"]["checks"]["cpu"]["pairs"]["int32->int64"] == "ok"
+    else:
+        assert caps["status"] == "skipped" and "torch is not importable" in caps["reason"]
 
 
 def test_explicit_python_wins_over_the_live_server(tmp_path, standin_server):

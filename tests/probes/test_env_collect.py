@@ -120,3 +120,36 @@ def test_python_and_host_facts():
     assert isinstance(data["python"]["venv"], bool)
     assert data["cpu_count"] == os.cpu_count()
     assert data["kernel"] and data["os"]
+
+
+def _python39():
+    import glob
+    import subprocess
+    candidates = glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9")) + ["/usr/bin/python3.9"]
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK) and subprocess.run([candidate, "-c", "pass"]).returncode == 0:
+            return candidate
+    return None
+
+
+def test_probes_run_on_python39():
+    """Hosts may run Python 3.9: the three probes must import and collect there (stdlib only)."""
+    import json
+    import subprocess
+    python = _python39()
+    if python is None:
+        pytest.skip("no Python 3.9 interpreter on this machine")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = ("import json, sys; sys.path.insert(0, %r)\n"
+            "from probes.context import ProbeContext, Skip\n"
+            "from probes import env, deployment, torch_caps\n"
+            "out = {'env': env.collect(ProbeContext()), 'deployment': deployment.collect(ProbeContext())}\n"
+            "try:\n    out['torch_caps'] = torch_caps.collect(ProbeContext())\n"
+            "except Skip as exc:\n    out['torch_caps'] = 'skip: %%s' %% exc\n"
+            "print(json.dumps(out))\n") % root
+    proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["env"]["python"]["version"].startswith("3.9.")
+    assert out["deployment"]["interpreter"]["why"] == "default"
+    assert isinstance(out["torch_caps"], (dict, str))
