@@ -79,9 +79,8 @@ class AnsibleReader:
     def _ensure(self, name: str, node: yaml.Node) -> Group:
         return self.groups.setdefault(name, Group(name, line_of(node)))
 
-    def _host(self, host: str, key_node: yaml.Node, node: yaml.Node, group: Group) -> None:
-        name, _, port = host.rpartition(":") if _HOST_PORT.match(host) else (host, "", "")
-        host = name
+    def _host(self, written: str, key_node: yaml.Node, node: yaml.Node, group: Group) -> None:
+        host, _, port = written.rpartition(":") if _HOST_PORT.match(written) else (written, "", "")
         self.host_lines.setdefault(host, line_of(key_node))
         self.host_vars.setdefault(host, {}).update(self._vars(node, f"host {host!r}"))
         if port:   # `name:port` as a host key, which Ansible accepts too
@@ -101,18 +100,18 @@ class AnsibleReader:
         if target == "port":
             return doc.port(node, f"{what}: {key}", allow_digit_string=True)
         value = doc.string(node, f"{what}: {key}")
-        if value is not None and "{{" in value:
-            raise doc.error(node, f"{what}: {key} is a Jinja template, which gpudiag does not evaluate")
         if value is None:
             return None
+        if key in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+            return _proxy_jump_from_args(doc, node, value)   # other ssh options do not concern gpudiag
+        if "{{" in value:
+            raise doc.error(node, f"{what}: {key} is a Jinja template, which gpudiag does not evaluate")
         if key == "ansible_connection":
             if value not in LOCAL_CONNECTIONS + SSH_CONNECTIONS:
                 raise doc.error(node, f"{what}: ansible_connection {value!r} is not supported (local or ssh)")
             return value in LOCAL_CONNECTIONS
         if key == "ansible_python_interpreter" and value.startswith("auto"):
             return None   # Ansible's interpreter discovery; gpudiag's default applies
-        if key in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-            return _proxy_jump_from_args(value)
         if target == "container":
             try:
                 parse_container(value)
@@ -175,14 +174,20 @@ class AnsibleReader:
         return spec
 
 
-def _proxy_jump_from_args(args: str) -> str | None:
+def _proxy_jump_from_args(doc: YamlFile, node: yaml.Node, args: str) -> str | None:
     """The ProxyJump inside ansible_ssh_common_args (`-J hop` or `-o ProxyJump=hop`), if any."""
-    words = shlex.split(args)
+    try:
+        words = shlex.split(args)
+    except ValueError as exc:
+        raise doc.error(node, f"ssh arguments {args!r}: {exc}") from None
     for i, word in enumerate(words):
         joined = word + words[i + 1] if word in ("-J", "-o") and i + 1 < len(words) else word
         match = _PROXY_JUMP.match(joined.replace(" ", ""))
         if match:
-            return (match.group("short") or match.group("long") or "").strip() or None
+            jump = (match.group("short") or match.group("long") or "").strip()
+            if "{{" in jump:
+                raise doc.error(node, f"ProxyJump {jump!r} is a Jinja template, which gpudiag does not evaluate")
+            return jump or None
     return None
 
 

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from gpudiag.inventory import load_inventory, resolve_targets
+from gpudiag.inventory import InventoryError, load_inventory, resolve_targets
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "inventory")
 ANSIBLE = os.path.join(FIXTURES, "ansible.yaml")
@@ -149,3 +149,19 @@ def test_ansible_guide_example_without_all_is_detected():
     assert inv.groups["ungrouped"] == ["mail.example.com"]
     assert len(inv.groups["all"]) == 6
     assert inv.hosts["bar.example.com"].groups == ("test", "webservers", "west")
+
+
+def test_ssh_args_without_proxyjump_are_ignored(tmp_path):
+    inv = load_inventory(write(tmp_path, """
+all:
+  vars:
+    ansible_ssh_common_args: '-o StrictHostKeyChecking=no -o ProxyCommand="ssh -W %h:%p {{ bastion }}"'
+  hosts: {h:}
+"""))
+    assert inv.hosts["h"].jump is None
+
+
+def test_unbalanced_quotes_in_ssh_args_name_the_line(tmp_path):
+    path = write(tmp_path, "all:\n  hosts:\n    h:\n      ansible_ssh_common_args: '-o \"ProxyJump=x'\n")
+    with pytest.raises(InventoryError, match=rf"^{path}:4: ssh arguments .*No closing quotation"):
+        load_inventory(path)
