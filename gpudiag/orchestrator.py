@@ -107,6 +107,8 @@ class Orchestrator:
             transport = self.transport_factory(host)
             with self._lock:
                 self._open[host.name] = transport
+            if self._stopping.is_set():   # stop() ran between the check above and the registration
+                transport.close()
             try:
                 command = transport.run(bundle.bootstrap_argv(host.python), payload.data, self.request.timeout)
             finally:

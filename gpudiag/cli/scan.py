@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -65,12 +67,14 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
                                  connect_timeout=connect_timeout)
         return transport_for(host)
 
+    _interrupt_once()
     with ScanProgress(len(hosts), console=console) as progress:
         def on_result(result):  # type: ignore[no-untyped-def]
             writer.write_host(result)
             progress.host_done(result)
 
         outcome = Orchestrator(request, factory, on_start=progress.host_started, on_result=on_result).run(hosts)
+    _ignore_interrupts()   # from here on only writing is left: a late Ctrl-C must not cut run.json short
     for result in outcome.results:
         writer.note_host(result.name, result.status, result.reason)
     manifest = writer.finish(interrupted=outcome.interrupted)
@@ -85,6 +89,25 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     if any(r.status != OK for r in outcome.results):
         sys.exit(ExitCode.HOSTS_FAILED)
     sys.exit(ExitCode.OK)
+
+
+def _interrupt_once() -> None:
+    """The first Ctrl-C stops the scan; later ones are ignored so the finished results get written."""
+    fired = False
+
+    def handler(signum: int, frame: object) -> None:
+        nonlocal fired
+        if not fired:
+            fired = True
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, handler)
+
+
+def _ignore_interrupts() -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 COMMANDS = (scan,)

@@ -5,7 +5,6 @@ by rich itself.
 """
 from __future__ import annotations
 
-import sys
 from typing import Sequence
 
 from rich.console import Console
@@ -54,8 +53,10 @@ class ScanProgress:
             self._progress.update(self._task, advance=1, failed=self.failed)
         elif not self.quiet:
             reason = f" — {result.reason}" if result.reason else ""
-            print(f"[{self.done}/{self.total}] {result.name}: {result.status} ({result.duration_s:.1f} s){reason}",
-                  file=sys.stderr, flush=True)
+            # One plain line per host (CI logs, pipes): no markup, no wrapping, so grep sees whole lines.
+            self.console.print(f"[{self.done}/{self.total}] {result.name}: {result.status} "
+                               f"({result.duration_s:.1f} s){reason}", markup=False, highlight=False,
+                               soft_wrap=True)
 
 
 def summary_table(results: Sequence[HostResult], title: str) -> Table:

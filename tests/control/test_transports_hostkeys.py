@@ -1,0 +1,104 @@
+"""Host-key checks: known_hosts lookup (plain, hashed, wildcard, [host]:port), changed and unknown keys
+with their reasons, and --accept-new recording into gpudiag's own file from many threads at once."""
+import threading
+
+import paramiko
+import pytest
+
+from gpudiag.hostkeys import HostKeyChecker, HostKeyError, fingerprint, host_id, own_known_hosts_path
+
+
+@pytest.fixture(scope="module")
+def keys():
+    return [paramiko.ECDSAKey.generate() for _ in range(3)]
+
+
+def line(name, key):
+    return f"{name} {key.get_name()} {key.get_base64()}\n"
+
+
+def checker(tmp_path, text="", accept_new=False, user_text=None):
+    own = tmp_path / "own_known_hosts"
+    own.write_text(text)
+    user = tmp_path / "user_known_hosts"
+    user.write_text(user_text or "")
+    return HostKeyChecker(accept_new=accept_new, own_file=str(own), extra_files=[str(user)])
+
+
+def test_host_id_uses_brackets_for_other_ports():
+    assert host_id("gpu1", None) == "gpu1"
+    assert host_id("gpu1", 22) == "gpu1"
+    assert host_id("10.0.0.1", 2222) == "[10.0.0.1]:2222"
+
+
+def test_known_key_passes_in_plain_hashed_and_wildcard_form(tmp_path, keys):
+    hashed = paramiko.HostKeys.hash_host("[10.0.0.1]:2222")
+    text = line("other", keys[1]) + line(hashed, keys[0]) + line("*.gpu.example,!bad.gpu.example", keys[2])
+    check = checker(tmp_path, user_text=text)
+    check.check("[10.0.0.1]:2222", keys[0])
+    check.check("n1.gpu.example", keys[2])
+    with pytest.raises(HostKeyError) as caught:
+        check.check("bad.gpu.example", keys[2])
+    assert caught.value.status == "host_key_unknown"
+
+
+def test_brackets_are_literal_not_a_character_class(tmp_path, keys):
+    check = checker(tmp_path, line("[10.0.0.1]:2222", keys[0]))
+    with pytest.raises(HostKeyError) as caught:
+        check.check("1", keys[0])
+    assert caught.value.status == "host_key_unknown"
+
+
+def test_changed_key_names_both_fingerprints_and_file_line(tmp_path, keys):
+    text = "# comment\n\n" + line("gpu1", keys[0])
+    check = checker(tmp_path, text, accept_new=True)
+    with pytest.raises(HostKeyError) as caught:
+        check.check("gpu1", keys[1])
+    assert caught.value.status == "host_key_changed"
+    reason = caught.value.reason
+    assert fingerprint(keys[0]) in reason and fingerprint(keys[1]) in reason
+    assert f"{tmp_path / 'own_known_hosts'}:3" in reason
+    assert (tmp_path / "own_known_hosts").read_text() == text     # never recorded, even with accept_new
+
+
+def test_unknown_key_reason_and_accept_new(tmp_path, keys):
+    with pytest.raises(HostKeyError) as caught:
+        checker(tmp_path).check("[h]:2200", keys[0])
+    assert caught.value.status == "host_key_unknown"
+    assert fingerprint(keys[0]) in caught.value.reason and "--accept-new" in caught.value.reason
+    assert fingerprint(keys[0]).startswith("SHA256:") and not fingerprint(keys[0]).endswith("=")
+
+    accepting = checker(tmp_path, accept_new=True)
+    accepting.check("[h]:2200", keys[0])
+    assert (tmp_path / "own_known_hosts").read_text() == line("[h]:2200", keys[0])
+    HostKeyChecker(own_file=str(tmp_path / "own_known_hosts"), extra_files=[]).check("[h]:2200", keys[0])
+
+
+def test_concurrent_accept_new_writes_whole_lines_once(tmp_path, keys):
+    own = tmp_path / "deep" / "dir" / "known_hosts"
+    names = [f"[10.0.0.{i}]:22{i:02d}" for i in range(40)]
+
+    def accept(name):
+        HostKeyChecker(accept_new=True, own_file=str(own), extra_files=[]).check(name, keys[0])
+
+    threads = [threading.Thread(target=accept, args=(n,)) for n in names + names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines = own.read_text().splitlines()
+    assert sorted(lines) == sorted(line(n, keys[0]).strip() for n in names)
+
+
+def test_own_file_location_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("GPUDIAG_KNOWN_HOSTS", raising=False)
+    assert own_known_hosts_path() == tmp_path / ".config" / "gpudiag" / "known_hosts"
+    monkeypatch.setenv("GPUDIAG_KNOWN_HOSTS", str(tmp_path / "env"))
+    assert own_known_hosts_path() == tmp_path / "env"
+    assert own_known_hosts_path(str(tmp_path / "flag")) == tmp_path / "flag"
+
+
+def test_broken_lines_are_skipped(tmp_path, keys):
+    text = "garbage\n@revoked * ssh-rsa AAAA\nhost ssh-ed25519 not-base64!!\n" + line("gpu1", keys[0])
+    checker(tmp_path, text).check("gpu1", keys[0])
