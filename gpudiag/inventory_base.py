@@ -117,6 +117,8 @@ class YamlFile:
         value = self.value(node)
         if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
             raise self.error(node, f"{what}: key {node.value!r} must be a name")
+        if not str(value).strip():
+            raise self.error(node, f"{what}: empty name")
         return str(value)
 
     def value(self, node: yaml.Node) -> Any:

@@ -91,3 +91,10 @@ def test_unreadable_ssh_config_is_a_one_line_error(tmp_path, monkeypatch):
     path.write_text("hosts:\n  a:\n")
     with pytest.raises(InventoryError, match="cannot read ssh config"):
         load_inventory(path)
+
+
+def test_empty_host_name(tmp_path):
+    path = tmp_path / "inv.yaml"
+    path.write_text("hosts:\n  '':\n    address: x\n")
+    with pytest.raises(InventoryError, match=rf"^{path}:2: hosts: empty name$"):
+        load_inventory(path)
