@@ -106,6 +106,7 @@ def collect(ctx):
     python = sglang_interpreter(ctx)
     modes = choose_mode(settings["mode"], python)
     data["mode"], data["modes"] = modes[0], modes
+    apply_deployment(settings, ctx.results.get("deployment") or {}, data["notes"])
     reason = no_cuda_reason(info)
     chosen = None
     if reason is None:
@@ -124,6 +125,25 @@ def collect(ctx):
         runner(ctx, settings, data, env, table, context, python)
     summarise(data, device[0].get("compute_capability", ""))
     return data
+
+
+def apply_deployment(settings, deployment, notes):
+    """Default --model / --draft-model to the live server's directories (config.json only is read)."""
+    servers = deployment.get("servers") or []
+    if not servers:
+        return
+    args = servers[0].get("args") or {}
+    for key, arg in (("model", "model_path"), ("draft_model", "speculative_draft_model_path")):
+        value = args.get(arg)
+        if settings.get(key) or not value:
+            continue
+        if os.path.isfile(os.path.join(str(value), "config.json")):
+            settings[key] = str(value)
+            notes.append("%s: config.json of the live server (pid %s): %s" % (key, servers[0].get("pid"), value))
+        else:
+            notes.append("%s: the live server's %s is not a local directory with config.json" % (key, value))
+    if settings.get("draft_model") and args.get("speculative_algorithm"):
+        settings.setdefault("draft_algorithm", str(args["speculative_algorithm"]).upper())
 
 
 def no_cuda_reason(info):

@@ -6,6 +6,7 @@ killed too. Flags are spelled as the installed release spells them (sglang_sourc
 """
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -26,9 +27,12 @@ code = child.wait()
 os._exit(code if code >= 0 else 128 - code)
 '''
 
-# Canonical spelling -> what it means; a release may lack some (then the flag is left out).
-OPTIONAL_FLAGS = ("--speculative-draft-load-format", "--json-model-override-args", "--skip-tokenizer-init",
-                  "--cuda-graph-bs", "--cuda-graph-max-bs")
+# Flags sglang_source lists (its pattern covers these words); any other flag is spelled canonically.
+JUDGED = re.compile(r"speculative|cuda-graph|draft")
+# Canonical spelling -> the spellings releases used, newest last (0.5.23 split graph sizes per phase).
+ALTERNATIVES = {"--cuda-graph-max-bs": ("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
+                "--cuda-graph-bs": ("--cuda-graph-bs", "--cuda-graph-bs-decode"),
+                "--speculative-draft-model-path": ("--speculative-draft-model-path", "--speculative-draft-model")}
 
 
 def normalise_flag(name):
@@ -36,28 +40,25 @@ def normalise_flag(name):
 
 
 def flag_table(server_flags):
-    """{canonical spelling: spelling to use}, or None when the release's flags are unknown."""
+    """The set of flags the installed release accepts (deprecated ones still work), or None if unknown."""
     if not server_flags:
         return None
-    table = {}
+    names = set()
     for entry in server_flags:
         name = entry.get("name") if isinstance(entry, dict) else entry
-        if not name:
-            continue
-        spelled = normalise_flag(name)
-        alias_of = entry.get("alias_of") if isinstance(entry, dict) else None
-        if isinstance(entry, dict) and entry.get("deprecated") and alias_of:
-            table.setdefault(spelled, normalise_flag(alias_of))
-        else:
-            table[spelled] = spelled
-    return table
+        if name:
+            names.add(normalise_flag(name))
+    return names
 
 
 def spell(flag, table):
     """The release's spelling of `flag`, or None when the release does not have it."""
-    if table is None:
+    if table is None or not JUDGED.search(flag):
         return flag
-    return table.get(flag)
+    for candidate in ALTERNATIVES.get(flag, (flag,)):
+        if candidate in table:
+            return candidate
+    return None
 
 
 def build_argv(python, cell, flags):
@@ -171,7 +172,7 @@ class ServerProcess(object):
             pass
 
     def __enter__(self):
-        return self.start()
+        return self if self.proc is not None else self.start()
 
     def __exit__(self, *exc):
         self.stop()

@@ -42,6 +42,8 @@ def prepare_dirs(workdir, settings, algorithm, draft_tokens):
     target_dir = configs.write_model_dir(os.path.join(workdir, "target"), target)
     configs.copy_code_files(settings.get("model"), target_dir)
     draft_src = settings.get("draft_model")
+    if settings.get("draft_algorithm") not in (None, algorithm):
+        draft_src = None  # the deployment's draft belongs to another algorithm
     if draft_src and os.path.isfile(os.path.join(draft_src, "config.json")):
         draft = configs.fit_draft(configs.read_config(draft_src), target, algorithm, draft_tokens)
         draft_source = os.path.join(draft_src, "config.json")
