@@ -178,10 +178,11 @@ def _uuid(torch, index):
 def busy_devices(ctx, options):
     """{gpu uuid: reason} for GPUs in use, or {"*": reason} when idleness cannot be told."""
     gpus = (ctx.results.get("env") or {}).get("gpus")
-    if not gpus or gpus.get("status") != "ok" or gpus.get("source") != "nvidia-smi":
+    if not gpus:  # env did not run: ask nvidia-smi here (an env that ran and failed would fail again)
         gpus, _ = collect_gpus(ctx.time_left(10.0), torch_fallback=False)
-    if gpus.get("status") != "ok":
-        return {"*": "cannot tell whether the GPUs are idle (%s); --force to check anyway" % gpus.get("reason")}
+    if gpus.get("status") != "ok" or gpus.get("source") != "nvidia-smi":
+        why = gpus.get("reason") if gpus.get("status") != "ok" else "no nvidia-smi process list"
+        return {"*": "cannot tell whether the GPUs are idle (%s); --force to check anyway" % why}
     limit = float(options.get("busy_memory_mib", BUSY_MEMORY_MIB))
     busy = {}
     for device in gpus.get("devices") or []:

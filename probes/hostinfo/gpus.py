@@ -7,10 +7,15 @@ QUERY_APPS = "--query-compute-apps=" + ",".join(nvidia_smi.COMPUTE_APPS_FIELDS)
 CSV = "--format=csv,noheader,nounits"
 
 
-def skipped(reason, **extra):
-    out = {"status": "skipped", "reason": reason}
-    out.update(extra)
-    return out
+def skipped_gpus(reason, source=None):
+    """The `gpus` shape with no devices: readers find every key, whatever the host."""
+    return {"status": "skipped", "reason": reason, "source": source, "driver_version": None, "cuda_version": None,
+            "count": 0, "devices": [], "processes_error": None}
+
+
+def skipped_topology(reason):
+    return {"status": "skipped", "reason": reason, "gpus": [], "matrix": {}, "summary": "unknown",
+            "link_counts": {}, "affinity": {}, "nics": []}
 
 
 def _smi(binary, args, timeout):
@@ -28,7 +33,7 @@ def collect_gpus(timeout, torch_fallback=True):
     if binary is None:
         if not torch_fallback:
             reason = "nvidia-smi not found on PATH"
-            return skipped(reason), skipped(reason)
+            return skipped_gpus(reason), skipped_topology(reason)
         return gpus_from_torch()
     text, error = _smi(binary, [QUERY_GPU, CSV], timeout)
     if error is None:
@@ -38,9 +43,9 @@ def collect_gpus(timeout, torch_fallback=True):
             error = str(exc)
     if error is not None:
         # A hung or failing nvidia-smi would fail the same way again: ask it nothing more.
-        return skipped(error, source="nvidia-smi"), skipped("no GPU information: " + error)
+        return skipped_gpus(error, "nvidia-smi"), skipped_topology("no GPU information: " + error)
     if not devices:
-        return skipped("nvidia-smi lists no GPU", source="nvidia-smi"), skipped("no GPU")
+        return skipped_gpus("nvidia-smi lists no GPU", "nvidia-smi"), skipped_topology("no GPU")
     gpus = {"status": "ok", "reason": None, "source": "nvidia-smi", "nvidia_smi": binary,
             "driver_version": devices[0].get("driver_version"), "cuda_version": None,
             "count": len(devices), "devices": devices, "processes_error": None}
@@ -85,9 +90,9 @@ def _topology(binary, timeout, count):
         except nvidia_smi.NvidiaSmiError as exc:
             error = str(exc)
     if error is not None:
-        return skipped(error)
+        return skipped_topology(error)
     if not topology["gpus"]:
-        return skipped(topology.get("reason") or "no GPU rows in `nvidia-smi topo -m`")
+        return skipped_topology(topology.get("reason") or "no GPU rows in `nvidia-smi topo -m`")
     topology["status"] = "ok"
     topology["reason"] = None
     if len(topology["gpus"]) != count:
@@ -101,10 +106,10 @@ def gpus_from_torch():
     try:
         import torch
     except Exception as exc:
-        return skipped("%s; torch not importable (%s)" % (reason, exc)), skipped(reason)
+        return skipped_gpus("%s; torch not importable (%s)" % (reason, exc)), skipped_topology(reason)
     try:
         if not torch.cuda.is_available():
-            return skipped(reason + "; torch sees no CUDA device"), skipped(reason)
+            return skipped_gpus(reason + "; torch sees no CUDA device"), skipped_topology(reason)
         devices = []
         for index in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(index)
@@ -116,11 +121,12 @@ def gpus_from_torch():
                 "compute_cap": "%d.%d" % (props.major, props.minor),
                 "compute_capability": "sm_%d%d" % (props.major, props.minor), "processes": None})
     except Exception as exc:
-        return skipped("%s; torch.cuda failed: %s: %s" % (reason, type(exc).__name__, exc)), skipped(reason)
+        return (skipped_gpus("%s; torch.cuda failed: %s: %s" % (reason, type(exc).__name__, exc)),
+                skipped_topology(reason))
     gpus = {"status": "ok", "reason": reason + "; devices read through torch.cuda", "source": "torch",
             "driver_version": None, "cuda_version": getattr(torch.version, "cuda", None), "count": len(devices),
             "devices": devices, "processes_error": "nvidia-smi not found on PATH"}
-    topology = skipped(reason + "; no topology without it")
+    topology = skipped_topology(reason + "; no topology without it")
     if len(devices) == 1:
         topology = {"status": "ok", "reason": None, "gpus": ["GPU0"], "matrix": {"GPU0": {"GPU0": "X"}},
                     "summary": "single", "link_counts": {}, "affinity": {}, "nics": []}

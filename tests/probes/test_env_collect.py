@@ -102,7 +102,8 @@ def test_missing_smi_without_torch(tmp_path, monkeypatch):
     (tmp_path / "empty").mkdir()
     on_path(monkeypatch, tmp_path / "empty")
     data = env.collect(ProbeContext(options={"env": {"torch": False}}))
-    assert data["gpus"] == {"status": "skipped", "reason": "nvidia-smi not found on PATH"}
+    assert data["gpus"]["status"] == "skipped" and data["gpus"]["reason"] == "nvidia-smi not found on PATH"
+    assert data["gpus"]["devices"] == [] and data["topology"]["summary"] == "unknown"
     assert data["torch"]["available"] is None
 
 

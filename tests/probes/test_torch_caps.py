@@ -145,3 +145,17 @@ def test_only_idle_gpus_are_checked_and_force_overrides(monkeypatch):
     assert forced["cuda:0"].get("reason") is None and "pairs" in forced["cuda:0"]
     off = torch_caps.collect(ProbeContext(options={"torch_caps": {"cuda": False}}))["checks"]
     assert list(off) == ["cpu"]
+
+
+def test_idleness_from_nvidia_smi_when_env_did_not_run(tmp_path, monkeypatch):
+    import os
+    import stat
+    fixtures = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "nvidia-smi")
+    script = tmp_path / "nvidia-smi"
+    script.write_text("#!/bin/sh\ncase \"$*\" in\n  *--query-gpu=*) cat %s/h200x8-query-gpu.csv ;;\n"
+                      "  *--query-compute-apps=*) cat %s/h200x8-compute-apps.csv ;;\n  *) exit 0 ;;\nesac\n"
+                      % (fixtures, fixtures))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", "%s:/usr/bin:/bin" % tmp_path)
+    busy = torch_caps.busy_devices(ProbeContext(), {})
+    assert len(busy) == 8 and all("sglang::scheduler_TP" not in r and "pid 482" in r for r in busy.values())
