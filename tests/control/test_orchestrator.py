@@ -1,0 +1,124 @@
+"""Orchestrator with fake transports: a result for every host whatever fails, a bounded pool, the
+per-host deadline, and stop()/Ctrl-C closing open transports while finished hosts are kept."""
+import json
+import threading
+import time
+
+import pytest
+
+from gpudiag.models import CommandResult, Host
+from gpudiag.orchestrator import Orchestrator, ScanRequest
+from gpudiag.transports import TransportError
+
+
+def frame_for(stdin):
+    payload = json.loads(stdin)
+    doc = {"schema": 1, "python": {"executable": "/usr/bin/python3"},
+           "probes": {"env": {"status": "ok", "duration_s": 0.01, "data": {"x": 1}}}}
+    return f"banner\nGPUDIAG-BEGIN {payload['nonce']}\n{json.dumps(doc)}\nGPUDIAG-END {payload['nonce']}\n".encode()
+
+
+class FakeTransport:
+    """Behaviour by host name: ok, slow (until closed), raise:<status>, crash, timeout."""
+    live = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def __init__(self, host, delay=0.0):
+        self.host, self.delay = host, delay
+        self.closed = threading.Event()
+
+    def run(self, argv, stdin, timeout):
+        with FakeTransport.lock:
+            FakeTransport.live += 1
+            FakeTransport.peak = max(FakeTransport.peak, FakeTransport.live)
+        try:
+            kind = self.host.name.split("-")[0]
+            if kind == "slow":
+                if self.closed.wait(30):
+                    raise TransportError("interrupted", "closed")
+            if kind == "raise":
+                raise TransportError("auth_failed", "server refused every key offered")
+            if kind == "crash":
+                raise RuntimeError("bug in a transport")
+            if kind == "timeout":
+                return CommandResult(None, b"partial", b"", timeout, timed_out=True)
+            time.sleep(self.delay)
+            return CommandResult(0, frame_for(stdin), b"", self.delay)
+        finally:
+            with FakeTransport.lock:
+                FakeTransport.live -= 1
+
+    def close(self):
+        self.closed.set()
+
+
+def hosts(*names):
+    return [Host(name=n, address=n, transport="ssh") for n in names]
+
+
+def test_every_host_gets_a_result_whatever_fails():
+    opened = []
+
+    def factory(host):
+        if host.name == "badfactory":
+            raise ValueError("unknown transport")
+        opened.append(FakeTransport(host))
+        return opened[-1]
+
+    outcome = Orchestrator(ScanRequest(probes=["env"], timeout=7), factory).run(
+        hosts("ok-1", "raise-1", "crash-1", "timeout-1", "badfactory"))
+    got = {r.name: (r.status, r.reason) for r in outcome.results}
+    assert [r.name for r in outcome.results] == ["ok-1", "raise-1", "crash-1", "timeout-1", "badfactory"]
+    assert got["ok-1"] == ("ok", "")
+    assert got["raise-1"] == ("auth_failed", "server refused every key offered")
+    assert got["crash-1"] == ("unreachable", "RuntimeError: bug in a transport")
+    assert got["timeout-1"][0] == "timeout" and "7 s deadline" in got["timeout-1"][1]
+    assert got["badfactory"] == ("unreachable", "ValueError: unknown transport")
+    assert all(t.closed.is_set() for t in opened)          # every transport closed after its run
+    assert outcome.interrupted is False
+
+
+def test_pool_is_bounded_by_forks():
+    FakeTransport.live = FakeTransport.peak = 0
+    names = [f"ok-{i}" for i in range(12)]
+    outcome = Orchestrator(ScanRequest(probes=["env"], forks=3), lambda h: FakeTransport(h, delay=0.05)).run(
+        hosts(*names))
+    assert all(r.status == "ok" for r in outcome.results)
+    assert FakeTransport.peak == 3
+
+
+def test_stop_closes_open_transports_and_keeps_finished_hosts():
+    done = []
+    orchestrator = Orchestrator(ScanRequest(probes=["env"], forks=4), FakeTransport,
+                                on_result=lambda r: done.append(r.name))
+
+    def stop_when_fast_hosts_finished():
+        while len(done) < 2:
+            time.sleep(0.01)
+        orchestrator.stop()
+
+    threading.Thread(target=stop_when_fast_hosts_finished, daemon=True).start()
+    started = time.monotonic()
+    outcome = orchestrator.run(hosts("ok-1", "slow-1", "ok-2", "slow-2"))
+    assert time.monotonic() - started < 5
+    assert {r.name: r.status for r in outcome.results} == {"ok-1": "ok", "ok-2": "ok", "slow-1": "interrupted",
+                                                            "slow-2": "interrupted"}
+
+
+def test_ctrl_c_in_the_main_loop_interrupts_the_run():
+    opened = []
+
+    def factory(host):
+        opened.append(FakeTransport(host))
+        return opened[-1]
+
+    def on_result(result):
+        raise KeyboardInterrupt   # as if Ctrl-C arrived while the first result was being handled
+
+    outcome = Orchestrator(ScanRequest(probes=["env"], forks=2), factory, on_result=on_result).run(
+        hosts("ok-1", "slow-1", "slow-2", "slow-3"))
+    assert outcome.interrupted is True
+    statuses = {r.name: r.status for r in outcome.results}
+    assert statuses["slow-1"] == statuses["slow-2"] == statuses["slow-3"] == "interrupted"
+    assert all(t.closed.is_set() for t in opened)
