@@ -89,7 +89,8 @@ class YamlFile:
     def error_at(self, line: int, message: str) -> InventoryError:
         return InventoryError(f"{self.path}:{line}: {message}")
 
-    def mapping(self, node: yaml.Node | None, what: str, allow_null: bool = True) -> list[tuple[str, yaml.Node, yaml.Node]]:
+    def mapping(self, node: yaml.Node | None, what: str,
+                allow_null: bool = True) -> list[tuple[str, yaml.Node, yaml.Node]]:
         """(key, key node, value node) for each entry; merge keys (<<) applied; duplicate keys refused."""
         if node is None or (allow_null and _is_null(node)):
             return []
