@@ -64,16 +64,28 @@ def grouped_foreach_copy(dsts, srcs):
 
 
 class SplitCopy(object):
-    """Grouped foreach for small tensors, a plain copy_() (DMA) for large contiguous ones."""
+    """Grouped foreach for small tensors, a plain copy_() (DMA) for large contiguous ones.
+
+    Which fields are large is decided once from the static destinations, as a caller would hard-code
+    it; on each call a large pair that turns out not to be memcpy-able (a cast) rejoins the group.
+    """
 
     def __init__(self, dsts, threshold_bytes):
         self.dsts = list(dsts)
-        self.threshold_bytes = threshold_bytes
+        self.large = [i for i, d in enumerate(self.dsts) if threshold_bytes is not None and d.is_contiguous()
+                      and d.numel() * d.element_size() >= threshold_bytes]
+        self.small = [i for i in range(len(self.dsts)) if i not in self.large]
 
     def __call__(self, srcs):
-        small_d, small_s, large_d, large_s = split_by_threshold(self.dsts, srcs, self.threshold_bytes)
+        small_d = [self.dsts[i] for i in self.small]
+        small_s = [srcs[i] for i in self.small]
+        for i in self.large:
+            if copy_goes_to_dma(self.dsts[i], srcs[i]):
+                self.dsts[i].copy_(srcs[i])
+            else:
+                small_d.append(self.dsts[i])
+                small_s.append(srcs[i])
         grouped_foreach_copy(small_d, small_s)
-        loop_copy(large_d, large_s)
 
 
 class PackedCopy(object):

@@ -59,7 +59,9 @@ def test_split_by_threshold_moves_only_large_memcpy_able_pairs():
     assert large_s == [big] and large_d == [dsts[1]]
     assert small_s == [small, big_cast, big_strided]
     assert strategies.split_by_threshold(dsts, srcs, None)[2] == []
-    strategies.SplitCopy(dsts, 4096)(srcs)
+    split = strategies.SplitCopy(dsts, 4096)
+    assert split.large == [1, 2, 3] and split.small == [0]     # decided from the static destinations
+    split(srcs)                                                 # the cast and strided pairs rejoin the group
     assert strategies.verify(["s", "b", "c", "t"], dsts, srcs) is None
 
 
