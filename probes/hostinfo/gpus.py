@@ -21,7 +21,7 @@ def skipped_topology(reason):
 def _smi(binary, args, timeout):
     """(stdout, None) or (None, reason); nvidia-smi prints its errors on stdout, so both are read."""
     result = run_command([binary] + list(args), timeout=timeout)
-    if result["ok"]:
+    if result["ok"] or nvidia_smi.NO_DEVICES in result["stdout"]:  # no GPU exits non-zero: still an answer
         return result["stdout"], None
     message = nvidia_smi.failure_message(result["stdout"]) or nvidia_smi.failure_message(result["stderr"])
     return None, message or result["error"] or "nvidia-smi failed"

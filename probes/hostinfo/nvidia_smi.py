@@ -13,7 +13,7 @@ COMPUTE_APPS_FIELDS = ("gpu_uuid", "pid", "process_name", "used_memory")
 _FAILURE_MARKERS = ("NVIDIA-SMI has failed", "couldn't communicate with the NVIDIA driver",
                     "Failed to initialize NVML", "Driver/library version mismatch", "Unable to determine",
                     "Insufficient Permissions", "GPU access blocked", "is not a valid field")
-_NO_DEVICES = "No devices were found"
+NO_DEVICES = "No devices were found"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _LINK_KIND = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$")
 _TOPO_LABEL = re.compile(r"^(GPU|NIC)\d+$")
@@ -76,7 +76,7 @@ def parse_query_gpu(text):
     """`--query-gpu=index,name,uuid,pci.bus_id,memory.total,memory.used,utilization.gpu,driver_version,
     compute_cap --format=csv,noheader,nounits` → list of device dicts. Raises NvidiaSmiError on an error."""
     _check_failure(text)
-    if _NO_DEVICES in (text or ""):
+    if NO_DEVICES in (text or ""):
         return []
     devices = []
     for row in _csv_rows(text):

@@ -170,7 +170,17 @@ def parse_server_args(args):
     for key, raw in flags.items():
         if key not in parsed:
             parsed[key] = REDACTED if looks_secret(key) and raw is not True else raw
-    return parsed, positional
+    return {key: _without_credentials(value) for key, value in parsed.items()}, \
+        [_without_credentials(word) for word in positional]
+
+
+def _without_credentials(value):
+    """`https://user:token@host/...` → `https://<redacted>@host/...`, in strings and lists of strings."""
+    if isinstance(value, list):
+        return [_without_credentials(item) for item in value]
+    if isinstance(value, str):
+        return _URL_CREDENTIALS.sub(r"\1" + REDACTED + "@", value)
+    return value
 
 
 def redact_argv(argv):

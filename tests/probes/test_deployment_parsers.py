@@ -110,3 +110,11 @@ def test_redacted_command_line():
 def test_stat_with_spaces_in_the_name():
     assert cmdline.parse_stat(recorded("stat-with-spaces").decode()) == {"ppid": 48100, "starttime_ticks": 1843210}
     assert cmdline.parse_stat("") == {"ppid": None, "starttime_ticks": None}
+
+
+def test_credentials_in_urls_are_redacted_from_args():
+    args, positional = cmdline.parse_server_args(["--model-path", "https://bot:hf_secret@hub.internal/m",
+                                                  "--extra", "s3://AKIA:sk@bucket/x", "git+https://u:p@h/r"])
+    text = json.dumps([args, positional])
+    assert "hf_secret" not in text and "AKIA" not in text and "u:p" not in text
+    assert args["model_path"] == "https://<redacted>@hub.internal/m"

@@ -154,3 +154,12 @@ def test_probes_run_on_python39():
     assert out["env"]["python"]["version"].startswith("3.9.")
     assert out["deployment"]["interpreter"]["why"] == "default"
     assert isinstance(out["torch_caps"], (dict, str))
+
+
+def test_no_devices_exit_code_is_skipped_with_that_reason(tmp_path, monkeypatch):
+    on_path(monkeypatch, install_fake_smi(tmp_path / "bin", """\
+        echo "No devices were found"
+        exit 6
+        """))
+    data = env.collect(ProbeContext(options={"env": {"torch": False}}))
+    assert data["gpus"]["status"] == "skipped" and data["gpus"]["reason"] == "nvidia-smi lists no GPU"
