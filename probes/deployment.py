@@ -29,28 +29,11 @@ def _pids(proc_root):
 
 def find_servers(proc_root="/proc"):
     """(servers, number of processes looked at): one record per server, wrappers and forks folded in."""
-    matched, stats = {}, {}
     pids = _pids(proc_root)
-    for pid in pids:
-        argv = cmdline.parse_cmdline(read_bytes(os.path.join(proc_root, str(pid), "cmdline")))
-        launch = cmdline.find_launch(argv) if argv else None
-        if launch:
-            matched[pid] = (argv, launch)
-    dropped, wrappers = set(), {}
-    for pid, (argv, _) in matched.items():
-        for ancestor in _ancestors(proc_root, pid, stats):
-            if ancestor not in matched:
-                continue
-            if matched[ancestor][0] == argv:
-                dropped.add(pid)      # a forked worker of the same server
-            else:
-                dropped.add(ancestor)  # a shell or launcher around the real server process
-                wrappers[pid] = ancestor
-            break
+    matched, stats = _launches(proc_root, pids), {}
+    dropped, wrappers = _fold_wrappers_and_forks(proc_root, matched, stats)
     servers = []
-    for pid in sorted(matched):
-        if pid in dropped:
-            continue
+    for pid in sorted(set(matched) - dropped):
         record = server_record(proc_root, pid, matched[pid][0], matched[pid][1], stats)
         if record is None:
             continue
@@ -59,6 +42,34 @@ def find_servers(proc_root="/proc"):
             record["launched_via"] = {"pid": wrappers[pid], "command": os.path.basename(outer[0]) if outer else None}
         servers.append(record)
     return servers, len(pids)
+
+
+def _launches(proc_root, pids):
+    """{pid: (argv, launch)} for every process whose command line starts an sglang server."""
+    matched = {}
+    for pid in pids:
+        argv = cmdline.parse_cmdline(read_bytes(os.path.join(proc_root, str(pid), "cmdline")))
+        launch = cmdline.find_launch(argv) if argv else None
+        if launch:
+            matched[pid] = (argv, launch)
+    return matched
+
+
+def _fold_wrappers_and_forks(proc_root, matched, stats):
+    """(pids to drop, {server pid: wrapper pid}). A matched descendant with the same command line is a fork
+    of its server; with another command line, it is the real server and the ancestor only launched it."""
+    dropped, wrappers = set(), {}
+    for pid, (argv, _) in matched.items():
+        for ancestor in _ancestors(proc_root, pid, stats):
+            if ancestor not in matched:
+                continue
+            if matched[ancestor][0] == argv:
+                dropped.add(pid)
+            else:
+                dropped.add(ancestor)
+                wrappers[pid] = ancestor
+            break
+    return dropped, wrappers
 
 
 def _stat(proc_root, pid, cache):
