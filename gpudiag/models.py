@@ -76,7 +76,8 @@ class Host:
         else:
             who = f"{self.user}@" if self.user else ""
             port = f":{self.port}" if self.port else ""
-            route = f"ssh {who}{self.address}{port}"
+            addr = f"[{self.address}]" if self.port and ":" in self.address else self.address
+            route = f"ssh {who}{addr}{port}"
             if self.jump:
                 route += f" via {self.jump}"
         if self.container:
