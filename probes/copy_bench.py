@@ -5,6 +5,7 @@ foreach, grouped foreach with a DMA split, packed, and the installed sglang's ow
 against its sources; the copy_()/foreach crossover from a size sweep; host→device seq_lens copies.
 On CUDA every GPU is checked idle first and the work runs in a child process; on the CPU it runs here.
 """
+import os
 import sys
 import time
 
@@ -59,7 +60,8 @@ def collect(ctx):
         job["gpus"] = [g for g in (settings["gpus"] or range(count)) if g < count]
         if not job["gpus"]:
             raise Skip("copy_bench.gpus=%s: no such GPU (torch sees %d)" % (settings["gpus"], count))
-        job["smi"] = smi_snapshot()   # before any CUDA context of ours exists
+        job["smi"] = smi_snapshot()   # before the benchmark's own CUDA contexts exist
+        job["probe_pids"] = [os.getpid()]   # the runner: an earlier probe may hold a context here
     isolate = settings["isolate"] if settings["isolate"] is not None else device == "cuda"
     if isolate:
         from probes.copybench.child import run_isolated

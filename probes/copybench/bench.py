@@ -54,7 +54,7 @@ class DeviceBench(object):
         if dtype == torch.bool:
             return torch.ones(shape, dtype=dtype, device=self.device)
         if dtype.is_floating_point:
-            return (torch.rand(shape, device=self.device) + 0.5).to(dtype)
+            return torch.empty(shape, dtype=dtype, device=self.device).uniform_(0.5, 1.5)
         return torch.randint(1, 1 << 20, shape, dtype=dtype, device=self.device)
 
     # --- one strategy ----------------------------------------------------------------------------------

@@ -88,8 +88,9 @@ def bench_one(torch, job, index, budget, installed, extra):
 def check_idle(torch, index, uuid, job):
     """nvidia-smi's snapshot (taken by the probe before this process touched CUDA), else torch's figure."""
     limit = int(job.get("idle_used_mib", 1024))
-    idle, reason, source = idle_verdict(uuid, job.get("smi"), limit, None, os.getpid())
+    own = set(job.get("probe_pids") or ()) | {os.getpid()}
+    idle, reason, source = idle_verdict(uuid, job.get("smi"), limit, None, own)
     if source == "none":
         free, total = torch.cuda.mem_get_info(index)
-        idle, reason, source = idle_verdict(uuid, None, limit, (total - free) // MIB, os.getpid())
+        idle, reason, source = idle_verdict(uuid, None, limit, (total - free) // MIB, own)
     return {"idle": idle, "reason": reason, "source": source}

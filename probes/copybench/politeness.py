@@ -39,11 +39,12 @@ def smi_snapshot(timeout=10.0):
     return snapshot_from_text(*texts)
 
 
-def idle_verdict(uuid, snapshot, max_used_mib, torch_used_mib=None, own_pid=None):
+def idle_verdict(uuid, snapshot, max_used_mib, torch_used_mib=None, own_pids=()):
     """(idle, reason, source) for the GPU with this UUID.
 
-    nvidia-smi decides when it knows the GPU: no other compute process and at most max_used_mib in use.
-    Otherwise torch's figure decides, allowing for the probe's own context.
+    nvidia-smi decides when it knows the GPU: no compute process but the probe's own (the runner may hold a
+    context from an earlier probe) and at most max_used_mib in use besides theirs. Otherwise torch's
+    figure decides, allowing for the probe's own context.
     """
     key = normalize_uuid(uuid)
     entry = None
@@ -51,13 +52,14 @@ def idle_verdict(uuid, snapshot, max_used_mib, torch_used_mib=None, own_pid=None
         if key and normalize_uuid(gpu.get("uuid")) == key:
             entry = gpu
     if entry is not None:
-        others = [a for a in snapshot.get("apps") or []
-                  if normalize_uuid(a.get("gpu_uuid")) == key and a.get("pid") != own_pid]
+        on_gpu = [a for a in snapshot.get("apps") or [] if normalize_uuid(a.get("gpu_uuid")) == key]
+        others = [a for a in on_gpu if a.get("pid") not in own_pids]
         if others:
             listed = ", ".join("pid %s (%s, %s MiB)" % (a["pid"], a["name"], a["used_memory_mib"])
                                for a in others[:4])
             return False, "%d other process(es) on the GPU: %s" % (len(others), listed), "nvidia-smi"
-        used = entry.get("memory_used_mib") or 0
+        ours = sum(a.get("used_memory_mib") or 0 for a in on_gpu)
+        used = max(0, (entry.get("memory_used_mib") or 0) - ours)
         if used > max_used_mib:
             return False, "%d MiB already in use (idle limit %d MiB)" % (used, max_used_mib), "nvidia-smi"
         return True, "idle: no other compute process, %d MiB in use" % used, "nvidia-smi"

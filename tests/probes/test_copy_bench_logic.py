@@ -166,6 +166,12 @@ def test_idle_verdict_refuses_a_gpu_serving_sglang_and_accepts_an_idle_one():
     idle, reason, _ = politeness.idle_verdict("GPU-907a70c3-1012-4037-b64c-e4228c38fb29", free, 1024)
     assert idle is True and "0 MiB in use" in reason
     assert "error" in politeness.snapshot_from_text(fixture("driver-failed.txt"), "")
+    # The probe runner's own context (an earlier probe touched CUDA) is neither "another process" nor used memory.
+    own = {"gpus": [{"uuid": "GPU-a", "memory_used_mib": 700}],
+           "apps": [{"gpu_uuid": "GPU-a", "pid": 10, "name": "python", "used_memory_mib": 600}]}
+    assert politeness.idle_verdict("a", own, 1024, own_pids={10})[:2] == (True, "idle: no other compute process, "
+                                                                              "100 MiB in use")
+    assert politeness.idle_verdict("a", own, 1024, own_pids={11})[0] is False
     # No nvidia-smi entry: torch's figure decides, with room for this probe's own context.
     assert politeness.idle_verdict("x", {"error": "nvidia-smi: not found"}, 1024, torch_used_mib=900)[0] is True
     assert politeness.idle_verdict("x", None, 1024, torch_used_mib=60000)[0] is False
