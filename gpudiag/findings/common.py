@@ -62,7 +62,7 @@ def fmt_bytes(value: Any) -> str:
         return "-"
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if x >= size:
-            return f"{x / size:.1f} {unit}".replace(".0 ", " ")
+            return f"{x / size:.2f}".rstrip("0").rstrip(".") + f" {unit}"
     return f"{int(x)} B"
 
 

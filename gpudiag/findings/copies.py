@@ -12,8 +12,12 @@ OUTLIER_RATIO = 0.20                # "more than 20% off its siblings"
 SPLIT_MARGIN = 0.10                 # the split must lose by more than this to be called wrong
 
 
-def copy_gpus(host: HostResult) -> list[dict[str, Any]]:
-    gpus = [g for g in as_list(dig(probe(host, "copy_bench"), "gpus")) if isinstance(g, dict)]
+def copy_gpus(host: HostResult, cuda_only: bool = False) -> list[dict[str, Any]]:
+    """copy_bench's per-device results; with cuda_only, none measured on a CPU (no DMA engine, no launches)."""
+    data = probe(host, "copy_bench")
+    gpus = [g for g in as_list(dig(data, "gpus")) if isinstance(g, dict)]
+    if cuda_only:
+        gpus = [g for g in gpus if (g.get("device") or dig(data, "device") or "cuda") == "cuda"]
     return sorted(gpus, key=lambda g: (number(g.get("index")) or 0))
 
 
@@ -88,7 +92,7 @@ def _missing_foreach(host: HostResult, version: str) -> Finding:
     for flag in as_list(dig(probe(host, "sglang_source"), "grouped_foreach_copy", "has_foreach_copy_flag")):
         evidence.append(source_evidence(host, flag, "sglang falls back to a per-tensor copy_ loop here"))
         sources.append(source(host, "sglang_source"))
-    gpus = copy_gpus(host)
+    gpus = copy_gpus(host, cuda_only=True)
     table = _cost_table(gpus[0]) if gpus else None
     if table:
         evidence.append(Evidence(kind="measurement", host=host.name, table=table,
@@ -125,7 +129,8 @@ def _large_field_in_group(host: HostResult) -> list[Finding]:
                                                         f"{', '.join(large)} to the grouped foreach copy"))
     for path in ("draft", "draft_extend"):
         fact = as_dict(dig(sglang, "eagle", path))
-        if fact.get("batched") is True and fact.get("hidden_states_separate") is False:
+        grouped = {str(f) for f in as_list(fact.get("grouped_fields"))}
+        if set(LARGE_FIELDS) & grouped or (fact.get("batched") is True and fact.get("hidden_states_separate") is False):
             first = (as_list(fact.get("evidence")) or [fact])[0]
             evidence.append(source_evidence(host, first, f"EAGLE {path} replay batches hidden_states with the "
                                                          f"small inputs"))
@@ -143,34 +148,57 @@ def _large_field_in_group(host: HostResult) -> list[Finding]:
 
 
 def _split_bytes(host: HostResult) -> float | None:
-    values = [number(g.get("recommended_split_bytes") or g.get("crossover_bytes")) for g in copy_gpus(host)]
+    values = [number(g.get("recommended_split_bytes") or g.get("crossover_bytes"))
+              for g in copy_gpus(host, cuda_only=True)]
     values = [v for v in values if v]
     return median(values)
 
 
+def _split_off_bytes(workload: dict[str, Any]) -> float | None:
+    """Bytes of the largest tensor the split strategy moved out of the group (fields marked split: copy_)."""
+    sizes = [number(f.get("bytes")) for f in as_list(workload.get("fields"))
+             if isinstance(f, dict) and f.get("split") == "copy_"]
+    sizes = [s for s in sizes if s]
+    return max(sizes) if sizes else None
+
+
 def _measured_split(host: HostResult) -> Finding | None:
-    """The hidden_states split measured slower than one foreach group on this GPU."""
-    rows = [("GPU", "workload", "foreach, all fields", "foreach + copy_() split", "crossover", "recommended split")]
-    for gpu in copy_gpus(host):
+    """Workloads where moving a tensor out of the foreach group to copy_() made the replay slower."""
+    rows = [("GPU", "workload", "split off", "foreach, all fields", "foreach + copy_() split")]
+    losing, winning = [], []
+    for gpu in copy_gpus(host, cuda_only=True):
         for w in workloads(gpu):
-            whole, split = ok_timing(w, "grouped_foreach"), ok_timing(w, "grouped_foreach_dma_split")
-            if whole and split and split["median_us"] > whole["median_us"] * (1 + SPLIT_MARGIN):
-                rows.append((str(gpu.get("index")), str(w.get("name")), fmt_us(whole["median_us"]),
-                             fmt_us(split["median_us"]), fmt_bytes(gpu.get("crossover_bytes")),
-                             fmt_bytes(gpu.get("recommended_split_bytes"))))
-    if len(rows) == 1:
+            whole, split, size = ok_timing(w, "grouped_foreach"), ok_timing(w, "grouped_foreach_dma_split"), \
+                _split_off_bytes(w)
+            if not whole or not split or size is None:
+                continue   # nothing was split off: the two strategies are the same copies
+            if split["median_us"] > whole["median_us"] * (1 + SPLIT_MARGIN):
+                losing.append(size)
+                rows.append((str(gpu.get("index")), str(w.get("name")), fmt_bytes(size), fmt_us(whole["median_us"]),
+                             fmt_us(split["median_us"])))
+            elif split["median_us"] < whole["median_us"] * (1 - SPLIT_MARGIN):
+                winning.append(size)
+    if not losing:
         return None
-    split = _split_bytes(host)
-    target = f"move only tensors of at least {fmt_bytes(split)} to copy_()" if split else \
-        "copy hidden_states inside the foreach group"
+    models = sorted({str(g.get("name")) for g in copy_gpus(host, cuda_only=True) if g.get("name")})
+    where = f"on {' + '.join(models)}" if models else "on this host's GPUs"
+    above = [size for size in winning if size > max(losing)]
+    if above:
+        target = (f"split off only tensors of at least {fmt_bytes(min(above))} (where the split measured faster) "
+                  f"and keep tensors up to {fmt_bytes(max(losing))} in the foreach group")
+    else:
+        target = f"keep tensors up to {fmt_bytes(max(losing))} in the foreach group (no larger split was measured faster)"
+    crossover = median(v for v in (number(g.get("crossover_bytes")) for g in copy_gpus(host, cuda_only=True)) if v)
+    note = (f" The single-tensor sweep puts the copy_() crossover at {fmt_bytes(crossover)}; inside a replay the "
+            "extra copy costs more than the sweep shows." if crossover and crossover <= max(losing) else "")
     return Finding(
         id="copies.split_wrong_for_gpu", severity="info",
-        title="splitting hidden_states off the foreach group is slower on this GPU",
+        title=f"splitting tensors of {fmt_bytes(max(losing))} or less off the foreach group is slower {where}",
         hosts=(host.name,),
         evidence=(Evidence(kind="measurement", host=host.name, table=tuple(rows),
-                           text=f"medians of each strategy ({dig(probe(host, 'copy_bench'), 'method') or 'copy_bench'})"),),
-        recommendation=f"For these sizes {target}: the measured crossover is where a DMA copy_() starts beating "
-                       "the foreach kernel.",
+                           text="replays measured both ways, medians "
+                                f"({dig(probe(host, 'copy_bench'), 'method') or 'copy_bench'})"),),
+        recommendation=f"{where[0].upper()}{where[1:]}, {target}.{note}",
         sources=(source(host, "copy_bench"),))
 
 
@@ -178,7 +206,7 @@ def gpu_copy_outliers(hosts: list[HostResult]) -> list[Finding]:
     """Rule 7: a GPU whose copy figures are more than 20% off its siblings on the same host."""
     findings = []
     for host in hosts:
-        gpus = copy_gpus(host)
+        gpus = copy_gpus(host, cuda_only=True)
         per_gpu = [(gpu.get("index"), _metrics(gpu)) for gpu in gpus]
         rows = [("GPU", "metrics off", "median ratio", "worst metric", "this GPU", "siblings (median)", "ratio")]
         for index, metrics in per_gpu:

@@ -4,6 +4,7 @@ The fleet table, the fleet-drift rule and the JSON summary all read hosts throug
 """
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,14 @@ def servers_of(host: HostResult) -> list[dict[str, Any]]:
     return sorted(servers, key=lambda s: (str(s.get("pid", "")), str(s.get("cmdline", ""))))
 
 
+def command_line(server: dict[str, Any]) -> str:
+    """The server's command line as one shell-quoted string (the probe records argv as a list)."""
+    argv = server.get("cmdline")
+    if isinstance(argv, list):
+        return shlex.join(str(word) for word in argv)
+    return str(argv or "")
+
+
 def server_args(server: dict[str, Any]) -> dict[str, Any]:
     return as_dict(server.get("args"))
 
@@ -90,10 +99,16 @@ def _speculative(servers: list[dict[str, Any]]) -> str:
     return ", ".join(algorithms)
 
 
+def graphs_disabled(args: dict[str, Any]) -> bool:
+    """--disable-cuda-graph, or its newer spelling --cuda-graph-backend-decode=disabled."""
+    return truthy_flag(args.get("disable_cuda_graph") or False) or \
+        str(args.get("cuda_graph_backend_decode") or "").lower() == "disabled"
+
+
 def _cuda_graphs(servers: list[dict[str, Any]]) -> str:
     if not servers:
         return UNKNOWN
-    states = {"off" if truthy_flag(server_args(s).get("disable_cuda_graph") or False) else "on" for s in servers}
+    states = {"off" if graphs_disabled(server_args(s)) else "on" for s in servers}
     return states.pop() if len(states) == 1 else "mixed"
 
 

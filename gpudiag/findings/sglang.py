@@ -30,14 +30,7 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
     version = str(sglang.get("version") or "?")
     evidence = []
     for name, fact in sorted(slow.items()):
-        count = fact.get("per_tensor_copies")
-        fields = ", ".join(str(f) for f in as_list(fact.get("per_tensor_fields")))
-        what = f"{fact.get('class') or 'EAGLE'}.{fact.get('replay_method') or 'replay'} ({name.replace('_', '-')})"
-        text = f"{what} copies {count if count is not None else 'its'} inputs one copy_() each"
-        text += f": {fields}" if fields else ""
-        for item in as_list(fact.get("evidence"))[:3] or [fact]:
-            evidence.append(source_evidence(host, item, text))
-            text = f"{what}: another per-tensor copy"
+        evidence += _path_evidence(host, name, fact)
     measured, best_saving = _measured_saving(host, slow)
     sources = [source(host, "sglang_source")]
     if measured:
@@ -66,11 +59,37 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
         sources=tuple(sources))
 
 
+ROLE_TEXT = {"hidden_states_copy": "hidden_states is copied on its own", "grouped_copy": "a grouped foreach copy"}
+
+
+def _path_evidence(host: HostResult, name: str, fact: dict[str, Any]) -> list[Evidence]:
+    """The replay method with its per-tensor copies, then each cited line (by role when the probe names one)."""
+    count = fact.get("per_tensor_copies")
+    fields = ", ".join(str(f) for f in as_list(fact.get("per_tensor_fields")))
+    what = f"{fact.get('class') or 'EAGLE'}.{fact.get('replay_method') or 'replay'} ({name.replace('_', '-')})"
+    summary = f"{what} copies {count if count is not None else 'its'} inputs with one copy_() each" + \
+        (f": {fields}" if fields else "")
+    items = [e for e in as_list(fact.get("evidence")) if isinstance(e, dict)]
+    if not items:
+        return [source_evidence(host, fact, summary)]
+    out = []
+    for item in items[:3]:
+        role = str(item.get("role") or "")
+        text = summary if role in ("", "replay_method") and summary else f"{what}: {ROLE_TEXT.get(role, role)}"
+        if text == summary:
+            summary = ""
+        out.append(source_evidence(host, item, text))
+    if summary:
+        out.insert(0, Evidence(kind="source", host=host.name, text=summary, file=str(fact.get("file") or "") or None,
+                               line=fact.get("replay_line") if isinstance(fact.get("replay_line"), int) else None))
+    return out
+
+
 def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple[Evidence | None, float]:
     wanted = {EAGLE_PATHS[name] for name in slow}
     rows = [("GPU", "workload", "installed", "best strategy", "best", "saving per replay")]
     savings = []
-    for gpu in copy_gpus(host)[:1]:   # one GPU is enough; outliers are a finding of their own
+    for gpu in copy_gpus(host, cuda_only=True)[:1]:   # one GPU is enough; outliers are a finding of their own
         for w in workloads(gpu):
             if str(w.get("path")) not in wanted:
                 continue
@@ -98,7 +117,7 @@ def local_modifications(hosts: list[HostResult]) -> list[Finding]:
         modified = sorted(str(f) for f in as_list(integrity.get("modified")))
         missing = sorted(str(f) for f in as_list(integrity.get("missing")))
         editable = as_dict(integrity.get("editable"))
-        dirty = editable.get("dirty")
+        dirty = editable.get("changed") or editable.get("dirty")
         if not modified and not missing and not dirty:
             continue
         evidence = []

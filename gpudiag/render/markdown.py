@@ -10,7 +10,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, fmt_bytes, fmt_us, probe
 from gpudiag.findings.copies import copy_gpus, workloads
 from gpudiag.findings.cuda_graph import cells
-from gpudiag.findings.facts import host_facts, servers_of
+from gpudiag.findings.facts import command_line, host_facts, servers_of
 from gpudiag.models import SEVERITIES, Evidence, Finding, HostResult
 from gpudiag.store import LoadedRun
 
@@ -187,7 +187,10 @@ def _source_facts(host: HostResult) -> list[str]:
     for name, fact in sorted(as_dict(sg.get("eagle")).items()):
         fact = as_dict(fact)
         state = "batched" if fact.get("batched") else f"{fact.get('per_tensor_copies', '?')} per-tensor copies"
-        items.append((f"EAGLE {name}: {fact.get('class')}.{fact.get('replay_method')} — {state}", fact))
+        replay = {"file": fact.get("file"), "line": fact.get("replay_line") or fact.get("line"),
+                  "snippet": next((e.get("snippet") for e in as_list(fact.get("evidence"))
+                                   if isinstance(e, dict) and e.get("role") == "replay_method"), None)}
+        items.append((f"EAGLE {name}: {fact.get('class')}.{fact.get('replay_method')} — {state}", replay))
     items += [(f"DFlash guard: {g.get('message') or g.get('condition')}", g)
               for g in as_list(dig(sg, "dflash", "draft_graph_guards"))]
     lines = ["#### Source facts (sglang)", "",
@@ -212,7 +215,7 @@ def _deployment(host: HostResult) -> list[str]:
         return ["#### Deployment", "", "No running sglang server found.", ""]
     lines = ["#### Deployment", ""]
     for s in servers:
-        lines += [f"Server pid {s.get('pid', '-')} ({s.get('python') or '-'}):", "", "```", str(s.get("cmdline") or ""),
+        lines += [f"Server pid {s.get('pid', '-')} ({s.get('python') or '-'}):", "", "```", command_line(s),
                   "```", ""]
     return lines
 

@@ -65,19 +65,32 @@ def test_hidden_states_inside_a_foreach_group_is_flagged_with_its_source_line():
     assert "1 MiB" in finding.recommendation
 
 
+def split_workload(name, hidden_bytes, whole, split):
+    w = workload(name=name, grouped_foreach=whole, grouped_foreach_dma_split=split)
+    w["fields"] = [{"name": "seq_lens", "bytes": 128, "split": "foreach"},
+                   {"name": "hidden_states", "bytes": hidden_bytes, "split": "copy_"}]
+    return w
+
+
 def test_measured_split_slower_than_one_group_recommends_the_measured_split():
-    w = workload(grouped_foreach=10.0, grouped_foreach_dma_split=15.0)
-    h = host(copy_bench={"gpus": [{"index": 0, "workloads": [w], "crossover_bytes": 2 << 20,
-                                   "recommended_split_bytes": 2 << 20}]})
+    small = split_workload("draft_bs32", 448 * 1024, whole=10.0, split=15.0)     # split loses
+    large = split_workload("extend_bs32", 1792 * 1024, whole=16.0, split=12.0)   # split wins
+    h = host(copy_bench={"device": "cuda", "gpus": [{"index": 0, "workloads": [small, large],
+                                                     "crossover_bytes": 256 * 1024}]})
     [finding] = copies.hidden_states_split([h])
     assert finding.id == "copies.split_wrong_for_gpu"
-    assert "2 MiB" in finding.recommendation
-    assert finding.evidence[0].table[1][2:4] == ("10.0 µs", "15.0 µs")
+    assert finding.evidence[0].table[1:] == (("0", "draft_bs32", "448 KiB", "10.0 µs", "15.0 µs"),)
+    assert "at least 1.75 MiB" in finding.recommendation and "up to 448 KiB" in finding.recommendation
+    assert "256 KiB" in finding.recommendation      # the sweep's crossover, named as what it is
 
 
-def test_split_that_wins_is_silent():
-    w = workload(grouped_foreach=15.0, grouped_foreach_dma_split=10.0)
-    assert copies.hidden_states_split([host(copy_bench={"gpus": [{"index": 0, "workloads": [w]}]})]) == []
+def test_split_that_wins_nothing_split_off_or_cpu_timings_are_silent():
+    wins = split_workload("w", 1 << 20, whole=15.0, split=10.0)
+    unsplit = workload(grouped_foreach=10.0, grouped_foreach_dma_split=15.0)   # no field moved: same copies
+    loses = split_workload("l", 1 << 20, whole=10.0, split=15.0)
+    assert copies.hidden_states_split([host(copy_bench={"gpus": [{"index": 0, "workloads": [wins, unsplit]}]})]) == []
+    cpu = {"device": "cpu", "gpus": [{"index": None, "device": "cpu", "workloads": [loses]}]}
+    assert copies.hidden_states_split([host(copy_bench=cpu)]) == []
 
 
 def gpus(*scales):

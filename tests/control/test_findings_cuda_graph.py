@@ -89,3 +89,36 @@ def test_repro_failures_group_by_signature_with_gpu_and_boundary():
 def test_all_ok_or_skipped_repro_is_silent():
     assert cuda_graph.repro_failures([host(cuda_graph=repro(("eagle_draft", 1, 4, "ok"),
                                                             ("eagle_draft", 8, 4, "skipped")))]) == []
+
+
+def test_repro_failure_says_whether_the_live_server_runs_inside_the_failing_range():
+    data = repro(("eagle_draft", 16, 4, "ok"), ("eagle_draft", 64, 16, "capture_failed"))
+    inside = host(cuda_graph=data, deployment=server(speculative_algorithm="EAGLE3", cuda_graph_max_bs=64,
+                                                     speculative_num_draft_tokens=16))
+    outside = host("h2", cuda_graph=data, deployment=server(speculative_algorithm="EAGLE3", cuda_graph_max_bs=64,
+                                                            speculative_num_draft_tokens=4))
+    [a], [b] = cuda_graph.repro_failures([inside]), cuda_graph.repro_failures([outside])
+    assert "inside the failing range" in a.evidence[-1].text and a.evidence[-1].kind == "flag"
+    assert "outside the failing range" in b.evidence[-1].text
+
+
+def test_real_dflash_guard_shapes_from_sglang_0_5_23():
+    guards = {"dflash": {"present": True, "draft_graph_guards": [
+        {"condition": "self._target_tp_rank == 0", "conditions": ["target_dp_enabled and capture_decode_cuda_graph",
+                                                                   "self._target_tp_rank == 0"],
+         "message": "Disable DFLASH draft cuda graph because dp attention is enabled (draft runs eager).",
+         "file": "sglang/srt/speculative/dflash_worker_v2.py", "line": 724, "snippet": "\"Disable DFLASH ...\""},
+        {"condition": "available_mem < 1.0", "conditions": ["is_cuda() and capture_decode_cuda_graph",
+                                                            "available_mem < 1.0"],
+         "message": "Disable DFLASH draft cuda graph because only %.2f GB GPU memory is available after target "
+                    "backend initialization.", "file": "sglang/srt/speculative/dflash_worker_v2.py", "line": 737},
+        {"condition": "capture_decode_cuda_graph and current_platform.is_out_of_tree() and "
+                      "(not current_platform.capabilities.graph_capture)",
+         "message": "Disable DFLASH draft cuda graph because %s does not support device graph capture.",
+         "file": "sglang/srt/speculative/dflash_worker_v2.py", "line": 714}]}}
+    cuda_env = dict(env(81000), torch={"available": True, "version": "2.9.1", "cuda": "12.9"})
+    h = host(sglang_source=guards, env=cuda_env,
+             deployment=server(speculative_algorithm="DFLASH", enable_dp_attention=True))
+    [finding] = cuda_graph.dflash_draft_graph_disabled([h])
+    assert [e.line for e in finding.evidence] == [724, 737]    # dp attention; 559 MiB free < 1 GB; platform is CUDA
+    assert "--enable-dp-attention" in finding.recommendation and "--mem-fraction-static" in finding.recommendation

@@ -43,9 +43,9 @@ def test_markdown_has_every_section_and_cites_the_facts():
                     "#### CUDA-graph repro matrix", "## Methodology", "## Next steps"):
         assert heading in text
     assert "| gpu-c | unreachable |" in text
-    assert "| gpu-b | ok | 8× NVIDIA H100 80GB HBM3 | 575.57.08 | 2.9.1+cu129 | 0.5.14 | DFLASH | off |" in text
-    assert "# sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:281" in text   # fenced snippet with file:line
-    assert "| eagle_draft | 4 | ok | ok | ok | capture_failed |" in text              # repro matrix row
+    assert "| gpu-b | ok | 8× NVIDIA H100 80GB HBM3 | 575.57.08 | 2.9.1+cu129 | 0.5.23 | DFLASH | off |" in text
+    assert "# sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:421" in text   # fenced snippet with file:line
+    assert "| eagle_draft | 16 | ok | ok | ok | capture_failed |" in text             # repro matrix row
     assert "![" not in text                                                          # no charts asked for
 
 
