@@ -1,7 +1,7 @@
 """The EAGLE draft and draft-extend CUDA-graph runners: how their replay copies inputs into static buffers."""
 import ast
 
-from probes.sglang_facts.astutil import FUNCS, call_name, field_name, unparse, walk_with_ancestors
+from probes.sglang_facts.astutil import FUNCS, call_name, field_name, unparse, walk_lines
 from probes.sglang_facts.grouped_copy import FUNC, copied_fields
 
 RUNNERS = (("draft", "EAGLEDraftCudaGraphRunner"), ("draft_extend", "EAGLEDraftExtendCudaGraphRunner"))
@@ -14,8 +14,8 @@ def find_eagle_runners(tree, resolver):
         parsed = tree.tree(rel)
         if parsed is None:
             continue
-        for node in ast.walk(parsed):
-            if isinstance(node, ast.ClassDef) and node.name not in classes:
+        for node in _classes(parsed):
+            if node.name not in classes:
                 classes[node.name] = (rel, node)
     result = {}
     for key, name in RUNNERS:
@@ -27,8 +27,21 @@ def find_eagle_runners(tree, resolver):
     return result
 
 
+def _classes(parsed):
+    """Top-level classes, and classes under module-level if/try (not inside functions)."""
+    stack = list(parsed.body)
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, ast.ClassDef):
+            yield node
+        elif isinstance(node, (ast.If, ast.Try)):
+            stack.extend(node.body + node.orelse + getattr(node, "finalbody", []) +
+                         [s for h in getattr(node, "handlers", []) for s in h.body])
+
+
 def describe_runner(tree, resolver, rel, cls):
-    method = replay_method(cls)
+    copy_lines = sorted(set(line for _, line, _ in tree.line_hits(b"copy_(", [rel])))
+    method = replay_method(cls, copy_lines)
     info = {"class": cls.name, "found": True, "file": rel, "line": cls.lineno,
             "bases": [unparse(b, 80) for b in cls.bases]}
     if method is None:
@@ -37,7 +50,7 @@ def describe_runner(tree, resolver, rel, cls):
         return info
     module = tree.module_of(rel)
     grouped, per_tensor = [], []
-    for node, ancestors in walk_with_ancestors(method):
+    for node, _ in walk_lines(method, copy_lines):
         if not isinstance(node, ast.Call):
             continue
         name = call_name(node)
@@ -69,15 +82,18 @@ def describe_runner(tree, resolver, rel, cls):
     return info
 
 
-def replay_method(cls):
-    """The method that fills the static buffers from a batch: most copies that read its batch argument."""
+def replay_method(cls, copy_lines):
+    """The method that fills the static buffers from a batch: most copies that read its batch argument.
+
+    Only the lines holding `copy_(` (found by a byte search) are walked.
+    """
     best, best_score = None, 0
     for node in cls.body:
         if not isinstance(node, FUNCS) or node.name == "__init__":
             continue
         params = {a.arg for a in node.args.args[1:] + node.args.kwonlyargs}
         score = 0
-        for call in ast.walk(node):
+        for call, _ in walk_lines(node, copy_lines):
             if not isinstance(call, ast.Call):
                 continue
             name = call_name(call) or ""

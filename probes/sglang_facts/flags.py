@@ -42,9 +42,19 @@ def find_server_flags(tree, pattern=None):
             "server_flags": flags, "server_fields": fields}
 
 
+_REGIONS = {}
+
+
 def class_regions(tree, rel):
     """{class name: (first line, last line)} for the top-level classes of a file, from its text."""
-    lines = tree.lines(rel)
+    key = (id(tree), rel)
+    if key not in _REGIONS:
+        _REGIONS.clear()  # one tree at a time: nothing outlives a scan for long
+        _REGIONS[key] = _class_regions(tree.lines(rel))
+    return _REGIONS[key]
+
+
+def _class_regions(lines):
     regions, current = {}, None
     for number, text in enumerate(lines, 1):
         if text[:1].strip() and not text.startswith((")", "]", "}", "#")):

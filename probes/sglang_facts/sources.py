@@ -12,6 +12,24 @@ DEF_LINE = re.compile(r"^[ \t]*(async[ \t]+)?def[ \t]")
 BLOCK_START = re.compile(r"(async[ \t]+)?def[ \t]|class[ \t]|@")
 
 
+def read_bytes(path):
+    """A whole file through os.read: thousands of small files, so no buffered file objects."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)
+        if len(data) <= size:
+            return data
+        chunks = [data]
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
 def _indent(text):
     return len(text) - len(text.lstrip())
 
@@ -50,10 +68,9 @@ class SourceTree(object):
                         if entry.path not in self.skip and not entry.name.startswith((".", "__pycache__")):
                             stack.append(entry.path)
                     elif entry.name.endswith(".py"):
-                        with open(entry.path, "rb") as handle:
-                            rel = os.path.relpath(entry.path, self.root).replace(os.sep, "/")
-                            self._bytes[rel] = handle.read()
-                            self._order.append(rel)
+                        rel = os.path.relpath(entry.path, self.root).replace(os.sep, "/")
+                        self._bytes[rel] = read_bytes(entry.path)
+                        self._order.append(rel)
                 except OSError:
                     continue
         self._order.sort()
@@ -163,23 +180,31 @@ class SourceTree(object):
         return parsed
 
     def statement_at(self, rel, line, max_lines=80):
-        """The AST of the one statement starting at a line, parsed alone (real line numbers), or None."""
+        """The AST of the one statement starting at a line, parsed alone (real line numbers), or None.
+
+        A parse is tried once the brackets balance (strings holding brackets can fool the count, so
+        every length is tried as a last resort).
+        """
         lines = self.lines(rel)
         if not 0 < line <= len(lines):
             return None
         depth = _indent(lines[line - 1])
+        ends, balance = [], 0
         for end in range(line, min(len(lines), line - 1 + max_lines) + 1):
-            if end > line and lines[end - 1].strip() and _indent(lines[end - 1]) < depth:
+            text = lines[end - 1]
+            if end > line and text.strip() and _indent(text) < depth:
                 break
-            chunk = "\n".join(text[depth:] for text in lines[line - 1:end])
+            balance += sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+            ends.append((balance > 0, end))
+        for _, end in sorted(ends):  # balanced candidates first, in order
             try:
-                parsed = ast.parse(chunk + "\n")
+                parsed = ast.parse("\n".join(text[depth:] for text in lines[line - 1:end]) + "\n")
             except (SyntaxError, ValueError):
                 continue
-            if len(parsed.body) == 1:
-                ast.increment_lineno(parsed, line - 1)
-                return parsed.body[0]
-            return None
+            if len(parsed.body) != 1:
+                return None
+            ast.increment_lineno(parsed, line - 1)
+            return parsed.body[0]
         return None
 
     def lines(self, rel):

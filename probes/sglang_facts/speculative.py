@@ -7,7 +7,8 @@ from probes.sglang_facts.astutil import LOG_METHODS, call_name, string_value, un
 ENUM_CLASS = "SpeculativeAlgorithm"
 # "Disable DFLASH draft cuda graph because ...": a disabling word, then the graph, in one sentence.
 DISABLES_GRAPH = re.compile(r"\b(disabl\w*|skip\w*|not captur\w*)\b[^.]*?cuda[ _-]?graph", re.I)
-GRAPH_TEXT = re.compile(r"cuda[ _-]?graph", re.I)
+# A log message's words (not an identifier like capture_cuda_graph): a quote and "cuda graph".
+MESSAGE_TEXT = re.compile(r"[\"'].*cuda[ -]?graph|cuda[ -]?graph.*[\"']", re.I)
 WORKER_CLASS = rb"^class[ \t]+(\w*[Dd][Ff]lash\w*Worker\w*)"
 
 
@@ -41,7 +42,7 @@ def find_dflash(tree, algorithms):
                for rel, line, m in tree.search(WORKER_CLASS, names)]
     guards = []
     for rel in _unique(w["file"] for w in workers):
-        for line in sorted(set(line for _, line, text in tree.line_hits(b"raph", [rel]) if GRAPH_TEXT.search(text))):
+        for line in sorted(set(line for _, line, text in tree.line_hits(b"raph", [rel]) if MESSAGE_TEXT.search(text))):
             guards.extend(g for g in draft_graph_guards(tree, rel, tree.function_at(rel, line))
                           if (g["line"], g["message"]) not in {(o["line"], o["message"]) for o in guards})
     in_enum = any(a["name"] == "DFLASH" for a in algorithms)
