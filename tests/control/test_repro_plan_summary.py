@@ -1,0 +1,66 @@
+"""Repro option parsing, the outcome precedence behind the exit code, and the stored summary."""
+import pytest
+
+from gpudiag.models import HostResult, ProbeResult
+from gpudiag.repro import plan, summary
+
+
+def test_option_parsing():
+    assert plan.parse_algorithms("all") == ("EAGLE", "EAGLE3", "DFLASH")
+    assert plan.parse_algorithms("dflash,EAGLE,dflash") == ("DFLASH", "EAGLE")
+    assert plan.parse_batch_sizes("64, 1,4,4") == (1, 4, 64)
+    assert plan.parse_draft_tokens("2-16") == (2, 16) and plan.parse_draft_tokens("8") == (8, 8)
+    for parse, text, message in [(plan.parse_algorithms, "MEDUSA", "unknown MEDUSA"),
+                                 (plan.parse_batch_sizes, "1,x", "comma-separated integers"),
+                                 (plan.parse_batch_sizes, "0,4", "positive"),
+                                 (plan.parse_draft_tokens, "16-2", "LOW <= HIGH"),
+                                 (plan.parse_draft_tokens, "a-b", "N or LOW-HIGH")]:
+        with pytest.raises(plan.PlanError, match=message):
+            parse(text)
+
+
+def test_plan_bounds_the_bisection_and_becomes_probe_options():
+    p = plan.ReproPlan(algorithms=("EAGLE3", "DFLASH"), batch_sizes=(1, 4), draft_tokens=(2, 16))
+    assert p.sweep_labels() == ["eagle_draft", "eagle_draft_extend", "dflash_verify"]
+    assert p.max_cells_per_sweep() == 2 * 5   # 15 candidates: top, bottom, then 3 halvings
+    options = p.probe_options([{"name": "x"}])
+    assert options["draft_tokens"] == [2, 16] and options["signatures"] == [{"name": "x"}]
+    assert "signatures" not in p.to_dict()
+
+
+def host(name, cells=None, status="ok", probe_status="ok"):
+    probes = {}
+    if cells is not None:
+        probes["cuda_graph"] = ProbeResult(status=probe_status, data={"cells": cells, "mode": "synthetic",
+                                                                       "environment": {"torch": "2.9"}},
+                                           reason=None if probe_status == "ok" else "why")
+    return HostResult(name=name, status=status, reason="" if status == "ok" else "down", probes=probes)
+
+
+SKIPPED = [{"path": "eagle_draft", "batch_size": 1, "draft_tokens": 4, "status": "skipped", "detail": "no CUDA"}]
+OK = [{"path": "eagle_draft", "batch_size": 1, "draft_tokens": 4, "status": "ok", "max_abs_diff": 0.0}]
+BAD = OK + [{"path": "dflash_verify", "batch_size": 4, "draft_tokens": 9, "status": "device_fault",
+             "detail": "child killed by SIGSEGV", "signature": {"name": "native_crash"}}]
+
+
+@pytest.mark.parametrize("hosts, expected", [
+    ([host("a", SKIPPED)], "nothing_ran"),
+    ([host("a", OK), host("b", SKIPPED)], "ok"),
+    ([host("a", BAD)], "failures"),
+    ([host("a", BAD), host("b", status="unreachable")], "hosts_failed"),
+    ([host("a", OK, probe_status="timeout")], "hosts_failed"),
+])
+def test_outcome_precedence(hosts, expected):
+    assert summary.outcome([summary.host_repro(h) for h in hosts]) == expected
+
+
+def test_summary_and_matrix_rows():
+    repros = [summary.host_repro(host("gpu1", BAD)), summary.host_repro(host("gpu2", status="unreachable"))]
+    block = summary.run_summary(repros, {"layers": 2})
+    assert block["outcome"] == "hosts_failed"
+    assert block["hosts"][0]["cell_counts"] == {"ok": 1, "device_fault": 1}
+    assert block["hosts"][1] == {"host": "gpu2", "ran": False, "reason": "down", "environment": "",
+                                 "cell_counts": {}, "boundaries": [], "signatures": [], "advice": []}
+    rows = summary.cell_rows(repros[0])
+    assert rows[0] == ("dflash_verify", "4", "9", "device_fault", "[native_crash] child killed by SIGSEGV")
+    assert rows[1][4] == "max|diff| 0"

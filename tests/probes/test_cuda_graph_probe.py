@@ -1,0 +1,110 @@
+"""The cuda_graph probe on a host without CUDA, GPU choice, replay-buffer specs and the eager harness."""
+import json
+import os
+
+import pytest
+
+from probes import cuda_graph
+from probes.context import ProbeContext
+from probes.graphrepro import gpus, specs, synthetic
+from probes.graphrepro.signatures import match_signatures, primary_signature
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TABLE = json.load(open(os.path.join(ROOT, "gpudiag", "data", "signatures.json")))["signatures"]
+LOGS = os.path.join(ROOT, "tests", "fixtures", "logs")
+
+
+def cpu_only():
+    import torch
+    return not torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not cpu_only(), reason="checks the no-CUDA path; this host has CUDA")
+def test_without_cuda_every_planned_cell_is_skipped_with_the_reason():
+    options = {"cuda_graph": {"algorithms": ["EAGLE", "DFLASH"], "batch_sizes": [1, 8], "draft_tokens": [2, 4],
+                              "mode": "synthetic", "signatures": TABLE}}
+    data = cuda_graph.collect(ProbeContext(options=options))
+    cells = data["cells"]
+    assert {(c["path"], c["batch_size"]) for c in cells} == {
+        (p, b) for p in ("eagle_draft", "eagle_draft_extend", "dflash_verify") for b in (1, 8)}
+    assert all(c["status"] == "skipped" and "no CUDA device" in c["detail"] for c in cells)
+    assert data["environment"]["torch"] and data["environment"]["cuda_available"] is False
+    assert data["mode"] == "synthetic" and data["skip_reason"].startswith("no CUDA device")
+    json.dumps(data)   # stored as JSON
+
+
+def test_busy_gpus_are_refused_unless_forced_and_live_server_gpus_are_busy():
+    devices = [{"index": 0, "memory_used_mib": 70000, "processes": [{"pid": 11, "name": "python"}]},
+               {"index": 1, "memory_used_mib": 3, "processes": []},
+               {"index": 2, "memory_used_mib": 3, "processes": []},
+               {"index": 3, "memory_used_mib": 2048, "processes": []}]
+    servers = [{"pid": 99, "cuda_visible_devices": "2", "args": {"tp_size": 1}}]
+    reasons = gpus.busy_reasons(devices, servers)
+    assert sorted(reasons) == [0, 2, 3] and "sglang (pid 99)" in reasons[2]
+    assert gpus.select_gpus([0, 1, 2, 3], reasons, 1, False) == ([1], None)
+    chosen, why = gpus.select_gpus([0, 1, 2, 3], reasons, 2, False)
+    assert chosen is None and "--force" in why and "GPU0: processes python (pid 11)" in why
+    assert gpus.select_gpus([0, 1, 2, 3], reasons, 2, True) == ([1, 0], None)
+    assert gpus.select_gpus([0], {}, 2, True)[1] == "needs 2 GPU(s), the host has 1"
+
+
+def test_server_without_visible_devices_occupies_its_tp_range():
+    assert gpus.server_gpus({"args": {"tp_size": 4, "base_gpu_id": 2}}) == [2, 3, 4, 5]
+
+
+def test_replay_buffers_follow_batch_size_topk_steps_and_draft_tokens():
+    draft = {s["name"]: s for s in specs.buffer_specs("eagle_draft", 4, 7, topk=2, hidden_size=256)}
+    assert draft["input_ids"]["shape"] == [8] and draft["out_cache_loc"]["shape"] == [8 * 3]
+    assert draft["topk_p"] == {"name": "topk_p", "dtype": "float32", "shape": [4, 2], "optional": False,
+                               "large": False}
+    assert draft["hidden_states"]["large"] and draft["hidden_states"]["shape"] == [4, 256]
+    extend = {s["name"]: s for s in specs.buffer_specs("eagle_draft_extend", 4, 7)}
+    assert extend["hidden_states"]["shape"] == [28, 1024] and extend["accept_length"]["dtype"] == "int32"
+    verify = {s["name"]: s for s in specs.buffer_specs("dflash_verify", 2, 16)}
+    assert verify["custom_mask"]["optional"] and verify["custom_mask"]["shape"] == [2 * 16 * 16]
+    assert "custom_mask" not in [s["name"] for s in specs.buffer_specs("dflash_verify", 2, 16, with_optional=False)]
+    with pytest.raises(ValueError, match="unknown replay path"):
+        specs.buffer_specs("medusa", 1, 2)
+
+
+@pytest.mark.parametrize("path", specs.PATHS)
+def test_eager_forward_and_grouped_copy_on_cpu(path):
+    torch = pytest.importorskip("torch")
+    spec_list = specs.buffer_specs(path, 3, 5, topk=2, hidden_size=64)
+    generator = torch.Generator().manual_seed(0)
+    weights = synthetic.make_weights(torch, 64, "cpu")
+    static = synthetic.make_buffers(torch, spec_list, "cpu", generator)
+    fresh = synthetic.make_buffers(torch, spec_list, "cpu", generator)
+    per_request = specs.tokens_per_request(path, 5, 2)
+    before = synthetic.forward(torch, static, weights, path, 3, per_request, 2, specs.eagle_steps(5, 2))
+    synthetic.copy_inputs(torch, static, fresh, spec_list)
+    assert all(torch.equal(static[s["name"]], fresh[s["name"]]) for s in spec_list)
+    after = synthetic.forward(torch, static, weights, path, 3, per_request, 2, specs.eagle_steps(5, 2))
+    assert after["logits"].shape == (3 * per_request, synthetic.VOCAB)
+    assert after["topk_index"].shape == (3 * per_request, 2)
+    assert torch.isfinite(after["logits"]).all()
+    assert not torch.equal(before["logits"], after["logits"])   # the copied inputs reach the output
+
+
+def test_failures_are_classified_by_stage_and_device_fault_text():
+    fault = synthetic._failure("replay", RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert fault["status"] == "device_fault"
+    assert synthetic._failure("capture", RuntimeError("operation not permitted when stream is capturing"))[
+        "status"] == "capture_failed"
+    assert synthetic._failure("replay", TypeError("bad"))["status"] == "replay_failed"
+
+
+def test_host_matcher_names_the_same_signatures_as_the_fixtures_expect():
+    expected = {"dflash_capture_end_assert.log": "capture_end_no_active_capture",
+                "eagle_capture_failed_oom.log": "oom_during_capture",
+                "eagle3_replay_none_copy.log": "replay_input_copy_none",
+                "b300_eagle_draft_capture.log": "sm103_eagle_draft_capture"}
+    for name, signature in expected.items():
+        text = open(os.path.join(LOGS, name)).read()
+        assert primary_signature(text, TABLE)["name"] == signature, name
+    # The compute capability reaches `requires` from the probe's context, never the quoted lines.
+    text = "Exception: Capture cuda graph failed: CUDA error: unspecified launch failure (EAGLE draft)"
+    assert primary_signature(text, TABLE)["name"] == "capture_failed"
+    hit = primary_signature(text, TABLE, context="compute capability sm_103")
+    assert hit["name"] == "sm103_eagle_draft_capture" and hit["lines"] == [{"line": 1, "text": text}]
+    assert match_signatures("", TABLE) == [] and match_signatures("x", [{"match": ["("]}]) == []
