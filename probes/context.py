@@ -1,5 +1,6 @@
 """What a probe gets from the runner: options, its time budget, and helpers every probe needs."""
 import os
+import signal
 import subprocess
 import time
 
@@ -36,20 +37,32 @@ def run_command(argv, timeout=10.0, env=None, input_bytes=None):
     """
     result = {"ok": False, "exit_code": None, "stdout": "", "stderr": "", "error": None}
     try:
-        proc = subprocess.run(argv, input=input_bytes, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=timeout, env=env, start_new_session=True)
+        # Own session, so a hung command and anything it started can be killed as a group.
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
     except FileNotFoundError:
         result["error"] = "%s: not found" % argv[0]
-        return result
-    except subprocess.TimeoutExpired:
-        result["error"] = "%s: no answer within %.0f s" % (argv[0], timeout)
         return result
     except OSError as exc:
         result["error"] = "%s: %s" % (argv[0], exc)
         return result
+    try:
+        out, err = proc.communicate(input_bytes, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            # A process stuck in the kernel (nvidia-smi in D state) may never die: do not wait forever.
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        result["error"] = "%s: no answer within %.0f s" % (argv[0], timeout)
+        return result
     result["exit_code"] = proc.returncode
-    result["stdout"] = proc.stdout.decode("utf-8", "replace")
-    result["stderr"] = proc.stderr.decode("utf-8", "replace")
+    result["stdout"] = out.decode("utf-8", "replace")
+    result["stderr"] = err.decode("utf-8", "replace")
     result["ok"] = proc.returncode == 0
     if proc.returncode != 0:
         tail = result["stderr"].strip().splitlines()[-1:] or ["exit %d" % proc.returncode]

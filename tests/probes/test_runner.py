@@ -103,3 +103,15 @@ def test_run_command_never_raises():
     assert slow["ok"] is False and "no answer within" in slow["error"]
     failing = run_command([sys.executable, "-c", "import sys; sys.stderr.write('boom\\n'); sys.exit(4)"], timeout=10)
     assert failing["exit_code"] == 4 and "boom" in failing["error"]
+
+
+def test_run_command_kills_the_whole_group_on_timeout(tmp_path):
+    marker = tmp_path / "grandchild-alive"
+    script = ("import subprocess, sys, time; "
+              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3); open(%r, \"w\").write(\"x\")']); "
+              "time.sleep(30)") % str(marker)
+    result = run_command([sys.executable, "-c", script], timeout=0.5)
+    assert "no answer within" in result["error"]
+    import time
+    time.sleep(3.5)
+    assert not marker.exists()  # the grandchild died with its group
