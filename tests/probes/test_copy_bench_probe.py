@@ -2,6 +2,8 @@
 (a stand-in sglang package on sys.path), and errors for bad options."""
 import sys
 import textwrap
+import time
+import types
 
 import pytest
 
@@ -105,3 +107,42 @@ def test_bad_options_raise_a_one_line_error():
     if not torch.cuda.is_available():
         with pytest.raises(Skip, match="device=cuda but torch"):
             copy_bench.collect(ProbeContext(options={"copy_bench": {"device": "cuda"}}))
+
+
+def test_a_crashing_child_becomes_an_error_result_not_a_crash():
+    from probes.copybench.child import run_isolated
+    deadline = time.monotonic() + 90
+    (died,) = run_isolated({"device": "cpu"}, None, deadline)          # dies before its first device
+    assert died["index"] is None and died["status"] == "error"
+    assert died["reason"].startswith("benchmark process failed: ") and "KeyError: 'strategies'" in died["reason"]
+    (failed,) = run_isolated({"device": "cpu", "strategies": ["loop"]}, None, deadline)  # fails on the device
+    assert failed == {"index": None, "status": "error", "reason": "KeyError: 'max_mem_mib'"}
+
+
+class FakeCuda(object):
+    """Just enough of torch.cuda for the idle check: a GPU that another process fills."""
+
+    def __init__(self):
+        self.calls = []
+
+    def get_device_properties(self, index):
+        return types.SimpleNamespace(name="NVIDIA H200", uuid="6513270e-269e-4d37-b2a7-4de452e6b438",
+                                     major=9, minor=0, total_memory=143771 * 1024 * 1024)
+
+    def mem_get_info(self, index):
+        self.calls.append("mem_get_info")
+        return 10 * 1024 * 1024 * 1024, 140 * 1024 * 1024 * 1024
+
+    def __getattr__(self, name):        # anything that would allocate or change device state
+        raise AssertionError("torch.cuda.%s called on a busy GPU" % name)
+
+
+def test_a_busy_gpu_is_refused_before_anything_is_allocated():
+    from probes.copybench.devices import bench_one
+    fake = types.SimpleNamespace(cuda=FakeCuda())
+    job = {"idle_used_mib": 1024, "max_mem_mib": 2048, "force": False, "smi": {"error": "nvidia-smi: not found"}}
+    result = bench_one(fake, job, 0, None, None, None)
+    assert result["status"] == "skipped" and result["device"] == "cuda" and result["compute_capability"] == "sm_90"
+    assert result["reason"].startswith("GPU 0 looks busy: 133120 MiB in use with this probe's context")
+    assert result["idle_check"]["source"] == "torch.cuda.mem_get_info"
+    assert fake.cuda.calls == ["mem_get_info"]
