@@ -107,10 +107,13 @@ def test_run_command_never_raises():
 
 def test_run_command_kills_the_whole_group_on_timeout(tmp_path):
     marker = tmp_path / "grandchild-alive"
-    script = ("import subprocess, sys, time; "
-              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3); open(%r, \"w\").write(\"x\")']); "
-              "time.sleep(30)") % str(marker)
-    result = run_command([sys.executable, "-c", script], timeout=0.5)
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent("""
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3); open(%r, 'w').write('x')"])
+        time.sleep(30)
+    """ % str(marker)))
+    result = run_command([sys.executable, str(script)], timeout=0.5)
     assert "no answer within" in result["error"]
     import time
     time.sleep(3.5)
