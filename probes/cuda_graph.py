@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-from probes.graphrepro import gpus, specs, sweep
+from probes.graphrepro import gpus, specs, sweep, synthetic
 from probes.graphrepro import sglang_repro
 from probes.graphrepro.signatures import match_signatures
 from probes.graphrepro.worker import Worker
@@ -198,6 +198,8 @@ def synthetic_cell(result, path, algorithm, batch_size, draft_tokens, table, con
     status = result.get("status")
     if status == "died":
         status = "device_fault"  # a native crash of the child (SIGSEGV, SIGABRT) while it ran the cell
+    elif status == "error" and synthetic.is_device_fault(str(result.get("detail"))):
+        status = "device_fault"
     if status != "ok":
         worker.close()  # the CUDA context may be poisoned: the next cell gets a fresh child
     text = "\n".join([str(result.get("detail") or ""), result.get("log_tail") or ""])

@@ -11,7 +11,9 @@ from probes.graphrepro import specs as specs_mod
 REPLAY_TRIALS = 3
 POOL_TOKENS = 16384     # rows of the fake KV cache gathered by out_cache_loc
 VOCAB = 4096
-TOLERANCE = 1e-3        # same kernels in graph and eager: the answers should agree to rounding
+# Same kernels in graph and eager: answers agree to rounding (2% of the logit range is far above bf16
+# rounding and far below what stale or wrong inputs give).
+TOLERANCE = 2e-2
 
 
 def device_info(args):
@@ -81,7 +83,7 @@ def forward(torch, bufs, weights, path, batch_size, per_request, topk, steps):
         x = weights["embed"][ids] + weights["pos"][bufs["positions"] % 128]
         if "hidden_states" in bufs:
             h = bufs["hidden_states"]
-            x = x + (h.repeat_interleave(per_request, dim=0) if h.shape[0] == bs and per_request > 1 else h)
+            x = x + (_repeat_rows(h, per_request) if h.shape[0] == bs and per_request > 1 else h)
         if "target_hidden" in bufs:
             x = x + bufs["target_hidden"]
         kv = weights["kv"][bufs["out_cache_loc"][step * tokens:(step + 1) * tokens]]
@@ -93,10 +95,15 @@ def forward(torch, bufs, weights, path, batch_size, per_request, topk, steps):
         attn = torch.softmax(scores, dim=-1).to(v.dtype) @ v
         logits = (attn.reshape(tokens, hidden) @ weights["out"]).float()
         if "topk_p" in bufs:
-            logits = logits + bufs["topk_p"].float().mean(dim=1).repeat_interleave(per_request)[:, None]
+            logits = logits + _repeat_rows(bufs["topk_p"].float().mean(dim=1, keepdim=True), per_request)
         values, index = logits.topk(max(1, topk), dim=-1)
         ids = index[:, 0]
     return {"logits": logits, "topk_values": values, "topk_index": index}
+
+
+def _repeat_rows(t, times):
+    """Each row `times` times in a row, by expand (no host sync, safe inside a capture)."""
+    return t.unsqueeze(1).expand(t.shape[0], times, *t.shape[1:]).reshape(t.shape[0] * times, *t.shape[1:])
 
 
 def _block_mask(torch, bufs, path, bs, per_request, device):
@@ -178,7 +185,7 @@ def run_cell(args):
         torch.cuda.synchronize()
         capture_s = time.perf_counter() - started
         stage = "replay"
-        worst = 0.0
+        worst, scale = 0.0, 1e-3
         for _ in range(REPLAY_TRIALS):
             fresh = make_buffers(torch, spec_list, device, generator)
             copy_inputs(torch, static, fresh, spec_list)
@@ -189,11 +196,12 @@ def run_cell(args):
             torch.cuda.synchronize()
             stage = "replay"
             worst = max(worst, float((captured["logits"] - expected["logits"]).abs().max().item()))
+            scale = max(scale, float(expected["logits"].abs().max().item()))
     except Exception as exc:
         return _failure(stage, exc)
     result = {"status": "ok", "max_abs_diff": worst, "capture_s": round(capture_s, 4),
               "input_bytes": specs_mod.buffer_bytes(spec_list), "fields": [s["name"] for s in spec_list]}
-    if worst > TOLERANCE:
+    if worst > TOLERANCE * scale:
         result.update(status="mismatch", detail="graph replay differs from eager by %.3g" % worst)
     return result
 

@@ -1,0 +1,73 @@
+"""The synthetic CUDA-graph matrix on a real GPU, printed; and child isolation of a poisoned context."""
+import json
+import os
+import time
+
+import pytest
+
+from probes import cuda_graph
+from probes.context import ProbeContext
+from probes.graphrepro import specs
+from probes.graphrepro.worker import Worker, local_modules
+
+pytestmark = pytest.mark.gpu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TABLE = json.load(open(os.path.join(ROOT, "gpudiag", "data", "signatures.json")))["signatures"]
+CELL_STATUSES = ("ok", "capture_failed", "replay_failed", "mismatch", "device_fault", "timeout", "skipped",
+                 "error")
+
+POISON = '''
+def device_assert(args):
+    import torch
+    x = torch.zeros(4, device="cuda")
+    index = torch.tensor([1000], device="cuda")
+    x[index] = 1.0          # out of bounds: a device-side assert poisons this context
+    torch.cuda.synchronize()
+    return {"status": "ok"}
+
+def healthy(args):
+    import torch
+    return {"status": "ok", "sum": float(torch.ones(8, device="cuda").sum().item())}
+'''
+
+
+def test_synthetic_matrix_runs_every_cell_and_prints_it():
+    options = {"cuda_graph": {"algorithms": ["EAGLE", "DFLASH"], "batch_sizes": [1, 4, 16, 64],
+                              "draft_tokens": [2, 16], "mode": "synthetic", "force": True,
+                              "cell_timeout": 180, "signatures": TABLE}}
+    started = time.monotonic()
+    data = cuda_graph.collect(ProbeContext(options=options, deadline=started + 1200))
+    print("\n%s, torch %s, foreach copy %s" % (data["gpu"], data["environment"]["torch"],
+                                                 data["environment"]["has_foreach_copy"]))
+    for cell in data["cells"]:
+        print("%-20s bs=%-3d dt=%-3d %-14s diff=%s capture=%ss %s" % (
+            cell["path"], cell["batch_size"], cell["draft_tokens"], cell["status"], cell.get("max_abs_diff"),
+            cell.get("capture_s"), (cell.get("detail") or "")[:100]))
+    for boundary in data["boundaries"]:
+        print("boundary:", boundary["text"])
+    print("took %.1f s" % (time.monotonic() - started))
+    assert data["gpu"]["compute_capability"].startswith("sm_")
+    assert {c["path"] for c in data["cells"]} == set(specs.PATHS)
+    assert all(c["status"] in CELL_STATUSES and c["status"] != "skipped" for c in data["cells"])
+    assert all(b["text"] for b in data["boundaries"]) and data["boundary"] is not None
+    for cell in data["cells"]:
+        if cell["status"] == "ok":
+            assert cell["max_abs_diff"] is not None and cell["capture_s"] > 0
+
+
+def test_a_poisoned_context_stays_in_its_child():
+    modules = local_modules()
+    modules["poison"] = [False, POISON]
+    worker = Worker(modules=modules)
+    try:
+        assert worker.call("poison:healthy", {}, timeout=120) == {"status": "ok", "sum": 8.0}
+        poisoned = worker.call("poison:device_assert", {}, timeout=120)
+        print("\npoisoned child:", poisoned["status"], poisoned.get("detail", "")[:200])
+        assert poisoned["status"] in ("error", "died")
+        worker.close()   # what the probe does after any failed cell
+        assert worker.call("poison:healthy", {}, timeout=120) == {"status": "ok", "sum": 8.0}
+        assert worker.starts == 2
+    finally:
+        worker.close()
+        worker.remove_logs()
