@@ -1,7 +1,7 @@
 """Ways to copy a replay's input tensors into static buffers, and the check that a way copied right.
 
-Every strategy is a callable `run(srcs)` with the destinations it writes (`dsts`), prepared once per
-workload; grouping and splitting are redone on every call, as sglang does on every replay step.
+Each strategy copies a list of sources into destinations. Grouping by dtype pair is redone on every call,
+as sglang does on every replay step; the split and the packed layout are fixed from the static buffers.
 """
 import importlib
 import importlib.util
