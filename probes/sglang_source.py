@@ -57,7 +57,7 @@ def facts_from_location(location, options=None):
         timings[name] = round(time.perf_counter() - began, 4)
         return value
 
-    data = {"found": True, "site_packages": location["site_packages"], "package_dir": location["package_dir"],
+    data = {"found": True, "reason": None, "site_packages": location["site_packages"], "package_dir": location["package_dir"],
             "dist_info": location.get("dist_info")}
     data.update(timed("version", find_version, tree, location.get("dist_info")))
     data["grouped_foreach_copy"] = timed("grouped_copy", find_grouped_copy, tree, resolver)
@@ -81,16 +81,21 @@ def integrity(tree, location, verify_all):
     editable = location.get("editable")
     if editable:
         checkout = check_checkout(editable["path"])
-        return {"method": "editable", "checked": 0, "modified": [], "missing": [],
-                "editable": checkout}
+        changed = checkout.get("changed") or []
+        root = checkout.get("toplevel") or editable["path"]
+        package = os.path.relpath(os.path.realpath(location["package_dir"]),
+                                  os.path.realpath(root)).replace(os.sep, "/")
+        return {"method": "editable", "checked": 0, "missing": [], "editable": checkout,
+                "modified": [c for c in changed if c == package or c.startswith(package + "/")]}
     dist_info = location.get("dist_info")
     same_root = dist_info and os.path.dirname(dist_info) == location["site_packages"]
     if not same_root:
-        return {"method": "unknown", "checked": 0, "modified": [], "missing": [],
+        return {"method": "unknown", "checked": 0, "modified": [], "missing": [], "editable": None,
                 "reason": "no dist-info next to the package" if not dist_info else
                 "dist-info %s is not beside the package" % dist_info}
     result = check_record(location["site_packages"], dist_info, None if verify_all else sorted(tree.cited))
     result["scope"] = "all" if verify_all else "cited"
+    result["editable"] = None
     return result
 
 

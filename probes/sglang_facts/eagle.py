@@ -6,6 +6,10 @@ from probes.sglang_facts.grouped_copy import FUNC, copied_fields
 
 RUNNERS = (("draft", "EAGLEDraftCudaGraphRunner"), ("draft_extend", "EAGLEDraftExtendCudaGraphRunner"))
 LARGE_FIELD = "hidden_states"
+# Every key a finding may read, for a runner that is absent or copies nothing.
+NOT_FOUND = {"found": False, "file": None, "line": None, "replay_method": None, "batched": False,
+             "grouped_calls": 0, "grouped_fields": [], "grouped_resolves_to": [], "per_tensor_copies": 0,
+             "per_tensor_fields": [], "hidden_states_separate": False, "evidence": []}
 
 
 def find_eagle_runners(tree, resolver):
@@ -23,7 +27,7 @@ def find_eagle_runners(tree, resolver):
             rel, node = classes[name]
             result[key] = describe_runner(tree, resolver, rel, node)
         else:
-            result[key] = {"class": name, "found": False}
+            result[key] = dict(NOT_FOUND, **{"class": name, "reason": "no class %s in the package" % name})
     return result
 
 
@@ -45,8 +49,8 @@ def describe_runner(tree, resolver, rel, cls):
     info = {"class": cls.name, "found": True, "file": rel, "line": cls.lineno,
             "bases": [unparse(b, 80) for b in cls.bases]}
     if method is None:
-        info.update(replay_method=None, batched=False, per_tensor_copies=0, per_tensor_fields=[],
-                    hidden_states_separate=False, evidence=[], reason="no method copies into static buffers")
+        info.update(dict(NOT_FOUND, found=True, file=rel, line=cls.lineno),
+                    reason="no method copies into static buffers")
         return info
     module = tree.module_of(rel)
     grouped, per_tensor = [], []

@@ -58,14 +58,17 @@ def check_record(site_packages, dist_info, files=None):
 
 def check_checkout(path, timeout=10.0):
     """Commit and local changes of an editable install's checkout, via git (each call time-limited)."""
-    info = {"path": path, "commit": None, "dirty": None, "changed": []}
-    head = run_command(["git", "-C", path, "rev-parse", "HEAD"], timeout=timeout)
+    info = {"path": path, "commit": None, "dirty": None, "changed": [], "toplevel": None}
+    head = run_command(["git", "-C", path, "rev-parse", "HEAD", "--show-toplevel"], timeout=timeout)
     if not head["ok"]:
         info["reason"] = "git rev-parse failed: %s" % head["error"]
         return info
-    info["commit"] = head["stdout"].strip()
+    answer = head["stdout"].split()
+    info["commit"] = answer[0] if answer else None
+    info["toplevel"] = answer[1] if len(answer) > 1 else path
     status = run_command(["git", "-C", path, "status", "--porcelain"], timeout=timeout)
     if status["ok"]:
+        # Porcelain paths are relative to the repository root (toplevel), whatever the -C folder.
         changed = [line[3:] for line in status["stdout"].splitlines() if len(line) > 3]
         info["dirty"] = bool(changed)
         info["changed"] = changed[:200]

@@ -216,6 +216,7 @@ def test_editable_checkout_reports_commit_and_local_changes(tmp_path):
     editable = data["integrity"]["editable"]
     assert data["integrity"]["method"] == "editable" and len(editable["commit"]) == 40
     assert editable["dirty"] is True and editable["changed"] == ["python/sglang/version.py"]
+    assert data["integrity"]["modified"] == ["python/sglang/version.py"]
 
 
 def test_relative_imports_resolve_against_the_package():
