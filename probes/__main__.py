@@ -10,6 +10,9 @@ import sys
 import zipfile
 
 DEFAULT_NONCE_PREFIX = "bundle"
+# pdsh drops everything past 128 KiB of a line, and other engines split long lines: the bundle
+# wraps the frame's JSON into lines of this many characters; ingest joins them back.
+DEFAULT_LINE_WIDTH = 16384
 
 
 def parse_args(argv, defaults):
@@ -28,6 +31,8 @@ def parse_args(argv, defaults):
     parser.add_argument("--python", help="interpreter the sglang probes should inspect "
                         "(default: a live server's, else this one)")
     parser.add_argument("--nonce", help="frame marker (default: %s-<version>-<random>)" % DEFAULT_NONCE_PREFIX)
+    parser.add_argument("--line-width", type=int, default=DEFAULT_LINE_WIDTH,
+                        help="wrap the frame's JSON at this many characters (0: one line; default %(default)s)")
     parser.add_argument("--version", action="version",
                         version="gpudiag probe bundle %s" % defaults.get("version", "unknown"))
     return parser.parse_args(argv)
@@ -107,6 +112,25 @@ def build_payload(args, defaults):
     return payload
 
 
+def wrapped_frame_writer(width):
+    """A frame writer like runner.write_frame whose JSON is cut into lines of at most `width` characters
+    (never after a space, which a tool could strip): joining the lines gives the JSON back."""
+    def write_frame(document, nonce, fd):
+        text = json.dumps(document, default=str, sort_keys=True)
+        lines, start = [], 0
+        while start < len(text):
+            end = min(start + width, len(text))
+            while end < len(text) and text[end - 1] == " ":
+                end += 1
+            lines.append(text[start:end])
+            start = end
+        frame = "\nGPUDIAG-BEGIN %s\n%s\nGPUDIAG-END %s\n" % (nonce, "\n".join(lines), nonce)
+        data = frame.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data):]
+    return write_frame
+
+
 def _usage_error(message):
     sys.stderr.write("gpudiag-probes: error: %s\n" % message)
     sys.exit(2)
@@ -117,6 +141,8 @@ def main(argv=None, defaults=None):
     args = parse_args(sys.argv[1:] if argv is None else argv, defaults)
     payload = build_payload(args, defaults)
     from probes import runner
+    if args.line_width > 0:
+        runner.write_frame = wrapped_frame_writer(args.line_width)   # runner.main looks it up at call time
     return runner.main(payload)  # prints the frame and ends the process (os._exit)
 
 

@@ -1,11 +1,14 @@
-"""Reads Ansible's json stdout callback output (ad-hoc `-m script` runs and playbooks), host by host.
+"""Reads what Ansible printed for a `script` run of the bundle, host by host, in the forms it comes in:
+the json stdout callback (ad-hoc runs and playbooks), the tree callback's one file per host
+(`ansible -t DIR`), and the default callback's ad-hoc `host | CHANGED => {...}` blocks.
 
-Every host Ansible names gets its task results in play order; `ingest` decides from them whether a
-frame came back or why not (unreachable, failed, python missing).
+Every host gets its task results in play order; `ingest` decides from them whether a frame came back
+or why not (unreachable, failed, python missing).
 """
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,9 +43,56 @@ def load_document(text: str) -> dict[str, Any]:
                              "run ansible with ANSIBLE_STDOUT_CALLBACK=json")
 
 
-def looks_like_ansible_json(text: str) -> bool:
-    head = text.lstrip()[:4096]
-    return head.startswith("{") and '"plays"' in text[:200000] and '"stats"' in text
+# The default callback's ad-hoc form: `h0 | CHANGED => {` or `h1 | FAILED! | rc=127 >>`-less JSON.
+_ADHOC_BLOCK = re.compile(r"^(?P<host>\S+) \| (?:SUCCESS|CHANGED|FAILED!|UNREACHABLE!)(?: \| rc=\d+)? => \{",
+                          re.M)
+_RESULT_KEYS = {"stdout", "rc", "unreachable", "failed", "msg", "changed"}
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def looks_like_ansible(text: str) -> bool:
+    """The json callback's document, one tree-callback result, or default-callback ad-hoc blocks."""
+    doc = _json_object(text) if text.lstrip().startswith("{") else None
+    if doc is not None:
+        return "plays" in doc or _is_result(doc)
+    if text.lstrip().startswith("{") and '"plays"' in text:
+        return True
+    return _ADHOC_BLOCK.search(text) is not None
+
+
+def _is_result(doc: dict[str, Any]) -> bool:
+    return bool(_RESULT_KEYS & set(doc)) and "probes" not in doc
+
+
+def parse_ansible(text: str, stem: str) -> list["AnsibleHost"]:
+    """Hosts from any of the three forms; `stem` names the host of a tree-callback file."""
+    doc = _json_object(text)
+    if doc is not None and _is_result(doc):
+        return [AnsibleHost(stem, _flatten(doc))]
+    if _ADHOC_BLOCK.search(text) and '"plays"' not in text:
+        return adhoc_hosts(text)
+    return hosts_in(load_document(text))
+
+
+def adhoc_hosts(text: str) -> list["AnsibleHost"]:
+    decoder = json.JSONDecoder()
+    hosts: dict[str, AnsibleHost] = {}
+    for match in _ADHOC_BLOCK.finditer(text):
+        try:
+            result, _ = decoder.raw_decode(text, match.end() - 1)
+        except ValueError:
+            result = {"failed": True, "msg": "the result Ansible printed for this host is cut off"}
+        host = hosts.setdefault(match.group("host"), AnsibleHost(match.group("host")))
+        if isinstance(result, dict):
+            host.results.extend(_flatten(result))
+    return list(hosts.values())
 
 
 def hosts_in(doc: dict[str, Any]) -> list[AnsibleHost]:

@@ -146,9 +146,10 @@ def _frame(nonce: str, body: list[str], ended: bool, label: str | None, kind: st
 
 
 def _decode(body: list[str]) -> dict[str, Any] | None:
-    """The frame's JSON object: the whole body, else the one line of it that is a document
-    (other hosts' lines can land inside a frame when unlabelled output interleaves)."""
-    candidates = ["\n".join(body)] + [line for line in body if line.lstrip().startswith("{")]
+    """The frame's JSON object: the body's lines joined (the bundle wraps long JSON), else the one
+    line of it that is a document (other hosts' lines land inside a frame when unlabelled output
+    interleaves)."""
+    candidates = ["".join(body), "\n".join(body)] + [line for line in body if line.lstrip().startswith("{")]
     for candidate in candidates:
         try:
             doc = json.loads(candidate)

@@ -39,7 +39,7 @@ class IngestOutcome:
 def detect_format(source: Source, requested: str) -> str:
     if requested != "auto":
         return requested
-    return "ansible-json" if ansible_json.looks_like_ansible_json(source.text) else "frames"
+    return "ansible-json" if ansible_json.looks_like_ansible(source.text) else "frames"
 
 
 def ingest(sources: list[Source], requested: str = "auto") -> IngestOutcome:
@@ -50,10 +50,10 @@ def ingest(sources: list[Source], requested: str = "auto") -> IngestOutcome:
         fmt = detect_format(source, requested)
         if fmt == "ansible-json":
             try:
-                doc = ansible_json.load_document(source.text)
+                hosts = ansible_json.parse_ansible(source.text, source.stem)
             except ansible_json.AnsibleFormatError as exc:
                 raise IngestError(f"{source.name}: {exc}") from None
-            results, engine = [from_ansible_host(h) for h in ansible_json.hosts_in(doc)], "ansible"
+            results, engine = [from_ansible_host(h) for h in hosts], "ansible"
             found_frames = found_frames or bool(results)
         else:
             parsed = frames.parse_text(source.text)
