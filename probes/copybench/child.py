@@ -89,7 +89,9 @@ def run_isolated(job, modules, deadline, python=None):
                 results[_key(t)] = {"index": t, "status": "skipped", "reason": "time budget spent"}
             break
         attempts += 1
-        sub = dict(job, gpus=[t for t in remaining if t is not None], budget_s=max(1.0, left - 8.0))
+        # A wall-clock deadline, so the child's own start-up (torch, sglang imports) counts against it.
+        sub = dict(job, gpus=[t for t in remaining if t is not None], budget_s=max(1.0, left - 8.0),
+                   deadline_epoch=time.time() + max(1.0, left - 8.0))
         outcome = run_command([python or sys.executable, "-I", "-c", BOOTSTRAP], timeout=left - 1.0,
                               input_bytes=_payload(sub, modules))
         got = parse_lines(outcome["stdout"])

@@ -3,6 +3,7 @@ everything freed after. Used in-process on the CPU and inside the isolated child
 """
 import gc
 import os
+import time
 
 from probes.copybench import strategies
 from probes.copybench.bench import MIB, Budget, DeviceBench, run_device
@@ -12,7 +13,10 @@ from probes.copybench.politeness import idle_verdict
 def bench_all(job, emit=None, extra_strategies=None):
     """Every device of the job in turn; emit(result) after each one. Stops after a CUDA fault."""
     import torch
-    budget = Budget(job["budget_s"])
+    seconds = job["budget_s"]
+    if job.get("deadline_epoch"):
+        seconds = min(seconds, job["deadline_epoch"] - time.time())
+    budget = Budget(seconds)
     installed = InstalledLoader(job.get("installed_modules"), "installed" in job["strategies"])
     targets = [None] if job["device"] == "cpu" else list(job["gpus"])
     results = []
