@@ -20,7 +20,7 @@ import threading
 import zipfile
 from pathlib import Path
 
-VERSIONS = ("0.4.10", "0.5.11", "0.5.23")
+VERSIONS = ("0.4.10", "0.5.11", "0.5.14", "0.5.23")
 STAMP = ".gpudiag-unpacked"
 DOWNLOAD_TIMEOUT = 600
 _lock = threading.Lock()

@@ -109,16 +109,16 @@ def class_fields(tree, rel, cls_name, wanted):
     if not region:
         return []
     lines = tree.lines(rel)
-    body_indent = None
+    # The body's indentation is that of its first line (a docstring may show indented examples).
+    first = next((t for t in lines[region[0]:region[1]] if t.strip()), "")
+    body_indent = len(first) - len(first.lstrip())
     fields = []
     for number in range(region[0] + 1, region[1] + 1):
         text = lines[number - 1]
         match = FIELD_LINE.match(text)
         if not match:
             continue
-        indent = len(match.group(1))
-        body_indent = indent if body_indent is None else body_indent
-        if indent != body_indent or not wanted.search(match.group(2)):
+        if len(match.group(1)) != body_indent or not wanted.search(match.group(2)):
             continue
         stmt = tree.statement_at(rel, number)
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):

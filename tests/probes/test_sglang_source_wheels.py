@@ -1,4 +1,4 @@
-"""sglang_source against real sglang wheels (0.4.10, 0.5.11, 0.5.23) unpacked from PyPI, never imported."""
+"""sglang_source against real sglang wheels (0.4.10, 0.5.11, 0.5.14, 0.5.23) unpacked from PyPI, never imported."""
 import functools
 import os
 import shutil
@@ -74,6 +74,25 @@ def test_0_5_11_has_one_grouped_copy_but_per_tensor_eagle_copies():
     assert piecewise["deprecated"] and piecewise["alias_of"] == "--enforce-piecewise-cuda-graph"
 
 
+def test_0_5_14_first_batches_eagle_copies_without_fast_paths():
+    data = facts("0.5.14")
+    assert data["version"] == "0.5.14"
+    definitions = data["grouped_foreach_copy"]["definitions"]
+    assert sorted(d["file"] for d in definitions) == ["sglang/srt/model_executor/cuda_graph_buffer_registry.py",
+                                                      "sglang/srt/model_executor/runner_utils/buffers.py"]
+    assert all(d["fast_paths"] == [] for d in definitions)
+    for key in ("draft", "draft_extend"):
+        runner = data["eagle"][key]
+        assert runner["batched"] and runner["hidden_states_separate"] and runner["replay_method"] == "execute"
+        assert runner["grouped_resolves_to"][0]["file"] == "sglang/srt/model_executor/runner_utils/buffers.py"
+    assert data["eagle"]["draft"]["per_tensor_fields"] == ["draft_probs", "hidden_states", "temperatures",
+                                                           "seq_lens_cpu"]
+    old = flag(data, "--cuda-graph-max-bs")
+    assert old["deprecated"] and old["alias_of"] == "--cuda-graph-max-bs-decode" and old["via"] == "add_argument"
+    assert flag(data, "--cuda-graph-max-bs-decode")["via"] == "field"
+    assert [g["condition"] for g in data["dflash"]["draft_graph_guards"]] == ["available_mem < 1.0"]
+
+
 def test_0_5_23_has_two_definitions_and_eagle_resolves_to_the_reexported_one():
     data = facts("0.5.23")
     assert data["version"] == "0.5.23" and data["metadata_version"] == "0.5.23"
@@ -120,7 +139,7 @@ def test_0_5_23_dflash_guards_and_generated_flags():
     assert data["parse_errors"] == []
 
 
-@pytest.mark.parametrize("version", ["0.4.10", "0.5.11", "0.5.23"])
+@pytest.mark.parametrize("version", ["0.4.10", "0.5.11", "0.5.14", "0.5.23"])
 def test_every_cited_fact_matches_its_line_and_the_record(version):
     data = facts(version)
     site = data["site_packages"]
