@@ -1,0 +1,79 @@
+"""The sglang mode end to end with a stand-in interpreter: model dirs, launch, sweep, boundary, cleanup.
+
+The stand-in answers `-m sglang.launch_server ...` like a server whose draft graph capture fails when
+draft tokens > 8 at batch size >= 4, and checks the reduced config.json it is given.
+"""
+import json
+import os
+import stat
+import sys
+
+from probes import cuda_graph
+from probes.context import ProbeContext
+from tests.probes.cuda_graph_support import STANDIN_SERVER
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TABLE = json.load(open(os.path.join(ROOT, "gpudiag", "data", "signatures.json")))["signatures"]
+
+FAKE_SGLANG = r'''#!%(python)s
+import json, os, sys
+args = sys.argv[1:]
+assert args[:2] == ["-m", "sglang.launch_server"], args
+def value(flag):
+    return args[args.index(flag) + 1]
+with open(os.path.join(value("--model-path"), "config.json")) as fh:
+    target = json.load(fh)
+with open(os.path.join(value("--speculative-draft-model-path"), "config.json")) as fh:
+    draft = json.load(fh)
+print("target layers=%%d draft=%%s" %% (target["num_hidden_layers"], draft["architectures"][0]), flush=True)
+assert target["num_hidden_layers"] == 2 and value("--load-format") == "dummy"
+assert draft["dflash_config"]["block_size"] == int(value("--speculative-num-draft-tokens"))
+mode = "ok"
+if int(value("--speculative-num-draft-tokens")) > 8 and int(value("--cuda-graph-max-bs")) >= 4:
+    mode = "crash"
+sys.argv = ["standin", mode, value("--port")]
+exec(compile(open(%(standin)r).read(), "standin", "exec"))
+'''
+
+FLAGS_0_5_11 = ["--speculative-algorithm", "--speculative-draft-model-path", "--speculative-draft-load-format",
+                "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
+                "--cuda-graph-max-bs", "--cuda-graph-bs"]
+
+
+def test_sglang_sweep_finds_the_capture_boundary_and_leaves_nothing(tmp_path):
+    standin = tmp_path / "standin.py"
+    standin.write_text(STANDIN_SERVER)
+    fake = tmp_path / "python-with-sglang"
+    fake.write_text(FAKE_SGLANG % {"python": sys.executable, "standin": str(standin)})
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    flags = [{"name": f, "file": "sglang/srt/server_args.py", "line": 1} for f in FLAGS_0_5_11]
+    ctx = ProbeContext(results={"sglang_source": {"server_flags": flags}})
+    settings = cuda_graph.settings_from({"algorithms": ["DFLASH"], "batch_sizes": [1, 4], "draft_tokens": [6, 10]})
+    data = {"cells": [], "boundaries": [], "notes": []}
+    cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), TABLE, "compute capability sm_90", str(fake))
+    cuda_graph.summarise(data, "sm_90")
+    by_cell = {(c["batch_size"], c["draft_tokens"]): c for c in data["cells"]}
+    assert by_cell[(1, 10)]["status"] == "ok"
+    assert by_cell[(4, 9)]["status"] == "capture_failed" and by_cell[(4, 8)]["status"] == "ok"
+    failing = by_cell[(4, 10)]
+    assert failing["signature"]["name"] == "oom_during_capture"
+    assert any("Capture cuda graph failed" in line for line in failing["log_excerpt"])
+    assert failing["omitted_flags"] == [] and "--speculative-draft-load-format" in failing["command"]
+    assert failing["config_sources"]["target"] == "bundled Llama-3-8B-shaped config"
+    assert data["boundary"]["text"] == ("DFLASH fails graph capture when draft tokens > 8 at bs >= 4 on sm_90; "
+                                        "graphs are safe up to 8")
+    assert data["signatures"][0]["name"] == "oom_during_capture" and data["advice"]
+    assert len(data["cells"]) <= 1 + 4   # bisection, not the whole grid
+    assert processes_running(str(fake)) == []
+
+
+def processes_running(needle):
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as fh:
+                if needle.encode() in fh.read():
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
