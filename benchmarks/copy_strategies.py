@@ -54,8 +54,8 @@ def fmt(value, digits=1):
 
 
 def print_device(result):
-    print("\n## %s %s: %s %s" % (result.get("index"), result.get("name"), result["status"],
-                                 result.get("reason") or ""))
+    where = "cpu" if result.get("index") is None else "GPU %s %s" % (result["index"], result.get("name"))
+    print("\n## %s: %s %s" % (where, result["status"], result.get("reason") or ""))
     if result["status"] != "ok":
         return {}
     print("sweep (one contiguous tensor): bytes, copy_() us, foreach us, foreach/copy_")
