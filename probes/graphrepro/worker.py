@@ -65,8 +65,22 @@ def resolve(dotted):
     return getattr(importlib.import_module(module_name), func)
 
 
+def watch_parent(interval=0.5):
+    """If the probe that started us dies (a killed runner), take our whole group down with it,
+    even while a handler hangs inside CUDA."""
+    parent = os.getppid()
+
+    def loop():
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=loop, name="parent-watch", daemon=True).start()
+
+
 def serve():
     """Child side: answer requests until stdin closes. fd 1 is kept for results only."""
+    watch_parent()
     out_fd = os.dup(1)
     os.dup2(2, 1)  # library prints go to the log, never into the result channel
     stdin = sys.stdin.buffer

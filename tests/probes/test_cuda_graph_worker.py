@@ -1,4 +1,9 @@
 """Child isolation: a worker child that segfaults, aborts, hangs or raises becomes a result, never a crash."""
+import os
+import signal
+import subprocess
+import sys
+
 import pytest
 
 from probes.graphrepro.worker import Worker, local_modules
@@ -82,3 +87,19 @@ def test_synthetic_cell_without_cuda_is_skipped_with_reason(worker):
         pytest.skip("this host has CUDA: the cell runs for real (tests/gpu covers it)")
     assert result["status"] == "skipped"
     assert "CUDA is not available" in result["detail"]
+
+
+def test_a_hung_child_dies_with_its_killed_parent():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = ("import sys, threading; sys.path.insert(0, %r)\n"
+            "from probes.graphrepro.worker import Worker, local_modules\n"
+            "m = local_modules(); m['crashy'] = [False, %r]\n"
+            "w = Worker(modules=m)\n"
+            "w.call('crashy:noisy', {'x': 1}, timeout=60)\n"
+            "print(w.proc.pid, flush=True)\n"
+            "w.call('crashy:hang', {}, timeout=600)\n" % (root, CRASHY))
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    pgid = int(parent.stdout.readline())
+    parent.send_signal(signal.SIGKILL)   # the runner killed by the control side's Ctrl-C
+    parent.wait()
+    assert wait_group_empty(pgid)
