@@ -16,7 +16,7 @@ from gpudiag.findings.facts import host_facts
 from gpudiag.models import Finding
 from gpudiag.render.json_report import render_json
 from gpudiag.render.markdown import render_markdown
-from gpudiag.render.plots import charts_available, write_charts
+from gpudiag.render import plots
 from gpudiag.store import LoadedRun, StoreError, load_run, resolve_run_dir
 
 SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
@@ -45,8 +45,8 @@ def report(run: str | None, as_markdown: bool, as_json: bool, output: Path | Non
     elif as_markdown:
         charts = {}
         if output is not None and not no_charts:
-            charts = write_charts(loaded, output.parent)
-            if not charts_available():
+            charts = plots.write_charts(loaded, output.parent)
+            if not plots.charts_available():
                 click.echo("charts: matplotlib not installed (pip install 'gpudiag[plots]'); tables only",
                            err=True)
         _emit(render_markdown(loaded, findings, charts), output)

@@ -187,7 +187,8 @@ def _measured_split(host: HostResult) -> Finding | None:
         target = (f"split off only tensors of at least {fmt_bytes(min(above))} (where the split measured faster) "
                   f"and keep tensors up to {fmt_bytes(max(losing))} in the foreach group")
     else:
-        target = f"keep tensors up to {fmt_bytes(max(losing))} in the foreach group (no larger split was measured faster)"
+        target = (f"keep tensors up to {fmt_bytes(max(losing))} in the foreach group "
+                  "(no larger split was measured faster)")
     crossover = median(v for v in (number(g.get("crossover_bytes")) for g in copy_gpus(host, cuda_only=True)) if v)
     note = (f" The single-tensor sweep puts the copy_() crossover at {fmt_bytes(crossover)}; inside a replay the "
             "extra copy costs more than the sweep shows." if crossover and crossover <= max(losing) else "")

@@ -120,7 +120,8 @@ def ok_boundary(host: HostResult, algorithm: str) -> tuple[str, int] | None:
     relevant = [c for c in cells(host) if _serves(c, algorithm) and isinstance(c.get("batch_size"), int)]
     failing = [c["batch_size"] for c in relevant if failed(c)]
     limit = min(failing) if failing else None
-    clean = [c["batch_size"] for c in relevant if c.get("status") == "ok" and (limit is None or c["batch_size"] < limit)]
+    clean = [c["batch_size"] for c in relevant
+             if c.get("status") == "ok" and (limit is None or c["batch_size"] < limit)]
     if not clean:
         return None
     paths = "/".join(sorted({str(c.get("path")) for c in relevant}))

@@ -138,6 +138,7 @@ def local_modifications(hosts: list[HostResult]) -> list[Finding]:
             hosts=(host.name,), evidence=tuple(evidence),
             recommendation="Source facts and release notes describe the released code, not these files: review "
                            f"the changes, or reinstall the release (`pip install --force-reinstall "
-                           f"sglang=={sglang.get('version') or '<version>'}`) before comparing this host with the fleet.",
+                           f"sglang=={sglang.get('version') or '<version>'}`) before comparing this host "
+                           "with the fleet.",
             sources=(source(host, "sglang_source"),)))
     return findings

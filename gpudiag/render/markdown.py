@@ -140,7 +140,8 @@ def _environment(host: HostResult) -> list[str]:
     torch = as_dict(env.get("torch"))
     rows: list[tuple[Any, ...]] = [("fact", "value"), ("hostname", env.get("hostname")), ("os", env.get("os")),
                                    ("kernel", env.get("kernel")), ("CPUs", env.get("cpu_count")),
-                                   ("memory", f"{env['memory_total_mib']} MiB" if env.get("memory_total_mib") else None),
+                                   ("memory", f"{env['memory_total_mib']} MiB"
+                                    if env.get("memory_total_mib") else None),
                                    ("python", f"{python.get('version', '-')} ({python.get('executable', '-')})"
                                     + (", venv" if python.get("venv") else "")),
                                    ("torch", f.torch + (f" (CUDA {torch['cuda']})" if torch.get("cuda") else "")

@@ -55,28 +55,33 @@ def _save(fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
+def _workload_bytes(workload: dict[str, Any]) -> float:
+    return sum(number(f.get("bytes")) or 0 for f in as_list(workload.get("fields")) if isinstance(f, dict))
+
+
 def _copy_chart(gpu: dict[str, Any], host: str, path: Path) -> None:
+    """Left: one tensor, copy_() vs foreach by size (the sweep). Right: each strategy by replay size."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, (sweep_ax, replay_ax) = plt.subplots(1, 2, figsize=(11, 4))
     sweep = _sweep(gpu)
-    if sweep:
-        sizes = [s["bytes"] for s in sweep]
-        for key, label in (("copy_us", "copy_() (DMA)"), ("foreach_us", "_foreach_copy_")):
-            ax.plot(sizes, [number(s.get(key)) for s in sweep], marker="o", label=label)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("bytes per tensor")
-    else:
-        names = [str(w.get("name")) for w in workloads(gpu)]
-        strategies = sorted({k for w in workloads(gpu) for k in as_dict(w.get("strategies"))})
-        for offset, strategy in enumerate(strategies):
-            values = [number(as_dict(as_dict(w.get("strategies")).get(strategy)).get("median_us")) or 0
-                      for w in workloads(gpu)]
-            ax.bar([i + offset * 0.8 / len(strategies) for i in range(len(names))], values,
-                   width=0.8 / len(strategies), label=strategy)
-        ax.set_xticks(range(len(names)), names, rotation=20)
-    ax.set_ylabel("µs (median)")
-    ax.set_title(f"copy time, {host} GPU {gpu.get('index')}")
-    ax.legend()
+    for key, label in (("copy_us", "copy_() (DMA)"), ("foreach_us", "foreach copy kernel")):
+        sweep_ax.plot([s["bytes"] for s in sweep], [number(s.get(key)) for s in sweep], marker="o", label=label)
+    sweep_ax.set(title="one tensor (size sweep)", xlabel="bytes", ylabel="µs (median)")
+    measured = sorted((w for w in workloads(gpu) if _workload_bytes(w)),
+                      key=lambda w: (_workload_bytes(w), str(w.get("name"))))
+    strategies = sorted({k for w in measured for k in as_dict(w.get("strategies"))})
+    for strategy in strategies:
+        points = [(_workload_bytes(w), number(as_dict(as_dict(w.get("strategies")).get(strategy)).get("median_us")))
+                  for w in measured]
+        points = [(x, y) for x, y in points if y is not None]
+        if points:
+            replay_ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=strategy)
+    replay_ax.set(title="one replay's copies, by strategy", xlabel="bytes per replay", ylabel="µs (median)")
+    for ax in (sweep_ax, replay_ax):
+        if ax.has_data():
+            ax.set_xscale("log", base=2)
+            ax.legend(fontsize=8)
+    fig.suptitle(f"copy time vs size, {host} GPU {gpu.get('index')}")
     fig.tight_layout()
     _save(fig, path)
 
@@ -90,7 +95,7 @@ def _repro_chart(found: list[dict[str, Any]], host: str, path: Path) -> None:
         key = (str(c.get("path")), str(c.get("draft_tokens", "-")))
         if c.get("batch_size") in sizes:
             grid[rows.index(key)][sizes.index(c["batch_size"])] = STATUS_CODES.get(str(c.get("status")), 2)
-    fig, ax = plt.subplots(figsize=(1.5 + 0.8 * len(sizes), 1 + 0.5 * len(rows)))
+    fig, ax = plt.subplots(figsize=(4 + 1.1 * len(sizes), 1.5 + 0.5 * len(rows)))
     ax.imshow(grid, cmap="RdYlGn_r", vmin=0, vmax=2, aspect="auto")
     ax.set_xticks(range(len(sizes)), [f"bs {s}" for s in sizes])
     ax.set_yticks(range(len(rows)), [f"{p} ({d} draft)" for p, d in rows])
@@ -98,7 +103,7 @@ def _repro_chart(found: list[dict[str, Any]], host: str, path: Path) -> None:
         key = (str(c.get("path")), str(c.get("draft_tokens", "-")))
         if c.get("batch_size") in sizes:
             ax.text(sizes.index(c["batch_size"]), rows.index(key), str(c.get("status")), ha="center",
-                    va="center", fontsize=7)
+                    va="center", fontsize=8, color="white")
     ax.set_title(f"CUDA-graph repro, {host}")
     fig.tight_layout()
     _save(fig, path)

@@ -27,7 +27,7 @@ def invoke(*args):
 
 def test_markdown_matches_the_golden_file(tmp_path):
     out = tmp_path / "FINDINGS.md"
-    result = invoke(FLEET3, "--markdown", "-o", out)
+    result = invoke(FLEET3, "--markdown", "-o", out, "--no-charts")   # the same bytes with or without matplotlib
     assert result.exit_code == 1, result.output      # error-or-worse findings in the fleet
     text = out.read_text(encoding="utf-8")
     if os.environ.get("GPUDIAG_UPDATE_GOLDEN") == "1":
@@ -132,7 +132,7 @@ def test_charts_written_beside_the_markdown_are_linked(tmp_path, monkeypatch):
     def fake_write_charts(run, out_dir):
         calls.append((run.manifest.run_id, out_dir))
         return {"copy:gpu-a": "copy-gpu-a.png", "repro:gpu-a": "repro-gpu-a.png"}
-    monkeypatch.setattr("gpudiag.cli.report.write_charts", fake_write_charts)
+    monkeypatch.setattr(plots, "write_charts", fake_write_charts)
     out = tmp_path / "FINDINGS.md"
     invoke(FLEET3, "--markdown", "-o", out)
     assert calls == [("20260110T120000Z-a1b2", tmp_path)]
@@ -144,3 +144,17 @@ def test_charts_written_beside_the_markdown_are_linked(tmp_path, monkeypatch):
 def test_write_charts_draws_nothing_without_matplotlib(tmp_path):
     assert plots.write_charts(load_run(FLEET3), tmp_path) == {}
     assert list(tmp_path.iterdir()) == []
+
+
+def test_charts_are_drawn_and_linked_when_matplotlib_is_installed(tmp_path):
+    pytest.importorskip("matplotlib", reason="the optional extra gpudiag[plots] is not installed")
+    out = tmp_path / "FINDINGS.md"
+    invoke(FLEET3, "--markdown", "-o", out)
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert pngs == ["copy-gpu-a.png", "repro-gpu-a.png"]
+    assert all((tmp_path / p).read_bytes().startswith(b"\x89PNG") for p in pngs)
+    assert "![copy time vs size, gpu-a](copy-gpu-a.png)" in out.read_text()
+    again = tmp_path / "again"
+    again.mkdir()
+    invoke(FLEET3, "--markdown", "-o", again / "FINDINGS.md")
+    assert (again / "copy-gpu-a.png").read_bytes() == (tmp_path / "copy-gpu-a.png").read_bytes()   # deterministic
