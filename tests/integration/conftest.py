@@ -143,6 +143,7 @@ PrintLastLog no
 MaxStartups 200:30:400
 MaxSessions 100
 LogLevel VERBOSE
+Subsystem sftp internal-sftp
 SetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin
 """
 
