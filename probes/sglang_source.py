@@ -49,27 +49,38 @@ def facts_from_location(location, options=None):
     started = time.perf_counter()
     tree = SourceTree(location["site_packages"])
     resolver = Resolver(tree)
-    timings = {}
+    timings, failures = {}, []
 
-    def timed(name, func, *args):
+    def timed(name, func, *args, **fallback):
+        """One finder; a bug or an odd file costs that finder's facts, never the others'."""
         began = time.perf_counter()
-        value = func(*args)
+        try:
+            value = func(*args)
+        except Exception as exc:
+            failures.append({"finder": name, "error": "%s: %s" % (type(exc).__name__, str(exc)[:300])})
+            value = fallback.get("default")
         timings[name] = round(time.perf_counter() - began, 4)
         return value
 
     data = {"found": True, "reason": None, "site_packages": location["site_packages"], "package_dir": location["package_dir"],
             "dist_info": location.get("dist_info")}
-    data.update(timed("version", find_version, tree, location.get("dist_info")))
-    data["grouped_foreach_copy"] = timed("grouped_copy", find_grouped_copy, tree, resolver)
-    data["eagle"] = timed("eagle", find_eagle_runners, tree, resolver)
-    algorithms = timed("speculative", find_algorithms, tree)
+    data.update(timed("version", find_version, tree, location.get("dist_info"),
+                      default={"version": None, "version_source": None}))
+    data["grouped_foreach_copy"] = timed("grouped_copy", find_grouped_copy, tree, resolver, default={
+        "definitions": [], "has_foreach_copy_flag": [], "call_sites": []})
+    data["eagle"] = timed("eagle", find_eagle_runners, tree, resolver, default={})
+    algorithms = timed("speculative", find_algorithms, tree, default=[])
     data["speculative_algorithms"] = [a["name"] for a in algorithms]
     data["speculative_algorithm_evidence"] = algorithms
-    data["dflash"] = timed("dflash", find_dflash, tree, algorithms)
-    data["cuda_graph_runners"] = timed("graph_runners", find_graph_runners, tree)
-    data["breakable_graph"] = timed("breakable", find_breakable, tree)
-    data.update(timed("flags", find_server_flags, tree, options.get("flag_pattern")))
-    data["integrity"] = timed("integrity", integrity, tree, location, bool(options.get("verify_all")))
+    data["dflash"] = timed("dflash", find_dflash, tree, algorithms, default={
+        "present": None, "worker_file": None, "draft_graph_guards": []})
+    data["cuda_graph_runners"] = timed("graph_runners", find_graph_runners, tree, default=[])
+    data["breakable_graph"] = timed("breakable", find_breakable, tree, default=[])
+    data.update(timed("flags", find_server_flags, tree, options.get("flag_pattern"),
+                      default={"server_flags": [], "server_fields": []}))
+    data["integrity"] = timed("integrity", integrity, tree, location, bool(options.get("verify_all")),
+                              default={"method": "unknown", "checked": 0, "modified": [], "missing": []})
+    data["finder_errors"] = failures
     data["files_scanned"] = len(tree.files)
     data["parse_errors"] = tree.parse_errors
     data["timings_s"] = timings

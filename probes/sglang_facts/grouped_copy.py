@@ -2,7 +2,7 @@
 import ast
 import re
 
-from probes.sglang_facts.astutil import (FUNCS, call_name, enclosing_functions, env_var_read, env_vars_in,
+from probes.sglang_facts.astutil import (FUNCS, SCOPES, call_name, enclosing_functions, env_var_read, env_vars_in,
                                          field_name, names_in, qualname, unparse, walk_lines)
 
 FUNC = "_grouped_foreach_copy_"
@@ -26,7 +26,7 @@ def find_grouped_copy(tree, resolver):
             if isinstance(node, FUNCS) and node.name == FUNC:
                 definitions.append(tree.evidence(rel, node.lineno, module=module, qualname=_qual(node, ancestors),
                                                  fast_paths=fast_paths(tree, rel, node)))
-            elif isinstance(node, ast.Assign) and not ancestors[1:] and \
+            elif isinstance(node, ast.Assign) and not any(isinstance(p, SCOPES) for p, _ in ancestors) and \
                     any(isinstance(t, ast.Name) and t.id == FLAG for t in node.targets):
                 flags.append(tree.evidence(rel, node.lineno, module=module, value=unparse(node.value, 80)))
             elif isinstance(node, ast.Call) and call_name(node) in aliases:

@@ -23,9 +23,9 @@ def choose_interpreter(ctx_results, options):
     chosen = (ctx_results.get("deployment") or {}).get("interpreter") or {}
     if isinstance(chosen, dict) and chosen.get("path"):
         return chosen["path"], chosen.get("why") or "deployment"
-    python = options.get("python")
-    if python and options.get("python_explicit"):
-        return python, "explicit"
+    # An explicit --python is the interpreter running these probes: use it by its real path.
+    if options.get("python") and options.get("python_explicit"):
+        return sys.executable, "explicit"
     return sys.executable, "default"
 
 

@@ -168,7 +168,8 @@ def test_missing_package_is_a_reason_not_an_error(tmp_path):
 def test_interpreter_choice_prefers_deployment():
     results = {"deployment": {"interpreter": {"path": "/opt/venv/bin/python", "why": "live_server"}}}
     assert locate.choose_interpreter(results, {}) == ("/opt/venv/bin/python", "live_server")
-    assert locate.choose_interpreter({}, {"python": "/x/python", "python_explicit": True}) == ("/x/python", "explicit")
+    # An explicit --python is the interpreter running the probes, named by its real path.
+    assert locate.choose_interpreter({}, {"python": "python3", "python_explicit": True}) == (sys.executable, "explicit")
     assert locate.choose_interpreter({}, {})[1] == "default"
 
 
@@ -223,3 +224,43 @@ def test_relative_imports_resolve_against_the_package():
     assert absolute_module("sglang.a.b", False, 1, "c") == "sglang.a.c"
     assert absolute_module("sglang.a", True, 1, "c") == "sglang.a.c"
     assert absolute_module("sglang.a.b", False, 2, None) == "sglang"
+
+
+def test_setuptools_editable_finder_mapping_is_followed(tmp_path):
+    checkout = tmp_path / "checkout"
+    make_site(checkout, {"sglang/__init__.py": "", "sglang/version.py": "__version__ = '0.8.0'\n"})
+    package = checkout / "site" / "sglang"
+    site = tmp_path / "venv-site"
+    (site / "sglang-0.8.0.dist-info").mkdir(parents=True)
+    (site / "__editable___sglang_0_8_0_finder.py").write_text(
+        "import sys\nMAPPING = {'sglang': %r}\nNAMESPACES = {}\n" % str(package))
+    data = scan(site)
+    assert data["found"] and data["version"] == "0.8.0" and data["package_dir"] == str(package)
+    assert data["integrity"]["method"] == "editable"
+
+
+def test_a_failing_finder_costs_only_its_own_facts(chain_site, monkeypatch):
+    from probes.sglang_facts import speculative
+
+    def broken(tree):
+        raise RuntimeError("odd source")
+    monkeypatch.setattr(sglang_source, "find_algorithms", broken)
+    data = scan(chain_site)
+    assert data["finder_errors"] == [{"finder": "speculative", "error": "RuntimeError: odd source"}]
+    assert data["speculative_algorithms"] == [] and len(data["grouped_foreach_copy"]["definitions"]) == 2
+    assert speculative.find_algorithms is not broken
+
+
+def test_flag_inside_module_level_try_is_found(tmp_path):
+    site = make_site(tmp_path, {"sglang/__init__.py": "", "sglang/m.py": """
+        try:
+            import torch
+            _has_foreach_copy = hasattr(torch, "_foreach_copy_")
+        except ImportError:
+            _has_foreach_copy = False
+
+        def _grouped_foreach_copy_(d, s):
+            pass
+        """})
+    flags = scan(site)["grouped_foreach_copy"]["has_foreach_copy_flag"]
+    assert [f["line"] for f in flags] == [4, 6]
