@@ -67,9 +67,16 @@ def site_packages_for(version: str) -> Path:
             with zipfile.ZipFile(wheel) as archive:
                 archive.extractall(scratch)
             (scratch / STAMP).write_text(wheel.name + "\n")
+            if (target / STAMP).is_file():  # another test process finished first: keep its copy
+                shutil.rmtree(scratch, ignore_errors=True)
+                return target
             if target.exists():
-                shutil.rmtree(target)
+                shutil.rmtree(target)  # an interrupted unpack
             os.replace(scratch, target)
+        except OSError:
+            shutil.rmtree(scratch, ignore_errors=True)
+            if not (target / STAMP).is_file():
+                raise
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
