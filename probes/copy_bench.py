@@ -57,7 +57,7 @@ def collect(ctx):
     if device == "cuda":
         from probes.copybench.politeness import smi_snapshot
         count = torch.cuda.device_count()
-        job["gpus"] = [g for g in (settings["gpus"] or range(count)) if g < count]
+        job["gpus"] = sorted(set(g for g in (settings["gpus"] or range(count)) if g < count))
         if not job["gpus"]:
             raise Skip("copy_bench.gpus=%s: no such GPU (torch sees %d)" % (settings["gpus"], count))
         job["smi"] = smi_snapshot()   # before the benchmark's own CUDA contexts exist
