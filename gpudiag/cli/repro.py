@@ -71,6 +71,8 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     except sig_mod.SignatureError as exc:
         raise UserError(str(exc)) from None
     if log_file is not None:
+        if targets:
+            raise UserError("--log classifies a file on this machine; give it without TARGETS")
         _classify_log(log_file, as_json, reports_dir)
         return
     try:

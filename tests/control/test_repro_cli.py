@@ -67,6 +67,7 @@ def test_log_without_a_crash_exits_0_and_json_lists_info_matches(tmp_path):
     (["--draft-tokens", "9-2"], "--draft-tokens '9-2': need 1 <= LOW <= HIGH"),
     (["--algorithm", "MEDUSA"], "--algorithm: unknown MEDUSA"),
     (["--log", "/nonexistent/server.log"], "--log /nonexistent/server.log: cannot read"),
+    (["--log", "server.log", "gpu-1"], "--log classifies a file on this machine; give it without TARGETS"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     proc = gpudiag("repro", "cuda-graph-crash", *args, "--reports-dir", str(tmp_path))
