@@ -167,3 +167,18 @@ def test_a_modified_byte_and_a_missing_file_show_in_integrity(tmp_path):
     assert everything["integrity"]["modified"] == [EAGLE_DRAFT]
     assert everything["integrity"]["missing"] == ["sglang/api.py"]
     assert everything["integrity"]["checked"] > 400
+
+
+def test_wheel_cache_unpacks_once_and_redoes_an_interrupted_unpack(tmp_path, monkeypatch):
+    from tests import sglang_wheels
+    wheel = sglang_wheels.wheel_path("0.4.10") if require("0.4.10") else None
+    monkeypatch.setenv("GPUDIAG_WHEEL_CACHE", str(tmp_path))
+    shutil.copy2(wheel, tmp_path / wheel.name)
+    site = sglang_wheels.site_packages_for("0.4.10")
+    assert site == tmp_path / "unpacked" / "sglang-0.4.10"
+    assert (site / "sglang" / "version.py").is_file() and (site / sglang_wheels.STAMP).is_file()
+    marker = site / "sglang" / "marker"
+    marker.write_text("kept")
+    assert sglang_wheels.site_packages_for("0.4.10") == site and marker.is_file()  # reused, not redone
+    (site / sglang_wheels.STAMP).unlink()  # as if the first unpack had been interrupted
+    assert sglang_wheels.site_packages_for("0.4.10") == site and not marker.exists()
