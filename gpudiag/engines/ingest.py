@@ -11,7 +11,7 @@ from typing import Any
 
 from gpudiag.engines import ansible_json, frames
 from gpudiag.engines.failures import one_line, status_from_message
-from gpudiag.models import FRAME_ERROR, UNREACHABLE, CommandResult, Host, HostResult
+from gpudiag.models import FRAME_ERROR, PYTHON_MISSING, UNREACHABLE, CommandResult, Host, HostResult
 from gpudiag.orchestrator import classify
 
 FORMATS = ("auto", "ansible-json", "frames")
@@ -140,7 +140,7 @@ def from_ansible_host(host: ansible_json.AnsibleHost) -> HostResult:
         if result.get("unreachable"):
             return frameless_result(host.name, host.name, "ansible", ansible_json.result_text(result),
                                     default=UNREACHABLE)
-        if result.get("failed"):
+        if result.get("failed") or result.get("rc") not in (None, 0):
             return failed_ansible_result(target, result)
     if host.stats.get("unreachable"):
         return HostResult(name=host.name, status=UNREACHABLE, reason="Ansible counted the host unreachable",
@@ -157,6 +157,8 @@ def failed_ansible_result(host: Host, result: dict[str, Any]) -> HostResult:
     command = CommandResult(exit_code=rc, stdout=str(result.get("stdout") or "").encode("utf-8"),
                             stderr=str(result.get("stderr") or "").encode("utf-8"), duration_s=0.0)
     classified = classify(host, command, "-", 0.0)
+    if classified.status == PYTHON_MISSING:   # say which interpreter, in the host's own words
+        return replace(classified, reason=f"{one_line(ansible_json.result_text(result))} (exit {rc})")
     if classified.status == FRAME_ERROR:
         # Over ssh with a tty, stderr arrives inside stdout: look there for the cause too.
         status = status_from_message(ansible_json.result_text(result), FRAME_ERROR)
