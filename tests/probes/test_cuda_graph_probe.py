@@ -108,3 +108,39 @@ def test_host_matcher_names_the_same_signatures_as_the_fixtures_expect():
     hit = primary_signature(text, TABLE, context="compute capability sm_103")
     assert hit["name"] == "sm103_eagle_draft_capture" and hit["lines"] == [{"line": 1, "text": text}]
     assert match_signatures("", TABLE) == [] and match_signatures("x", [{"match": ["("]}]) == []
+
+
+class FakeCuda:
+    """torch.cuda stand-in on CPU: capture runs the forward once and replay does nothing."""
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def install(self, monkeypatch):
+        cuda, real_device = self.torch.cuda, self.torch.device
+        monkeypatch.setattr(cuda, "is_available", lambda: True)
+        monkeypatch.setattr(cuda, "synchronize", lambda *a: None)
+        monkeypatch.setattr(cuda, "Stream", lambda *a, **k: type("S", (), {"wait_stream": lambda s, o: None})())
+        monkeypatch.setattr(cuda, "current_stream", lambda *a: type("S", (), {"wait_stream": lambda s, o: None})())
+        monkeypatch.setattr(cuda, "stream", lambda s: _Null())
+        monkeypatch.setattr(cuda, "CUDAGraph", lambda: type("G", (), {"replay": lambda g: None})())
+        monkeypatch.setattr(cuda, "graph", lambda g, **k: _Null())
+        monkeypatch.setattr(self.torch, "device", lambda kind, index=None: real_device("cpu"))
+
+
+class _Null(object):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_a_graph_that_replays_stale_outputs_is_a_mismatch(monkeypatch):
+    """A replay that does not recompute leaves the capture-time outputs: the eager check must see it."""
+    torch = pytest.importorskip("torch")
+    FakeCuda(torch).install(monkeypatch)
+    result = synthetic.run_cell({"path": "dflash_verify", "batch_size": 2, "draft_tokens": 4, "hidden_size": 64})
+    assert result["status"] == "mismatch"
+    assert result["max_abs_diff"] > 0 and "differs from eager" in result["detail"]
+    assert "custom_mask" in result["fields"] and result["capture_s"] >= 0
