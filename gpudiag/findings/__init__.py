@@ -27,18 +27,30 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# Rules over the run's own record (run.json) rather than its hosts.
+RUN_RULES: tuple[Callable[[dict], list[Finding]], ...] = (
+    cuda_graph.classified_log,             # 6, for `repro --log FILE` runs
+)
+
+
 def all_findings(run: LoadedRun) -> list[Finding]:
     hosts_sorted = sorted(run.hosts, key=lambda h: h.name)
     found: list[Finding] = []
     for rule in RULES:
-        try:
-            found.extend(rule(hosts_sorted))
-        except Exception as exc:  # noqa: BLE001 - odd host data must not take the whole report down
-            found.append(_rule_failed(rule, exc))
+        found.extend(_guarded(rule, hosts_sorted))
+    for run_rule in RUN_RULES:
+        found.extend(_guarded(run_rule, run.manifest.extra))
     return sort_findings(found)
 
 
-def _rule_failed(rule: Rule, exc: Exception) -> Finding:
+def _guarded(rule: Callable, argument: object) -> list[Finding]:
+    try:
+        return list(rule(argument))
+    except Exception as exc:  # noqa: BLE001 - odd host data must not take the whole report down
+        return [_rule_failed(rule, exc)]
+
+
+def _rule_failed(rule: Callable, exc: Exception) -> Finding:
     name = f"{rule.__module__.rsplit('.', 1)[-1]}.{rule.__name__}"
     return Finding(id="report.rule_failed", severity="warning", title=f"rule {name} could not read this run",
                    hosts=(), evidence=(Evidence(kind="text", text=f"{type(exc).__name__}: {exc}"),),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpudiag.findings.common import as_dict, as_list, dig, number, probe, source, source_evidence, truthy_flag
+from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, number, probe, source, source_evidence, truthy_flag
 from gpudiag.findings.facts import command_line, graphs_disabled, server_args, servers_of
 from gpudiag.models import Evidence, Finding, HostResult
 
@@ -148,8 +148,9 @@ def spec_without_graphs(hosts: list[HostResult]) -> list[Finding]:
                 evidence.append(Evidence(kind="measurement", host=host.name,
                                          text=f"repro: {boundary[0]} ok up to batch size {boundary[1]}"))
             else:
-                advice = ("Run `gpudiag repro` on this host to find the batch sizes that capture and replay "
-                          "cleanly, then drop --disable-cuda-graph with --cuda-graph-max-bs at that boundary.")
+                advice = (f"Run `gpudiag repro cuda-graph-crash {host.name}` to find the batch sizes that capture "
+                          "and replay cleanly, then drop --disable-cuda-graph with --cuda-graph-max-bs at that "
+                          "boundary.")
             passes = (f"each of the {int(steps) + 1} forward passes of a decode step" if isinstance(steps, int)
                       else "every draft and verify forward pass")
             findings.append(Finding(
@@ -209,10 +210,12 @@ def _boundary_texts(data: dict[str, Any], paths: list[str]) -> list[str]:
     return texts
 
 
-def _severity(statuses: list[str]) -> str:
-    if any(s in WRONG_RESULTS for s in statuses):
-        return "critical"
-    return "warning" if statuses == [HARNESS_ERROR] else "error"
+def _severity(statuses: list[str], signature: dict[str, Any]) -> str:
+    """From the cells' statuses, raised to the matched signature's own severity when that is worse."""
+    severity = "critical" if any(s in WRONG_RESULTS for s in statuses) else \
+        "warning" if statuses == [HARNESS_ERROR] else "error"
+    named = str(signature.get("severity") or "")
+    return min((severity, named), key=lambda s: SEVERITY_RANK.get(s, 9))
 
 
 def _repro_finding(host: HostResult, key: str, failing: list[dict[str, Any]]) -> Finding:
@@ -237,7 +240,7 @@ def _repro_finding(host: HostResult, key: str, failing: list[dict[str, Any]]) ->
     evidence += _live_servers_against(host, failing)
     statuses = sorted({str(c.get("status")) for c in failing})
     return Finding(
-        id="cuda_graph.repro_failure", severity=_severity(statuses),
+        id="cuda_graph.repro_failure", severity=_severity(statuses, signature),
         title=f"CUDA-graph {'/'.join(statuses)} on {', '.join(paths)}"
               + (f" ({signature.get('name')})" if signature else ""),
         hosts=(host.name,), evidence=tuple(evidence),
@@ -245,3 +248,27 @@ def _repro_finding(host: HostResult, key: str, failing: list[dict[str, Any]]) ->
                            "Keep CUDA graphs below the boundary (--cuda-graph-max-bs) or disable them for the "
                            "failing path, and report the repro cell with its detail upstream."),
         sources=(source(host, "cuda_graph"),))
+
+
+def classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
+    """Signatures matched in a log file by `gpudiag repro cuda-graph-crash --log FILE` (a run with no hosts)."""
+    repro = as_dict(manifest_extra.get("repro"))
+    if not repro.get("log"):
+        return []
+    findings = []
+    for match in (m for m in as_list(repro.get("matches")) if isinstance(m, dict)):
+        quoted = [q for q in as_list(match.get("lines")) if isinstance(q, dict)]
+        first = quoted[0].get("line") if quoted else None
+        severity = str(match.get("severity") or "error")
+        findings.append(Finding(
+            id="cuda_graph.log_signature", severity=severity if severity in SEVERITY_RANK else "error",
+            title=f"log {str(repro['log']).rsplit('/', 1)[-1]} matches the CUDA-graph failure {match.get('name')}",
+            hosts=(),
+            evidence=(Evidence(kind="text", text=f"{match.get('meaning') or match.get('name')} — "
+                                                 f"{len(quoted)} matching line(s) in {repro['log']} "
+                                                 f"({match.get('reference') or 'no reference'})",
+                               file=str(repro["log"]), line=first if isinstance(first, int) else None,
+                               snippet="\n".join(str(q.get("text")) for q in quoted[:5]) or None),),
+            recommendation=str(match.get("recommendation") or "Compare with the referenced report."),
+            sources=(f"run.json/repro/{match.get('name')}",)))
+    return findings

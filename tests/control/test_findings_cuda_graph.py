@@ -122,3 +122,20 @@ def test_real_dflash_guard_shapes_from_sglang_0_5_23():
     [finding] = cuda_graph.dflash_draft_graph_disabled([h])
     assert [e.line for e in finding.evidence] == [724, 737]    # dp attention; 559 MiB free < 1 GB; platform is CUDA
     assert "--enable-dp-attention" in finding.recommendation and "--mem-fraction-static" in finding.recommendation
+
+
+def test_signature_severity_raises_a_failure_and_log_classification_becomes_findings():
+    data = repro(("eagle_draft", 8, 4, "replay_failed"))
+    data["cells"][0]["signature"] = {"name": "nccl-hang", "severity": "critical", "recommendation": "r"}
+    [finding] = cuda_graph.repro_failures([host(cuda_graph=data)])
+    assert finding.severity == "critical"
+    extra = {"repro": {"problem": "cuda-graph-crash", "log": "/var/log/sglang.log", "outcome": "failures",
+                       "matches": [{"name": "dflash_prefill_capture_assert", "severity": "error",
+                                    "meaning": "capture_end assert", "recommendation": "Disable prefill graphs.",
+                                    "reference": "sglang #35437",
+                                    "lines": [{"line": 120, "text": "INTERNAL ASSERT FAILED num_active_captures_ > 0"}]}]}}
+    [logged] = cuda_graph.classified_log(extra)
+    assert (logged.id, logged.severity, logged.recommendation) == ("cuda_graph.log_signature", "error",
+                                                                    "Disable prefill graphs.")
+    assert logged.evidence[0].file == "/var/log/sglang.log" and logged.evidence[0].line == 120
+    assert cuda_graph.classified_log({}) == []
