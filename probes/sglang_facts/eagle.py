@@ -6,10 +6,11 @@ from probes.sglang_facts.grouped_copy import FUNC, copied_fields
 
 RUNNERS = (("draft", "EAGLEDraftCudaGraphRunner"), ("draft_extend", "EAGLEDraftExtendCudaGraphRunner"))
 LARGE_FIELD = "hidden_states"
-# Every key a finding may read, for a runner that is absent or copies nothing.
-NOT_FOUND = {"found": False, "file": None, "line": None, "replay_method": None, "batched": False,
+# Every key a finding may read, for a runner that is absent or copies nothing: `batched` is None
+# (not known), never False, so no rule reads an absent runner as a slow one.
+NOT_FOUND = {"found": False, "file": None, "line": None, "replay_method": None, "batched": None,
              "grouped_calls": 0, "grouped_fields": [], "grouped_resolves_to": [], "per_tensor_copies": 0,
-             "per_tensor_fields": [], "hidden_states_separate": False, "evidence": []}
+             "per_tensor_fields": [], "hidden_states_separate": None, "evidence": []}
 
 
 def find_eagle_runners(tree, resolver):

@@ -151,7 +151,8 @@ def test_eagle_replay_is_found_by_what_it_copies_not_by_its_name(tmp_path):
     draft = data["eagle"]["draft"]
     assert draft["replay_method"] == "_fill_static" and draft["batched"] is False
     assert draft["per_tensor_fields"] == ["seq_lens", "positions", "hidden_states"]
-    assert data["eagle"]["draft_extend"]["found"] is False
+    absent = data["eagle"]["draft_extend"]
+    assert absent["found"] is False and absent["batched"] is None and absent["per_tensor_copies"] == 0
 
 
 def test_version_falls_back_to_metadata(tmp_path):
