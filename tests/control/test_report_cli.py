@@ -158,3 +158,17 @@ def test_charts_are_drawn_and_linked_when_matplotlib_is_installed(tmp_path):
     again.mkdir()
     invoke(FLEET3, "--markdown", "-o", again / "FINDINGS.md")
     assert (again / "copy-gpu-a.png").read_bytes() == (tmp_path / "copy-gpu-a.png").read_bytes()   # deterministic
+
+
+def test_a_classified_log_run_reports_its_signature_and_exits_1(tmp_path):
+    run = tmp_path / "runs" / "log1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({
+        "schema": 1, "run_id": "log1", "kind": "repro", "started_at": "2026-03-03T00:00:00Z", "hosts": [],
+        "repro": {"problem": "cuda-graph-crash", "log": "server.log", "outcome": "failures", "matches": [
+            {"name": "capture_end_no_active_capture", "severity": "error", "meaning": "capture ended early",
+             "recommendation": "Drop --enable-piecewise-cuda-graph.", "reference": "sglang #35437",
+             "lines": [{"line": 18, "text": "num_active_captures_ > 0 INTERNAL ASSERT FAILED"}]}]}}))
+    result = invoke(run, "--markdown")
+    assert result.exit_code == 1
+    assert "# server.log:18" in result.output and "Drop --enable-piecewise-cuda-graph." in result.output
