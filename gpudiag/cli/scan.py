@@ -1,11 +1,13 @@
 """`gpudiag scan TARGETS`: run the probe bundle on every target and store one result per host."""
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Callable, Iterator
 
 import click
 from rich.console import Console
@@ -67,17 +69,18 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
                                  connect_timeout=connect_timeout)
         return transport_for(host)
 
-    _interrupt_once()
-    with ScanProgress(len(hosts), console=console) as progress:
-        def on_result(result):  # type: ignore[no-untyped-def]
-            writer.write_host(result)
-            progress.host_done(result)
+    with _interrupt_policy() as finishing:
+        with ScanProgress(len(hosts), console=console) as progress:
+            def on_result(result):  # type: ignore[no-untyped-def]
+                writer.write_host(result)
+                progress.host_done(result)
 
-        outcome = Orchestrator(request, factory, on_start=progress.host_started, on_result=on_result).run(hosts)
-    _ignore_interrupts()   # from here on only writing is left: a late Ctrl-C must not cut run.json short
-    for result in outcome.results:
-        writer.note_host(result.name, result.status, result.reason)
-    manifest = writer.finish(interrupted=outcome.interrupted)
+            outcome = Orchestrator(request, factory, on_start=progress.host_started,
+                                   on_result=on_result).run(hosts)
+        finishing()   # only writing is left: a late Ctrl-C must not cut run.json short
+        for result in outcome.results:
+            writer.note_host(result.name, result.status, result.reason)
+        manifest = writer.finish(interrupted=outcome.interrupted)
     if as_json:
         click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
     else:
@@ -90,24 +93,26 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         sys.exit(ExitCode.HOSTS_FAILED)
     sys.exit(ExitCode.OK)
 
-
-def _interrupt_once() -> None:
-    """The first Ctrl-C stops the scan; later ones are ignored so the finished results get written."""
+@contextlib.contextmanager
+def _interrupt_policy() -> Iterator[Callable[[], None]]:
+    """The first Ctrl-C stops the scan (KeyboardInterrupt in the orchestrator); later ones are ignored,
+    and once `finishing()` is called all are. The previous handler comes back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
     fired = False
 
-    def handler(signum: int, frame: object) -> None:
+    def once(signum: int, frame: object) -> None:
         nonlocal fired
         if not fired:
             fired = True
             raise KeyboardInterrupt
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, handler)
-
-
-def _ignore_interrupts() -> None:
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.signal(signal.SIGINT, once)
+    try:
+        yield lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 COMMANDS = (scan,)

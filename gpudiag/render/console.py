@@ -51,6 +51,9 @@ class ScanProgress:
             self.failed += 1
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, advance=1, failed=self.failed)
+            if result.status != OK:   # failures scroll above the bar as they happen
+                self._progress.console.print(f"{result.name}: {result.status} — {result.reason}", markup=False,
+                                             highlight=False, style=STATUS_STYLE.get(result.status, "red"))
         elif not self.quiet:
             reason = f" — {result.reason}" if result.reason else ""
             # One plain line per host (CI logs, pipes): no markup, no wrapping, so grep sees whole lines.
