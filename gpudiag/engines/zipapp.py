@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import zipfile
 
 from gpudiag import __version__
@@ -34,12 +33,13 @@ def module_path(dotted: str, is_package: bool) -> str:
 
 def bundle_entries(probes: list[str] | None) -> list[tuple[str, bytes]]:
     """(path inside the archive, bytes) for every entry, sorted by path."""
-    defaults = {"version": __version__, "probes": list(probes) if probes else None}
+    # A Python literal (not JSON: None, not null), keys in a fixed order for reproducible bytes.
+    defaults = {"probes": list(probes) if probes else None, "version": __version__}
     entries = {module_path(name, is_pkg): source.encode("utf-8")
                for name, (is_pkg, source) in probe_modules().items()}
     if "probes/__main__.py" not in entries:
         raise ValueError("probes/__main__.py is missing from the probes package; the bundle needs it")
-    main = MAIN_TEMPLATE.format(version=__version__, defaults=json.dumps(defaults, sort_keys=True))
+    main = MAIN_TEMPLATE.format(version=__version__, defaults=repr(defaults))
     entries["__main__.py"] = main.encode("utf-8")
     return sorted(entries.items())
 
