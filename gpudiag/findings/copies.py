@@ -29,7 +29,17 @@ def ok_timing(workload: dict[str, Any], strategy: str) -> dict[str, Any] | None:
 
 
 def workloads(gpu: dict[str, Any]) -> list[dict[str, Any]]:
-    return sorted((w for w in as_list(gpu.get("workloads")) if isinstance(w, dict)), key=lambda w: str(w.get("name")))
+    """The GPU's workloads by path, then batch size (numerically), then name."""
+    found = [w for w in as_list(gpu.get("workloads")) if isinstance(w, dict)]
+    return sorted(found, key=lambda w: (str(w.get("path")), number(w.get("batch_size")) or 0,
+                                        number(w.get("hidden_size")) or 0, str(w.get("name"))))
+
+
+def device_label(gpu: dict[str, Any]) -> str:
+    """'GPU 4 (NVIDIA H200)', or 'CPU' for timings taken without CUDA."""
+    if gpu.get("index") is None:
+        return "CPU" if str(gpu.get("device") or gpu.get("name") or "cpu") == "cpu" else str(gpu.get("name"))
+    return f"GPU {gpu.get('index')} ({gpu.get('name') or '-'})"
 
 
 def _cost_table(gpu: dict[str, Any]) -> tuple[tuple[str, ...], ...] | None:

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, fmt_bytes, fmt_us, probe
-from gpudiag.findings.copies import copy_gpus, workloads
+from gpudiag.findings.copies import copy_gpus, device_label, workloads
 from gpudiag.findings.cuda_graph import cells
 from gpudiag.findings.facts import command_line, host_facts, servers_of
 from gpudiag.models import SEVERITIES, Evidence, Finding, HostResult
@@ -232,11 +232,11 @@ def _copy_timings(host: HostResult, charts: Mapping[str, str]) -> list[str]:
             strategies = as_dict(w.get("strategies"))
             rows.append((w.get("name"), len(as_list(w.get("fields")))) + tuple(
                 _strategy_cell(as_dict(strategies.get(s))) for s in STRATEGIES) + (w.get("best"),))
-        lines += [f"GPU {gpu.get('index')} ({gpu.get('name') or '-'}), median per replay:", ""] + table(rows)
+        lines += [f"{device_label(gpu)}, median per replay:", ""] + table(rows)
     first = gpus[0]
     sweep = [s for s in as_list(first.get("sweep")) if isinstance(s, dict)]
     if sweep:
-        lines += [f"Size sweep on GPU {first.get('index')} (crossover {fmt_bytes(first.get('crossover_bytes'))}, "
+        lines += [f"Size sweep on {device_label(first)} (crossover {fmt_bytes(first.get('crossover_bytes'))}, "
                   f"recommended split {fmt_bytes(first.get('recommended_split_bytes'))}):", ""]
         lines += table([("bytes", "copy_()", "foreach")] + [
             (fmt_bytes(s.get("bytes")), fmt_us(s.get("copy_us")), fmt_us(s.get("foreach_us"))) for s in sweep])
@@ -265,9 +265,9 @@ def _repro_matrix(host: HostResult, charts: Mapping[str, str]) -> list[str]:
               for c in found}
     rows: list[tuple[Any, ...]] = [("path", "draft tokens") + tuple(f"bs {s}" for s in sizes)]
     rows += [k + tuple(status.get(k + (s,), "-") for s in sizes) for k in keys]
-    lines = ["#### CUDA-graph repro matrix", "",
-             f"{data.get('mode', '-')} mode on GPU {gpu.get('index', '-')} {gpu.get('name', '-')} "
-             f"({gpu.get('compute_capability', '-')}).", ""] + table(rows)
+    where = (f"on GPU {gpu.get('index', '-')} {gpu.get('name', '-')} ({gpu.get('compute_capability', '-')})" if gpu
+             else f"not run: {data.get('skip_reason') or 'no GPU was chosen'}")
+    lines = ["#### CUDA-graph repro matrix", "", f"{data.get('mode', '-')} mode {where}.", ""] + table(rows)
     if dig(data, "boundary", "text"):
         lines += [f"Boundary: {dig(data, 'boundary', 'text')}", ""]
     if charts.get(f"repro:{host.name}"):
