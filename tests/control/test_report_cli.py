@@ -172,3 +172,17 @@ def test_a_classified_log_run_reports_its_signature_and_exits_1(tmp_path):
     result = invoke(run, "--markdown")
     assert result.exit_code == 1
     assert "# server.log:18" in result.output and "Drop --enable-piecewise-cuda-graph." in result.output
+
+
+def test_json_to_a_file_is_deterministic_and_an_interrupted_host_is_reported(tmp_path):
+    run = write_run(tmp_path, [{"schema": 1, "name": "done", "status": "ok", "probes": {}}])
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["hosts"].append({"name": "late", "status": "interrupted", "reason": "stopped before it finished"})
+    (run / "run.json").write_text(json.dumps(manifest))
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert invoke(run, "--json", "-o", first).exit_code == 0
+    invoke(run, "--json", "-o", second)
+    assert first.read_bytes() == second.read_bytes()
+    [finding] = json.loads(first.read_text())["findings"]
+    assert (finding["id"], finding["hosts"]) == ("hosts.partial", ["late"])
+    assert "stopped before it finished" in finding["evidence"][0]["text"]
