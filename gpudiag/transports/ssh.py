@@ -22,6 +22,8 @@ import paramiko
 from gpudiag.hostkeys import HostKeyChecker, HostKeyError, host_id
 from gpudiag.models import AUTH_FAILED, INTERRUPTED, TIMEOUT, UNREACHABLE, CommandResult, Host
 from gpudiag.transports import TransportError
+from gpudiag.transports.ssh_support import (connect_error, describe_failure, drain, feed, parse_jump,
+                                            shutdown)
 
 # paramiko logs handshake failures at ERROR; without a handler Python would print them on stderr,
 # in the middle of the progress output. Every failure becomes a host status instead.
@@ -43,23 +45,6 @@ class _CheckPolicy(paramiko.MissingHostKeyPolicy):
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         self.checker.check(hostname, key)
-
-
-def parse_jump(spec: str, default_user: str) -> tuple[str, str, int]:
-    """`[user@]host[:port]` → (user, host, port)."""
-    user, at, rest = spec.rpartition("@")
-    host, port = rest, 22
-    if rest.startswith("["):                        # [v6addr]:port
-        host, _, tail = rest[1:].partition("]")
-        port = int(tail[1:]) if tail.startswith(":") and tail[1:].isdigit() else 22
-    elif rest.count(":") == 1:
-        host, _, raw = rest.partition(":")
-        if not raw.isdigit():
-            raise TransportError(UNREACHABLE, f"jump host {spec!r}: port {raw!r} is not a number")
-        port = int(raw)
-    if not host:
-        raise TransportError(UNREACHABLE, f"jump host {spec!r}: no host name")
-    return (user if at else default_user), host, port
 
 
 class SSHTransport:
@@ -165,7 +150,7 @@ class SSHTransport:
             if writable:
                 code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if code != 0:
-            raise TransportError(UNREACHABLE, f"{address}:{port}: {_connect_error(code)}")
+            raise TransportError(UNREACHABLE, f"{address}:{port}: {connect_error(code)}")
         sock.setblocking(True)
         return sock
 
@@ -184,6 +169,8 @@ class SSHTransport:
         identity = os.path.expanduser(self.host.identity_file) if self.host.identity_file else None
         if identity and not os.path.isfile(identity):
             raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: no such file")
+        if identity and not os.access(identity, os.R_OK):
+            raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: not readable")
         try:
             client.connect(address, port, username=user, sock=sock, key_filename=identity, allow_agent=True,
                            look_for_keys=True, timeout=limit, banner_timeout=limit, auth_timeout=limit,
@@ -193,7 +180,7 @@ class SSHTransport:
         except Exception as exc:
             if self._closed.is_set() or self._expired.is_set():
                 raise _Stopped() from None
-            raise TransportError(*self._describe_failure(exc, client, address, port, user, identity, limit,
+            raise TransportError(*describe_failure(exc, client, address, port, user, identity, limit,
                                                          label)) from None
         client.get_transport().set_keepalive(KEEPALIVE_S)  # type: ignore[union-attr]
         return client
@@ -214,24 +201,6 @@ class SSHTransport:
 
         return make
 
-    def _describe_failure(self, exc: Exception, client: paramiko.SSHClient, address: str, port: int,
-                          user: str, identity: str | None, limit: float, label: str) -> tuple[str, str]:
-        text = str(exc) or type(exc).__name__
-        if isinstance(exc, paramiko.PasswordRequiredException):
-            return AUTH_FAILED, f"{label}{user}@{address}: private key {identity} is encrypted; load it into ssh-agent"
-        if isinstance(exc, paramiko.AuthenticationException):
-            return AUTH_FAILED, f"{label}{user}@{address}:{port}: server refused every key offered ({_offered(identity)})"
-        if "No authentication methods available" in text:
-            return AUTH_FAILED, (f"{label}{user}@{address}:{port}: no key to offer (no identity file, no "
-                                 f"ssh-agent, no default key in ~/.ssh)")
-        transport = client.get_transport()
-        if "protocol banner" in text or (transport is not None and transport.remote_version is None):
-            return UNREACHABLE, (f"{label}{address}:{port} accepts TCP but sent no SSH banner within "
-                                 f"{limit:.0f} s (not an SSH server, or overloaded)")
-        if isinstance(exc, (EOFError, ConnectionResetError)):
-            return UNREACHABLE, f"{label}{address}:{port}: connection closed during the SSH handshake"
-        return UNREACHABLE, f"{label}{address}:{port}: SSH handshake failed: {type(exc).__name__}: {text}"
-
     # -- running --------------------------------------------------------------------------------
     def _execute(self, client: paramiko.SSHClient, argv: list[str], stdin: bytes, deadline: float,
                  started: float) -> CommandResult:
@@ -243,9 +212,9 @@ class SSHTransport:
             return self._stopped_result(started, exc)
         stdout: list[bytes] = []
         stderr: list[bytes] = []
-        threads = [threading.Thread(target=_feed, args=(channel, stdin), daemon=True),
-                   threading.Thread(target=_drain, args=(channel.recv, stdout), daemon=True),
-                   threading.Thread(target=_drain, args=(channel.recv_stderr, stderr), daemon=True)]
+        threads = [threading.Thread(target=feed, args=(channel, stdin), daemon=True),
+                   threading.Thread(target=drain, args=(channel.recv, stdout), daemon=True),
+                   threading.Thread(target=drain, args=(channel.recv_stderr, stderr), daemon=True)]
         for thread in threads:
             thread.start()
         for reader in threads[1:]:
@@ -291,53 +260,7 @@ class SSHTransport:
         for resource in resources:
             try:
                 if isinstance(resource, socket.socket):
-                    _shutdown(resource)
+                    shutdown(resource)
                 resource.close()
             except Exception:
                 pass
-
-
-def _connect_error(code: int) -> str:
-    if code == errno.ECONNREFUSED:
-        return "connection refused (nothing listens on that port)"
-    if code == errno.EHOSTUNREACH:
-        return "no route to host"
-    if code == errno.ENETUNREACH:
-        return "network unreachable"
-    if code == errno.ETIMEDOUT:
-        return "TCP connect timed out"
-    return os.strerror(code)
-
-
-def _offered(identity: str | None) -> str:
-    offered = [f"key file {identity}"] if identity else []
-    if os.environ.get("SSH_AUTH_SOCK"):
-        offered.append("ssh-agent keys")
-    offered.append("default keys in ~/.ssh")
-    return ", ".join(offered)
-
-
-def _shutdown(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-
-
-def _feed(channel: paramiko.Channel, data: bytes) -> None:
-    try:
-        channel.sendall(data)
-        channel.shutdown_write()
-    except (OSError, EOFError, paramiko.SSHException):
-        pass  # the command exited or the channel closed: the readers see it
-
-
-def _drain(recv: Callable[[int], bytes], sink: list[bytes]) -> None:
-    try:
-        while True:
-            data = recv(65536)
-            if not data:
-                return
-            sink.append(data)
-    except (OSError, EOFError, paramiko.SSHException):
-        return
