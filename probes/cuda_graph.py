@@ -220,12 +220,13 @@ def run_sglang(ctx, settings, data, env, table, context, python):
     workdir = tempfile.mkdtemp(prefix="gpudiag-repro-")
     try:
         for label, algorithm, _ in planned_labels(settings, "sglang"):
-            def oracle(batch_size, draft_tokens, algorithm=algorithm):
-                cell = sglang_repro.run_cell(settings, algorithm, batch_size, draft_tokens, workdir, python,
-                                             flags, env, table, context, ctx.time_left)
-                cell["mode"] = "sglang"
-                return cell
-            record(data, label, sweep.sweep(settings["batch_sizes"], values, _budget_guard(ctx, oracle)), "sglang")
+            def launch(draft_tokens, algorithm=algorithm):
+                if ctx.time_left() < MIN_CELL_SECONDS:
+                    return [{"batch_size": b, "status": "skipped", "detail": "time budget spent before this launch"}
+                            for b in settings["batch_sizes"]]
+                return sglang_repro.run_launch(settings, algorithm, settings["batch_sizes"], draft_tokens, workdir,
+                                               python, flags, env, table, context, ctx.time_left)
+            record(data, label, sweep.sweep_launches(settings["batch_sizes"], values, launch), "sglang")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -62,7 +62,8 @@ def spell(flag, table):
 
 
 def build_argv(python, cell, flags):
-    """argv for one server; returns (argv, omitted flags). `cell` holds the repro settings."""
+    """argv for one server; returns (argv, omitted flags). `cell` holds the repro settings; one
+    launch captures graphs for every batch size of the sweep."""
     table = flag_table(flags)
     wanted = [
         ("--model-path", cell["model_dir"]), ("--load-format", "dummy"),
@@ -71,8 +72,8 @@ def build_argv(python, cell, flags):
         ("--speculative-draft-model-path", cell["draft_dir"]),
         ("--speculative-draft-load-format", "dummy"),
         ("--speculative-num-draft-tokens", str(cell["draft_tokens"])),
-        ("--cuda-graph-max-bs", str(cell["batch_size"])),
-        ("--cuda-graph-bs", str(cell["batch_size"])),
+        ("--cuda-graph-max-bs", str(max(cell["batch_sizes"]))),
+        ("--cuda-graph-bs", [str(b) for b in sorted(cell["batch_sizes"])]),
         ("--mem-fraction-static", str(cell.get("mem_fraction", 0.5))),
         ("--skip-tokenizer-init", None),
     ]
@@ -90,7 +91,9 @@ def build_argv(python, cell, flags):
             omitted.append(flag)
             continue
         argv.append(spelled)
-        if value is not None:
+        if isinstance(value, list):
+            argv.extend(value)
+        elif value is not None:
             argv.append(value)
     return argv, omitted
 

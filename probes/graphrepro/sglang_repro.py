@@ -56,36 +56,48 @@ def prepare_dirs(workdir, settings, algorithm, draft_tokens):
     return target_dir, draft_dir, {"target": target_source, "draft": draft_source}
 
 
-def run_cell(settings, algorithm, batch_size, draft_tokens, workdir, python, flags, env, table, context,
-             time_left):
-    """Launch, wait, send `batch_size` concurrent requests, classify; the server group is always killed."""
+def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, flags, env, table, context,
+               time_left):
+    """One server for one draft-token budget, graphs captured for every batch size; then concurrent
+    requests at each batch size, smallest first. Returns one cell per batch size. The group is always killed."""
     started = time.monotonic()
     target_dir, draft_dir, sources = prepare_dirs(workdir, settings, algorithm, draft_tokens)
     topk = int(settings.get("topk", 1))
-    cell = {"model_dir": target_dir, "draft_dir": draft_dir, "algorithm": algorithm,
-            "batch_size": batch_size, "draft_tokens": draft_tokens, "layers": settings["layers"],
-            "steps": max(1, (draft_tokens - 1) // topk), "topk": topk, "tp": settings.get("tp", 1),
-            "port": launcher.free_port(), "mem_fraction": settings.get("mem_fraction", 0.5),
-            "model_override": settings.get("model_override")}
-    argv, omitted = launcher.build_argv(python, cell, flags)
-    log_path = os.path.join(workdir, "server-%s-bs%d-dt%d.log" % (algorithm.lower(), batch_size, draft_tokens))
-    results, alive_after, acceptance = [], False, None
-    with launcher.ServerProcess(argv, cell["port"], log_path, env) as server:
+    sizes = sorted(int(b) for b in batch_sizes)
+    launch = {"model_dir": target_dir, "draft_dir": draft_dir, "algorithm": algorithm, "batch_sizes": sizes,
+              "draft_tokens": draft_tokens, "layers": settings["layers"], "steps": max(1, (draft_tokens - 1) // topk),
+              "topk": topk, "tp": settings.get("tp", 1), "port": launcher.free_port(),
+              "mem_fraction": settings.get("mem_fraction", 0.5), "model_override": settings.get("model_override")}
+    argv, omitted = launcher.build_argv(python, launch, flags)
+    log_path = os.path.join(workdir, "server-%s-dt%d.log" % (algorithm.lower(), draft_tokens))
+    outcomes = {}
+    with launcher.ServerProcess(argv, launch["port"], log_path, env) as server:
         ready = server.wait_ready(min(READY_TIMEOUT, max(30.0, time_left() - 60)))
-        if ready == "ready":
-            results = traffic.send_concurrent(cell["port"], batch_size, timeout=REQUEST_TIMEOUT)
+        alive = ready == "ready"
+        for size in sizes:
+            if not alive:
+                break
+            results = traffic.send_concurrent(launch["port"], size, timeout=REQUEST_TIMEOUT, seed=size)
             time.sleep(1.0)  # a crash right after the answers still counts
-            alive_after = server.alive() and server.health()
-            acceptance = traffic.acceptance_length(results)
+            alive = server.alive() and server.health()
+            outcomes[size] = (results, alive, traffic.acceptance_length(results))
         exit_state = server.exit_description()
     log_text = server.log_text()
-    judge = settings.get("judge_acceptance", False)
-    status, detail, signature = classify(ready, results, alive_after, acceptance, judge, log_text, table,
-                                         context)
-    out = {"path": "sglang", "algorithm": algorithm, "batch_size": batch_size, "draft_tokens": draft_tokens,
-           "status": status, "detail": detail, "signature": signature, "acceptance_length": acceptance,
-           "server_exit": exit_state, "duration_s": round(time.monotonic() - started, 2),
-           "command": argv, "omitted_flags": omitted, "config_sources": sources}
+    common = {"path": "sglang", "algorithm": algorithm, "draft_tokens": draft_tokens, "server_exit": exit_state,
+              "launch_s": round(time.monotonic() - started, 2), "command": argv, "omitted_flags": omitted,
+              "config_sources": sources}
+    return [_launch_cell(common, size, ready, outcomes, settings, log_text, table, context) for size in sizes]
+
+
+def _launch_cell(common, size, ready, outcomes, settings, log_text, table, context):
+    cell = dict(common, batch_size=size)
+    if ready == "ready" and size not in outcomes:
+        cell.update(status="skipped", detail="not reached: the server died at a smaller batch size", signature=None)
+        return cell
+    results, alive, acceptance = outcomes.get(size, ([], False, None))
+    status, detail, signature = classify(ready, results, alive, acceptance, settings.get("judge_acceptance", False),
+                                         log_text, table, context)
+    cell.update(status=status, detail=detail, signature=signature, acceptance_length=acceptance)
     if status != "ok":
-        out["log_excerpt"] = log_text.strip().splitlines()[-LOG_EXCERPT_LINES:]
-    return out
+        cell["log_excerpt"] = log_text.strip().splitlines()[-LOG_EXCERPT_LINES:]
+    return cell

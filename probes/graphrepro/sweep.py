@@ -92,6 +92,42 @@ def sweep(batch_sizes, values, oracle):
     return {"cells": cells, "rows": rows}
 
 
+def sweep_launches(batch_sizes, values, launch):
+    """Bisect draft tokens where one `launch(draft_tokens) -> [cell per batch size]` covers every batch
+    size (one sglang server captures them all); rows per batch size come from the cells seen."""
+    cells, by_value = [], {}
+
+    def test(draft_tokens):
+        if draft_tokens not in by_value:
+            launched = [dict(c, draft_tokens=draft_tokens) for c in launch(draft_tokens)]
+            by_value[draft_tokens] = launched
+            cells.extend(launched)
+        launched = by_value[draft_tokens]
+        failing = [c for c in launched if is_failure(c)]
+        if failing:
+            return failing[0]
+        return {"status": "skipped"} if all(c.get("status") in UNKNOWN for c in launched) else {"status": "ok"}
+
+    bisect_draft_tokens(list(values), test)
+    return {"cells": cells, "rows": rows_from_cells(batch_sizes, cells)}
+
+
+def rows_from_cells(batch_sizes, cells):
+    """Per batch size: largest ok and smallest failing draft tokens. A row is incomplete when a cell
+    above its last ok value was never reached (the server died at a smaller batch size)."""
+    rows = []
+    for size in sorted(set(int(b) for b in batch_sizes)):
+        mine = [c for c in cells if c.get("batch_size") == size]
+        oks = [c["draft_tokens"] for c in mine if c.get("status") in GOOD]
+        fails = sorted((c["draft_tokens"], c.get("status")) for c in mine if is_failure(c))
+        unreached = [c["draft_tokens"] for c in mine if c.get("status") in UNKNOWN]
+        max_ok = max(oks) if oks else None
+        rows.append({"batch_size": size, "max_ok": max_ok, "min_fail": fails[0][0] if fails else None,
+                     "fail_status": fails[0][1] if fails else None,
+                     "complete": bool(mine) and not any(max_ok is None or v > max_ok for v in unreached)})
+    return rows
+
+
 def describe_boundary(label, rows, where=""):
     """One sentence a human reads, e.g. 'DFLASH crashes when draft tokens > 8 at bs >= 4 on sm_103; ...'."""
     on = " on %s" % where if where else ""
@@ -108,7 +144,8 @@ def describe_boundary(label, rows, where=""):
     from_bs = first["batch_size"]
     above = [r for r in tested if r["batch_size"] >= from_bs]
     scope = "bs >= %d" % from_bs
-    if any(r.get("min_fail") is None for r in above):  # not monotonic in batch size: name the sizes
+    if any(r.get("min_fail") is None and r.get("complete", True) for r in above):
+        # a larger batch size passed where a smaller one failed: not monotonic, so name the sizes
         scope = "bs " + ", ".join(str(r["batch_size"]) for r in failing)
     verb = VERBS.get(first.get("fail_status"), "fails")
     oks = [r["max_ok"] for r in failing]

@@ -15,6 +15,8 @@ if mode == "crash":
     sys.exit(1)
 if mode == "hang":
     time.sleep(600)
+import threading
+in_flight, lock = [0], threading.Lock()
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -28,6 +30,15 @@ class Handler(BaseHTTPRequestHandler):
             os._exit(1)
         if mode == "hang_on_request":
             time.sleep(600)
+        if mode == "crash_when_busy":   # concurrent requests (batch size >= 2) crash the replay
+            with lock:
+                in_flight[0] += 1
+            time.sleep(0.3)
+            if in_flight[0] >= 2:
+                print("torch.AcceleratorError: CUDA error: an illegal memory access was encountered", flush=True)
+                os._exit(1)
+            with lock:
+                in_flight[0] -= 1
         steps = 32 if mode == "no_acceptance" else 10
         answer = {"meta_info": {"completion_tokens": body["sampling_params"]["max_new_tokens"],
                                 "spec_verify_ct": steps}}

@@ -27,7 +27,7 @@ def release_flags(version):
 
 
 def cell(algorithm="DFLASH", **changes):
-    base = {"model_dir": "/tmp/t", "draft_dir": "/tmp/d", "algorithm": algorithm, "batch_size": 4,
+    base = {"model_dir": "/tmp/t", "draft_dir": "/tmp/d", "algorithm": algorithm, "batch_sizes": [1, 4],
             "draft_tokens": 8, "layers": 2, "steps": 7, "topk": 1, "tp": 1, "port": 31234}
     base.update(changes)
     return base
@@ -43,6 +43,7 @@ def test_launch_command_for_0_4_10_lacks_the_draft_load_format():
     assert omitted == ["--speculative-draft-load-format"]
     assert value_of(argv, "--load-format") == "dummy"
     assert value_of(argv, "--cuda-graph-max-bs") == "4" and value_of(argv, "--speculative-num-steps") == "7"
+    assert argv[argv.index("--cuda-graph-bs") + 1:argv.index("--cuda-graph-bs") + 3] == ["1", "4"]
     assert value_of(argv, "--host") == "127.0.0.1" and "--skip-tokenizer-init" in argv
 
 
@@ -59,7 +60,7 @@ def test_launch_command_for_0_5_23_uses_the_per_phase_graph_flags():
     argv, omitted = launcher.build_argv("python3", cell("EAGLE3"), release_flags("0.5.23"))
     assert omitted == []
     assert value_of(argv, "--cuda-graph-max-bs-decode") == "4"
-    assert value_of(argv, "--cuda-graph-bs-decode") == "4"
+    assert value_of(argv, "--cuda-graph-bs-decode") == "1"
     assert "--cuda-graph-max-bs" not in argv
     assert value_of(argv, "--speculative-draft-model-path") == "/tmp/d"
 

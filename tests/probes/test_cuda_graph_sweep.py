@@ -59,3 +59,23 @@ def test_boundary_sentences_for_safe_and_non_monotonic_cases():
     odd = sweep.describe_boundary("x", sweep.sweep([1, 4, 16], [2, 3, 4], oracle)["rows"])
     assert odd["text"] == "x hangs when draft tokens > 2 at bs 4; graphs are safe up to 2"
     assert sweep.describe_boundary("x", [])["text"] == "x: nothing ran"
+
+
+def test_one_launch_per_draft_token_value_covers_every_batch_size():
+    launches = []
+
+    def launch(draft_tokens):
+        """A server that crashes at bs 4 above 8 draft tokens, so bs 16 is never reached there."""
+        launches.append(draft_tokens)
+        if draft_tokens <= 8:
+            return [{"batch_size": b, "status": "ok"} for b in (1, 4, 16)]
+        return [{"batch_size": 1, "status": "ok"}, {"batch_size": 4, "status": "crashed_on_request"},
+                {"batch_size": 16, "status": "skipped"}]
+
+    result = sweep.sweep_launches([1, 4, 16], sweep.draft_token_values(2, 16), launch)
+    assert launches == [16, 2, 9, 5, 7, 8]
+    rows = {r["batch_size"]: r for r in result["rows"]}
+    assert rows[1]["max_ok"] == 16 and rows[4]["min_fail"] == 9 and rows[4]["max_ok"] == 8
+    assert rows[16]["max_ok"] == 8 and rows[16]["min_fail"] is None and not rows[16]["complete"]
+    text = sweep.describe_boundary("EAGLE", result["rows"], "sm_100")["text"]
+    assert text == "EAGLE crashes when draft tokens > 8 at bs >= 4 on sm_100; graphs are safe up to 8"
