@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-from probes.graphrepro import gpus, specs, sweep, synthetic
+from probes.graphrepro import configs, gpus, specs, sweep, synthetic
 from probes.graphrepro import sglang_repro
 from probes.graphrepro.signatures import match_signatures
 from probes.graphrepro.worker import Worker
@@ -122,7 +122,10 @@ def collect(ctx):
     context = "compute capability %s" % device[0].get("compute_capability", "")
     for mode in modes:
         runner = run_sglang if mode == "sglang" else run_synthetic
-        runner(ctx, settings, data, env, table, context, python)
+        try:
+            runner(ctx, settings, data, env, table, context, python)
+        except Exception as exc:  # keep the cells already measured; the note says what stopped the sweep
+            data["notes"].append("%s sweep stopped: %s: %s" % (mode, type(exc).__name__, exc))
     summarise(data, device[0].get("compute_capability", ""))
     return data
 
@@ -147,8 +150,10 @@ def apply_deployment(settings, deployment, notes):
 
 
 def no_cuda_reason(info):
-    if info.get("status") != "ok" or not info.get("torch"):
-        return info.get("reason") or info.get("detail") or "torch could not be queried in a child process"
+    if info.get("status") != "ok":
+        return "querying torch and CUDA in a child failed: %s" % (info.get("detail") or info.get("status"))
+    if not info.get("torch"):
+        return info.get("reason") or "torch is not installed for %s" % sys.executable
     if not info.get("cuda_available") or not info.get("devices"):
         return "no CUDA device visible to torch %s%s" % (info["torch"], "; " + info["reason"] if info.get("reason") else "")
     return None
@@ -224,8 +229,11 @@ def run_sglang(ctx, settings, data, env, table, context, python):
                 if ctx.time_left() < MIN_CELL_SECONDS:
                     return [{"batch_size": b, "status": "skipped", "detail": "time budget spent before this launch"}
                             for b in settings["batch_sizes"]]
-                return sglang_repro.run_launch(settings, algorithm, settings["batch_sizes"], draft_tokens, workdir,
-                                               python, flags, env, table, context, ctx.time_left)
+                try:
+                    return sglang_repro.run_launch(settings, algorithm, settings["batch_sizes"], draft_tokens,
+                                                   workdir, python, flags, env, table, context, ctx.time_left)
+                except configs.ConfigError as exc:
+                    return [{"batch_size": b, "status": "error", "detail": str(exc)} for b in settings["batch_sizes"]]
             record(data, label, sweep.sweep_launches(settings["batch_sizes"], values, launch), "sglang")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
