@@ -166,7 +166,8 @@ def pick_gpus(ctx, info, settings, force, notes):
     if not env_devices:
         notes.append("GPU idle state unknown (env probe gave no GPU list); live servers' GPUs still avoided")
     reasons = gpus.busy_reasons(env_devices, servers)
-    chosen, why = gpus.select_gpus(indices, reasons, int(settings.get("tp", 1)), force)
+    chosen, why = gpus.select_gpus(indices, reasons, int(settings.get("tp", 1)), force,
+                                   gpus.protected_gpus(servers))
     if chosen and any(i in reasons for i in chosen):
         notes.append("forced onto busy GPU(s): " + ", ".join("GPU%d (%s)" % (i, reasons[i]) for i in chosen
                                                               if i in reasons))

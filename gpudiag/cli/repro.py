@@ -49,7 +49,7 @@ def repro() -> None:
 @click.option("--topk", type=click.IntRange(1, 16), default=1, show_default=True, help="EAGLE top-k.")
 @click.option("--mode", type=click.Choice(plan_mod.MODES), default="auto", show_default=True,
               help="sglang (launch it with dummy weights), synthetic (torch alone), both, or auto.")
-@click.option("--force", is_flag=True, help="Use GPUs that look busy (never those of a live server's port).")
+@click.option("--force", is_flag=True, help="Use GPUs that look busy (never those of a live sglang server).")
 @click.option("--cell-timeout", type=click.FloatRange(5, None), default=120.0, show_default=True,
               help="Seconds per synthetic cell before its child is killed.")
 @click.option("--timeout", type=click.FloatRange(10, None), default=DEFAULT_HOST_TIMEOUT, show_default=True,

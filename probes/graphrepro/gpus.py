@@ -40,16 +40,29 @@ def server_gpus(server):
     return list(range(base, base + count))
 
 
-def select_gpus(indices, reasons, count, force):
-    """(chosen indices, None) or (None, why not). Idle GPUs first; busy ones only with force."""
+def protected_gpus(servers):
+    """GPUs of live sglang servers: never used, not even with --force."""
+    out = set()
+    for server in servers or []:
+        out.update(server_gpus(server))
+    return out
+
+
+def select_gpus(indices, reasons, count, force, protected=()):
+    """(chosen indices, None) or (None, why not). Idle GPUs first; busy ones only with force; a live
+    server's GPUs never."""
     indices = sorted(indices)
     idle = [i for i in indices if i not in reasons]
     if len(idle) >= count:
         return idle[:count], None
-    if force and len(indices) >= count:
-        return (idle + [i for i in indices if i in reasons])[:count], None
+    usable = [i for i in indices if i in reasons and i not in protected]
+    if force and len(idle) + len(usable) >= count:
+        return (idle + usable)[:count], None
     if len(indices) < count:
         return None, "needs %d GPU(s), the host has %d" % (count, len(indices))
+    if force:
+        return None, "needs %d GPU(s) besides those of live sglang servers (%s), which are never used" % (
+            count, ", ".join("GPU%d" % i for i in sorted(protected)))
     busy = "; ".join("GPU%s: %s" % (i, reasons[i]) for i in indices if i in reasons)
     return None, "needs %d idle GPU(s), %d idle; busy: %s (pass --force to use busy GPUs)" % (
         count, len(idle), busy)

@@ -45,6 +45,11 @@ def test_busy_gpus_are_refused_unless_forced_and_live_server_gpus_are_busy():
     chosen, why = gpus.select_gpus([0, 1, 2, 3], reasons, 2, False)
     assert chosen is None and "--force" in why and "GPU0: processes python (pid 11)" in why
     assert gpus.select_gpus([0, 1, 2, 3], reasons, 2, True) == ([1, 0], None)
+    protected = gpus.protected_gpus(servers)
+    assert protected == {2}
+    assert gpus.select_gpus([0, 1, 2, 3], reasons, 3, True, protected) == ([1, 0, 3], None)
+    chosen, why = gpus.select_gpus([0, 1, 2, 3], reasons, 4, True, protected)
+    assert chosen is None and "GPU2" in why and "never used" in why
     assert gpus.select_gpus([0], {}, 2, True)[1] == "needs 2 GPU(s), the host has 1"
 
 
