@@ -57,7 +57,7 @@ def test_python_override_is_shown_for_every_host():
 def test_adhoc_targets_without_inventory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)     # no inventory.yaml here
     hosts = json.loads(invoke("alice@gpu-9:2200", "[::1]:22", "--json").output)
-    assert [h["route"] for h in hosts] == ["ssh alice@gpu-9:2200", "ssh ::1:22"]
+    assert [h["route"] for h in hosts] == ["ssh alice@gpu-9:2200", "ssh [::1]:22"]
     assert all(h["source"] == "command line" for h in hosts)
 
 
