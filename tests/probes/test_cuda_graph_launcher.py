@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 
-
 from probes.graphrepro import launcher, sglang_repro, traffic
 from tests.probes.cuda_graph_support import STANDIN_SERVER, group_members, wait_group_empty
 
