@@ -1,0 +1,208 @@
+"""Control-side cost of a scan as the fleet grows: `gpudiag scan` against `ansible -m script` with the bundle.
+
+    python benchmarks/fleet_scale.py [--sizes 1,4,16,32,64] [--forks 32] [--no-ansible]
+
+Starts the largest fleet of real sshd hosts on 127.0.0.2... once (the integration fixture's SSHDFleet) and
+scans the first N of them with each tool, light probe (`env` without importing torch, so the hosts'
+own work stays small on this shared machine). Measured on the control side only, as each tool's whole
+process tree: wall time, CPU seconds (user+sys of the tool and every process it waited for, plus
+Ansible's ssh ControlPersist masters, read from /proc before they are stopped) and peak memory (the
+largest sum of PSS over the tree, sampled every 0.1 s). The hosts' sshd and probe processes are not
+children of either tool and are not counted. Prints per-host figures and Ansible/gpudiag ratios.
+Needs root, openssh-server and ansible-core (`pip install ansible-core`, a benchmark-only dependency).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLE_ARGS = ["--probes", "env", "--set", "env.torch=false"]
+
+
+def load_fleet_module():
+    """The integration fixture's module, imported as a plain module (no pytest session)."""
+    spec = importlib.util.spec_from_file_location("gpudiag_sshd_fleet", ROOT / "tests" / "integration" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+@dataclass
+class Cost:
+    wall_s: float
+    cpu_s: float
+    peak_mib: float
+    ok_hosts: int
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def _tree(root: int) -> list[int]:
+    children, out, todo = _children_map(), [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _pss_mib(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _cpu_s(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _masters(marker: str) -> list[int]:
+    """ssh ControlPersist masters whose command line names our control-path dir (daemonised, so not waited)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmdline and cmdline.startswith("ssh"):
+                found.append(int(entry))
+    return found
+
+
+def measure(argv: list[str], env: dict[str, str], cwd: Path, master_marker: str | None = None) -> tuple[Cost, str]:
+    peak = [0.0]
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL)
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            pids = _tree(proc.pid) + (_masters(master_marker) if master_marker else [])
+            peak[0] = max(peak[0], sum(_pss_mib(p) for p in pids))
+            stop.wait(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    chunks = []
+    assert proc.stdout is not None
+    for chunk in iter(lambda: proc.stdout.read(65536), b""):
+        chunks.append(chunk)
+    _, _, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    stop.set()
+    sampler.join()
+    cpu = usage.ru_utime + usage.ru_stime
+    if master_marker:
+        for pid in _masters(master_marker):
+            cpu += _cpu_s(pid)
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    return Cost(wall, cpu, peak[0], 0), b"".join(chunks).decode(errors="replace")
+
+
+def gpudiag_cost(fleet, work: Path, names: list[str], forks: int) -> Cost:
+    inventory = fleet.write_inventory(work / f"inv-{len(names)}.yaml", names)
+    reports = Path(tempfile.mkdtemp(dir=work, prefix="reports-"))
+    argv = fleet.gpudiag_argv() + ["scan", "-i", str(inventory), "all", *BUNDLE_ARGS, "--forks", str(forks),
+                                   "--timeout", "300", "--json"]
+    cost, out = measure(argv, fleet.env(GPUDIAG_REPORTS=str(reports)), work)
+    cost.ok_hosts = sum(h["status"] == "ok" for h in json.loads(out)["hosts"])
+    return cost
+
+
+def ansible_cost(fleet, work: Path, names: list[str], forks: int, bundle: Path) -> Cost:
+    inventory = fleet.write_inventory(work / f"ainv-{len(names)}.yaml", names, form="ansible")
+    doc = yaml.safe_load(inventory.read_text())
+    doc["all"]["vars"] = {"ansible_ssh_common_args": f"-o UserKnownHostsFile={fleet.known_hosts} "
+                                                     "-o StrictHostKeyChecking=yes"}
+    inventory.write_text(yaml.safe_dump(doc))
+    control_dir = Path(tempfile.mkdtemp(dir=work, prefix="cp-"))
+    # The fleet's sshd has no sftp subsystem: piped transfers, instead of two failing fallbacks per host.
+    env = fleet.env(ANSIBLE_SSH_TRANSFER_METHOD="piped", ANSIBLE_SSH_CONTROL_PATH_DIR=str(control_dir),
+                    ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_NOCOLOR="1",
+                    ANSIBLE_LOCAL_TEMP=str(work / "ansible-tmp"))
+    argv = ["ansible", "all", "-i", str(inventory), "-f", str(forks), "-m", "script",
+            "-a", " ".join([str(bundle)] + BUNDLE_ARGS)]
+    cost, out = measure(argv, env, work, master_marker=str(control_dir))
+    hosts = json.loads(out[out.index("{"):])["plays"][0]["tasks"][0]["hosts"]
+    cost.ok_hosts = sum("GPUDIAG-END" in str(r.get("stdout", "")) for r in hosts.values())
+    return cost
+
+
+def per_host(cost: Cost, n: int) -> str:
+    return (f"{cost.wall_s:7.2f} {cost.cpu_s:7.2f} {cost.cpu_s / n:8.3f} {cost.peak_mib:8.1f} "
+            f"{cost.peak_mib / n:7.2f} {cost.ok_hosts:3d}/{n}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,4,16,32,64")
+    parser.add_argument("--forks", type=int, default=32)
+    parser.add_argument("--no-ansible", action="store_true")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    use_ansible = not args.no_ansible and shutil.which("ansible") is not None
+    fleet = load_fleet_module().SSHDFleet(max(sizes)).start()
+    work = Path(tempfile.mkdtemp(prefix="gpudiag-scale-"))
+    try:
+        bundle = work / "gpudiag-probes.pyz"
+        subprocess.run(fleet.gpudiag_argv() + ["bundle", "-o", str(bundle)], check=True, capture_output=True)
+        print(f"forks {args.forks}; light probe: {' '.join(BUNDLE_ARGS)}; cpu_count {os.cpu_count()}")
+        header = "   wall_s   cpu_s cpu/host peak_MiB MiB/host  ok"
+        print(f"{'hosts':>5} {'tool':8}{header}   ratio ansible/gpudiag (wall, cpu, peak)")
+        for n in sizes:
+            names = [h.name for h in fleet.hosts[:n]]
+            g = gpudiag_cost(fleet, work, names, args.forks)
+            print(f"{n:5d} {'gpudiag':8}{per_host(g, n)}", flush=True)
+            if use_ansible:
+                a = ansible_cost(fleet, work, names, args.forks, bundle)
+                ratios = f"{a.wall_s / g.wall_s:5.2f} {a.cpu_s / g.cpu_s:5.2f} {a.peak_mib / max(g.peak_mib, 0.1):5.2f}"
+                print(f"{n:5d} {'ansible':8}{per_host(a, n)}   {ratios}", flush=True)
+    finally:
+        fleet.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
