@@ -134,3 +134,12 @@ def test_cli_ingest_bad_input_is_one_line(tmp_path, args, message):
     result = CliRunner().invoke(cli, ["ingest", *args, "--reports-dir", str(tmp_path)])
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_report_reads_an_ingested_run_unchanged(tmp_path):
+    runner = CliRunner()
+    stored = runner.invoke(cli, ["ingest", str(FIXTURES / "srun_plain.txt"), "--reports-dir", str(tmp_path)])
+    assert stored.exit_code == 3
+    report = runner.invoke(cli, ["report", "--json", "--reports-dir", str(tmp_path)])
+    assert report.exit_code in (0, 1, 3), report.output
+    assert "gpu-node02" in report.output and "frame_error" in report.output
