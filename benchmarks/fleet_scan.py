@@ -65,6 +65,25 @@ def time_gpudiag(fleet, inventory: Path, python: str, probes: list[str], expecte
     return elapsed
 
 
+def time_local_floor(python: str, probes: list[str], count: int) -> float:
+    """The same bundle run `count` times at once as local child processes, no SSH: on a loopback fleet
+    the "hosts" share this machine's CPUs, so this is the floor under both tools' wall times."""
+    payload = bundle.build_payload(probes, {"deep": False, "force": False})
+    started = time.perf_counter()
+    procs = [subprocess.Popen(bundle.bootstrap_argv(python), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL) for _ in range(count)]
+    for proc in procs:
+        proc.stdin.write(payload.data)  # type: ignore[union-attr]
+        proc.stdin.close()  # type: ignore[union-attr]
+    outputs = [proc.stdout.read() for proc in procs]  # type: ignore[union-attr]
+    for proc in procs:
+        proc.wait()
+    elapsed = time.perf_counter() - started
+    for output in outputs:
+        bundle.extract_frame(output, payload.nonce)
+    return elapsed
+
+
 def ansible_env(fleet, work: Path) -> tuple[dict[str, str], Path]:
     control_dir = Path(tempfile.mkdtemp(dir=work, prefix="cp-"))
     env = fleet.env()
@@ -131,8 +150,9 @@ def main(argv: list[str] | None = None) -> None:
         nonce = "benchmark0000001"
         script = work / "gpudiag-probes.sh"
         write_ansible_script(script, python, probes, nonce)
-        times: dict[str, list[float]] = {"gpudiag": [], "ansible": [], "gpudiag_one": []}
+        times: dict[str, list[float]] = {"gpudiag": [], "ansible": [], "gpudiag_one": [], "floor": []}
         for _ in range(args.runs):
+            times["floor"].append(time_local_floor(python, probes, args.hosts))
             times["gpudiag"].append(time_gpudiag(fleet, gpudiag_all, python, probes, args.hosts, work))
             times["ansible"].append(time_ansible(fleet, args.ansible, ansible_inv, script, nonce, args.hosts, work))
             times["gpudiag_one"].append(time_gpudiag(fleet, gpudiag_one, python, probes, 1, work))
@@ -148,10 +168,13 @@ def report(times: dict[str, list[float]], args: argparse.Namespace, probes: list
           f"{FORKS} forks, cold connections, {os.cpu_count()} CPUs")
     for name, label in (("gpudiag", f"gpudiag scan ({args.hosts} hosts)"),
                         ("ansible", f"ansible -m script ({args.hosts} hosts)"),
-                        ("gpudiag_one", "gpudiag scan (1 host)")):
+                        ("gpudiag_one", "gpudiag scan (1 host)"),
+                        ("floor", f"bundle x{args.hosts}, local, no SSH")):
         runs = ", ".join(f"{t:.2f}" for t in times[name])
         print(f"  {label:32s} median {med[name]:6.2f} s   runs: {runs}")
     print(f"ratio gpudiag/ansible wall time: {med['gpudiag'] / med['ansible']:.3f}x (target <= 0.25x)")
+    print(f"above the probe-work floor: gpudiag +{med['gpudiag'] - med['floor']:.2f} s, "
+          f"ansible +{med['ansible'] - med['floor']:.2f} s")
     print(f"fan-out cost scan({args.hosts})/scan(1): {med['gpudiag'] / med['gpudiag_one']:.2f}x")
 
 
