@@ -50,6 +50,8 @@ def repro() -> None:
 @click.option("--mode", type=click.Choice(plan_mod.MODES), default="auto", show_default=True,
               help="sglang (launch it with dummy weights), synthetic (torch alone), both, or auto.")
 @click.option("--force", is_flag=True, help="Use GPUs that look busy (never those of a live sglang server).")
+@click.option("--model-override", metavar="JSON",
+              help="Passed as --json-model-override-args (the layer cut is already in the generated config.json).")
 @click.option("--cell-timeout", type=click.FloatRange(5, None), default=120.0, show_default=True,
               help="Seconds per synthetic cell before its child is killed.")
 @click.option("--timeout", type=click.FloatRange(10, None), default=DEFAULT_HOST_TIMEOUT, show_default=True,
@@ -62,7 +64,8 @@ def repro() -> None:
 @reports_dir_option
 def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, python: str | None, algorithm: str,
                      model: str | None, draft_model: str | None, layers: int, batch_sizes: str, draft_tokens: str,
-                     tp: int, topk: int, mode: str, force: bool, cell_timeout: float, timeout: float,
+                     tp: int, topk: int, mode: str, force: bool, model_override: str | None,
+                     cell_timeout: float, timeout: float,
                      log_file: Path | None, accept_new: bool, known_hosts: str | None, as_json: bool,
                      reports_dir: Path) -> None:
     """Reproduce CUDA-graph crashes on TARGETS (default localhost) or classify --log FILE."""
@@ -80,7 +83,8 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
                                   batch_sizes=plan_mod.parse_batch_sizes(batch_sizes),
                                   draft_tokens=plan_mod.parse_draft_tokens(draft_tokens), layers=layers, tp=tp,
                                   topk=topk, mode=mode, model=model, draft_model=draft_model, force=force,
-                                  cell_timeout=cell_timeout)
+                                  cell_timeout=cell_timeout,
+                                  model_override=plan_mod.parse_model_override(model_override))
     except plan_mod.PlanError as exc:
         raise UserError(str(exc)) from None
     hosts = load_hosts(targets or ("localhost",), inventory_path, python)

@@ -1,6 +1,7 @@
 """What a `repro cuda-graph-crash` run will try: parsed, validated options and the probe options they become."""
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,19 @@ PATHS_PER_ALGORITHM = {"EAGLE": ("eagle_draft", "eagle_draft_extend"), "EAGLE3":
 
 class PlanError(ValueError):
     """An option value that cannot be used; the message names the option."""
+
+
+def parse_model_override(text: str | None) -> dict[str, Any] | None:
+    """--model-override JSON → dict; it goes to --json-model-override-args (target and, in 0.5.x, draft)."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PlanError(f"--model-override: not valid JSON: {exc.msg} at char {exc.pos}") from None
+    if not isinstance(value, dict):
+        raise PlanError("--model-override: expected a JSON object, e.g. '{\"max_position_embeddings\": 4096}'")
+    return value
 
 
 def parse_algorithms(text: str) -> tuple[str, ...]:
@@ -61,6 +75,7 @@ class ReproPlan:
     draft_model: str | None = None
     force: bool = False
     cell_timeout: float = 120.0
+    model_override: dict[str, Any] | None = None
 
     def sweep_labels(self) -> list[str]:
         """The sweeps a synthetic run makes (EAGLE3 shares EAGLE's replay paths)."""
@@ -76,7 +91,7 @@ class ReproPlan:
         return {"algorithms": list(self.algorithms), "batch_sizes": list(self.batch_sizes),
                 "draft_tokens": list(self.draft_tokens), "layers": self.layers, "tp": self.tp, "topk": self.topk,
                 "mode": self.mode, "model": self.model, "draft_model": self.draft_model, "force": self.force,
-                "cell_timeout": self.cell_timeout, "signatures": signatures}
+                "cell_timeout": self.cell_timeout, "model_override": self.model_override, "signatures": signatures}
 
     def to_dict(self) -> dict[str, Any]:
         out = self.probe_options([])

@@ -10,11 +10,15 @@ def test_option_parsing():
     assert plan.parse_algorithms("dflash,EAGLE,dflash") == ("DFLASH", "EAGLE")
     assert plan.parse_batch_sizes("64, 1,4,4") == (1, 4, 64)
     assert plan.parse_draft_tokens("2-16") == (2, 16) and plan.parse_draft_tokens("8") == (8, 8)
+    assert plan.parse_model_override('{"rope_theta": 10000}') == {"rope_theta": 10000}
+    assert plan.parse_model_override(None) is None
     for parse, text, message in [(plan.parse_algorithms, "MEDUSA", "unknown MEDUSA"),
                                  (plan.parse_batch_sizes, "1,x", "comma-separated integers"),
                                  (plan.parse_batch_sizes, "0,4", "positive"),
                                  (plan.parse_draft_tokens, "16-2", "LOW <= HIGH"),
-                                 (plan.parse_draft_tokens, "a-b", "N or LOW-HIGH")]:
+                                 (plan.parse_draft_tokens, "a-b", "N or LOW-HIGH"),
+                                 (plan.parse_model_override, "{x", "not valid JSON"),
+                                 (plan.parse_model_override, "[1]", "expected a JSON object")]:
         with pytest.raises(plan.PlanError, match=message):
             parse(text)
 
