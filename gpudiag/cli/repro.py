@@ -2,7 +2,8 @@
 classify a crash log someone already has (`--log FILE`, no host contact).
 
 Exit codes: 0 nothing failed (or, with --log, no crash signature matched); 1 a failing cell or a crash
-signature; 2 bad input; 3 a host could not run the repro; 4 nothing ran (every cell skipped: no CUDA).
+signature; 2 bad input; 3 a host, or some cells, could not run the repro (unreachable, bad config);
+4 nothing ran (every cell skipped: no CUDA).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from gpudiag.transports import transport_for
 REPRO_PROBES = ["env", "deployment", "sglang_source", "cuda_graph"]
 DEFAULT_HOST_TIMEOUT = 3600.0
 OUTCOME_EXIT = {"ok": ExitCode.OK, "failures": ExitCode.FINDINGS, "nothing_ran": ExitCode.NOTHING_RAN,
-                "hosts_failed": ExitCode.HOSTS_FAILED}
+                "hosts_failed": ExitCode.HOSTS_FAILED, "cells_failed_to_run": ExitCode.HOSTS_FAILED}
 
 
 @click.group()

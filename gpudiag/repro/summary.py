@@ -8,7 +8,8 @@ from gpudiag.models import HostResult
 
 PROBE = "cuda_graph"
 FAILING = ("capture_failed", "replay_failed", "mismatch", "device_fault", "timeout", "crashed_on_request",
-           "hang", "silent_failure", "error")
+           "hang", "silent_failure")
+HARNESS_ERROR = "error"   # the cell could not be set up (bad config, launch error): not a graph failure
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,10 @@ class HostRepro:
     @property
     def all_skipped(self) -> bool:
         return all(c.get("status") == "skipped" for c in self.cells)
+
+    @property
+    def error_cells(self) -> list[dict[str, Any]]:
+        return [c for c in self.cells if c.get("status") == HARNESS_ERROR]
 
     @property
     def failing_cells(self) -> list[dict[str, Any]]:
@@ -50,13 +55,15 @@ def host_repro(result: HostResult) -> HostRepro:
 
 
 def outcome(repros: list[HostRepro]) -> str:
-    """hosts_failed | nothing_ran | failures | ok, in that precedence."""
+    """hosts_failed | failures | cells_failed_to_run | nothing_ran | ok, in that precedence."""
     if any(not r.ran for r in repros):
         return "hosts_failed"
-    if all(r.all_skipped for r in repros):
-        return "nothing_ran"
     if any(r.failing_cells for r in repros):
         return "failures"
+    if any(r.error_cells for r in repros):
+        return "cells_failed_to_run"
+    if all(r.all_skipped for r in repros):
+        return "nothing_ran"
     return "ok"
 
 

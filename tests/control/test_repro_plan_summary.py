@@ -53,6 +53,8 @@ BAD = OK + [{"path": "dflash_verify", "batch_size": 4, "draft_tokens": 9, "statu
     ([host("a", BAD)], "failures"),
     ([host("a", BAD), host("b", status="unreachable")], "hosts_failed"),
     ([host("a", OK, probe_status="timeout")], "hosts_failed"),
+    ([host("a", OK + [dict(OK[0], status="error", detail="bad config")])], "cells_failed_to_run"),
+    ([host("a", BAD + [dict(OK[0], status="error")])], "failures"),
 ])
 def test_outcome_precedence(hosts, expected):
     assert summary.outcome([summary.host_repro(h) for h in hosts]) == expected
