@@ -30,7 +30,8 @@ def test_accept_new_records_unknown_keys_and_refuses_changed_ones(sshd_fleet, tm
     assert len(lines) == 3                                  # nothing recorded for h2
 
     inventory_h3 = fleet.write_inventory(tmp_path / "h3.yaml", ["h3"])
-    proc, hosts = scan(fleet, tmp_path, inventory_h3, known)   # now known: no flag needed
+    # Now known: no --accept-new needed. --known-hosts wins over GPUDIAG_KNOWN_HOSTS (an empty file here).
+    proc, hosts = scan(fleet, tmp_path, inventory_h3, tmp_path / "empty", "--known-hosts", str(known))
     assert proc.returncode == 0, proc.stderr
     assert hosts["h3"]["status"] == "ok"
 
