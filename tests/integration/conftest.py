@@ -40,6 +40,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -231,9 +232,16 @@ class SSHDFleet:
         raise RuntimeError(f"sshd for {address}:{port} did not answer within {START_TIMEOUT:.0f} s")
 
     def stop(self) -> None:
+        # Sessions still open (a test's deliberately hung probe) are children of our listeners: end them too.
+        sessions = descendants({proc.pid for proc in self._procs})
         for proc in self._procs:
             if proc.poll() is None:
                 proc.terminate()
+        for pid in sessions:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         for proc in self._procs:
             try:
                 proc.wait(timeout=5)
@@ -330,6 +338,25 @@ class SSHDFleet:
             doc = json.loads(path.read_text())
             hosts[doc["name"]] = doc
         return run, hosts
+
+
+def descendants(roots: set[int]) -> list[int]:
+    """Every process below `roots`, from /proc (parents before children)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, queue = [], list(roots)
+    while queue:
+        for child in children.get(queue.pop(0), []):
+            found.append(child)
+            queue.append(child)
+    return found
 
 
 def _speaks_ssh(address: str, port: int) -> bool:
