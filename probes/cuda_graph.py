@@ -155,7 +155,8 @@ def no_cuda_reason(info):
     if not info.get("torch"):
         return info.get("reason") or "torch is not installed for %s" % sys.executable
     if not info.get("cuda_available") or not info.get("devices"):
-        return "no CUDA device visible to torch %s%s" % (info["torch"], "; " + info["reason"] if info.get("reason") else "")
+        extra = "; " + info["reason"] if info.get("reason") else ""
+        return "no CUDA device visible to torch %s%s" % (info["torch"], extra)
     return None
 
 

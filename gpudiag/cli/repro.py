@@ -53,6 +53,8 @@ def repro() -> None:
 @click.option("--force", is_flag=True, help="Use GPUs that look busy (never those of a live sglang server).")
 @click.option("--model-override", metavar="JSON",
               help="Passed as --json-model-override-args (the layer cut is already in the generated config.json).")
+@click.option("--judge-acceptance", is_flag=True,
+              help="Call an acceptance length of 1.00 a silent failure (off: dummy weights may accept nothing).")
 @click.option("--cell-timeout", type=click.FloatRange(5, None), default=120.0, show_default=True,
               help="Seconds per synthetic cell before its child is killed.")
 @click.option("--timeout", type=click.FloatRange(10, None), default=DEFAULT_HOST_TIMEOUT, show_default=True,
@@ -65,7 +67,7 @@ def repro() -> None:
 @reports_dir_option
 def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, python: str | None, algorithm: str,
                      model: str | None, draft_model: str | None, layers: int, batch_sizes: str, draft_tokens: str,
-                     tp: int, topk: int, mode: str, force: bool, model_override: str | None,
+                     tp: int, topk: int, mode: str, force: bool, model_override: str | None, judge_acceptance: bool,
                      cell_timeout: float, timeout: float,
                      log_file: Path | None, accept_new: bool, known_hosts: str | None, as_json: bool,
                      reports_dir: Path) -> None:
@@ -85,7 +87,8 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
                                   draft_tokens=plan_mod.parse_draft_tokens(draft_tokens), layers=layers, tp=tp,
                                   topk=topk, mode=mode, model=model, draft_model=draft_model, force=force,
                                   cell_timeout=cell_timeout,
-                                  model_override=plan_mod.parse_model_override(model_override))
+                                  model_override=plan_mod.parse_model_override(model_override),
+                                  judge_acceptance=judge_acceptance)
     except plan_mod.PlanError as exc:
         raise UserError(str(exc)) from None
     hosts = load_hosts(targets or ("localhost",), inventory_path, python)

@@ -76,6 +76,7 @@ class ReproPlan:
     force: bool = False
     cell_timeout: float = 120.0
     model_override: dict[str, Any] | None = None
+    judge_acceptance: bool = False
 
     def sweep_labels(self) -> list[str]:
         """The sweeps a synthetic run makes (EAGLE3 shares EAGLE's replay paths)."""
@@ -91,7 +92,8 @@ class ReproPlan:
         return {"algorithms": list(self.algorithms), "batch_sizes": list(self.batch_sizes),
                 "draft_tokens": list(self.draft_tokens), "layers": self.layers, "tp": self.tp, "topk": self.topk,
                 "mode": self.mode, "model": self.model, "draft_model": self.draft_model, "force": self.force,
-                "cell_timeout": self.cell_timeout, "model_override": self.model_override, "signatures": signatures}
+                "cell_timeout": self.cell_timeout, "model_override": self.model_override,
+                "judge_acceptance": self.judge_acceptance, "signatures": signatures}
 
     def to_dict(self) -> dict[str, Any]:
         out = self.probe_options([])
