@@ -12,6 +12,7 @@ from gpudiag.models import CommandResult
 class LocalTransport:
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
+        self._closed = False
 
     def run(self, argv: list[str], stdin: bytes, timeout: float) -> CommandResult:
         started = time.monotonic()
@@ -22,6 +23,8 @@ class LocalTransport:
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             return CommandResult(127, b"", f"{argv[0]}: {exc.strerror}\n".encode(), 0.0)
         self._proc = proc
+        if self._closed:   # close() ran while the child was being started
+            self._kill(proc)
         try:
             out, err = proc.communicate(stdin, timeout=timeout)
             return CommandResult(proc.returncode, out, err, time.monotonic() - started)
@@ -40,6 +43,7 @@ class LocalTransport:
             proc.kill()
 
     def close(self) -> None:
+        self._closed = True
         proc = self._proc
         if proc is not None and proc.poll() is None:
             self._kill(proc)

@@ -1,4 +1,4 @@
-"""The sshd fleet itself: every host answers OpenSSH's own client with the generated keys."""
+"""The sshd fleet itself: its hosts answer OpenSSH's own client with the generated keys."""
 import subprocess
 
 
