@@ -131,7 +131,10 @@ class Worker(object):
         self.starts += 1
         self._lines = queue.Queue()
         threading.Thread(target=self._read, args=(self.proc.stdout, self._lines), daemon=True).start()
-        self._send({"modules": self.modules})
+        try:
+            self._send({"modules": self.modules})
+        except (BrokenPipeError, OSError):
+            pass  # the child died at once; the reader reports the end of its output
 
     @staticmethod
     def _read(stream, lines):
