@@ -103,3 +103,14 @@ def test_a_hung_child_dies_with_its_killed_parent():
     parent.send_signal(signal.SIGKILL)   # the runner killed by the control side's Ctrl-C
     parent.wait()
     assert wait_group_empty(pgid)
+
+
+def test_a_child_that_cannot_start_is_a_result():
+    worker = Worker(python="/bin/false")
+    try:
+        result = worker.call("crashy:noisy", {"x": 1}, timeout=30)
+    finally:
+        worker.close()
+        worker.remove_logs()
+    assert result["status"] == "died" and result["exit_code"] == 1
+    assert result["detail"] == "child exited with code 1"
