@@ -22,6 +22,7 @@ DEFAULTS = {"algorithms": list(ALGORITHMS), "batch_sizes": [1, 4, 16, 64], "draf
             "model": None, "draft_model": None}
 INFO_TIMEOUT = 120.0
 MIN_CELL_SECONDS = 20.0   # no cell starts with less time than this left
+MAX_SYNTHETIC_HIDDEN = 16384
 
 
 def settings_from(options):
@@ -107,6 +108,7 @@ def collect(ctx):
     modes = choose_mode(settings["mode"], python)
     data["mode"], data["modes"] = modes[0], modes
     apply_deployment(settings, ctx.results.get("deployment") or {}, data["notes"])
+    hidden_size_from_model(settings, "hidden_size" in options, data["notes"])
     reason = no_cuda_reason(info)
     chosen = None
     if reason is None:
@@ -147,6 +149,19 @@ def apply_deployment(settings, deployment, notes):
             notes.append("%s: the live server's %s is not a local directory with config.json" % (key, value))
     if settings.get("draft_model") and args.get("speculative_algorithm"):
         settings.setdefault("draft_algorithm", str(args["speculative_algorithm"]).upper())
+
+
+def hidden_size_from_model(settings, explicit, notes):
+    """The synthetic buffers take the served model's hidden size unless one was given."""
+    if explicit or not settings.get("model"):
+        return
+    try:
+        hidden = configs.text_config(configs.read_config(settings["model"])).get("hidden_size")
+    except configs.ConfigError as exc:
+        notes.append(str(exc))
+        return
+    if isinstance(hidden, int) and 0 < hidden <= MAX_SYNTHETIC_HIDDEN:
+        settings["hidden_size"] = hidden
 
 
 def no_cuda_reason(info):

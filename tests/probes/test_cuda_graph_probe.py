@@ -33,6 +33,22 @@ def test_without_cuda_every_planned_cell_is_skipped_with_the_reason():
     json.dumps(data)   # stored as JSON
 
 
+def test_live_server_model_sets_the_dirs_and_the_synthetic_hidden_size(tmp_path):
+    model = tmp_path / "Qwen2.5-7B"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"hidden_size": 3584, "num_hidden_layers": 28}))
+    deployment = {"servers": [{"pid": 7, "args": {"model_path": str(model), "speculative_algorithm": "eagle3",
+                                                  "speculative_draft_model_path": "org/hub-id-draft"}}]}
+    settings, notes = cuda_graph.settings_from({}), []
+    cuda_graph.apply_deployment(settings, deployment, notes)
+    cuda_graph.hidden_size_from_model(settings, False, notes)
+    assert settings["model"] == str(model) and settings["hidden_size"] == 3584
+    assert settings["draft_model"] is None and "org/hub-id-draft is not a local directory" in notes[1]
+    explicit = cuda_graph.settings_from({"hidden_size": 512, "model": str(model)})
+    cuda_graph.hidden_size_from_model(explicit, True, [])
+    assert explicit["hidden_size"] == 512
+
+
 def test_busy_gpus_are_refused_unless_forced_and_live_server_gpus_are_busy():
     devices = [{"index": 0, "memory_used_mib": 70000, "processes": [{"pid": 11, "name": "python"}]},
                {"index": 1, "memory_used_mib": 3, "processes": []},
