@@ -1,16 +1,17 @@
 """CUDA-graph crash reproduction on the EAGLE / DFlash paths (`gpudiag repro cuda-graph-crash`).
 
-Two modes: `sglang` launches the host's sglang with dummy weights per cell; `synthetic` captures and
-replays a small forward shaped like each replay path, with torch alone. Every cell runs in a child
-(a worker or a supervised server) so a poisoned CUDA context, segfault or hang never stops the run.
+Two modes: `sglang` launches the host's sglang with dummy weights, one server per draft-token value
+capturing every batch size; `synthetic` captures and replays a small forward shaped like each replay
+path, with torch alone. Every cell runs in a child (a worker or a supervised server) so a poisoned
+CUDA context, segfault or hang never stops the run.
 Without CUDA every planned cell is reported `skipped` with its reason.
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
+from probes.context import run_command
 from probes.graphrepro import configs, gpus, specs, sweep, synthetic
 from probes.graphrepro import sglang_repro
 from probes.graphrepro.signatures import match_signatures
@@ -67,11 +68,7 @@ def sglang_interpreter(ctx):
 def sglang_imports(python):
     """find_spec only: importing sglang here would be slow and could initialise CUDA."""
     code = "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 1)"
-    try:
-        return subprocess.run([python, "-c", code], timeout=60, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+    return run_command([python, "-c", code], timeout=60)["ok"]
 
 
 def choose_mode(requested, python):
