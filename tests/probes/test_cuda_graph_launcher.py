@@ -1,7 +1,7 @@
 """Launch commands per sglang release, readiness / crash / hang detection and process-group cleanup.
 
 Flags come from the real 0.4.10, 0.5.11 and 0.5.23 wheels through sglang_source's flag reader; the
-servers are stand-in scripts (tests/probes/cuda_graph_support.py) that start, crash or hang.
+servers are stand-in scripts (tests/probes/test_cuda_graph_support.py) that start, crash or hang.
 """
 import json
 import os
@@ -11,7 +11,7 @@ import sys
 import time
 
 from probes.graphrepro import launcher, sglang_repro, traffic
-from tests.probes.cuda_graph_support import STANDIN_SERVER, group_members, wait_group_empty
+from tests.probes.test_cuda_graph_support import STANDIN_SERVER, group_members, wait_group_empty
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TABLE = json.load(open(os.path.join(ROOT, "gpudiag", "data", "signatures.json")))["signatures"]

@@ -10,7 +10,7 @@ import sys
 
 from probes import cuda_graph
 from probes.context import ProbeContext
-from tests.probes.cuda_graph_support import STANDIN_SERVER
+from tests.probes.test_cuda_graph_support import STANDIN_SERVER
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TABLE = json.load(open(os.path.join(ROOT, "gpudiag", "data", "signatures.json")))["signatures"]

@@ -1,4 +1,4 @@
-"""Shared helpers for the cuda_graph tests: process-group inspection and a stand-in sglang server."""
+"""Shared helpers for the cuda_graph tests (no tests here): process-group inspection, a stand-in server."""
 import os
 import time
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from probes.graphrepro.worker import Worker, local_modules
-from tests.probes.cuda_graph_support import wait_group_empty
+from tests.probes.test_cuda_graph_support import wait_group_empty
 
 CRASHY = '''
 import os, signal, time
