@@ -57,7 +57,7 @@ def test_hung_probe_and_silent_listener_end_at_the_host_deadline(sshd_fleet, tmp
     assert hosts["silent"]["status"] == "timeout"
     assert "no SSH session within the 4 s deadline" in hosts["silent"]["reason"]
     for name in ("hang", "silent"):
-        assert hosts[name]["duration_s"] < 4 + 2.0     # bounded by the deadline, not by the hang
+        assert hosts[name]["duration_s"] < 4 + 5.0     # the deadline, not the 20 s hang (slack for load)
 
 
 def test_listener_that_never_speaks_ssh_is_unreachable_after_connect_timeout(sshd_fleet, tmp_path,
@@ -68,7 +68,7 @@ def test_listener_that_never_speaks_ssh_is_unreachable_after_connect_timeout(ssh
     assert hosts["h0"]["status"] == "ok", hosts["h0"]["reason"]
     assert hosts["silent"]["status"] == "unreachable"
     assert f"{address}:{port} accepts TCP but sent no SSH banner within 1 s" in hosts["silent"]["reason"]
-    assert hosts["silent"]["duration_s"] < 1 + 2.0
+    assert hosts["silent"]["duration_s"] < 1 + 5.0   # the connect timeout, not the 30 s deadline
 
 
 def test_sigint_keeps_finished_hosts_and_marks_the_run_interrupted(sshd_fleet, tmp_path):
