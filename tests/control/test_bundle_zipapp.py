@@ -97,3 +97,30 @@ def test_bundle_output_round_trips_through_ingest(tmp_path):
     result = CliRunner().invoke(cli, ["ingest", str(out), "--reports-dir", str(tmp_path / "r"), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["hosts"][0]["name"] == "n1"
+
+
+def older_python(version):
+    import glob
+    import os
+    found = glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python{version}"))
+    found += [p for p in (f"/usr/bin/python{version}",) if os.path.exists(p)]
+    return found[0] if found else None
+
+
+def test_bundle_on_python_3_9_and_a_clear_frame_on_3_8(tmp_path):
+    py39, py38 = older_python("3.9"), older_python("3.8")
+    if not (py39 or py38):
+        import pytest
+        pytest.skip("no Python 3.9 or 3.8 interpreter on this machine")
+    pyz = build(tmp_path, "--probes", "env")
+    for python, fatal in ((py39, False), (py38, True)):
+        if python is None:
+            continue
+        proc = subprocess.run([python, "-I", "-S", str(pyz)], capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path)
+        (frame,) = parse_text(proc.stdout).frames
+        if fatal:
+            assert "older than 3.9" in frame.document["fatal"]
+        else:
+            assert frame.document["probes"]["env"]["status"] == "ok"
+            assert frame.document["python"]["version"].startswith("3.9.")
