@@ -59,8 +59,9 @@ def parse_text(text: str) -> ParsedText:
     notes: dict[str, list[str]] = {}
     for line in lines:
         begin = _BEGIN.match(line)
-        if begin and _PREFIX.match(begin.group("prefix")):
-            prefixes[begin.group("prefix")] = _PREFIX.match(begin.group("prefix")).group("key")  # type: ignore[union-attr]
+        prefix = _PREFIX.match(begin.group("prefix")) if begin else None
+        if prefix:
+            prefixes[prefix.group(0)] = prefix.group("key")
         note = _PDSH_NOTE.match(line)
         if note:
             notes.setdefault(note.group("host"), []).append(note.group("message"))

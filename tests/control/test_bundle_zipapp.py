@@ -1,9 +1,12 @@
 """The probe zipapp: reproducible bytes, standard library only, runs anywhere, leaves nothing behind."""
+import glob
 import json
+import os
 import subprocess
 import sys
 import zipfile
 
+import pytest
 from click.testing import CliRunner
 
 from gpudiag import __version__
@@ -100,8 +103,6 @@ def test_bundle_output_round_trips_through_ingest(tmp_path):
 
 
 def older_python(version):
-    import glob
-    import os
     found = glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python{version}"))
     found += [p for p in (f"/usr/bin/python{version}",) if os.path.exists(p)]
     return found[0] if found else None
@@ -110,7 +111,6 @@ def older_python(version):
 def test_bundle_on_python_3_9_and_a_clear_frame_on_3_8(tmp_path):
     py39, py38 = older_python("3.9"), older_python("3.8")
     if not (py39 or py38):
-        import pytest
         pytest.skip("no Python 3.9 or 3.8 interpreter on this machine")
     pyz = build(tmp_path, "--probes", "env")
     for python, fatal in ((py39, False), (py38, True)):
