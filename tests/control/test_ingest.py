@@ -143,3 +143,12 @@ def test_report_reads_an_ingested_run_unchanged(tmp_path):
     report = runner.invoke(cli, ["report", "--json", "--reports-dir", str(tmp_path)])
     assert report.exit_code in (0, 1, 3), report.output
     assert "gpu-node02" in report.output and "frame_error" in report.output
+
+
+def test_cli_ingest_from_stdin(tmp_path):
+    text = (FIXTURES / "srun_label.txt").read_text()
+    result = CliRunner().invoke(cli, ["ingest", "-", "--reports-dir", str(tmp_path), "--json"], input=text)
+    assert result.exit_code == 3
+    manifest = json.loads(result.stdout)
+    assert manifest["source"] == {"paths": ["-"], "formats": ["frames"], "engines": ["srun"]}
+    assert {h["name"] for h in manifest["hosts"]} == {"gpu-node01", "gpu-node02", "gpu-node03"}
