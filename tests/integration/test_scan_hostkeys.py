@@ -60,16 +60,33 @@ def accepted_logins(fleet, name):
 
 def test_proxyjump_through_one_fleet_host_to_another(sshd_fleet, tmp_path):
     fleet = sshd_fleet
-    h0 = fleet.host("h0")
+    h0, h1, h3 = fleet.host("h0"), fleet.host("h1"), fleet.host("h3")
+    known = tmp_path / "known_hosts"                      # h3 left out: an unknown jump host
+    known.write_text(f"{h0.known_hosts_line}\n{h1.known_hosts_line}\n")
     inventory = fleet.write_inventory(tmp_path / "inventory.yaml", [], variants={
         "jumped": ("h1", {"jump": h0.jump_spec}),
         "badjump": ("h1", {"jump": f"root@{h0.address}:1"}),
+        "unknownjump": ("h1", {"jump": h3.jump_spec}),
     })
     before = accepted_logins(fleet, "h0"), accepted_logins(fleet, "h1")
-    proc, hosts = scan(fleet, tmp_path, inventory, fleet.known_hosts)
+    proc, hosts = scan(fleet, tmp_path, inventory, known)
     assert hosts["jumped"]["status"] == "ok", hosts["jumped"]["reason"]
     assert hosts["badjump"]["status"] == "unreachable"
-    assert f"jump host root@{h0.address}:1" in hosts["badjump"]["reason"]
+    assert f"jump host root@{h0.address}:1: " in hosts["badjump"]["reason"]
     assert "connection refused" in hosts["badjump"]["reason"]
+    assert hosts["unknownjump"]["status"] == "host_key_unknown"
+    assert hosts["unknownjump"]["reason"].startswith(f"jump host {h3.jump_spec}: host key for {h3.host_id}")
     # The scan logged into the jump host once and into the target once: the route went through h0.
     assert (accepted_logins(fleet, "h0"), accepted_logins(fleet, "h1")) == (before[0] + 1, before[1] + 1)
+
+
+def test_proxyjump_from_ansible_ssh_common_args(sshd_fleet, tmp_path):
+    fleet = sshd_fleet
+    h0 = fleet.host("h0")
+    inventory = fleet.write_inventory(tmp_path / "ansible.yaml", ["h2"], form="ansible", extra={
+        "h2": {"ansible_ssh_common_args": f"-o ProxyJump={h0.jump_spec}"}})
+    before = accepted_logins(fleet, "h0")
+    proc, hosts = scan(fleet, tmp_path, inventory, fleet.known_hosts)
+    assert proc.returncode == 0, proc.stderr
+    assert hosts["h2"]["status"] == "ok"
+    assert accepted_logins(fleet, "h0") == before + 1
