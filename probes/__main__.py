@@ -109,26 +109,9 @@ def build_payload(args, defaults):
                "timeouts": {}, "host": args.host, "modules": bundled_modules()}
     if args.probe_timeout is not None:
         payload["probe_timeout"] = args.probe_timeout
+    if args.line_width > 0:
+        payload["line_width"] = args.line_width
     return payload
-
-
-def wrapped_frame_writer(width):
-    """A frame writer like runner.write_frame whose JSON is cut into lines of at most `width` characters
-    (never after a space, which a tool could strip): joining the lines gives the JSON back."""
-    def write_frame(document, nonce, fd):
-        text = json.dumps(document, default=str, sort_keys=True)
-        lines, start = [], 0
-        while start < len(text):
-            end = min(start + width, len(text))
-            while end < len(text) and text[end - 1] == " ":
-                end += 1
-            lines.append(text[start:end])
-            start = end
-        frame = "\nGPUDIAG-BEGIN %s\n%s\nGPUDIAG-END %s\n" % (nonce, "\n".join(lines), nonce)
-        data = frame.encode("utf-8")
-        while data:
-            data = data[os.write(fd, data):]
-    return write_frame
 
 
 def _usage_error(message):
@@ -141,8 +124,6 @@ def main(argv=None, defaults=None):
     args = parse_args(sys.argv[1:] if argv is None else argv, defaults)
     payload = build_payload(args, defaults)
     from probes import runner
-    if args.line_width > 0:
-        runner.write_frame = wrapped_frame_writer(args.line_width)   # runner.main looks it up at call time
     return runner.main(payload)  # prints the frame and ends the process (os._exit)
 
 

@@ -95,9 +95,24 @@ def run_all(payload):
     }
 
 
-def write_frame(document, nonce, fd):
+def frame_lines(text, width):
+    """The JSON text cut into lines of about `width` characters (0: one line). A cut never falls right after
+    a space, which a relaying tool could strip; joining the lines gives the JSON back."""
+    if width <= 0:
+        return [text]
+    lines, start = [], 0
+    while start < len(text):
+        end = min(start + width, len(text))
+        while end < len(text) and text[end - 1] == " ":
+            end += 1
+        lines.append(text[start:end])
+        start = end
+    return lines
+
+
+def write_frame(document, nonce, fd, width=0):
     text = json.dumps(document, default=str, sort_keys=True)
-    frame = "\nGPUDIAG-BEGIN %s\n%s\nGPUDIAG-END %s\n" % (nonce, text, nonce)
+    frame = "\nGPUDIAG-BEGIN %s\n%s\nGPUDIAG-END %s\n" % (nonce, "\n".join(frame_lines(text, width)), nonce)
     data = frame.encode("utf-8")
     while data:
         written = os.write(fd, data)
@@ -125,7 +140,8 @@ def main(payload):
         sys.stderr.flush()
     except Exception:
         pass
-    write_frame(document, nonce, frame_fd)
+    # Engines such as pdsh cut long lines: a bundle run asks for wrapped JSON lines (ingest joins them).
+    write_frame(document, nonce, frame_fd, int(payload.get("line_width") or 0))
     os.close(frame_fd)
     # Hung probe threads (timed out) must not keep the process alive.
     os._exit(0)

@@ -118,3 +118,12 @@ def test_run_command_kills_the_whole_group_on_timeout(tmp_path):
     import time
     time.sleep(3.5)
     assert not marker.exists()  # the grandchild died with its group
+
+
+def test_frame_lines_wrap_without_cutting_after_a_space_and_join_back():
+    text = json.dumps({"a": "x " * 50, "b": list(range(40))})
+    lines = runner.frame_lines(text, 16)
+    assert "".join(lines) == text
+    assert all(not line.endswith(" ") for line in lines[:-1])
+    assert max(len(line) for line in lines) <= 16 + text.count(" ")
+    assert runner.frame_lines(text, 0) == [text]
