@@ -1,5 +1,5 @@
-"""SSHTransport against the real sshd fleet, without the CLI: what reaches the remote shell and stdout,
-large streams both ways, chained jumps, and close() from another thread."""
+"""SSHTransport against the real sshd fleet: what reaches the remote shell and stdout, large streams both
+ways, chained jumps, close() from another thread, and (through the CLI) keys from ssh-agent and ~/.ssh."""
 import os
 import threading
 import time
@@ -69,3 +69,46 @@ def test_deadline_ends_a_running_command_with_partial_output(sshd_fleet, home):
     assert result.timed_out and result.exit_code is None
     assert result.stdout == b"started\n"
     assert result.duration_s < 4 + 5        # the deadline, not the 20 s sleep (slack for a loaded machine)
+
+
+def scan_without_identity_file(fleet, tmp_path, env):
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", [], variants={
+        "keyless": ("h1", {"identity_file": None})})
+    reports = tmp_path / "reports"
+    proc = fleet.run_gpudiag("scan", "-i", str(inventory), "all", *fleet.fast_scan_args, "--json",
+                             env=fleet.env(GPUDIAG_REPORTS=str(reports), **env))
+    return proc, fleet.load_run(proc, reports)[1]["keyless"]
+
+
+def test_key_from_ssh_agent(sshd_fleet, tmp_path):
+    import shutil
+    import subprocess
+    if not shutil.which("ssh-agent"):
+        pytest.skip("ssh-agent not installed")
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        env = {"SSH_AUTH_SOCK": str(sock)}
+        proc, host = scan_without_identity_file(sshd_fleet, tmp_path, env)
+        assert host["status"] == "auth_failed"                       # the agent is still empty
+        subprocess.run(["ssh-add", "-q", sshd_fleet.client_key], env=dict(os.environ, **env), check=True,
+                       capture_output=True, timeout=10)
+        proc, host = scan_without_identity_file(sshd_fleet, tmp_path, env)
+        assert host["status"] == "ok", host["reason"]
+    finally:
+        agent.terminate()
+        agent.wait(5)
+
+
+def test_default_key_in_home_ssh(sshd_fleet, tmp_path):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    key = home / ".ssh" / "id_ed25519"
+    key.write_bytes(open(sshd_fleet.client_key, "rb").read())
+    key.chmod(0o600)
+    proc, host = scan_without_identity_file(sshd_fleet, tmp_path, {"HOME": str(home)})
+    assert host["status"] == "ok", host["reason"]
