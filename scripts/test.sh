@@ -14,4 +14,5 @@ $PY -m pip install -q --disable-pip-version-check torch==2.13.0
 $PY -m pip install -q --disable-pip-version-check -e '.[test]'
 # Engines the ingest tests drive for real (test-only, never runtime dependencies).
 $PY -m pip install -q --disable-pip-version-check ansible-core
+$PY scripts/install-ansible-posix.py   # the json stdout callback, without the full `ansible` package
 exec $PY -m pytest -q -p no:cacheprovider "$@"
