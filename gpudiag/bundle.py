@@ -1,7 +1,7 @@
 """Packs `probes/` into one stdin payload, the bootstrap that runs it, and reads the framed answer.
 
-Nothing touches the host's disk: the bootstrap installs an in-memory importer for the probe modules
-and runs `probes.runner.main`. The payload is JSON, so it needs nothing beyond the standard library.
+Nothing touches the host's disk: the bootstrap (probes/boot.py) installs an in-memory importer for the
+probe modules and runs `probes.runner.main`. The payload is one line of JSON: standard library only.
 """
 from __future__ import annotations
 
@@ -12,28 +12,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-# Runs as `PYTHON -I -c BOOTSTRAP` with the payload on stdin. Kept 3.9-compatible and tiny;
-# tracebacks point at "<gpudiag>/probes/x.py" with real line text (linecache is fed).
-BOOTSTRAP = r'''import sys, json, linecache, importlib.abc, importlib.util
-P = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-M = P["modules"]
-class F(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name, path=None, target=None):
-        if name in M:
-            return importlib.util.spec_from_loader(name, self, is_package=M[name][0])
-    def create_module(self, spec):
-        return None
-    def exec_module(self, module):
-        is_pkg, src = M[module.__name__]
-        fn = "<gpudiag>/" + module.__name__.replace(".", "/") + ("/__init__.py" if is_pkg else ".py")
-        linecache.cache[fn] = (len(src), None, src.splitlines(True), fn)
-        if is_pkg:
-            module.__path__ = []
-        exec(compile(src, fn, "exec"), module.__dict__)
-sys.meta_path.insert(0, F())
-import probes.runner
-sys.exit(probes.runner.main(P))
-'''
+# The bootstrap text lives with the probes (their children use it too); reading a constant of the
+# package being packed is part of packing it.
+from probes.boot import BOOTSTRAP
 
 # The probe names the runner knows (probes/runner.py holds the same tuples; a test keeps them equal).
 LIGHT_PROBES = ("env", "torch_caps", "deployment", "sglang_source")
@@ -75,7 +56,7 @@ def build_payload(probes: list[str] | None, options: dict[str, Any] | None = Non
                   probe_timeout: float | None = None, nonce: str | None = None) -> Payload:
     """The stdin document for one host: probe code, the probe selection and their options."""
     nonce = nonce or secrets.token_hex(8)
-    doc: dict[str, Any] = {"nonce": nonce, "probes": list(probes) if probes else None,
+    doc: dict[str, Any] = {"entry": "probes.runner:main", "nonce": nonce, "probes": list(probes) if probes else None,
                            "options": options or {}, "timeouts": timeouts or {}, "host": host,
                            "modules": {k: list(v) for k, v in probe_modules().items()}}
     if probe_timeout is not None:

@@ -6,36 +6,13 @@ import os
 import sys
 import time
 
+from probes.boot import child_argv, child_payload
 from probes.context import run_command
 
 MARK = "COPYBENCH-DEVICE "
-# Runs as `PYTHON -I -c BOOTSTRAP` with {modules|root, job} on stdin; the probe code comes from the same
-# in-memory modules the runner got (or from the package directory when run from a checkout).
-BOOTSTRAP = r'''import sys, json, importlib.abc, importlib.util
-P = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-M = P.get("modules") or {}
-class F(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name, path=None, target=None):
-        if name in M:
-            return importlib.util.spec_from_loader(name, self, is_package=M[name][0])
-    def create_module(self, spec):
-        return None
-    def exec_module(self, module):
-        is_pkg, src = M[module.__name__]
-        if is_pkg:
-            module.__path__ = []
-        exec(compile(src, "<gpudiag>/" + module.__name__.replace(".", "/") + ".py", "exec"), module.__dict__)
-if M:
-    sys.meta_path.insert(0, F())
-elif P.get("root"):
-    sys.path.insert(0, P["root"])
-import probes.copybench.child
-probes.copybench.child.child_main(P["job"])
-'''
-
-
-def child_main(job):
+def child_main(payload):
     """In the child: run the job, one framed line per device on the real stdout, noise on stderr."""
+    job = payload["job"]
     from probes.copybench.devices import bench_all
     sys.stdout.flush()
     frame_fd = os.dup(1)
@@ -65,16 +42,6 @@ def parse_lines(stdout):
     return found
 
 
-def _payload(job, modules):
-    doc = {"job": job}
-    if modules:
-        doc["modules"] = {k: list(v) for k, v in modules.items()}
-    else:
-        import probes
-        doc["root"] = os.path.dirname(os.path.dirname(os.path.abspath(probes.__file__)))
-    return json.dumps(doc).encode("utf-8")
-
-
 def run_isolated(job, modules, deadline, python=None):
     """Run the job in children until every device has a result or time is up: [device results]."""
     targets = [None] if job["device"] == "cpu" else list(job["gpus"])
@@ -92,8 +59,8 @@ def run_isolated(job, modules, deadline, python=None):
         # A wall-clock deadline, so the child's own start-up (torch, sglang imports) counts against it.
         sub = dict(job, gpus=[t for t in remaining if t is not None], budget_s=max(1.0, left - 8.0),
                    deadline_epoch=time.time() + max(1.0, left - 8.0))
-        outcome = run_command([python or sys.executable, "-I", "-c", BOOTSTRAP], timeout=left - 1.0,
-                              input_bytes=_payload(sub, modules))
+        outcome = run_command(child_argv(python), timeout=left - 1.0,
+                              input_bytes=child_payload("probes.copybench.child:child_main", modules, job=sub))
         got = parse_lines(outcome["stdout"])
         for item in got:
             results[_key(item.get("index"))] = item

@@ -1,6 +1,6 @@
 """Runs crash-prone work (graph capture, replay) in a child process that may die without harm.
 
-The child is `sys.executable -I -c CHILD_BOOTSTRAP`; the first stdin line carries the bundle's module
+The child is `sys.executable -I -c probes.boot.BOOTSTRAP`; the first stdin line carries the bundle's module
 sources (the same in-memory import as gpudiag's bootstrap), then one JSON request per line. The child
 answers one `GRAPHREPRO-RESULT {json}` line per request. A segfault, abort, hang or exception in the
 child becomes a result dict here; the parent always kills the child's whole process group.
@@ -16,46 +16,10 @@ import threading
 import time
 import traceback
 
+from probes.boot import child_argv, child_payload
+
 RESULT_PREFIX = "GRAPHREPRO-RESULT "
 
-CHILD_BOOTSTRAP = r'''import sys, json, linecache, importlib, importlib.abc, importlib.util
-P = json.loads(sys.stdin.buffer.readline().decode("utf-8"))
-M = P["modules"]
-class F(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name, path=None, target=None):
-        if name in M:
-            return importlib.util.spec_from_loader(name, self, is_package=M[name][0])
-    def create_module(self, spec):
-        return None
-    def exec_module(self, module):
-        is_pkg, src = M[module.__name__]
-        fn = "<gpudiag>/" + module.__name__.replace(".", "/") + ("/__init__.py" if is_pkg else ".py")
-        linecache.cache[fn] = (len(src), None, src.splitlines(True), fn)
-        if is_pkg:
-            module.__path__ = []
-        exec(compile(src, fn, "exec"), module.__dict__)
-sys.meta_path.insert(0, F())
-sys.exit(importlib.import_module("probes.graphrepro.worker").serve())
-'''
-
-
-def local_modules():
-    """The probes package read from disk: used when the probe runs outside the bundle (tests)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    modules = {}
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
-        rel = os.path.relpath(folder, os.path.dirname(root)).replace(os.sep, ".")
-        for name in sorted(files):
-            if not name.endswith(".py"):
-                continue
-            with open(os.path.join(folder, name), encoding="utf-8") as fh:
-                source = fh.read()
-            if name == "__init__.py":
-                modules[rel] = [True, source]
-            else:
-                modules[rel + "." + name[:-3]] = [False, source]
-    return modules
 
 
 def resolve(dotted):
@@ -78,7 +42,7 @@ def watch_parent(interval=0.5):
     threading.Thread(target=loop, name="parent-watch", daemon=True).start()
 
 
-def serve():
+def serve(payload=None):
     """Child side: answer requests until stdin closes. fd 1 is kept for results only."""
     watch_parent()
     out_fd = os.dup(1)
@@ -112,7 +76,7 @@ class Worker(object):
     """Parent side: one long-lived child, restarted after anything but a clean answer."""
 
     def __init__(self, modules=None, env=None, python=None, log_dir=None):
-        self.modules = modules or local_modules()
+        self.modules = modules
         self.env = env
         self.python = python or sys.executable
         self.log_dir = log_dir
@@ -125,14 +89,15 @@ class Worker(object):
         self.remove_logs()  # the previous child's log was quoted already
         fd, self.log_path = tempfile.mkstemp(prefix="gpudiag-graph-child-", suffix=".log", dir=self.log_dir)
         log = os.fdopen(fd, "wb")
-        self.proc = subprocess.Popen([self.python, "-I", "-c", CHILD_BOOTSTRAP], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(child_argv(self.python), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=log, env=self.env, start_new_session=True)
         log.close()
         self.starts += 1
         self._lines = queue.Queue()
         threading.Thread(target=self._read, args=(self.proc.stdout, self._lines), daemon=True).start()
         try:
-            self._send({"modules": self.modules})
+            self.proc.stdin.write(child_payload("probes.graphrepro.worker:serve", self.modules))
+            self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             pass  # the child died at once; the reader reports the end of its output
 

@@ -8,7 +8,8 @@ import pytest
 from probes import cuda_graph
 from probes.context import ProbeContext
 from probes.graphrepro import specs
-from probes.graphrepro.worker import Worker, local_modules
+from probes.boot import local_modules
+from probes.graphrepro.worker import Worker
 
 pytestmark = pytest.mark.gpu
 

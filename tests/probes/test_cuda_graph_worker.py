@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from probes.graphrepro.worker import Worker, local_modules
+from probes.boot import local_modules
+from probes.graphrepro.worker import Worker
 from tests.probes.test_cuda_graph_support import wait_group_empty
 
 CRASHY = '''
@@ -92,7 +93,8 @@ def test_synthetic_cell_without_cuda_is_skipped_with_reason(worker):
 def test_a_hung_child_dies_with_its_killed_parent():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     code = ("import sys, threading; sys.path.insert(0, %r)\n"
-            "from probes.graphrepro.worker import Worker, local_modules\n"
+            "from probes.boot import local_modules\n"
+            "from probes.graphrepro.worker import Worker\n"
             "m = local_modules(); m['crashy'] = [False, %r]\n"
             "w = Worker(modules=m)\n"
             "w.call('crashy:noisy', {'x': 1}, timeout=60)\n"
