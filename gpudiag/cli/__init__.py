@@ -1,13 +1,13 @@
 """The `gpudiag` command: a click group whose subcommands live one per module in this package.
 
 Deviation from DESIGN.md's single `cli.py`: the commands are split into modules of this package
-(scan, hosts, report, repro, engines) to keep each small; only this package prints, writes files or exits.
+(scan, hosts, report, repro, engines) to keep each small, loaded when their command runs; only this
+package prints, writes files or exits.
 """
 from __future__ import annotations
 
 import enum
 import importlib
-import importlib.util
 import sys
 
 import click
@@ -31,18 +31,34 @@ class UserError(click.ClickException):
         click.echo(f"gpudiag: error: {self.format_message()}", err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Command name → (module in this package, attribute). Modules load only when their command runs: a scan
+# of one host should not pay for importing the report and repro machinery.
+LAZY_COMMANDS = {
+    "scan": ("scan", "scan"),
+    "hosts": ("hosts", "hosts"),
+    "report": ("report", "report"),
+    "repro": ("repro", "repro"),
+    "bundle": ("engines", "bundle_cmd"),
+    "ingest": ("engines", "ingest"),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(LAZY_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in LAZY_COMMANDS:
+            return None
+        module, attribute = LAZY_COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(f"gpudiag.cli.{module}"), attribute)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpudiag")
 def cli() -> None:
     """Remote diagnostics for multi-GPU LLM inference hosts."""
-
-
-COMMAND_MODULES = ("scan", "hosts", "report", "repro", "engines")
-for _name in COMMAND_MODULES:
-    if importlib.util.find_spec(f"gpudiag.cli.{_name}") is not None:
-        _module = importlib.import_module(f"gpudiag.cli.{_name}")
-        for _command in getattr(_module, "COMMANDS", ()):
-            cli.add_command(_command)
 
 
 def main() -> None:

@@ -90,4 +90,3 @@ def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path)
     sys.exit(ExitCode.OK if all(r.status == OK for r in outcome.results) else ExitCode.HOSTS_FAILED)
 
 
-COMMANDS = (bundle_cmd, ingest)

@@ -41,4 +41,3 @@ def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | No
     Console().print(table)
 
 
-COMMANDS = (hosts,)

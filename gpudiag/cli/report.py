@@ -89,4 +89,3 @@ def _console_summary(run: LoadedRun, findings: Sequence[Finding]) -> None:
     console.print("full report: gpudiag report --markdown -o FINDINGS.md", style="dim")
 
 
-COMMANDS = (report,)

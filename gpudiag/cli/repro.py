@@ -174,4 +174,3 @@ def _classify_log(path: Path, as_json: bool, reports_dir: Path) -> None:
     sys.exit(ExitCode.FINDINGS if found else ExitCode.OK)
 
 
-COMMANDS = (repro,)

@@ -115,4 +115,3 @@ def _interrupt_policy() -> Iterator[Callable[[], None]]:
         signal.signal(signal.SIGINT, previous)
 
 
-COMMANDS = (scan,)
