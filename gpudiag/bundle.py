@@ -5,6 +5,7 @@ probe modules and runs `probes.runner.main`. The payload is one line of JSON: st
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
@@ -24,9 +25,15 @@ ALL_PROBES = LIGHT_PROBES + DEEP_PROBES
 FRAME_RE_TEMPLATE = r"^GPUDIAG-BEGIN {nonce}\r?\n(.*?)\r?\nGPUDIAG-END {nonce}\r?$"
 
 
-def probe_modules() -> dict[str, tuple[bool, str]]:
-    """Every module of the `probes` package as {dotted name: (is_package, source)}."""
-    modules: dict[str, tuple[bool, str]] = {}
+# Every run needs these; a probe brings the top-level modules and subpackages its code names.
+CORE_UNITS = ("runner", "context", "boot")
+_UNIT_REFERENCE = re.compile(r"\bprobes\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@functools.lru_cache(maxsize=1)
+def _all_modules() -> tuple[tuple[str, bool, str], ...]:
+    """Every module of the `probes` package, read once per process: (dotted name, is_package, source)."""
+    found: list[tuple[str, bool, str]] = []
 
     def walk(traversable: Any, dotted: str) -> None:
         for entry in sorted(traversable.iterdir(), key=lambda e: e.name):
@@ -34,15 +41,38 @@ def probe_modules() -> dict[str, tuple[bool, str]]:
                 if entry.name.startswith((".", "__")) or not entry.joinpath("__init__.py").is_file():
                     continue
                 sub = f"{dotted}.{entry.name}"
-                modules[sub] = (True, entry.joinpath("__init__.py").read_text(encoding="utf-8"))
+                found.append((sub, True, entry.joinpath("__init__.py").read_text(encoding="utf-8")))
                 walk(entry, sub)
             elif entry.name.endswith(".py") and entry.name != "__init__.py":
-                modules[f"{dotted}.{entry.name[:-3]}"] = (False, entry.read_text(encoding="utf-8"))
+                found.append((f"{dotted}.{entry.name[:-3]}", False, entry.read_text(encoding="utf-8")))
 
     root = resources.files("probes")
-    modules["probes"] = (True, root.joinpath("__init__.py").read_text(encoding="utf-8"))
+    found.append(("probes", True, root.joinpath("__init__.py").read_text(encoding="utf-8")))
     walk(root, "probes")
-    return modules
+    return tuple(found)
+
+
+def probe_modules(probes: list[str] | None = None) -> dict[str, tuple[bool, str]]:
+    """The modules of the `probes` package as {dotted name: (is_package, source)}: all of them, or only
+    what the given probes need. A probe needs every top-level module or subpackage that its code names
+    as `probes.X`, in an import or a string (children are started by "module:function" names), and so on
+    transitively; a light scan then sends half the bytes a deep one does."""
+    modules = {name: (is_package, source) for name, is_package, source in _all_modules()}
+    if probes is None:
+        return modules
+    units: dict[str, list[str]] = {}
+    for name in modules:
+        units.setdefault(name.split(".")[1] if "." in name else "", []).append(name)
+    wanted: set[str] = set()
+    pending = [u for u in (*CORE_UNITS, *probes) if u in units]
+    while pending:
+        unit = pending.pop()
+        if unit in wanted:
+            continue
+        wanted.add(unit)
+        for name in units[unit]:
+            pending.extend(u for u in _UNIT_REFERENCE.findall(modules[name][1]) if u in units and u not in wanted)
+    return {name: modules[name] for name in modules if "." not in name or name.split(".")[1] in wanted}
 
 
 @dataclass(frozen=True)
@@ -58,7 +88,7 @@ def build_payload(probes: list[str] | None, options: dict[str, Any] | None = Non
     nonce = nonce or secrets.token_hex(8)
     doc: dict[str, Any] = {"entry": "probes.runner:main", "nonce": nonce, "probes": list(probes) if probes else None,
                            "options": options or {}, "timeouts": timeouts or {}, "host": host,
-                           "modules": {k: list(v) for k, v in probe_modules().items()}}
+                           "modules": {k: list(v) for k, v in probe_modules(list(probes or LIGHT_PROBES)).items()}}
     if probe_timeout is not None:
         doc["probe_timeout"] = probe_timeout
     return Payload(nonce=nonce, data=json.dumps(doc).encode("utf-8"))

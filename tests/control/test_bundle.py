@@ -80,3 +80,28 @@ def test_extract_frame_handles_crlf_from_a_pty():
 def test_extract_frame_errors_say_what_is_wrong(data, message):
     with pytest.raises(bundle.FrameError, match=message):
         bundle.extract_frame(data, "n1")
+
+
+def test_a_light_payload_carries_only_what_the_light_probes_need():
+    light = bundle.probe_modules(list(bundle.LIGHT_PROBES))
+    everything = bundle.probe_modules()
+    assert "probes.sglang_facts.imports" in light and "probes.hostinfo.nvidia_smi" in light
+    assert not any(name.startswith(("probes.copybench", "probes.graphrepro")) for name in light)
+    assert sum(len(s) for _, s in light.values()) < 0.7 * sum(len(s) for _, s in everything.values())
+
+
+@pytest.mark.parametrize("probe,options", [
+    ("env", {"env": {"torch": False}}),
+    ("sglang_source", {}),
+    ("copy_bench", {"copy_bench": {"batch_sizes": [1], "hidden_sizes": [64], "sweep_min_bytes": 1024,
+                                   "sweep_max_bytes": 4096, "isolate": True}}),
+    ("cuda_graph", {}),
+])
+def test_each_probe_runs_from_its_own_minimal_payload(probe, options):
+    # The payload is trimmed to what a probe names; running it proves nothing it imports was left out.
+    payload = bundle.build_payload([probe], options)
+    proc = run_bootstrap(payload)
+    doc = bundle.extract_frame(proc.stdout, payload.nonce)
+    result = doc["probes"][probe]
+    assert result["status"] in ("ok", "skipped"), result
+    assert "No module named" not in json.dumps(result) + proc.stderr.decode()
