@@ -14,7 +14,6 @@ Needs root, openssh-server and ansible-core (`pip install ansible-core`, a bench
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -30,16 +29,12 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from fleet_support import load_fleet_module  # noqa: E402
+
 BUNDLE_ARGS = ["--probes", "env", "--set", "env.torch=false"]
-
-
-def load_fleet_module():
-    """The integration fixture's module, imported as a plain module (no pytest session)."""
-    spec = importlib.util.spec_from_file_location("gpudiag_sshd_fleet", ROOT / "tests" / "integration" / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 @dataclass
@@ -50,26 +45,8 @@ class Cost:
     ok_hosts: int
 
 
-def _children_map() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    return children
-
-
 def _tree(root: int) -> list[int]:
-    children, out, todo = _children_map(), [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
+    return [root] + load_fleet_module().descendants({root})
 
 
 def _pss_mib(pid: int) -> float:

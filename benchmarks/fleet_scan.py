@@ -13,7 +13,6 @@ and ansible-core (`pip install ansible-core`, a benchmark-only dependency).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -28,19 +27,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from fleet_support import load_fleet_module  # noqa: E402
 
 from gpudiag import bundle  # noqa: E402
 
 FORKS = 32
-
-
-def load_fleet_module():
-    """The integration fixture's module, imported as a plain module (no pytest session)."""
-    spec = importlib.util.spec_from_file_location("gpudiag_sshd_fleet", ROOT / "tests" / "integration" / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module   # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 def write_ansible_script(path: Path, python: str, probes: list[str], nonce: str) -> None:
