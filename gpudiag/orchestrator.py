@@ -29,6 +29,7 @@ class ScanRequest:
     timeout: float = DEFAULT_TIMEOUT            # whole-host deadline, connect included
     probe_timeout: float | None = None          # per probe, inside the runner
     forks: int = DEFAULT_FORKS
+    probe_timeouts: dict[str, float] = field(default_factory=dict)   # per named probe, over probe_timeout
 
 
 @dataclass
@@ -102,6 +103,7 @@ class Orchestrator:
         self.on_start(host)
         options = dict(self.request.options, python=host.python, python_explicit=host.python_explicit)
         payload = bundle.build_payload(self.request.probes, options, host=host.name,
+                                       timeouts=self.request.probe_timeouts,
                                        probe_timeout=self.request.probe_timeout)
         try:
             transport = self.transport_factory(host)

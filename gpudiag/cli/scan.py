@@ -22,6 +22,10 @@ from gpudiag.store import RunWriter
 from gpudiag.transports import transport_for
 
 
+# GPU probes visit every GPU in turn: an 8-GPU host needs far more than a light probe's limit.
+GPU_PROBE_TIMEOUTS = {"copy_bench": 900.0, "cuda_graph": 1200.0}
+
+
 def selected_probes(probes: str | None, deep: bool) -> list[str]:
     names = [p.strip() for p in probes.split(",") if p.strip()] if probes else list(bundle.LIGHT_PROBES)
     if deep:
@@ -42,8 +46,9 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.option("--set", "settings", multiple=True, metavar="PROBE.KEY=VALUE", help="A probe option (repeatable).")
 @click.option("--forks", type=click.IntRange(1, 1024), default=DEFAULT_FORKS, show_default=True,
               help="Hosts scanned at once.")
-@click.option("--timeout", type=click.FloatRange(1, None), default=DEFAULT_TIMEOUT, show_default=True,
-              help="Deadline per host in seconds, connection included.")
+@click.option("--timeout", type=click.FloatRange(1, None),
+              help=f"Deadline per host in seconds, connection included [default: {DEFAULT_TIMEOUT:.0f}, "
+                   f"plus each GPU probe's own limit when one is selected].")
 @click.option("--probe-timeout", type=click.FloatRange(1, None), help="Time limit per probe on the host.")
 @click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
@@ -51,15 +56,17 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
 @reports_dir_option
 def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | None, probes: str | None,
-         deep: bool, force: bool, settings: tuple[str, ...], forks: int, timeout: float,
+         deep: bool, force: bool, settings: tuple[str, ...], forks: int, timeout: float | None,
          probe_timeout: float | None, accept_new: bool, known_hosts: str | None, connect_timeout: float,
          as_json: bool, reports_dir: Path) -> None:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
     hosts = load_hosts(targets, inventory_path, python)
     options = parse_settings(settings)
     options.update(force=force, deep=deep)
-    request = ScanRequest(probes=selected_probes(probes, deep), options=options, timeout=timeout,
-                          probe_timeout=probe_timeout, forks=forks)
+    names = selected_probes(probes, deep)
+    gpu_limits = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
+    request = ScanRequest(probes=names, options=options, probe_timeouts=gpu_limits, probe_timeout=probe_timeout,
+                          timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks)
     writer = RunWriter(reports_dir, "scan", sys.argv)
     console = Console(stderr=True)
 
