@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import paramiko
 
 ENV_VAR = "GPUDIAG_SSH_CONFIG"
 
@@ -34,8 +34,10 @@ class SshConfig:
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else config_path()
-        self._config = paramiko.SSHConfig()
+        # paramiko loads only when there is a config to read: a localhost scan needs no SSH at all.
+        self._config: Any = None
         if self.path.is_file():
+            import paramiko
             try:
                 self._config = paramiko.SSHConfig.from_path(str(self.path))
             except (OSError, UnicodeDecodeError, ValueError, paramiko.ssh_exception.ConfigParseError) as exc:
@@ -44,15 +46,20 @@ class SshConfig:
 
     @classmethod
     def from_text(cls, text: str) -> "SshConfig":
+        import paramiko
         config = cls(path=os.devnull)
         config._config = paramiko.SSHConfig.from_text(text)
         return config
 
     def aliases(self) -> set[str]:
         """The `Host` patterns that name one host exactly (no wildcard, no negation)."""
+        if self._config is None:
+            return set()
         return {h for h in self._config.get_hostnames() if not any(c in h for c in "*?!")}
 
     def lookup(self, alias: str) -> SshSettings:
+        if self._config is None:
+            return SshSettings(hostname=alias, user=None, port=None, identity_file=None, proxy_jump=None)
         try:
             found = self._config.lookup(alias)
         except Exception as exc:  # paramiko raises assorted errors for odd Match/token lines

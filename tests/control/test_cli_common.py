@@ -43,3 +43,22 @@ def test_gpu_probes_get_their_own_limits_and_a_longer_host_deadline(monkeypatch,
     assert request.timeout == 300.0 + 900.0 + 1200.0
     CliRunner().invoke(cli, ["scan", "localhost", "--reports-dir", str(tmp_path), "--timeout", "50"])
     assert seen["request"].probe_timeouts == {} and seen["request"].timeout == 50.0
+
+
+def test_localhost_scan_and_report_need_neither_paramiko_nor_torch(tmp_path):
+    # A GPU box's own Python often lacks paramiko; the control side must never need torch.
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['paramiko'] = None; sys.modules['torch'] = None\n"
+            "from gpudiag.cli import main\n"
+            "sys.argv = ['gpudiag'] + sys.argv[1:]\n"
+            "main()\n")
+    env = {"PATH": "/usr/bin:/bin", "GPUDIAG_SSH_CONFIG": str(tmp_path / "none"), "HOME": str(tmp_path)}
+    scan = subprocess.run([sys.executable, "-c", code, "scan", "localhost", "--probes", "env",
+                           "--set", "env.torch=false", "--reports-dir", str(tmp_path / "r")],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert scan.returncode == 0, scan.stderr
+    report = subprocess.run([sys.executable, "-c", code, "report", "--reports-dir", str(tmp_path / "r"),
+                             "--markdown"], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "localhost" in report.stdout
