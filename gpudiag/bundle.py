@@ -83,14 +83,18 @@ class Payload:
 
 def build_payload(probes: list[str] | None, options: dict[str, Any] | None = None,
                   timeouts: dict[str, float] | None = None, host: str | None = None,
-                  probe_timeout: float | None = None, nonce: str | None = None) -> Payload:
-    """The stdin document for one host: probe code, the probe selection and their options."""
+                  probe_timeout: float | None = None, nonce: str | None = None,
+                  budget_s: float | None = None) -> Payload:
+    """The stdin document for one host: probe code, the probe selection, their options and limits
+    (`budget_s`: the seconds the runner has in all, so it can answer before the host's deadline)."""
     nonce = nonce or secrets.token_hex(8)
     doc: dict[str, Any] = {"entry": "probes.runner:main", "nonce": nonce, "probes": list(probes) if probes else None,
                            "options": options or {}, "timeouts": timeouts or {}, "host": host,
                            "modules": {k: list(v) for k, v in probe_modules(list(probes or LIGHT_PROBES)).items()}}
     if probe_timeout is not None:
         doc["probe_timeout"] = probe_timeout
+    if budget_s is not None:
+        doc["budget_s"] = budget_s
     return Payload(nonce=nonce, data=json.dumps(doc).encode("utf-8"))
 
 

@@ -38,6 +38,12 @@ class ScanOutcome:
     interrupted: bool = False
 
 
+def runner_budget(deadline: float) -> float:
+    """Seconds the runner on the host may spend: the host deadline less room for connecting, starting
+    Python and sending the answer back, so a slow probe ends as that probe's timeout, not the host's."""
+    return max(1.0, deadline - min(20.0, 0.2 * deadline))
+
+
 def classify(host: Host, command: CommandResult, nonce: str, deadline: float) -> HostResult:
     """Turn what the host printed into a HostResult with one status and a one-line reason."""
     base = dict(name=host.name, address=host.address, transport=_transport_name(host), python=host.python,
@@ -104,7 +110,8 @@ class Orchestrator:
         options = dict(self.request.options, python=host.python, python_explicit=host.python_explicit)
         payload = bundle.build_payload(self.request.probes, options, host=host.name,
                                        timeouts=self.request.probe_timeouts,
-                                       probe_timeout=self.request.probe_timeout)
+                                       probe_timeout=self.request.probe_timeout,
+                                       budget_s=runner_budget(self.request.timeout))
         try:
             transport = self.transport_factory(host)
             with self._lock:

@@ -76,8 +76,19 @@ def run_all(payload):
     modules = payload.get("modules")
     results = {}
     document_probes = {}
+    # The control side's deadline for the whole host: a probe is cut short rather than let the host's
+    # deadline kill the runner and lose every finished probe with it.
+    budget = payload.get("budget_s")
+    ends = time.monotonic() + float(budget) if budget else None
     for name in probes:
         timeout = float(timeouts.get(name, payload.get("probe_timeout", DEFAULT_PROBE_TIMEOUT)))
+        if ends is not None:
+            left = ends - time.monotonic()
+            if left < 0.5:
+                document_probes[name] = {"status": "skipped", "duration_s": 0.0,
+                                         "reason": "the host's deadline left no time for this probe"}
+                continue
+            timeout = min(timeout, left)
         result = run_probe(name, options, results, timeout, modules)
         document_probes[name] = result
         if result["status"] == "ok":

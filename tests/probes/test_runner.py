@@ -127,3 +127,22 @@ def test_frame_lines_wrap_without_cutting_after_a_space_and_join_back():
     assert all(not line.endswith(" ") for line in lines[:-1])
     assert max(len(line) for line in lines) <= 16 + text.count(" ")
     assert runner.frame_lines(text, 0) == [text]
+
+
+def test_the_host_budget_cuts_a_slow_probe_and_skips_the_rest(fake_probe):
+    import threading
+    release = threading.Event()
+    fake_probe("fake_slow", lambda ctx: release.wait(30))
+    fake_probe("fake_late", lambda ctx: "never")
+    original = runner.ALL_PROBES
+    runner.ALL_PROBES = original + ("fake_slow", "fake_late")
+    try:
+        doc = runner.run_all({"probes": ["fake_slow", "fake_late"], "timeouts": {"fake_slow": 900},
+                              "budget_s": 1.5})
+    finally:
+        runner.ALL_PROBES = original
+        release.set()
+    assert doc["probes"]["fake_slow"]["status"] == "timeout"
+    assert doc["probes"]["fake_slow"]["duration_s"] < 5
+    assert doc["probes"]["fake_late"] == {"status": "skipped", "duration_s": 0.0,
+                                          "reason": "the host's deadline left no time for this probe"}
