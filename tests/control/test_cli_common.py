@@ -62,3 +62,21 @@ def test_localhost_scan_and_report_need_neither_paramiko_nor_torch(tmp_path):
                              "--markdown"], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     assert "localhost" in report.stdout
+
+
+def test_a_deep_scan_sends_the_crash_signature_table_to_the_graph_probe(monkeypatch, tmp_path):
+    from gpudiag.cli import scan as scan_module
+    seen = {}
+
+    class Recorder:
+        def __init__(self, request, *args, **kwargs):
+            seen["options"] = request.options
+
+        def run(self, hosts):
+            from gpudiag.orchestrator import ScanOutcome
+            return ScanOutcome(results=[])
+
+    monkeypatch.setattr(scan_module, "Orchestrator", Recorder)
+    CliRunner().invoke(cli, ["scan", "localhost", "--probes", "cuda_graph", "--reports-dir", str(tmp_path)])
+    names = {entry["name"] for entry in seen["options"]["cuda_graph"]["signatures"]}
+    assert "capture_failed" in names and len(names) >= 6
