@@ -18,7 +18,7 @@ from typing import Any
 from probes.boot import BOOTSTRAP
 
 # The probe names the runner knows (probes/runner.py holds the same tuples; a test keeps them equal).
-LIGHT_PROBES = ("env", "torch_caps", "deployment", "sglang_source")
+LIGHT_PROBES = ("env", "deployment", "torch_caps", "sglang_source")
 DEEP_PROBES = ("copy_bench", "cuda_graph")
 ALL_PROBES = LIGHT_PROBES + DEEP_PROBES
 

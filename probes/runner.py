@@ -16,8 +16,9 @@ import traceback
 from probes.context import ProbeContext, Skip
 
 SCHEMA = 1
-# Light probes allocate nothing on a GPU; deployment runs before sglang_source, which reads its choice.
-LIGHT_PROBES = ("env", "torch_caps", "deployment", "sglang_source")
+# Light probes allocate nothing on a GPU. deployment runs first after env: torch_caps and sglang_source
+# read its choice of interpreter (the live server's venv).
+LIGHT_PROBES = ("env", "deployment", "torch_caps", "sglang_source")
 DEEP_PROBES = ("copy_bench", "cuda_graph")
 ALL_PROBES = LIGHT_PROBES + DEEP_PROBES
 DEFAULT_PROBE_TIMEOUT = 120.0
