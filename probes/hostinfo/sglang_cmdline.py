@@ -17,7 +17,18 @@ ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX"
              "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NVML_BASED_CUDA_CHECK", "OMP_NUM_THREADS", "LD_LIBRARY_PATH",
              "PATH", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "HF_HOME", "HF_HUB_OFFLINE")
 ENV_PREFIXES = ("SGLANG_", "SGL_", "NCCL_", "FLASHINFER_", "TORCH_NCCL_")
-SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
+# Secrets are told by whole name segments (`api_key`, `hf_token`), never by substrings: sglang's
+# --max-total-tokens, --tokenizer-path and --speculative-num-draft-tokens are ordinary flags.
+# sglang 0.4.10-0.5.23 take secrets in --api-key, --admin-api-key, --ssl-keyfile-password and
+# --watermark-config (an inline JSON object may hold the watermark keys).
+SECRET_FLAGS = frozenset(("api_key", "admin_api_key", "ssl_keyfile_password", "watermark_config",
+                          "watermark_key", "watermark_key_b"))
+SECRET_SEGMENTS = frozenset(("secret", "secrets", "password", "passwd", "passphrase", "credential", "credentials",
+                             "cookie", "cookies", "auth", "apikey", "privatekey", "pat"))
+# `key` and `token` are secrets as a whole name or after one of these words: api_key, hf_token, AWS ..._KEY.
+SECRET_QUALIFIERS = frozenset(("api", "admin", "access", "secret", "private", "auth", "bearer", "refresh", "session",
+                               "id", "hf", "hub", "github", "gh", "git", "gitlab", "wandb", "oauth", "jwt",
+                               "client", "signing", "encryption", "hmac", "license", "watermark", "personal"))
 
 ALIASES = {"tp": "tp_size", "tensor_parallel_size": "tp_size", "dp": "dp_size", "data_parallel_size": "dp_size",
            "ep": "ep_size", "expert_parallel_size": "ep_size", "model": "model_path",
@@ -112,9 +123,25 @@ def normalize_flag(name):
     return ALIASES.get(key, key)
 
 
+def _segments(name):
+    return [part for part in re.split(r"[_\-.]+", name.strip().lower()) if part]
+
+
 def looks_secret(name):
-    upper = name.upper()
-    return any(marker in upper for marker in SECRET_MARKERS)
+    """True for a flag or variable name that carries a secret: `api_key`, `HF_TOKEN`, `--db-password`,
+    `AWS_SECRET_ACCESS_KEY`; False for `max_total_tokens`, `tokenizer_path`, `speculative_token_map`."""
+    parts = _segments(name)
+    if "_".join(parts) in SECRET_FLAGS or any(part in SECRET_SEGMENTS for part in parts):
+        return True
+    for number, part in enumerate(parts):
+        if part in ("key", "token") and (len(parts) == 1 or (number and parts[number - 1] in SECRET_QUALIFIERS)):
+            return True
+    return False
+
+
+def looks_secret_env(name):
+    """Stricter for environment variables, which are dropped (not shown redacted): any KEY or TOKEN segment."""
+    return looks_secret(name) or any(part in ("key", "token", "session") for part in _segments(name))
 
 
 def split_flags(args):
@@ -203,7 +230,7 @@ def redact_argv(argv):
 
 
 def allowed_env_name(name):
-    if looks_secret(name):
+    if looks_secret_env(name):
         return False
     return name in ENV_NAMES or name.startswith(ENV_PREFIXES)
 

@@ -1,0 +1,80 @@
+"""Secret redaction against every server flag of real sglang releases: ordinary flags keep their values."""
+import ast
+import glob
+import json
+import os
+import re
+
+import pytest
+
+from probes.hostinfo import sglang_cmdline as cmdline
+from tests.sglang_wheels import require
+
+SECRET = {"0.4.10": {"api_key"},
+          "0.5.23": {"api_key", "admin_api_key", "ssl_keyfile_password", "watermark_config"}}
+
+
+def server_flags(site):
+    """Every `--flag` sglang's server parser accepts: add_argument strings and the generated field flags."""
+    files = [os.path.join(site, "sglang/srt/server_args.py")]
+    files += glob.glob(os.path.join(site, "sglang/srt/arg_groups/fields/*.py"))
+    names = set()
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        names.update(m.replace("_", "-") for m in re.findall(r'"--([A-Za-z0-9][A-Za-z0-9_-]*)"', text))
+        if "/fields/" not in path:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                for stmt in node.body:
+                    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and \
+                            not stmt.target.id.startswith("_") and "no_cli=True" not in ast.unparse(stmt):
+                        names.add(stmt.target.id.replace("_", "-"))
+    return sorted(names)
+
+
+@pytest.mark.parametrize("version", sorted(SECRET))
+def test_only_secret_bearing_flags_of_a_release_are_redacted(version):
+    flags = server_flags(str(require(version)))
+    assert len(flags) > (150 if version == "0.4.10" else 500)
+    hidden = {f.replace("-", "_") for f in flags if cmdline.looks_secret(f)}
+    assert hidden == SECRET[version]
+    for name in flags:
+        argv = ["python", "-m", "sglang.launch_server", "--" + name, "v4lue-" + name]
+        shown = cmdline.redact_argv(argv)
+        args, _ = cmdline.parse_server_args(argv[3:])
+        key = cmdline.normalize_flag(name)
+        if name.replace("-", "_") in SECRET[version]:
+            assert "v4lue-" + name not in json.dumps([shown, args]), name
+            assert shown[-1] == cmdline.REDACTED
+        else:
+            assert shown == argv, name
+            assert args[key] == "v4lue-" + name or args[key] is True or isinstance(args[key], (int, float, list)), \
+                (name, args[key])
+
+
+@pytest.mark.parametrize("name, value", [("--speculative-num-draft-tokens", "4"), ("--max-total-tokens", "9000"),
+                                         ("--tokenizer-path", "/m/tok"), ("--speculative-token-map", "/m/map.pt"),
+                                         ("--kv-cache-dtype", "fp8_e5m2"), ("--ssl-keyfile", "/etc/k.pem")])
+def test_ordinary_flags_named_like_secrets_keep_their_values(name, value):
+    assert cmdline.redact_argv([name, value]) == [name, value]
+    assert cmdline.redact_argv([name + "=" + value]) == [name + "=" + value]
+    args, _ = cmdline.parse_server_args([name, value])
+    assert str(args[cmdline.normalize_flag(name[2:])]) == value
+
+
+@pytest.mark.parametrize("name", ["--api-key", "--admin-api-key", "--hf-token", "--ssl-keyfile-password",
+                                  "--auth-token", "--db-password", "--client-secret", "--token", "--watermark-config"])
+def test_secret_flags_stay_hidden(name):
+    assert cmdline.redact_argv([name, "s3cr3t"]) == [name, cmdline.REDACTED]
+    assert cmdline.redact_argv([name + "=s3cr3t"]) == [name + "=" + cmdline.REDACTED]
+    args, _ = cmdline.parse_server_args([name, "s3cr3t"])
+    assert "s3cr3t" not in json.dumps(args)
+
+
+def test_secret_environment_variables_are_dropped_but_token_counts_kept():
+    raw = b"\0".join([b"HF_TOKEN=hf_x", b"HUGGING_FACE_HUB_TOKEN=hf_y", b"SGLANG_API_KEY=sk", b"NCCL_AUTH_TOKEN=t",
+                      b"SGLANG_SESSION_ID=s", b"SGLANG_MAX_TOTAL_TOKENS=9000", b"SGLANG_TOKENIZER_WORKERS=2"])
+    env = cmdline.parse_environ(raw)
+    assert env == {"SGLANG_MAX_TOTAL_TOKENS": "9000", "SGLANG_TOKENIZER_WORKERS": "2"}
