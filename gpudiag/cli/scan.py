@@ -33,7 +33,7 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
     unknown = [p for p in names if p not in bundle.ALL_PROBES]
     if unknown:
         raise UserError(f"--probes: unknown probe {', '.join(unknown)} (known: {', '.join(bundle.ALL_PROBES)})")
-    return names
+    return bundle.with_needs(names)
 
 
 @click.command()

@@ -105,3 +105,10 @@ def test_each_probe_runs_from_its_own_minimal_payload(probe, options):
     result = doc["probes"][probe]
     assert result["status"] in ("ok", "skipped"), result
     assert "No module named" not in json.dumps(result) + proc.stderr.decode()
+
+
+def test_selected_probes_bring_what_they_read_in_runner_order():
+    assert bundle.with_needs(["sglang_source"]) == ["deployment", "sglang_source"]
+    assert bundle.with_needs(["copy_bench"]) == ["deployment", "sglang_source", "copy_bench"]
+    assert bundle.with_needs(["cuda_graph", "env"]) == ["env", "deployment", "sglang_source", "cuda_graph"]
+    assert bundle.with_needs(["env"]) == ["env"]
