@@ -9,6 +9,9 @@ from probes.copybench import analysis, strategies, workloads
 from probes.copybench.timing import CpuTimer, CudaEventTimer, capture_graph, measure
 
 MIB = 1024 * 1024
+FIELD_SPAN = 1 << 20   # integer sources: field k holds k*FIELD_SPAN+1 … (k+1)*FIELD_SPAN
+# Workload memory: sources, their saved copies, destinations, and the packed arena with its staging.
+WORKLOAD_COPIES = 5
 
 
 class Budget(object):
@@ -48,48 +51,69 @@ class DeviceBench(object):
         return measure(self.timer, fn, job["samples"], job["target_us"], max_iters or job["max_iters"],
                        per_call_divisor=divisor)
 
-    def source(self, dtype_name, shape):
+    def source(self, dtype_name, shape, field=0):
+        """Non-zero values, each field in its own range: a strategy that copies nothing, copies the wrong
+        field or writes into its sources is caught by the comparison with the saved copy."""
         torch = self.torch
         dtype = getattr(torch, dtype_name)
         if dtype == torch.bool:
             return torch.ones(shape, dtype=dtype, device=self.device)
         if dtype.is_floating_point:
-            return torch.empty(shape, dtype=dtype, device=self.device).uniform_(0.5, 1.5)
-        return torch.randint(1, 1 << 20, shape, dtype=dtype, device=self.device)
+            values = torch.empty(shape, dtype=torch.float32, device=self.device).uniform_(0.5, 1.5)
+            return (values + 2.0 * field).to(dtype)
+        count = 1
+        for dim in shape:
+            count *= int(dim)
+        values = torch.arange(count, dtype=torch.int64, device=self.device) % FIELD_SPAN + 1 + FIELD_SPAN * field
+        return values.reshape(shape).to(dtype)
+
+    def reset(self, dsts, srcs, refs):
+        """Zero the destinations and refill the sources from their saved copies (a strategy may have
+        written into them)."""
+        for dst in dsts:
+            dst.zero_()
+        for src, ref in zip(srcs, refs):
+            src.copy_(ref)
+        self._sync()
 
     # --- one strategy ----------------------------------------------------------------------------------
-    def run_strategy(self, names, fn, dsts, srcs, graph=True):
-        """Verify, time, verify again; then the same inside a captured graph on CUDA."""
+    def run_strategy(self, names, fn, dsts, srcs, refs, graph=True):
+        """Verify, time, verify again; then the same inside a captured graph on CUDA. Destinations are
+        compared with `refs`, copies of the sources saved before any strategy ran, and the sources must
+        still equal them afterwards."""
         def check():
-            for dst in dsts:
-                dst.zero_()
+            self.reset(dsts, srcs, refs)
             fn()
             self._sync()
-            return strategies.verify(names, dsts, srcs)
+            return self.wrong(names, dsts, srcs, refs)
         try:
             wrong = check()
             if wrong:
                 return {"status": "wrong", "reason": wrong}
             entry = dict(self._timing(fn), status="ok")
-            wrong = strategies.verify(names, dsts, srcs)
+            self._sync()
+            wrong = self.wrong(names, dsts, srcs, refs)
         except Exception as exc:
             return {"status": "error", "reason": "%s: %s" % (type(exc).__name__, str(exc)[:300])}
         if wrong:
             return {"status": "wrong", "reason": "after timing: " + wrong}
         if graph and self.cuda and self.job.get("graph", True):
-            entry["graph"] = self.run_in_graph(names, fn, dsts, srcs)
+            entry["graph"] = self.run_in_graph(names, fn, dsts, srcs, refs)
         return entry
 
-    def run_in_graph(self, names, fn, dsts, srcs):
+    @staticmethod
+    def wrong(names, dsts, srcs, refs):
+        return strategies.verify(names, dsts, refs) or strategies.sources_changed(names, srcs, refs)
+
+    def run_in_graph(self, names, fn, dsts, srcs, refs):
         copies = max(1, int(self.job.get("graph_copies", 20)))
         graph = None
         try:
             graph = capture_graph(self.torch, fn, copies)
-            for dst in dsts:
-                dst.zero_()
+            self.reset(dsts, srcs, refs)
             graph.replay()
             self._sync()
-            wrong = strategies.verify(names, dsts, srcs)
+            wrong = self.wrong(names, dsts, srcs, refs)
             if wrong:
                 return {"status": "wrong", "reason": wrong}
             max_iters = max(1, self.job["max_iters"] // copies)
@@ -114,13 +138,14 @@ class DeviceBench(object):
                 rows.append({"bytes": size, "status": "skipped", "reason": "time budget spent"})
                 continue
             src = self.source(sweep_job["dtype"], (max(1, size // itemsize),))
-            dst = torch.empty_like(src)
+            dst, refs = torch.empty_like(src), [src.clone()]
             row = {"bytes": size}
-            copy = self.run_strategy(["tensor"], lambda: dst.copy_(src), [dst], [src], graph=False)
+            copy = self.run_strategy(["tensor"], lambda: dst.copy_(src), [dst], [src], refs, graph=False)
             row["copy"] = copy
             row["copy_us"] = copy.get("median_us") if copy["status"] == "ok" else None
             if foreach is not None:
-                fe = self.run_strategy(["tensor"], lambda: foreach([dst], [src]), [dst], [src], graph=False)
+                fe = self.run_strategy(["tensor"], lambda: foreach([dst], [src]), [dst], [src], refs,
+                                       graph=False)
                 row["foreach"] = fe
                 row["foreach_us"] = fe.get("median_us") if fe["status"] == "ok" else None
             else:
@@ -128,7 +153,7 @@ class DeviceBench(object):
                 row["foreach"] = {"status": "skipped", "reason": "torch %s has no _foreach_copy_"
                                   % torch.__version__}
             rows.append(row)
-            del src, dst
+            del src, dst, refs
         return rows
 
     # --- workloads -----------------------------------------------------------------------------------------
@@ -142,22 +167,24 @@ class DeviceBench(object):
                "batch_size": batch_size, "hidden_size": hidden_size, "total_bytes": total,
                "fields": [dict(s, split="dma" if threshold is not None and s["bytes"] >= threshold else "foreach")
                           for s in specs]}
-        if 4 * total > self.cap_bytes:
+        if WORKLOAD_COPIES * total > self.cap_bytes:
             out.update(status="skipped", reason="needs about %d MiB, over max_mem_mib=%d"
-                       % (4 * total // MIB + 1, job["max_mem_mib"]))
+                       % (WORKLOAD_COPIES * total // MIB + 1, job["max_mem_mib"]))
             return out
         if self.budget.spent():
             out.update(status="skipped", reason="time budget spent")
             return out
         names = [s["name"] for s in specs]
-        srcs = [self.source(s["dtype"], tuple(s["shape"])) for s in specs]
-        dsts = [self.torch.empty_like(s) for s in srcs]
+        srcs = [self.source(s.get("src_dtype") or s["dtype"], tuple(s["shape"]), n) for n, s in enumerate(specs)]
+        refs = [src.clone() for src in srcs]   # what every strategy is checked against, saved once
+        dsts = [self.torch.empty(tuple(s["shape"]), dtype=getattr(self.torch, s["dtype"]), device=self.device)
+                for s in specs]
         behaviour = (job.get("behaviour") or {}).get(path) or {}
         results = {}
         for name, (fn, out_dsts) in self._runners(names, dsts, srcs, threshold, behaviour):
             if name in job["strategies"] or name in self.extra:
-                results[name] = self.run_strategy(names, fn, out_dsts, srcs)
-        self._installed(results, names, dsts, srcs, behaviour)
+                results[name] = self.run_strategy(names, fn, out_dsts, srcs, refs)
+        self._installed(results, names, dsts, srcs, refs, behaviour)
         analysis.add_speedups(results)
         saving, baseline = analysis.saving_vs_installed(results, behaviour)
         out.update(status="ok", strategies=results, best=analysis.best_strategy(results),
@@ -175,7 +202,7 @@ class DeviceBench(object):
         for name, fn in self.extra.items():
             yield name, ((lambda f=fn: f(dsts, srcs)), dsts)
 
-    def _installed(self, results, names, dsts, srcs, behaviour):
+    def _installed(self, results, names, dsts, srcs, refs, behaviour):
         if "installed" not in self.job["strategies"]:
             return
         loaded, failures = self.installed.get() if self.installed is not None else ([], [])
@@ -189,7 +216,7 @@ class DeviceBench(object):
         variants = {}
         for item in loaded:
             runner = strategies.InstalledCopy(item["fn"], dsts, separate)
-            variants[item["module"]] = dict(self.run_strategy(names, lambda r=runner: r(srcs), dsts, srcs),
+            variants[item["module"]] = dict(self.run_strategy(names, lambda r=runner: r(srcs), dsts, srcs, refs),
                                             module=item["module"], hidden_states_separate=separate is not None)
         chosen = behaviour.get("module") if behaviour.get("module") in variants else loaded[0]["module"]
         results["installed"] = dict(variants[chosen])

@@ -154,6 +154,17 @@ def verify(names, dsts, srcs):
     return None
 
 
+def sources_changed(names, srcs, refs):
+    """None when every source still equals the copy saved before the strategy ran, else which one changed:
+    a strategy that writes into its sources (a copy the wrong way round) is wrong whatever it left behind."""
+    import torch
+    for name, src, ref in zip(names, srcs, refs):
+        if not torch.equal(src, ref):
+            differ = int((src != ref).sum().item())
+            return "field %s: the strategy changed its source (%d of %d elements)" % (name, differ, src.numel())
+    return None
+
+
 def load_installed(modules):
     """([{module, fn}], [{module, reason}]): every `_grouped_foreach_copy_` the installed sglang defines.
 

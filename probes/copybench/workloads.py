@@ -136,10 +136,11 @@ def workload_name(path, batch_size, hidden_size):
 
 
 def sweep_sizes(min_bytes, max_bytes, factor, cap_bytes):
-    """Sizes of the one-tensor sweep: min … max by `factor`, none whose source+destination exceed the cap."""
+    """Sizes of the one-tensor sweep: min … max by `factor`, none whose source, its saved copy and the
+    destination exceed the cap."""
     sizes, size = [], max(1, int(min_bytes))
     factor = max(2, int(factor))
-    while size <= max_bytes and 2 * size <= cap_bytes:
+    while size <= max_bytes and 3 * size <= cap_bytes:
         sizes.append(size)
         size *= factor
     return sizes

@@ -126,3 +126,38 @@ def test_workload_over_the_memory_cap_is_skipped_with_the_reason():
     bench = DeviceBench(torch, "cpu", make_job(max_mem_mib=1), Budget(30), InstalledLoader(None, False))
     out = bench.workload("eagle_draft_extend", 64, 4096, None)
     assert out["status"] == "skipped" and "max_mem_mib=1" in out["reason"]
+
+
+def reversed_copy(dsts, srcs):
+    """Copies the wrong way round: each destination into its source."""
+    for dst, src in zip(dsts, srcs):
+        src.copy_(dst)
+
+
+def copy_then_scribble(dsts, srcs):
+    """Right destinations, but the first source is overwritten afterwards."""
+    strategies.loop_copy(dsts, srcs)
+    srcs[0].zero_()
+
+
+def test_strategies_that_copy_backwards_nothing_or_swapped_are_wrong_and_the_next_still_passes():
+    extra = {"reversed": reversed_copy, "noop": lambda dsts, srcs: None,
+             "swapped": lambda dsts, srcs: strategies.loop_copy(dsts, [srcs[3]] + srcs[1:3] + [srcs[0]] + srcs[4:]),
+             "scribbles": copy_then_scribble, "late_loop": strategies.loop_copy}
+    job = make_job(strategies=["loop"], hidden_dtype="float32")
+    bench = DeviceBench(torch, "cpu", job, Budget(30), InstalledLoader(None, False), extra_strategies=extra)
+    results = bench.workload("dflash_verify", 2, None, threshold=None)["strategies"]
+    for name in ("reversed", "noop", "swapped"):
+        assert results[name]["status"] == "wrong" and "differ from the source" in results[name]["reason"], name
+    assert results["scribbles"] == {"status": "wrong",
+                                    "reason": "field input_ids: the strategy changed its source (8 of 8 elements)"}
+    # Each strategy starts from refilled sources: a correct one after the broken ones still copies right.
+    assert results["late_loop"]["status"] == "ok" and results["loop"]["status"] == "ok"
+
+
+def test_sources_are_non_zero_and_every_field_in_its_own_range():
+    bench = DeviceBench(torch, "cpu", make_job(), Budget(30), InstalledLoader(None, False))
+    first, second = bench.source("int32", (3,), 0), bench.source("int64", (3,), 1)
+    assert first.tolist() == [1, 2, 3] and min(second.tolist()) > max(first.tolist())
+    floats = bench.source("bfloat16", (64,), 2)
+    assert bool((floats != 0).all()) and float(floats.min()) >= 4.0
