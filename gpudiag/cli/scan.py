@@ -53,16 +53,20 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
 @click.option("--connect-timeout", type=click.FloatRange(0.1, None), default=10.0, show_default=True)
+@click.option("--verify-all", is_flag=True,
+              help="Hash every installed sglang file against its RECORD, not only the files facts cite.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
 @reports_dir_option
 def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | None, probes: str | None,
          deep: bool, force: bool, settings: tuple[str, ...], forks: int, timeout: float | None,
          probe_timeout: float | None, accept_new: bool, known_hosts: str | None, connect_timeout: float,
-         as_json: bool, reports_dir: Path) -> None:
+         verify_all: bool, as_json: bool, reports_dir: Path) -> None:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
     hosts = load_hosts(targets, inventory_path, python)
     options = parse_settings(settings)
     options.update(force=force, deep=deep)
+    if verify_all:
+        options.setdefault("sglang_source", {})["verify_all"] = True
     names = selected_probes(probes, deep)
     if "cuda_graph" in names:
         # The crash-signature table is control-side data; the probe matches failures against it.
@@ -105,7 +109,22 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         sys.exit(130)
     if any(r.status != OK for r in outcome.results):
         sys.exit(ExitCode.HOSTS_FAILED)
-    sys.exit(ExitCode.OK)
+    sys.exit(ExitCode.FINDINGS if _error_findings(writer.dir, console, quiet=as_json) else ExitCode.OK)
+
+
+def _error_findings(run_dir: Path, console: Console, quiet: bool) -> bool:
+    """Whether the stored run has error-or-worse findings (the exit code says so, as report's does)."""
+    from gpudiag.findings import all_findings, has_errors
+    from gpudiag.store import load_run
+
+    findings = all_findings(load_run(run_dir))
+    if not quiet and findings:
+        counts = {}
+        for finding in findings:
+            counts[finding.severity] = counts.get(finding.severity, 0) + 1
+        summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
+        console.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)")
+    return has_errors(findings)
 
 @contextlib.contextmanager
 def _interrupt_policy() -> Iterator[Callable[[], None]]:

@@ -80,3 +80,32 @@ def test_a_deep_scan_sends_the_crash_signature_table_to_the_graph_probe(monkeypa
     CliRunner().invoke(cli, ["scan", "localhost", "--probes", "cuda_graph", "--reports-dir", str(tmp_path)])
     names = {entry["name"] for entry in seen["options"]["cuda_graph"]["signatures"]}
     assert "capture_failed" in names and len(names) >= 6
+
+
+def test_scan_exits_1_when_the_stored_run_has_error_findings(monkeypatch, tmp_path):
+    import gpudiag.findings as findings
+    from gpudiag.models import Finding
+    base = ["scan", "localhost", "--probes", "env", "--set", "env.torch=false", "--reports-dir", str(tmp_path)]
+    assert CliRunner().invoke(cli, base).exit_code == 0
+    error = Finding("hosts.test", "error", "an error finding", ("localhost",), (), "fix it")
+    monkeypatch.setattr(findings, "all_findings", lambda run: [error])
+    result = CliRunner().invoke(cli, base)
+    assert result.exit_code == 1
+    assert "1 error" in result.output
+
+
+def test_verify_all_asks_the_source_probe_to_hash_every_file(monkeypatch, tmp_path):
+    from gpudiag.cli import scan as scan_module
+    seen = {}
+
+    class Recorder:
+        def __init__(self, request, *args, **kwargs):
+            seen["options"] = request.options
+
+        def run(self, hosts):
+            from gpudiag.orchestrator import ScanOutcome
+            return ScanOutcome(results=[])
+
+    monkeypatch.setattr(scan_module, "Orchestrator", Recorder)
+    CliRunner().invoke(cli, ["scan", "localhost", "--verify-all", "--reports-dir", str(tmp_path)])
+    assert seen["options"]["sglang_source"] == {"verify_all": True}
