@@ -3,6 +3,7 @@
 Secrets never leave this module: environment entries outside the allow-list are dropped as they are
 parsed, and flag values whose names look secret (api keys, tokens) are replaced by a marker.
 """
+import json
 import os
 import re
 import shlex
@@ -32,13 +33,25 @@ SECRET_QUALIFIERS = frozenset(("api", "admin", "access", "secret", "private", "a
 
 ALIASES = {"tp": "tp_size", "tensor_parallel_size": "tp_size", "dp": "dp_size", "data_parallel_size": "dp_size",
            "ep": "ep_size", "expert_parallel_size": "ep_size", "model": "model_path",
-           "speculative_draft_model": "speculative_draft_model_path", "speculative_draft": "speculative_draft_model_path"}
+           "speculative_draft_model": "speculative_draft_model_path", "speculative_draft": "speculative_draft_model_path",
+           "context_bucket": "cuda_graph_prefill_max_context"}
+# Deprecated spellings keep their own keys (--cuda-graph-max-bs is its own flag before 0.5.14, an alias of
+# --cuda-graph-max-bs-decode from then on): readers see exactly what the command line said.
 INT_FLAGS = ("tp_size", "dp_size", "ep_size", "speculative_num_draft_tokens", "speculative_num_steps",
-             "speculative_eagle_topk", "cuda_graph_max_bs", "port")
+             "speculative_eagle_topk", "cuda_graph_max_bs", "port",
+             # sglang 0.5.14+: per-phase CUDA graph settings (arg_groups/fields/exec_.py in 0.5.23).
+             "cuda_graph_max_bs_decode", "cuda_graph_max_bs_prefill", "cuda_graph_max_seq_len_prefill",
+             "cuda_graph_prefill_max_context", "piecewise_cuda_graph_max_tokens")
 FLOAT_FLAGS = ("mem_fraction_static",)
-BOOL_FLAGS = ("disable_cuda_graph", "enable_dp_attention")
-STRING_FLAGS = ("model_path", "speculative_algorithm", "speculative_draft_model_path", "host")
-INT_LIST_FLAGS = ("cuda_graph_bs",)
+BOOL_FLAGS = ("disable_cuda_graph", "enable_dp_attention", "disable_decode_cuda_graph", "disable_prefill_cuda_graph",
+              "disable_cuda_graph_padding", "debug_cuda_graph", "enable_breakable_cuda_graph",
+              "enable_piecewise_cuda_graph", "disable_piecewise_cuda_graph", "enforce_piecewise_cuda_graph")
+STRING_FLAGS = ("model_path", "speculative_algorithm", "speculative_draft_model_path", "host",
+                "cuda_graph_backend_decode", "cuda_graph_backend_prefill", "cuda_graph_tc_compiler",
+                "piecewise_cuda_graph_compiler")
+INT_LIST_FLAGS = ("cuda_graph_bs", "cuda_graph_bs_decode", "cuda_graph_bs_prefill", "piecewise_cuda_graph_tokens")
+# JSON objects: parsed to a dict; a value that is not JSON stays raw (and visible).
+JSON_FLAGS = ("cuda_graph_config",)
 # store_true flags: never swallow the next word as their value.
 KNOWN_SWITCHES = frozenset(BOOL_FLAGS + ("trust_remote_code", "enable_torch_compile", "disable_radix_cache",
                                          "skip_server_warmup", "enable_metrics", "disable_overlap_schedule",
@@ -177,8 +190,11 @@ def _typed(key, raw):
             return [int(item) for item in items]
         if isinstance(raw, (list, bool)):
             return raw
+        if key in JSON_FLAGS:
+            value = json.loads(raw)
+            return value if isinstance(value, dict) else raw
         if key in INT_FLAGS:
-            return int(raw)
+            return _int(raw)
         if key in FLOAT_FLAGS:
             return float(raw)
     except (TypeError, ValueError):
@@ -186,11 +202,25 @@ def _typed(key, raw):
     return raw
 
 
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)$")
+_SIZE_SCALE = {"k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12,
+               "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40}
+
+
+def _int(raw):
+    """`256`, or a size as sglang's human_readable_int reads it (--cuda-graph-prefill-max-context): `32k`, `1Mi`."""
+    text = str(raw).strip()
+    match = _SIZE.match(text)
+    if match:
+        return int(float(match.group(1)) * _SIZE_SCALE[match.group(2)])
+    return int(text)
+
+
 def parse_server_args(args):
     """Every known flag typed (None / False when absent), every other flag raw; secret-looking values redacted."""
     flags, positional = split_flags(args)
     parsed = {}
-    for key in STRING_FLAGS + INT_FLAGS + FLOAT_FLAGS + INT_LIST_FLAGS:
+    for key in STRING_FLAGS + INT_FLAGS + FLOAT_FLAGS + INT_LIST_FLAGS + JSON_FLAGS:
         parsed[key] = _typed(key, flags[key]) if key in flags else None
     for key in BOOL_FLAGS:
         parsed[key] = _typed(key, flags[key]) if key in flags else False

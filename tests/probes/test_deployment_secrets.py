@@ -78,3 +78,51 @@ def test_secret_environment_variables_are_dropped_but_token_counts_kept():
                       b"SGLANG_SESSION_ID=s", b"SGLANG_MAX_TOTAL_TOKENS=9000", b"SGLANG_TOKENIZER_WORKERS=2"])
     env = cmdline.parse_environ(raw)
     assert env == {"SGLANG_MAX_TOTAL_TOKENS": "9000", "SGLANG_TOKENIZER_WORKERS": "2"}
+
+
+def test_per_phase_cuda_graph_flags_of_0_5_14_and_later_are_typed():
+    argv = ["--disable-decode-cuda-graph", "--cuda-graph-backend-prefill", "breakable",
+            "--cuda-graph-config", '{"decode": {"backend": "full", "max_bs": 256}}',
+            "--cuda-graph-max-bs-decode", "160", "--cuda-graph-bs-decode", "1", "2", "4", "8",
+            "--cuda-graph-max-bs-prefill=64", "--cuda-graph-bs-prefill", "16,32", "--context-bucket", "32k",
+            "--cuda-graph-max-seq-len-prefill", "4096", "--model-path", "/m"]
+    args, positional = cmdline.parse_server_args(argv)
+    assert positional == []
+    assert args["disable_decode_cuda_graph"] is True and args["disable_prefill_cuda_graph"] is False
+    assert args["cuda_graph_backend_prefill"] == "breakable" and args["cuda_graph_backend_decode"] is None
+    assert args["cuda_graph_config"] == {"decode": {"backend": "full", "max_bs": 256}}
+    assert args["cuda_graph_max_bs_decode"] == 160 and args["cuda_graph_max_bs_prefill"] == 64
+    assert args["cuda_graph_bs_decode"] == [1, 2, 4, 8] and args["cuda_graph_bs_prefill"] == [16, 32]
+    assert args["cuda_graph_prefill_max_context"] == 32000 and args["cuda_graph_max_seq_len_prefill"] == 4096
+    assert args["model_path"] == "/m"
+
+
+def test_cuda_graph_flags_absent_or_malformed():
+    args, _ = cmdline.parse_server_args(["--cuda-graph-config", "{not json", "--cuda-graph-max-bs-decode", "many"])
+    assert args["cuda_graph_config"] == "{not json" and args["cuda_graph_max_bs_decode"] == "many"
+    args, _ = cmdline.parse_server_args(["--cuda-graph-config", "[1]", "--context-bucket", "1Ki"])
+    assert args["cuda_graph_config"] == "[1]" and args["cuda_graph_prefill_max_context"] == 1024
+    args, _ = cmdline.parse_server_args([])
+    assert args["cuda_graph_config"] is None and args["cuda_graph_bs_decode"] is None
+    assert args["disable_decode_cuda_graph"] is False and args["enforce_piecewise_cuda_graph"] is False
+
+
+@pytest.mark.parametrize("version", ["0.5.14", "0.5.23"])
+def test_every_cuda_graph_flag_of_a_release_is_typed(version):
+    """Each CUDA-graph flag the release accepts has a typed key, so a reader never gets a raw string."""
+    typed = set(cmdline.INT_FLAGS + cmdline.BOOL_FLAGS + cmdline.STRING_FLAGS + cmdline.INT_LIST_FLAGS +
+                cmdline.JSON_FLAGS)
+    site = str(require(version))
+    graph = [f for f in server_flags(site) + _fields_in_server_args(site) if "cuda-graph" in f]
+    missing = sorted({cmdline.normalize_flag(f) for f in graph} - typed - UNTYPED_GRAPH_FLAGS)
+    assert missing == []
+
+
+# Debug and profiling switches that change no capture decision: kept raw (a store_true is True anyway).
+UNTYPED_GRAPH_FLAGS = {"enable_profile_cuda_graph"}
+
+
+def _fields_in_server_args(site):
+    """0.5.14 declares its fields in server_args.py itself."""
+    with open(os.path.join(site, "sglang/srt/server_args.py"), encoding="utf-8") as handle:
+        return [m.replace("_", "-") for m in re.findall(r"^    ([a-z][a-z0-9_]*): A\[", handle.read(), re.M)]
