@@ -14,10 +14,14 @@ VOCAB = 4096
 # Same kernels in graph and eager: answers agree to rounding (2% of the logit range is far above bf16
 # rounding and far below what stale or wrong inputs give).
 TOLERANCE = 2e-2
+DEFAULT_MAX_MEM_MIB = 4096
+MIB = 1 << 20
 
 
 def device_info(args):
-    """torch build and the CUDA devices this child sees (runs in a child: CUDA init may hang)."""
+    """torch build and the CUDA devices this child sees (runs in a child: CUDA init may hang).
+    With args["memory"], each device's memory in use (mem_get_info: it counts this child's own context,
+    a few hundred MiB, below gpus.BUSY_MEMORY_MIB)."""
     try:
         import torch
     except Exception as exc:
@@ -28,12 +32,27 @@ def device_info(args):
         info["cuda_available"] = bool(torch.cuda.is_available())
         for index in range(torch.cuda.device_count() if info["cuda_available"] else 0):
             props = torch.cuda.get_device_properties(index)
+            uuid = getattr(props, "uuid", None)
             info["devices"].append({"index": index, "name": props.name,
+                                    "uuid": "GPU-%s" % uuid if uuid else None,
                                     "compute_capability": "sm_%d%d" % (props.major, props.minor),
-                                    "memory_total_mib": int(props.total_memory // (1 << 20))})
+                                    "memory_total_mib": int(props.total_memory // MIB)})
     except Exception as exc:
         info["reason"] = "CUDA query failed: %s" % exc
+    if args.get("memory"):
+        _memory_in_use(torch, info)
     return info
+
+
+def _memory_in_use(torch, info):
+    """memory_used_mib per device, or memory_error saying why it is unknown."""
+    info["memory_error"] = None if info["devices"] else "no device"
+    try:
+        for device in info["devices"]:
+            free, total = torch.cuda.mem_get_info(device["index"])
+            device["memory_used_mib"] = int((total - free) // MIB)
+    except Exception as exc:
+        info["memory_error"] = "mem_get_info failed: %s: %s" % (type(exc).__name__, str(exc)[:200])
 
 
 def make_buffers(torch, spec_list, device, generator, pool_tokens=POOL_TOKENS, vocab=VOCAB):
@@ -145,8 +164,27 @@ def copy_inputs(torch, static, fresh, spec_list):
             static[spec["name"]].copy_(fresh[spec["name"]])
 
 
+def estimate_bytes(spec_list, hidden, batch_size, per_request, vocab=VOCAB, pool_tokens=POOL_TOKENS):
+    """Upper estimate of what one cell allocates: weights, three input sets (static and two fresh), and
+    the activations of the captured forward and of the eager one, with a quarter on top."""
+    weights = 2 * (2 * vocab * hidden + 128 * hidden + pool_tokens * hidden + 3 * hidden * hidden)
+    tokens = batch_size * per_request
+    activations = (8 * tokens * hidden * 2 + batch_size * per_request * per_request * 11
+                   + 2 * tokens * vocab * 4)
+    return int(1.25 * (weights + 3 * specs_mod.buffer_bytes(spec_list) + 2 * activations))
+
+
+def cap_memory(torch, device, max_mem_mib):
+    """Cap this process's caching allocator at `max_mem_mib` on `device`; returns the cap in MiB applied."""
+    total = torch.cuda.get_device_properties(device).total_memory
+    fraction = min(1.0, max_mem_mib * MIB / float(total))
+    torch.cuda.set_per_process_memory_fraction(fraction, device)
+    return int(min(max_mem_mib, total // MIB))
+
+
 def run_cell(args):
-    """One cell: capture, replay with fresh inputs, compare. Returns {status, detail, max_abs_diff, ...}."""
+    """One cell: capture, replay with fresh inputs, compare. Returns {status, detail, max_abs_diff, ...}.
+    The child's allocator is capped at args["max_mem_mib"]; a cell estimated above it is skipped."""
     try:
         import torch
     except Exception as exc:
@@ -160,7 +198,28 @@ def run_cell(args):
                                        args.get("with_optional", True))
     per_request = specs_mod.tokens_per_request(path, draft_tokens, topk)
     steps = int(args.get("steps") or specs_mod.eagle_steps(draft_tokens, topk))
+    cap_mib = int(args.get("max_mem_mib") or DEFAULT_MAX_MEM_MIB)
+    need_mib = -(-estimate_bytes(spec_list, hidden, bs, per_request) // MIB)
+    memory = {"memory_cap_mib": cap_mib, "estimated_mib": need_mib}
+    if need_mib > cap_mib:
+        return dict(memory, status="skipped", detail="needs about %d MiB, above the memory cap of %d MiB "
+                                                     "(max_mem_mib)" % (need_mib, cap_mib))
     device = torch.device("cuda", 0)
+    try:
+        memory["memory_cap_mib"] = cap_memory(torch, device, cap_mib)
+        result = _capture_and_compare(torch, args, path, bs, draft_tokens, topk, hidden, spec_list, per_request,
+                                      steps, device)
+    except Exception as exc:  # weights and inputs are allocated before the staged part
+        result = _failure("setup", exc)
+    result.update(memory)
+    if result["status"] != "ok" and "out of memory" in str(result.get("detail")).lower():
+        result.update(status="skipped", detail="over the memory cap of %d MiB: %s" % (
+            memory["memory_cap_mib"], result["detail"]))
+    return result
+
+
+def _capture_and_compare(torch, args, path, bs, draft_tokens, topk, hidden, spec_list, per_request, steps,
+                         device):
     generator = torch.Generator().manual_seed(1234 + bs * 131 + draft_tokens)
     weights = make_weights(torch, hidden, device)
     static = make_buffers(torch, spec_list, device, generator)
@@ -210,6 +269,8 @@ def _failure(stage, exc):
     text = "%s: %s" % (type(exc).__name__, str(exc)[:800])
     if is_device_fault(text):
         status = "device_fault"
+    elif stage == "setup":
+        status = "error"
     elif stage in ("capture", "warmup"):
         status = "capture_failed"
     else:

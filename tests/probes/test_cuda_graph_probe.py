@@ -134,8 +134,10 @@ def test_host_matcher_names_the_same_signatures_as_the_fixtures_expect():
 class FakeCuda:
     """torch.cuda stand-in on CPU: capture runs the forward once and replay does nothing."""
 
-    def __init__(self, torch):
+    def __init__(self, torch, total_mib=81920):
         self.torch = torch
+        self.total_mib = total_mib
+        self.fractions = []
 
     def install(self, monkeypatch):
         cuda, real_device = self.torch.cuda, self.torch.device
@@ -147,6 +149,10 @@ class FakeCuda:
         monkeypatch.setattr(cuda, "CUDAGraph", lambda: type("G", (), {"replay": lambda g: None})())
         monkeypatch.setattr(cuda, "graph", lambda g, **k: _Null())
         monkeypatch.setattr(self.torch, "device", lambda kind, index=None: real_device("cpu"))
+        props = type("P", (), {"total_memory": self.total_mib << 20})()
+        monkeypatch.setattr(cuda, "get_device_properties", lambda device=None: props)
+        monkeypatch.setattr(cuda, "set_per_process_memory_fraction",
+                            lambda fraction, device=None: self.fractions.append(fraction))
 
 
 class _Null(object):
@@ -165,3 +171,32 @@ def test_a_graph_that_replays_stale_outputs_is_a_mismatch(monkeypatch):
     assert result["status"] == "mismatch"
     assert result["max_abs_diff"] > 0 and "differs from eager" in result["detail"]
     assert "custom_mask" in result["fields"] and result["capture_s"] >= 0
+
+
+def test_synthetic_cells_run_under_the_memory_cap_and_larger_ones_are_skipped(monkeypatch):
+    torch = pytest.importorskip("torch")
+    fake = FakeCuda(torch, total_mib=8192)
+    fake.install(monkeypatch)
+    args = {"path": "eagle_draft_extend", "batch_size": 2, "draft_tokens": 3, "hidden_size": 64}
+    result = synthetic.run_cell(dict(args, max_mem_mib=1024))
+    assert result["status"] == "mismatch" and result["memory_cap_mib"] == 1024   # ran (the fake replays stale)
+    assert fake.fractions == [1024 / 8192.0]
+    assert 0 < result["estimated_mib"] <= 1024
+    assert synthetic.run_cell(args)["memory_cap_mib"] == synthetic.DEFAULT_MAX_MEM_MIB   # 4096 by default
+    big = synthetic.run_cell(dict(args, batch_size=64, draft_tokens=16, hidden_size=8192, max_mem_mib=1024))
+    assert big["status"] == "skipped" and "above the memory cap of 1024 MiB" in big["detail"]
+    assert big["estimated_mib"] > 1024 and len(fake.fractions) == 2   # nothing allocated for the skipped cell
+    # A cap above the card is the card.
+    assert synthetic.run_cell(dict(args, max_mem_mib=100000))["memory_cap_mib"] == 8192 and fake.fractions[-1] == 1.0
+
+
+def test_an_allocation_over_the_cap_is_a_skipped_cell_not_a_graph_failure(monkeypatch):
+    torch = pytest.importorskip("torch")
+    FakeCuda(torch).install(monkeypatch)
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    monkeypatch.setattr(synthetic, "make_weights", out_of_memory)
+    result = synthetic.run_cell({"path": "dflash_verify", "batch_size": 2, "draft_tokens": 4, "hidden_size": 64,
+                                 "max_mem_mib": 512})
+    assert result["status"] == "skipped" and result["detail"].startswith("over the memory cap of 512 MiB")
