@@ -3,6 +3,9 @@ from probes.context import run_command, which
 from probes.hostinfo import nvidia_smi
 
 QUERY_GPU = "--query-gpu=" + ",".join(nvidia_smi.QUERY_GPU_FIELDS)
+LEGACY_QUERY_GPU = "--query-gpu=" + ",".join(nvidia_smi.LEGACY_QUERY_GPU_FIELDS)
+NO_COMPUTE_CAP = ("this driver's nvidia-smi has no compute_cap field (drivers before R510): compute capability "
+                  "unknown here (reading it through torch would initialise CUDA)")
 QUERY_APPS = "--query-compute-apps=" + ",".join(nvidia_smi.COMPUTE_APPS_FIELDS)
 CSV = "--format=csv,noheader,nounits"
 
@@ -35,23 +38,34 @@ def collect_gpus(timeout, torch_fallback=True):
             reason = "nvidia-smi not found on PATH"
             return skipped_gpus(reason), skipped_topology(reason)
         return gpus_from_torch()
-    text, error = _smi(binary, [QUERY_GPU, CSV], timeout)
-    if error is None:
-        try:
-            devices = nvidia_smi.parse_query_gpu(text)
-        except nvidia_smi.NvidiaSmiError as exc:
-            error = str(exc)
+    devices, error, legacy = _query_gpus(binary, timeout)
     if error is not None:
         # A hung or failing nvidia-smi would fail the same way again: ask it nothing more.
         return skipped_gpus(error, "nvidia-smi"), skipped_topology("no GPU information: " + error)
     if not devices:
         return skipped_gpus("nvidia-smi lists no GPU", "nvidia-smi"), skipped_topology("no GPU")
-    gpus = {"status": "ok", "reason": None, "source": "nvidia-smi", "nvidia_smi": binary,
+    gpus = {"status": "ok", "reason": NO_COMPUTE_CAP if legacy else None, "source": "nvidia-smi",
+            "nvidia_smi": binary,
             "driver_version": devices[0].get("driver_version"), "cuda_version": None,
             "count": len(devices), "devices": devices, "processes_error": None}
     gpus["cuda_version"] = _cuda_version(binary, timeout)
     _attach_processes(binary, timeout, gpus)
     return gpus, _topology(binary, timeout, len(devices))
+
+
+def _query_gpus(binary, timeout):
+    """(devices, error, legacy): the query with compute_cap, or without it when the driver refuses the field."""
+    text, error = _smi(binary, [QUERY_GPU, CSV], timeout)
+    legacy = error is not None and nvidia_smi.rejected_field(error) == "compute_cap"
+    if legacy:
+        text, error = _smi(binary, [LEGACY_QUERY_GPU, CSV], timeout)
+    if error is None:
+        fields = nvidia_smi.LEGACY_QUERY_GPU_FIELDS if legacy else nvidia_smi.QUERY_GPU_FIELDS
+        try:
+            return nvidia_smi.parse_query_gpu(text, fields), None, legacy
+        except nvidia_smi.NvidiaSmiError as exc:
+            error = str(exc)
+    return None, error, legacy
 
 
 def _cuda_version(binary, timeout):

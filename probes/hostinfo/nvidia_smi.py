@@ -7,6 +7,8 @@ import re
 
 QUERY_GPU_FIELDS = ("index", "name", "uuid", "pci.bus_id", "memory.total", "memory.used",
                     "utilization.gpu", "driver_version", "compute_cap")
+# Drivers before R510 reject `compute_cap` and answer nothing at all: the query is asked again without it.
+LEGACY_QUERY_GPU_FIELDS = QUERY_GPU_FIELDS[:-1]
 COMPUTE_APPS_FIELDS = ("gpu_uuid", "pid", "process_name", "used_memory")
 
 # What nvidia-smi prints instead of data when the driver or the device is unhappy.
@@ -72,21 +74,28 @@ def _csv_rows(text):
     return [row for row in csv.reader(lines, skipinitialspace=True) if row]
 
 
-def parse_query_gpu(text):
+def rejected_field(text):
+    """The field an old driver refused (`Field "compute_cap" is not a valid field to query.`), else None."""
+    match = re.search(r'Field\s+"([^"]+)"\s+is not a valid field to query', text or "")
+    return match.group(1) if match else None
+
+
+def parse_query_gpu(text, fields=QUERY_GPU_FIELDS):
     """`--query-gpu=index,name,uuid,pci.bus_id,memory.total,memory.used,utilization.gpu,driver_version,
-    compute_cap --format=csv,noheader,nounits` → list of device dicts. Raises NvidiaSmiError on an error."""
+    compute_cap --format=csv,noheader,nounits` → list of device dicts. Raises NvidiaSmiError on an error.
+    `fields` without compute_cap (LEGACY_QUERY_GPU_FIELDS) reads an old driver's answer: compute_cap None."""
     _check_failure(text)
     if NO_DEVICES in (text or ""):
         return []
     devices = []
     for row in _csv_rows(text):
-        if len(row) < len(QUERY_GPU_FIELDS):
+        if len(row) < len(fields):
             raise NvidiaSmiError("unexpected query-gpu line (%d fields): %s" % (len(row), ", ".join(row)[:200]))
         # A GPU name with a comma would split into extra cells: join the middle back.
-        extra = len(row) - len(QUERY_GPU_FIELDS)
+        extra = len(row) - len(fields)
         name = ", ".join(cell.strip() for cell in row[1:2 + extra])
         rest = [row[0]] + [name] + row[2 + extra:]
-        cap = _value(rest[8])
+        cap = _value(rest[8]) if len(rest) > 8 else None
         devices.append({
             "index": _number(rest[0]),
             "name": _value(rest[1]),

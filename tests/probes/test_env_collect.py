@@ -163,3 +163,24 @@ def test_no_devices_exit_code_is_skipped_with_that_reason(tmp_path, monkeypatch)
         """))
     data = env.collect(ProbeContext(options={"env": {"torch": False}}))
     assert data["gpus"]["status"] == "skipped" and data["gpus"]["reason"] == "nvidia-smi lists no GPU"
+
+
+def test_old_driver_without_compute_cap_field_still_lists_its_gpus(tmp_path, monkeypatch, no_cuda_init):
+    """Drivers before R510 reject the compute_cap field and answer nothing: ask again without it."""
+    on_path(monkeypatch, install_fake_smi(tmp_path / "bin", """\
+        F=%s
+        case "$*" in
+          *--query-gpu=*compute_cap*) cat "$F/r470-compute-cap-rejected.txt"; exit 2 ;;
+          *--query-gpu=*) cat "$F/r470-query-gpu-legacy.csv" ;;
+          *--query-compute-apps=*) echo "GPU-8e2d44b0-51a3-6c0f-9b7e-1d2c3b4a5f66, 7, python3, 30000" ;;
+          "topo -m") cat "$F/single-gpu-topo.txt" ;;
+          *) echo "CUDA Version : 11.4" ;;
+        esac
+        """ % FIXTURES))
+    gpus = env.collect(ProbeContext())["gpus"]
+    assert gpus["status"] == "ok" and gpus["count"] == 2 and gpus["driver_version"] == "470.199.02"
+    assert "compute_cap" in gpus["reason"]
+    first, second = gpus["devices"]
+    assert first["name"] == "Tesla V100-SXM2-32GB" and first["memory_total_mib"] == 32510
+    assert first["compute_cap"] is None and first["compute_capability"] is None
+    assert second["utilization_pct"] == 87 and second["processes"][0]["pid"] == 7

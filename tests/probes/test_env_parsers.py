@@ -150,3 +150,20 @@ def test_meminfo_and_os_release():
     assert meminfo["MemTotal"] == 2113474 and meminfo["MemAvailable"] == 1987012
     release = system.parse_os_release('PRETTY_NAME="Ubuntu 22.04.4 LTS"\nID=ubuntu\nVERSION_ID="22.04"\n')
     assert release == {"PRETTY_NAME": "Ubuntu 22.04.4 LTS", "ID": "ubuntu", "VERSION_ID": "22.04"}
+
+
+def test_old_driver_rejects_compute_cap_and_legacy_rows_parse():
+    from probes.hostinfo import nvidia_smi
+    with open(os.path.join(FIXTURES, "nvidia-smi", "r470-compute-cap-rejected.txt")) as handle:
+        refused = handle.read()
+    assert nvidia_smi.rejected_field(refused) == "compute_cap"
+    assert nvidia_smi.rejected_field("0, NVIDIA H200, GPU-1, 0:1, 1, 1, 0, 570, 9.0") is None
+    with pytest.raises(nvidia_smi.NvidiaSmiError):
+        nvidia_smi.parse_query_gpu(refused)
+    with open(os.path.join(FIXTURES, "nvidia-smi", "r470-query-gpu-legacy.csv")) as handle:
+        legacy = handle.read()
+    with pytest.raises(nvidia_smi.NvidiaSmiError):  # 8 cells where 9 are expected
+        nvidia_smi.parse_query_gpu(legacy)
+    devices = nvidia_smi.parse_query_gpu(legacy, nvidia_smi.LEGACY_QUERY_GPU_FIELDS)
+    assert [d["driver_version"] for d in devices] == ["470.199.02"] * 2
+    assert devices[1]["memory_used_mib"] == 30211 and devices[1]["compute_capability"] is None
