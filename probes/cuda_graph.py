@@ -20,9 +20,12 @@ from probes.graphrepro.worker import Worker
 ALGORITHMS = ("EAGLE", "EAGLE3", "DFLASH")
 DEFAULTS = {"algorithms": list(ALGORITHMS), "batch_sizes": [1, 4, 16, 64], "draft_tokens": [2, 16],
             "layers": 2, "tp": 1, "topk": 1, "mode": "auto", "hidden_size": 1024, "cell_timeout": 120.0,
-            "model": None, "draft_model": None}
+            "model": None, "draft_model": None, "max_mem_mib": 4096}
 INFO_TIMEOUT = 120.0
-MIN_CELL_SECONDS = 20.0   # no cell starts with less time than this left
+# Kept back from the probe's limit to kill a child or a server group and return the cells measured.
+RESERVE_SECONDS = 20.0
+MIN_CELL_SECONDS = RESERVE_SECONDS + 10.0   # no cell starts with less time than this left
+BUDGET_SPENT = "time budget spent"
 MAX_SYNTHETIC_HIDDEN = 16384
 
 
@@ -93,14 +96,17 @@ def collect(ctx):
     settings = settings_from(options)
     table = options.get("signatures") or []
     force = bool(options.get("force", ctx.option("force", False)))
-    info_worker = Worker(modules=ctx.modules or None)
+    idle = idle_devices(ctx)
+    info_worker = Worker(modules=ctx.modules or None, env=child_env())
     try:
-        info = info_worker.call("probes.graphrepro.synthetic:device_info", {}, min(INFO_TIMEOUT, ctx.time_left()))
+        info = info_worker.call("probes.graphrepro.synthetic:device_info", {"memory": idle["devices"] is None},
+                                min(INFO_TIMEOUT, max(1.0, ctx.time_left() - RESERVE_SECONDS)))
     finally:
         info_worker.close()
         info_worker.remove_logs()
     data = {"settings": settings, "environment": environment(ctx, info), "cells": [], "boundaries": [],
-            "boundary": None, "signatures": [], "advice": [], "notes": [], "gpu": None}
+            "boundary": None, "signatures": [], "advice": [], "notes": [], "gpu": None,
+            "memory_cap_mib": settings["max_mem_mib"]}
     python = sglang_interpreter(ctx)
     modes = choose_mode(settings["mode"], python)
     data["mode"], data["modes"] = modes[0], modes
@@ -109,7 +115,7 @@ def collect(ctx):
     reason = no_cuda_reason(info)
     chosen = None
     if reason is None:
-        chosen, reason = pick_gpus(ctx, info, settings, force, data["notes"])
+        chosen, reason = pick_gpus(ctx, info, idle, settings, force, data["notes"])
     if reason is not None:
         for mode in modes:
             data["cells"] += skipped_cells(settings, mode, reason)
@@ -117,7 +123,7 @@ def collect(ctx):
         return data
     device = [d for d in info["devices"] if d["index"] == chosen[0]] or [{"index": chosen[0]}]
     data["gpu"] = dict(device[0])
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(str(i) for i in chosen))
+    env = child_env(",".join(str(i) for i in chosen))
     context = "compute capability %s" % device[0].get("compute_capability", "")
     for mode in modes:
         runner = run_sglang if mode == "sglang" else run_synthetic
@@ -127,6 +133,28 @@ def collect(ctx):
             data["notes"].append("%s sweep stopped: %s: %s" % (mode, type(exc).__name__, exc))
     summarise(data, device[0].get("compute_capability", ""))
     return data
+
+
+def child_env(visible=None):
+    """Children number GPUs as nvidia-smi does (PCI bus order), whatever CUDA's default order would be."""
+    env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID")
+    if visible is not None:
+        env["CUDA_VISIBLE_DEVICES"] = visible
+    return env
+
+
+def idle_devices(ctx):
+    """{"devices", "source", "why"}: a GPU list that says memory use / processes per GPU: env's, else
+    nvidia-smi's asked here; devices None (torch's memory query then) when neither can say."""
+    env_gpus = (ctx.results.get("env") or {}).get("gpus") or {}
+    devices = env_gpus.get("devices") or []
+    if gpus.idle_state_known(devices):
+        return {"devices": devices, "source": "env", "why": None}
+    why = "the env probe gave no GPU list" if not devices else "the env probe's GPU list has no memory use"
+    own, error = gpus.devices_from_smi(min(gpus.SMI_TIMEOUT, max(1.0, ctx.time_left() / 4)))
+    if gpus.idle_state_known(own):
+        return {"devices": own, "source": "nvidia-smi", "why": why}
+    return {"devices": None, "source": None, "why": "%s; nvidia-smi: %s" % (why, error or "no memory use")}
 
 
 def apply_deployment(settings, deployment, notes):
@@ -172,25 +200,45 @@ def no_cuda_reason(info):
     return None
 
 
-def pick_gpus(ctx, info, settings, force, notes):
-    env_devices = ((ctx.results.get("env") or {}).get("gpus") or {}).get("devices") or []
+def pick_gpus(ctx, info, idle, settings, force, notes):
+    """(chosen indices, None) or (None, why): idle GPUs only unless --force; a live server's never.
+    Without any idle-state source the repro refuses unless forced."""
     servers = (ctx.results.get("deployment") or {}).get("servers") or []
-    indices = [d.get("index") for d in env_devices] or [d["index"] for d in info["devices"]]
-    if not env_devices:
-        notes.append("GPU idle state unknown (env probe gave no GPU list); live servers' GPUs still avoided")
-    reasons = gpus.busy_reasons(env_devices, servers)
-    chosen, why = gpus.select_gpus(indices, reasons, int(settings.get("tp", 1)), force,
-                                   gpus.protected_gpus(servers))
+    devices = idle["devices"]
+    if devices is None and info.get("memory_error") is None and all(
+            d.get("memory_used_mib") is not None for d in info["devices"]):
+        devices = info["devices"]
+        notes.append("GPU idle state from torch.cuda.mem_get_info (%s); other processes are not listed"
+                     % idle["why"])
+    elif idle["source"] == "nvidia-smi":
+        notes.append("GPU idle state from nvidia-smi here (%s)" % idle["why"])
+    indices = [d.get("index") for d in devices or info["devices"]]
+    # torch's UUIDs (same PCI order) fill in when the GPU list has none, for CUDA_VISIBLE_DEVICES=GPU-….
+    uuids = dict(gpus.uuid_index(info["devices"]), **gpus.uuid_index(devices))
+    reasons = gpus.busy_reasons(devices or [], servers, indices, uuids)
+    protected = gpus.protected_gpus(servers, uuids, indices)
+    if devices is None:
+        unknown = "cannot tell whether the GPUs are idle (%s; torch: %s)" % (
+            idle["why"], info.get("memory_error") or "no memory use")
+        if not force:
+            return None, unknown + "; pass --force to run anyway"
+        notes.append(unknown + "; --force given: running anyway")
+    chosen, why = gpus.select_gpus(indices, reasons, int(settings.get("tp", 1)), force, protected)
     if chosen and any(i in reasons for i in chosen):
         notes.append("forced onto busy GPU(s): " + ", ".join("GPU%d (%s)" % (i, reasons[i]) for i in chosen
                                                               if i in reasons))
     return chosen, why
 
 
+def work_left(ctx):
+    """Seconds a cell may use: the probe's time left less what cleaning up and returning need."""
+    return max(0.0, ctx.time_left() - RESERVE_SECONDS)
+
+
 def _budget_guard(ctx, oracle):
     def guarded(batch_size, draft_tokens):
         if ctx.time_left() < MIN_CELL_SECONDS:
-            return {"status": "skipped", "detail": "time budget spent before this cell"}
+            return {"status": "skipped", "detail": BUDGET_SPENT + " before this cell"}
         return oracle(batch_size, draft_tokens)
     return guarded
 
@@ -202,8 +250,9 @@ def run_synthetic(ctx, settings, data, env, table, context, python):
         for label, algorithm, path in planned_labels(settings, "synthetic"):
             def oracle(batch_size, draft_tokens, path=path, algorithm=algorithm):
                 args = {"path": path, "batch_size": batch_size, "draft_tokens": draft_tokens,
-                        "topk": settings["topk"], "hidden_size": settings["hidden_size"]}
-                timeout = min(float(settings["cell_timeout"]), ctx.time_left())
+                        "topk": settings["topk"], "hidden_size": settings["hidden_size"],
+                        "max_mem_mib": settings["max_mem_mib"]}
+                timeout = max(1.0, min(float(settings["cell_timeout"]), work_left(ctx)))
                 result = worker.call("probes.graphrepro.synthetic:run_cell", args, timeout)
                 return synthetic_cell(result, path, algorithm, batch_size, draft_tokens, table, context, worker)
             result = sweep.sweep(settings["batch_sizes"], values, _budget_guard(ctx, oracle))
@@ -219,13 +268,14 @@ def synthetic_cell(result, path, algorithm, batch_size, draft_tokens, table, con
         status = "device_fault"  # a native crash of the child (SIGSEGV, SIGABRT) while it ran the cell
     elif status == "error" and synthetic.is_device_fault(str(result.get("detail"))):
         status = "device_fault"
-    if status != "ok":
+    if status not in ("ok", "skipped"):
         worker.close()  # the CUDA context may be poisoned: the next cell gets a fresh child
     text = "\n".join([str(result.get("detail") or ""), result.get("log_tail") or ""])
     hits = match_signatures(text, table, context) if status != "ok" else []
     cell = {"path": path, "algorithm": algorithm, "batch_size": batch_size, "draft_tokens": draft_tokens,
             "status": status, "detail": result.get("detail", ""), "max_abs_diff": result.get("max_abs_diff"),
-            "capture_s": result.get("capture_s"), "signature": hits[0] if hits else None, "mode": "synthetic"}
+            "capture_s": result.get("capture_s"), "signature": hits[0] if hits else None, "mode": "synthetic",
+            "memory_cap_mib": result.get("memory_cap_mib"), "estimated_mib": result.get("estimated_mib")}
     if status != "ok" and result.get("log_tail"):
         cell["log_excerpt"] = result["log_tail"].strip().splitlines()[-20:]
     return cell
@@ -233,24 +283,44 @@ def synthetic_cell(result, path, algorithm, batch_size, draft_tokens, table, con
 
 def run_sglang(ctx, settings, data, env, table, context, python):
     values = sweep.draft_token_values(*settings["draft_tokens"])
-    flags = (ctx.results.get("sglang_source") or {}).get("server_flags")
+    source = ctx.results.get("sglang_source") or {}
+    flags = source.get("server_flags")
     if not flags:
         data["notes"].append("sglang's server flags unknown (sglang_source gave none): canonical spellings used")
+    known = [str(a).upper() for a in source.get("speculative_algorithms") or []]
+    if not known:
+        data["notes"].append("sglang's speculative algorithms unknown (sglang_source gave none): all launched")
     workdir = tempfile.mkdtemp(prefix="gpudiag-repro-")
     try:
         for label, algorithm, _ in planned_labels(settings, "sglang"):
+            if known and algorithm not in known:
+                data["cells"] += absent_algorithm_cells(settings, algorithm, source.get("version"), values[-1])
+                data["notes"].append("%s not launched: sglang %s has no %s (it has %s)" % (
+                    algorithm, source.get("version") or "(version unknown)", algorithm, ", ".join(known)))
+                continue
+
             def launch(draft_tokens, algorithm=algorithm):
                 if ctx.time_left() < MIN_CELL_SECONDS:
-                    return [{"batch_size": b, "status": "skipped", "detail": "time budget spent before this launch"}
+                    return [{"batch_size": b, "status": "skipped", "detail": BUDGET_SPENT + " before this launch"}
                             for b in settings["batch_sizes"]]
                 try:
                     return sglang_repro.run_launch(settings, algorithm, settings["batch_sizes"], draft_tokens,
-                                                   workdir, python, flags, env, table, context, ctx.time_left)
+                                                   workdir, python, flags, env, table, context,
+                                                   lambda: work_left(ctx))
                 except configs.ConfigError as exc:
                     return [{"batch_size": b, "status": "error", "detail": str(exc)} for b in settings["batch_sizes"]]
             record(data, label, sweep.sweep_launches(settings["batch_sizes"], values, launch), "sglang")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def absent_algorithm_cells(settings, algorithm, version, draft_tokens):
+    """An algorithm the installed release does not have: its cells are skipped, never launched (argparse
+    would reject it and every draft-token count would look like a failure)."""
+    detail = "sglang %s has no %s" % (version or "(version unknown)", algorithm)
+    return [{"path": "sglang", "algorithm": algorithm, "batch_size": b, "draft_tokens": draft_tokens,
+             "status": "skipped", "detail": detail, "signature": None, "mode": "sglang"}
+            for b in settings["batch_sizes"]]
 
 
 def record(data, label, result, mode):
