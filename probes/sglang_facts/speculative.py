@@ -52,7 +52,11 @@ def find_dflash(tree, algorithms):
 
 
 def draft_graph_guards(tree, rel, parsed):
-    """Log calls that say a CUDA graph is disabled or skipped, with the conditions that lead there."""
+    """Log calls that say a CUDA graph is disabled or skipped, with the conditions that lead there.
+
+    `condition` is the test of the if whose branch turns the capture flag off (`capture_... = False`), not
+    an if that only decides whether to log (`if self._target_tp_rank == 0:`); `conditions` is the chain of
+    tests down to it, `log_conditions` the tests below it that only gate the message."""
     if parsed is None:
         return []
     guards = []
@@ -62,11 +66,35 @@ def draft_graph_guards(tree, rel, parsed):
         message = string_value(node.args[0])
         if not message or not DISABLES_GRAPH.search(message):
             continue
+        depth, flag = disabling_branch(ancestors)
         conditions = branch_conditions(ancestors)
+        chain = branch_conditions(ancestors[:depth + 1]) if depth is not None else conditions
         guards.append(tree.evidence(rel, node.args[0].lineno, message=message, call_line=node.lineno,
-                                    condition=conditions[-1] if conditions else None,
-                                    conditions=conditions, function=_function(ancestors)))
+                                    condition=chain[-1] if chain else None, conditions=chain,
+                                    log_conditions=conditions[len(chain):], disables=flag,
+                                    function=_function(ancestors)))
     return guards
+
+
+def disabling_branch(ancestors):
+    """(index in ancestors, flag name) of the innermost if-branch around a node that sets a flag to False
+    (`capture_decode_cuda_graph = False`, `self.use_cuda_graph = False`); (None, None) when there is none."""
+    for index in range(len(ancestors) - 1, -1, -1):
+        parent, field = ancestors[index]
+        if not isinstance(parent, ast.If):
+            continue
+        for stmt in getattr(parent, field, None) or []:
+            flag = _set_false(stmt)
+            if flag:
+                return index, flag
+    return None, None
+
+
+def _set_false(stmt):
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and stmt.value.value is False:
+        names = [unparse(target) for target in stmt.targets if isinstance(target, (ast.Name, ast.Attribute))]
+        return names[0] if names else None
+    return None
 
 
 def branch_conditions(ancestors):

@@ -90,7 +90,10 @@ def test_0_5_14_first_batches_eagle_copies_without_fast_paths():
     old = flag(data, "--cuda-graph-max-bs")
     assert old["deprecated"] and old["alias_of"] == "--cuda-graph-max-bs-decode" and old["via"] == "add_argument"
     assert flag(data, "--cuda-graph-max-bs-decode")["via"] == "field"
-    assert [g["condition"] for g in data["dflash"]["draft_graph_guards"]] == ["available_mem < 1.0"]
+    [guard] = data["dflash"]["draft_graph_guards"]
+    assert guard["condition"] == "available_mem < 1.0" and guard["disables"] == "capture_decode_cuda_graph"
+    assert guard["conditions"] == ["is_cuda() and capture_decode_cuda_graph", "available_mem < 1.0"]
+    assert guard["log_conditions"] == []
 
 
 def test_0_5_23_has_two_definitions_and_eagle_resolves_to_the_reexported_one():
@@ -129,6 +132,13 @@ def test_0_5_23_dflash_guards_and_generated_flags():
     assert memory["condition"] == "available_mem < 1.0"
     assert memory["conditions"][0] == "is_cuda() and capture_decode_cuda_graph"
     assert "Disable DFLASH draft cuda graph" in memory["snippet"]
+    # The dp-attention guard logs only on TP rank 0: the guard is the if that turns the capture flag off.
+    dp = [g for g in guards if "dp attention" in g["message"]][0]
+    assert dp["condition"] == "target_dp_enabled and capture_decode_cuda_graph"
+    assert dp["conditions"] == [dp["condition"]] and dp["log_conditions"] == ["self._target_tp_rank == 0"]
+    platform = [g for g in guards if "device graph capture" in g["message"]][0]
+    assert platform["condition"].startswith("capture_decode_cuda_graph and current_platform.is_out_of_tree()")
+    assert {g["disables"] for g in guards} == {"capture_decode_cuda_graph"}
     assert flag(data, "--cuda-graph-max-bs") is None
     assert flag(data, "--cuda-graph-max-bs-decode")["via"] == "field"
     assert flag(data, "--cuda-graph-max-bs-decode")["file"] == "sglang/srt/arg_groups/fields/exec_.py"
