@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpudiag.findings import copies, cuda_graph, fleet, hosts, sglang
+from gpudiag.findings import copies, cuda_graph, dflash, fleet, hosts, sglang
 from gpudiag.findings.common import sort_findings
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.store import LoadedRun
@@ -17,7 +17,7 @@ RULES: tuple[Rule, ...] = (
     copies.torch_foreach_copy,             # 1
     sglang.eagle_per_tensor_copies,        # 2
     copies.hidden_states_split,            # 3
-    cuda_graph.dflash_draft_graph_disabled,  # 4
+    dflash.dflash_draft_graph_disabled,    # 4
     cuda_graph.spec_without_graphs,        # 5
     cuda_graph.repro_failures,             # 6
     copies.gpu_copy_outliers,              # 7

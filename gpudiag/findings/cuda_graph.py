@@ -1,18 +1,20 @@
-"""CUDA-graph findings: the DFlash draft graph switched off by a guard, speculative decoding served without
-graphs, and the failures of a repro matrix."""
+"""CUDA-graph findings: speculative decoding served without graphs and the failures of a repro matrix
+(the DFlash draft-graph guards are in dflash.py)."""
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, number, probe, source, source_evidence, truthy_flag
-from gpudiag.findings.facts import command_line, graphs_disabled, server_args, servers_of
+from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, number, probe, source, source_evidence, \
+    truthy_flag
+from gpudiag.findings.dflash import first_guard_holding
+from gpudiag.findings.facts import EAGLE_FAMILY, algorithm_of, command_line, decode_graph_switch, graph_max_bs, \
+    graphs_disabled, max_bs_flag, server_args, servers_of
 from gpudiag.models import Evidence, Finding, HostResult
 
 NOT_FAILURES = ("ok", "skipped")
 WRONG_RESULTS = ("mismatch", "silent_failure")      # runs but gives wrong answers: worse than a crash
 HARNESS_ERROR = "error"                              # the cell could not be run: not a graph failure
-EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
 
 
 def failed(cell: dict[str, Any]) -> bool:
@@ -20,91 +22,7 @@ def failed(cell: dict[str, Any]) -> bool:
 
 
 def _algorithm(server: dict[str, Any]) -> str:
-    return str(server_args(server).get("speculative_algorithm") or "").upper()
-
-
-def _guard_holds(guard: dict[str, Any], args: dict[str, Any], env: dict[str, Any]) -> tuple[str, str] | None:
-    """(why the guard holds on this host, what lifts it), or None when it does not hold or cannot be told."""
-    # The probe gives the condition of the branch that logs, the enclosing conditions, and the message.
-    condition = " and ".join([str(guard.get("condition") or "")] + [str(c) for c in as_list(guard.get("conditions"))])
-    message = str(guard.get("message") or "")
-    words = f"{condition} {message}".lower().replace(" ", "_")
-    if ("dp_attention" in words or "target_dp_enabled" in words) and truthy_flag(args.get("enable_dp_attention")
-                                                                                  or False):
-        return ("the server runs with --enable-dp-attention",
-                "serve DFlash without --enable-dp-attention to keep its draft graph")
-    if re.search(r"is_out_of_tree|is_hip|is_npu|is_xpu", condition) and not re.search(r"not\s+\w*\.?is_", condition):
-        torch = as_dict(env.get("torch"))
-        if torch.get("available") and torch.get("version") and not torch.get("cuda"):
-            return (f"torch {torch['version']} on this host is not a CUDA build",
-                    "run DFlash on a CUDA build of torch to get its draft graph")
-        return None
-    threshold = _memory_threshold_mib(condition, message)
-    if threshold is not None:
-        free = _min_free_mib(env)
-        if free is not None and free < threshold:
-            return (f"the least free GPU memory now is {free:.0f} MiB, under the guard's {threshold:.0f} MiB",
-                    "leave more memory free after the target model loads (lower --mem-fraction-static)")
-        return None
-    for name in sorted(set(re.findall(r"server_args\.(\w+)", condition))):
-        negated = re.search(rf"not\s+[\w.]*server_args\.{name}\b", condition) is not None
-        if name in args and truthy_flag(args[name] or False) != negated:
-            flag = f"--{name.replace('_', '-')}"
-            return f"the server runs with {flag}={args[name]}", f"change {flag} for this deployment"
-    return None
-
-
-def _memory_threshold_mib(condition: str, message: str) -> float | None:
-    """The free-memory threshold of a guard like `available_mem < 1.0` (unit from the code or its message)."""
-    match = re.search(r"\w*mem\w*\s*<=?\s*(\d+(?:\.\d+)?)\s*(\*\s*1024)?\s*(gb|gib|mb|mib)?", condition, re.I)
-    if not match:
-        return None
-    value = float(match.group(1))
-    unit = (match.group(3) or "").lower() or ("gb" if re.search(r"\bGi?B\b", message) else
-                                               "mb" if re.search(r"\bMi?B\b", message) else "")
-    if match.group(2) or unit in ("gb", "gib"):
-        return value * 1024
-    return value if unit in ("mb", "mib") else None
-
-
-def _min_free_mib(env: dict[str, Any]) -> float | None:
-    free = []
-    for device in as_list(dig(env, "gpus", "devices")):
-        total, used = number(dig(device, "memory_total_mib")), number(dig(device, "memory_used_mib"))
-        if total is not None and used is not None:
-            free.append(total - used)
-    return min(free) if free else None
-
-
-def dflash_draft_graph_disabled(hosts: list[HostResult]) -> list[Finding]:
-    """Rule 4: a DFlash deployment whose draft CUDA graph a source guard switches off on this host."""
-    findings = []
-    for host in hosts:
-        guards = [g for g in as_list(dig(probe(host, "sglang_source"), "dflash", "draft_graph_guards"))
-                  if isinstance(g, dict)]
-        servers = [s for s in servers_of(host) if _algorithm(s) == "DFLASH"]
-        if not guards or not servers:
-            continue
-        evidence, advice, env = [], [], probe(host, "env") or {}
-        for guard in guards:
-            for server in servers:
-                holds = _guard_holds(guard, server_args(server), env)
-                if holds:
-                    message = str(guard.get("message") or "Disable DFLASH draft cuda graph").rstrip(". ")
-                    evidence.append(source_evidence(host, guard, f"'{message}' — holds because {holds[0]} "
-                                                                 f"(server pid {server.get('pid', '?')})"))
-                    advice.append(holds[1])
-                    break
-        if evidence:
-            findings.append(Finding(
-                id="cuda_graph.dflash_draft_graph_disabled", severity="warning",
-                title="the DFlash draft CUDA graph is switched off by a guard that holds on this host",
-                hosts=(host.name,), evidence=tuple(evidence),
-                recommendation=f"The draft then runs eagerly on every step. To lift it: "
-                               f"{'; '.join(dict.fromkeys(advice))}; then check that the server log no longer "
-                               "says 'Disable DFLASH draft cuda graph'.",
-                sources=(source(host, "sglang_source"), source(host, "deployment"))))
-    return findings
+    return algorithm_of(server)
 
 
 def _serves(cell: dict[str, Any], algorithm: str) -> bool:
@@ -129,38 +47,70 @@ def ok_boundary(host: HostResult, algorithm: str) -> tuple[str, int] | None:
 
 
 def spec_without_graphs(hosts: list[HostResult]) -> list[Finding]:
-    """Rule 5: a deployment serving speculative decoding with CUDA graphs disabled."""
+    """Rule 5: a deployment serving speculative decoding with decode CUDA graphs disabled."""
     findings = []
     for host in hosts:
         for server in servers_of(host):
             args, algorithm = server_args(server), _algorithm(server)
-            if not algorithm or algorithm == "NONE" or not graphs_disabled(args):
+            disabled, switch = decode_graph_switch(args)
+            if not algorithm or algorithm == "NONE" or not disabled:
                 continue
-            steps = args.get("speculative_num_steps")
             evidence = [Evidence(kind="flag", host=host.name,
                                  text=f"server pid {server.get('pid', '?')}: --speculative-algorithm {algorithm} "
-                                      f"with --disable-cuda-graph", snippet=command_line(server) or None)]
+                                      f"with {switch}", snippet=command_line(server) or None)]
+            max_bs = max_bs_flag(host)
             boundary = ok_boundary(host, algorithm)
             if boundary:
-                advice = (f"Re-enable graphs within the range the repro proved safe on this host: drop "
-                          f"--disable-cuda-graph and set --cuda-graph-max-bs {boundary[1]} ({boundary[0]} captured "
-                          f"and replayed cleanly up to batch size {boundary[1]}).")
+                advice = (f"Re-enable graphs within the range the repro proved safe on this host: {_undo(switch)} "
+                          f"and set {max_bs} {boundary[1]} ({boundary[0]} captured and replayed cleanly up to "
+                          f"batch size {boundary[1]}).")
                 evidence.append(Evidence(kind="measurement", host=host.name,
                                          text=f"repro: {boundary[0]} ok up to batch size {boundary[1]}"))
             else:
                 advice = (f"Run `gpudiag repro cuda-graph-crash {host.name}` to find the batch sizes that capture "
-                          "and replay cleanly, then drop --disable-cuda-graph with --cuda-graph-max-bs at that "
-                          "boundary.")
-            passes = (f"each of the {int(steps) + 1} forward passes of a decode step" if isinstance(steps, int)
-                      else "every draft and verify forward pass")
+                          f"and replay cleanly, then {_undo(switch)} with {max_bs} at that boundary.")
             findings.append(Finding(
                 id="cuda_graph.spec_without_graphs", severity="warning",
                 title=f"{algorithm} speculative decoding is served with CUDA graphs disabled",
                 hosts=(host.name,), evidence=tuple(evidence),
-                recommendation=f"Without graphs, {passes} launches its kernels one by one from the CPU "
-                               f"(microseconds per launch) instead of replaying one graph. {advice}",
+                recommendation=f"Without graphs, {_passes(algorithm, args.get('speculative_num_steps'))} launches its "
+                               f"kernels one by one from the CPU (microseconds per launch) instead of replaying a "
+                               f"captured graph. {advice}{_guard_after(host, server, algorithm)}",
                 sources=(source(host, "deployment"),) + ((source(host, "cuda_graph"),) if boundary else ())))
     return findings
+
+
+def _undo(switch: str) -> str:
+    if switch.startswith("--cuda-graph-config"):
+        return "set the decode backend in --cuda-graph-config to full (or drop its decode backend)"
+    if switch.startswith("--cuda-graph-backend-decode"):
+        return "set --cuda-graph-backend-decode full (or drop it)"
+    return f"drop {switch}"
+
+
+def _passes(algorithm: str, steps: Any) -> str:
+    """The forward passes of one decode step. EAGLE: the draft loop runs num_steps - 1 draft forwards (its last
+    step only selects top-k), then the target verifies and the draft extends over the accepted tokens."""
+    steps = steps if isinstance(steps, int) and not isinstance(steps, bool) else \
+        int(steps) if str(steps or "").isdigit() else None
+    if algorithm in EAGLE_FAMILY and steps:
+        return (f"each of the {steps + 1} forward passes of a decode step ({steps - 1} draft "
+                f"step{'' if steps - 1 == 1 else 's'}, the target's verify and the draft-extend)")
+    if algorithm in EAGLE_FAMILY:
+        return "every forward pass of a decode step (the draft steps, the target's verify and the draft-extend)"
+    return "every draft and target-verify forward pass of a decode step"
+
+
+def _guard_after(host: HostResult, server: dict[str, Any], algorithm: str) -> str:
+    """For DFlash: the draft-graph guard that would still hold once decode graphs are back on."""
+    if algorithm != "DFLASH":
+        return ""
+    found = first_guard_holding(host, server)
+    if not found:
+        return ""
+    guard, (_, why, lift) = found
+    return (f" Even then this release keeps the DFlash draft eager ({guard.get('file') or 'worker'}:"
+            f"{guard.get('line', '?')}) because {why}: {lift}.")
 
 
 def cells(host: HostResult) -> list[dict[str, Any]]:
@@ -188,17 +138,19 @@ def _live_servers_against(host: HostResult, failing: list[dict[str, Any]]) -> li
     out = []
     for server in servers_of(host):
         args, algorithm = server_args(server), _algorithm(server)
-        max_bs, tokens = args.get("cuda_graph_max_bs"), args.get("speculative_num_draft_tokens")
+        max_bs, tokens = graph_max_bs(args), number(args.get("speculative_num_draft_tokens"))
+        if tokens is None and str(args.get("speculative_num_draft_tokens") or "").isdigit():
+            tokens = float(args["speculative_num_draft_tokens"])
         relevant = [c for c in failing if _serves(c, algorithm)]
-        if not relevant or graphs_disabled(args) or not isinstance(max_bs, int) or not isinstance(tokens, int):
+        if not relevant or graphs_disabled(args) or max_bs is None or tokens is None:
             continue
-        inside = [c for c in relevant if isinstance(c.get("batch_size"), int) and c["batch_size"] <= max_bs
+        inside = [c for c in relevant if isinstance(c.get("batch_size"), int) and c["batch_size"] <= max_bs[0]
                   and isinstance(c.get("draft_tokens"), int) and c["draft_tokens"] <= tokens]
         verdict = "inside the failing range: it can hit this failure" if inside else \
             "outside the failing range measured here"
         out.append(Evidence(kind="flag", host=host.name,
                             text=f"live server pid {server.get('pid', '?')} ({algorithm}) captures graphs up to "
-                                 f"--cuda-graph-max-bs {max_bs} with {tokens} draft tokens: {verdict}"))
+                                 f"{max_bs[1]} {max_bs[0]} with {tokens:g} draft tokens: {verdict}"))
     return out
 
 

@@ -4,19 +4,30 @@ The fleet table, the fleet-drift rule and the JSON summary all read hosts throug
 """
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from gpudiag.findings.common import as_dict, as_list, dig, probe, truthy_flag
+from gpudiag.findings.common import as_dict, as_list, dig, probe, truthy_flag, version_tuple
 from gpudiag.models import HostResult
 
 UNKNOWN = "-"
 
-# Deployment flags whose difference between hosts matters for speculative decoding and graphs.
-DRIFT_FLAGS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-               "speculative_num_draft_tokens", "disable_cuda_graph", "cuda_graph_max_bs", "tp_size", "dp_size",
-               "enable_dp_attention")
+# Deployment flags whose difference between hosts matters for speculative decoding and graphs, in every
+# spelling sglang has used (0.5.14 moved graph settings to per-phase flags and a JSON config).
+DRIFT_FLAGS = ("model_path", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+               "speculative_num_draft_tokens", "disable_cuda_graph", "disable_decode_cuda_graph",
+               "cuda_graph_backend_decode", "cuda_graph_config", "cuda_graph_max_bs", "cuda_graph_max_bs_decode",
+               "tp_size", "dp_size", "attn_dp_size", "enable_dp_attention")
+
+# Algorithms served by the EAGLE workers and graph runners: sglang rewrites NEXTN to EAGLE, and
+# StandaloneWorker subclasses EAGLEWorker.
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+
+
+def eagle_family(algorithm: Any) -> bool:
+    return str(algorithm or "").upper() in EAGLE_FAMILY
 
 
 @dataclass(frozen=True)
@@ -34,8 +45,12 @@ class HostFacts:
     torch: str = UNKNOWN
     sglang: str = UNKNOWN
     speculative: str = UNKNOWN
-    cuda_graphs: str = UNKNOWN           # on | off | mixed | - (no server found)
+    cuda_graphs: str = UNKNOWN           # decode graphs: on | off | mixed | - (no server found)
+    graph_max_bs: str = UNKNOWN          # largest decode batch size captured, as the servers set it
     deployment_flags: tuple[tuple[str, str], ...] = ()
+    sglang_interpreter: str = UNKNOWN    # the Python whose sglang the source facts describe, with why
+    torch_interpreter: str = UNKNOWN     # the Python whose torch env/torch_caps describe
+    torch_elsewhere: bool = False        # torch facts come from another interpreter than sglang's
 
     @property
     def gpus(self) -> str:
@@ -46,7 +61,9 @@ class HostFacts:
                 "python": self.python, "gpu_count": self.gpu_count, "gpu_model": self.gpu_model,
                 "compute_capability": self.compute_capability, "driver": self.driver, "cuda": self.cuda,
                 "torch": self.torch, "sglang": self.sglang, "speculative_algorithm": self.speculative,
-                "cuda_graphs": self.cuda_graphs, "deployment_flags": dict(self.deployment_flags)}
+                "cuda_graphs": self.cuda_graphs, "graph_max_bs": self.graph_max_bs,
+                "deployment_flags": dict(self.deployment_flags), "sglang_interpreter": self.sglang_interpreter,
+                "torch_interpreter": self.torch_interpreter, "torch_elsewhere": self.torch_elsewhere}
 
 
 def _text(value: Any) -> str:
@@ -59,9 +76,10 @@ def host_facts(host: HostResult) -> HostFacts:
     devices = [d for d in as_list(gpus.get("devices")) if isinstance(d, dict)]
     models = sorted({str(d.get("name")) for d in devices if d.get("name")})
     capabilities = sorted({str(d.get("compute_capability")) for d in devices if d.get("compute_capability")})
-    torch_version = dig(env, "torch", "version") or dig(probe(host, "torch_caps"), "torch_version")
+    torch_version, torch_python = torch_facts(host)
     sglang = probe(host, "sglang_source") or {}
     servers = servers_of(host)
+    sglang_python = sglang_interpreter(host)
     return HostFacts(
         name=host.name, status=host.status, reason=host.reason,
         hostname=_text(env.get("hostname")), python=_text(dig(env, "python", "version")),
@@ -71,7 +89,9 @@ def host_facts(host: HostResult) -> HostFacts:
         torch=_text(torch_version),
         sglang=_text(sglang.get("version")) if sglang.get("found", True) else "not installed",
         speculative=_speculative(servers), cuda_graphs=_cuda_graphs(servers),
-        deployment_flags=_flags(servers))
+        graph_max_bs=_max_bs_text(servers), deployment_flags=_flags(servers),
+        sglang_interpreter=_interpreter_text(sglang_python), torch_interpreter=_interpreter_text(torch_python),
+        torch_elsewhere=torch_from_other_interpreter(host))
 
 
 def servers_of(host: HostResult) -> list[dict[str, Any]]:
@@ -92,6 +112,11 @@ def server_args(server: dict[str, Any]) -> dict[str, Any]:
     return as_dict(server.get("args"))
 
 
+def algorithm_of(server: dict[str, Any]) -> str:
+    """The server's --speculative-algorithm, upper case ('' when it serves without one)."""
+    return str(server_args(server).get("speculative_algorithm") or "").upper()
+
+
 def _speculative(servers: list[dict[str, Any]]) -> str:
     if not servers:
         return UNKNOWN
@@ -99,10 +124,120 @@ def _speculative(servers: list[dict[str, Any]]) -> str:
     return ", ".join(algorithms)
 
 
+def _graph_config(args: dict[str, Any]) -> dict[str, Any]:
+    """--cuda-graph-config's JSON ({"decode": {"backend": ..., "max_bs": ...}, ...}); {} when absent or odd."""
+    value = args.get("cuda_graph_config")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return as_dict(value)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value if value is not None else "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def decode_graph_switch(args: dict[str, Any]) -> tuple[bool, str]:
+    """(decode graphs disabled?, the flag that decided), by sglang's precedence from 0.5.14 on: the JSON
+    --cuda-graph-config, then --cuda-graph-backend-decode, then --disable-decode-cuda-graph, then the legacy
+    --disable-cuda-graph (the only switch before 0.5.14)."""
+    backend = dig(_graph_config(args), "decode", "backend")
+    if backend is not None:
+        return str(backend).lower() == "disabled", \
+            f"--cuda-graph-config '{json.dumps({'decode': {'backend': backend}})}'"
+    if args.get("cuda_graph_backend_decode") not in (None, "", True):
+        backend = str(args["cuda_graph_backend_decode"])
+        return backend.lower() == "disabled", f"--cuda-graph-backend-decode {backend}"
+    for key in ("disable_decode_cuda_graph", "disable_cuda_graph"):
+        if truthy_flag(args.get(key) or False):
+            return True, f"--{key.replace('_', '-')}"
+    return False, ""
+
+
 def graphs_disabled(args: dict[str, Any]) -> bool:
-    """--disable-cuda-graph, or its newer spelling --cuda-graph-backend-decode=disabled."""
-    return truthy_flag(args.get("disable_cuda_graph") or False) or \
-        str(args.get("cuda_graph_backend_decode") or "").lower() == "disabled"
+    """Whether the server runs decode (and so speculative draft/verify) without CUDA graphs."""
+    return decode_graph_switch(args)[0]
+
+
+def graph_max_bs(args: dict[str, Any]) -> tuple[int, str] | None:
+    """(largest decode batch size captured, the flag that set it), when the command line sets one."""
+    value = _int(dig(_graph_config(args), "decode", "max_bs"))
+    if value is not None:
+        return value, "--cuda-graph-config decode.max_bs"
+    for key in ("cuda_graph_max_bs_decode", "cuda_graph_max_bs"):
+        value = _int(args.get(key))
+        if value is not None:
+            return value, f"--{key.replace('_', '-')}"
+    for key in ("cuda_graph_bs_decode", "cuda_graph_bs"):
+        sizes = [_int(v) for v in (args.get(key) if isinstance(args.get(key), list) else
+                                   str(args.get(key) or "").replace(",", " ").split())]
+        if sizes and None not in sizes:
+            return max(sizes), f"--{key.replace('_', '-')}"
+    return None
+
+
+def release_flag(host: HostResult, *names: str) -> str:
+    """The first of `names` the host's installed sglang offers as a current (not deprecated) flag; then the first
+    it offers at all; then the first name, when the release's flags are unknown."""
+    flags = {str(f.get("name")): f for f in as_list(dig(probe(host, "sglang_source"), "server_flags"))
+             if isinstance(f, dict)}
+    current = [n for n in names if n in flags and not flags[n].get("deprecated")]
+    offered = [n for n in names if n in flags]
+    return (current or offered or list(names))[0]
+
+
+def max_bs_flag(host: HostResult) -> str:
+    """The flag that sets the largest decode graph batch size in the host's release: --cuda-graph-max-bs-decode
+    from 0.5.14 (where --cuda-graph-max-bs became its deprecated alias, later removed), else --cuda-graph-max-bs."""
+    names = ("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs")
+    if as_list(dig(probe(host, "sglang_source"), "server_flags")):
+        return release_flag(host, *names)
+    installed = version_tuple(dig(probe(host, "sglang_source"), "version"))
+    return names[0] if installed is not None and installed >= (0, 5, 14) else names[1]
+
+
+def sglang_interpreter(host: HostResult) -> tuple[str, str] | None:
+    """(path, why) of the Python whose installed sglang the source facts were read from."""
+    sglang = probe(host, "sglang_source") or {}
+    interpreter = as_dict(sglang.get("interpreter")) or as_dict(dig(probe(host, "deployment"), "interpreter"))
+    return (str(interpreter["path"]), str(interpreter.get("why") or "-")) if interpreter.get("path") else None
+
+
+def torch_facts(host: HostResult) -> tuple[Any, tuple[str, str] | None]:
+    """(torch version, (path, why) of the Python it was read in). torch_caps that ran under a chosen
+    interpreter says so (`interpreter`) and then describes the serving torch; otherwise env and torch_caps both
+    describe the Python that ran the probes."""
+    env, caps = probe(host, "env") or {}, probe(host, "torch_caps") or {}
+    chosen = as_dict(caps.get("interpreter"))
+    if chosen.get("path") and caps.get("torch_version"):
+        return caps["torch_version"], (str(chosen["path"]), str(chosen.get("why") or "-"))
+    probing = dig(env, "python", "executable")
+    version = dig(env, "torch", "version") or caps.get("torch_version")
+    return version, ((str(probing), "probes") if probing else None)
+
+
+def torch_from_other_interpreter(host: HostResult) -> bool:
+    """torch facts were read in another Python than the one whose sglang was read (both known and different)."""
+    sglang, torch = sglang_interpreter(host), torch_facts(host)[1]
+    return bool(sglang and torch and sglang[0] != torch[0])
+
+
+def _interpreter_text(interpreter: tuple[str, str] | None) -> str:
+    return f"{interpreter[0]} ({interpreter[1]})" if interpreter else UNKNOWN
+
+
+def _max_bs_text(servers: list[dict[str, Any]]) -> str:
+    if not servers:
+        return UNKNOWN
+    values = {str(found[0]) if (found := graph_max_bs(server_args(s))) else "default" for s in servers}
+    return ", ".join(sorted(values))
 
 
 def _cuda_graphs(servers: list[dict[str, Any]]) -> str:
@@ -116,6 +251,6 @@ def _flags(servers: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
     flags = []
     for key in DRIFT_FLAGS:
         values = sorted({_text(server_args(s).get(key)) for s in servers})
-        if servers:
+        if servers and values != [UNKNOWN]:   # a spelling no server here uses is not a difference
             flags.append((key, ", ".join(values)))
     return tuple(flags)

@@ -1,4 +1,4 @@
-"""CUDA-graph rules (4, 5, 6) on minimal hand-written results."""
+"""CUDA-graph rules (5, 6) on minimal hand-written results."""
 from gpudiag.findings import cuda_graph
 from gpudiag.models import HostResult, ProbeResult
 
@@ -9,40 +9,6 @@ def host(name="h1", **probes):
 
 def server(**args):
     return {"servers": [{"pid": 42, "cmdline": "python -m sglang.launch_server ...", "args": args}]}
-
-
-GUARDS = {"dflash": {"present": True, "draft_graph_guards": [
-    {"condition": "self.server_args.enable_dp_attention", "message": "Disable DFLASH draft cuda graph because dp",
-     "file": "sglang/srt/speculative/dflash_worker.py", "line": 97, "snippet": "if self.server_args.enable_dp_attention:"},
-    {"condition": "free_gpu_memory < 4 * 1024", "message": "Disable DFLASH draft cuda graph because low memory",
-     "file": "sglang/srt/speculative/dflash_worker.py", "line": 104, "snippet": "if free_gpu_memory < 4 * 1024:"}]}}
-
-
-def env(used_mib):
-    return {"gpus": {"source": "nvidia-smi", "devices": [{"index": 0, "memory_total_mib": 81559,
-                                                          "memory_used_mib": used_mib}]}}
-
-
-def test_dp_attention_guard_holds_for_a_dflash_server_with_dp_attention():
-    h = host(sglang_source=GUARDS, env=env(1000),
-             deployment=server(speculative_algorithm="DFLASH", enable_dp_attention=True))
-    [finding] = cuda_graph.dflash_draft_graph_disabled([h])
-    [evidence] = finding.evidence
-    assert evidence.line == 97 and "--enable-dp-attention" in evidence.text
-
-
-def test_low_free_memory_guard_holds_only_under_its_threshold():
-    low = host(sglang_source=GUARDS, env=env(79000), deployment=server(speculative_algorithm="DFLASH"))
-    roomy = host(sglang_source=GUARDS, env=env(10000), deployment=server(speculative_algorithm="DFLASH"))
-    [finding] = cuda_graph.dflash_draft_graph_disabled([low, roomy])
-    assert finding.hosts == ("h1",)
-    assert finding.evidence[0].line == 104 and "2559 MiB" in finding.evidence[0].text
-
-
-def test_guards_are_silent_without_a_dflash_deployment():
-    h = host(sglang_source=GUARDS, env=env(79000),
-             deployment=server(speculative_algorithm="EAGLE3", enable_dp_attention=True))
-    assert cuda_graph.dflash_draft_graph_disabled([h, host("h2", sglang_source=GUARDS)]) == []
 
 
 def repro(*cells_):
@@ -58,6 +24,7 @@ def test_spec_without_graphs_uses_the_repro_boundary_when_known():
              cuda_graph=cells_)
     [finding] = cuda_graph.spec_without_graphs([h])
     assert "--cuda-graph-max-bs 16" in finding.recommendation   # below the first failure, not the clean 64
+    assert "drop --disable-cuda-graph" in finding.recommendation
     assert "4 forward passes" in finding.recommendation
     assert finding.evidence[0].kind == "flag"
 
@@ -102,28 +69,6 @@ def test_repro_failure_says_whether_the_live_server_runs_inside_the_failing_rang
     assert "outside the failing range" in b.evidence[-1].text
 
 
-def test_real_dflash_guard_shapes_from_sglang_0_5_23():
-    guards = {"dflash": {"present": True, "draft_graph_guards": [
-        {"condition": "self._target_tp_rank == 0", "conditions": ["target_dp_enabled and capture_decode_cuda_graph",
-                                                                   "self._target_tp_rank == 0"],
-         "message": "Disable DFLASH draft cuda graph because dp attention is enabled (draft runs eager).",
-         "file": "sglang/srt/speculative/dflash_worker_v2.py", "line": 724, "snippet": "\"Disable DFLASH ...\""},
-        {"condition": "available_mem < 1.0", "conditions": ["is_cuda() and capture_decode_cuda_graph",
-                                                            "available_mem < 1.0"],
-         "message": "Disable DFLASH draft cuda graph because only %.2f GB GPU memory is available after target "
-                    "backend initialization.", "file": "sglang/srt/speculative/dflash_worker_v2.py", "line": 737},
-        {"condition": "capture_decode_cuda_graph and current_platform.is_out_of_tree() and "
-                      "(not current_platform.capabilities.graph_capture)",
-         "message": "Disable DFLASH draft cuda graph because %s does not support device graph capture.",
-         "file": "sglang/srt/speculative/dflash_worker_v2.py", "line": 714}]}}
-    cuda_env = dict(env(81000), torch={"available": True, "version": "2.9.1", "cuda": "12.9"})
-    h = host(sglang_source=guards, env=cuda_env,
-             deployment=server(speculative_algorithm="DFLASH", enable_dp_attention=True))
-    [finding] = cuda_graph.dflash_draft_graph_disabled([h])
-    assert [e.line for e in finding.evidence] == [724, 737]    # dp attention; 559 MiB free < 1 GB; platform is CUDA
-    assert "--enable-dp-attention" in finding.recommendation and "--mem-fraction-static" in finding.recommendation
-
-
 def test_signature_severity_raises_a_failure_and_log_classification_becomes_findings():
     data = repro(("eagle_draft", 8, 4, "replay_failed"))
     data["cells"][0]["signature"] = {"name": "nccl-hang", "severity": "critical", "recommendation": "r"}
@@ -139,3 +84,62 @@ def test_signature_severity_raises_a_failure_and_log_classification_becomes_find
                                                                     "Disable prefill graphs.")
     assert logged.evidence[0].file == "/var/log/sglang.log" and logged.evidence[0].line == 120
     assert cuda_graph.classified_log({}) == []
+
+
+def flags(*names, deprecated=()):
+    return {"server_flags": [{"name": n, "deprecated": n in deprecated} for n in names]}
+
+
+def test_spec_without_graphs_cites_the_switch_the_server_used_in_every_spelling():
+    spellings = {"disable_decode_cuda_graph": (True, "--disable-decode-cuda-graph"),
+                 "cuda_graph_backend_decode": ("disabled", "--cuda-graph-backend-decode disabled"),
+                 "cuda_graph_config": ('{"decode": {"backend": "disabled"}}', "--cuda-graph-config")}
+    for key, (value, cited) in spellings.items():
+        h = host(deployment=server(speculative_algorithm="EAGLE3", **{key: value}))
+        [finding] = cuda_graph.spec_without_graphs([h])
+        assert cited in finding.evidence[0].text and "--disable-cuda-graph" not in finding.evidence[0].text, key
+    # The JSON config wins over the legacy switch: decode graphs are on.
+    on = host(deployment=server(speculative_algorithm="EAGLE3", disable_cuda_graph=True,
+                                cuda_graph_config='{"decode": {"backend": "full"}}'))
+    assert cuda_graph.spec_without_graphs([on]) == []
+
+
+def test_spec_without_graphs_advises_flags_that_exist_in_the_hosts_release():
+    cells_ = repro(("eagle_draft", 1, 4, "ok"), ("eagle_draft", 16, 4, "ok"), ("eagle_draft", 32, 4, "capture_failed"))
+    release_0_5_23 = flags("--cuda-graph-max-bs-decode", "--disable-decode-cuda-graph", "--disable-cuda-graph",
+                           deprecated=("--disable-cuda-graph",))
+    h = host(deployment=server(speculative_algorithm="EAGLE", disable_decode_cuda_graph=True), cuda_graph=cells_,
+             sglang_source=release_0_5_23)
+    [finding] = cuda_graph.spec_without_graphs([h])
+    assert "drop --disable-decode-cuda-graph and set --cuda-graph-max-bs-decode 16" in finding.recommendation
+    old = host(deployment=server(speculative_algorithm="EAGLE", disable_cuda_graph=True),
+               sglang_source=flags("--cuda-graph-max-bs", "--disable-cuda-graph"))
+    [finding] = cuda_graph.spec_without_graphs([old])
+    assert "--cuda-graph-max-bs at that boundary" in finding.recommendation
+
+
+def test_spec_without_graphs_counts_draft_verify_and_draft_extend_passes():
+    h = host(deployment=server(speculative_algorithm="NEXTN", disable_cuda_graph=True, speculative_num_steps=3))
+    [finding] = cuda_graph.spec_without_graphs([h])
+    assert "4 forward passes of a decode step (2 draft steps, the target's verify and the draft-extend)" \
+        in finding.recommendation
+
+
+def test_spec_without_graphs_for_dflash_names_the_guard_that_would_still_hold():
+    guards = {"dflash": {"draft_graph_guards": [
+        {"conditions": ["target_dp_enabled and capture_decode_cuda_graph", "self._target_tp_rank == 0"],
+         "message": "Disable DFLASH draft cuda graph because dp attention is enabled (draft runs eager).",
+         "file": "sglang/srt/speculative/dflash_worker_v2.py", "line": 724}]}}
+    h = host(deployment=server(speculative_algorithm="DFLASH", disable_cuda_graph=True, enable_dp_attention=True),
+             sglang_source=guards)
+    [finding] = cuda_graph.spec_without_graphs([h])
+    assert "dflash_worker_v2.py:724" in finding.recommendation and "data-parallel attention" in finding.recommendation
+
+
+def test_live_server_range_reads_the_decode_max_bs_spellings():
+    data = repro(("eagle_draft", 16, 4, "ok"), ("eagle_draft", 64, 4, "capture_failed"))
+    h = host(cuda_graph=data, deployment=server(speculative_algorithm="STANDALONE", cuda_graph_max_bs_decode="64",
+                                                speculative_num_draft_tokens="4"))
+    [finding] = cuda_graph.repro_failures([h])
+    assert "--cuda-graph-max-bs-decode 64" in finding.evidence[-1].text
+    assert "inside the failing range" in finding.evidence[-1].text
