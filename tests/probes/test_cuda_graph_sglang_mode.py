@@ -76,3 +76,46 @@ def processes_running(needle):
         except OSError:
             continue
     return found
+
+
+REJECTING_SGLANG = r'''#!%(python)s
+import sys
+args = sys.argv[1:]
+with open(%(record)r, "a") as fh:
+    fh.write(args[args.index("--speculative-algorithm") + 1] + "\n")
+sys.stderr.write("launch_server: error: argument --speculative-algorithm: invalid choice\n")
+sys.exit(2)
+'''
+
+
+def test_algorithms_the_release_lacks_are_skipped_never_launched(tmp_path):
+    """0.4.10 has EAGLE and EAGLE3 but no DFLASH: with --algorithm all, DFLASH must not look like a failure."""
+    from probes.sglang_facts.flags import find_server_flags
+    from probes.sglang_facts.speculative import find_algorithms
+    from probes.sglang_facts.sources import SourceTree
+    from tests.sglang_wheels import require
+    tree = SourceTree(str(require("0.4.10")))
+    source = {"version": "0.4.10", "speculative_algorithms": [a["name"] for a in find_algorithms(tree)],
+              "server_flags": find_server_flags(tree)["server_flags"]}
+    record = tmp_path / "launched.txt"
+    fake = tmp_path / "python-with-old-sglang"
+    fake.write_text(REJECTING_SGLANG % {"python": sys.executable, "record": str(record)})
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    ctx = ProbeContext(results={"sglang_source": source})
+    settings = cuda_graph.settings_from({"batch_sizes": [1, 4], "draft_tokens": [2, 3]})
+    assert settings["algorithms"] == ["EAGLE", "EAGLE3", "DFLASH"]
+    data = {"cells": [], "boundaries": [], "notes": []}
+    cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), TABLE, "", str(fake))
+    cuda_graph.summarise(data, "sm_90")
+    assert set(record.read_text().split()) == {"EAGLE", "EAGLE3"}
+    dflash = [c for c in data["cells"] if c["algorithm"] == "DFLASH"]
+    assert [c["batch_size"] for c in dflash] == [1, 4]
+    assert all(c["status"] == "skipped" and c["detail"] == "sglang 0.4.10 has no DFLASH" for c in dflash)
+    assert not [b for b in data["boundaries"] if b["label"] == "DFLASH"]
+    assert any(n.startswith("DFLASH not launched: sglang 0.4.10 has no DFLASH") for n in data["notes"])
+    # Without the release's list every algorithm is still tried, and the note says why.
+    data = {"cells": [], "boundaries": [], "notes": []}
+    only_dflash = cuda_graph.settings_from({"algorithms": ["DFLASH"], "batch_sizes": [1], "draft_tokens": [2, 2]})
+    cuda_graph.run_sglang(ProbeContext(results={}), only_dflash, data, dict(os.environ), TABLE, "", str(fake))
+    assert record.read_text().split()[-1] == "DFLASH" and data["cells"][0]["status"] == "error"
+    assert any("speculative algorithms unknown" in n for n in data["notes"])
