@@ -6,7 +6,7 @@ from typing import Any
 from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe, source, source_evidence, \
     version_tuple
 from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
-from gpudiag.findings.facts import server_args, servers_of
+from gpudiag.findings.facts import algorithm_of, eagle_family, servers_of
 from gpudiag.models import Evidence, Finding, HostResult
 
 BATCHED_RELEASE = "0.5.14"          # first sglang release with PR #28465 (batched EAGLE replay copies)
@@ -47,8 +47,7 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
     else:
         action = f"sglang {BATCHED_RELEASE} batches these copies (PR #28465), yet this install ({version}) does " \
                  "not: check it for local modifications or a backport that was lost"
-    eagle_served = any("EAGLE" in str(server_args(s).get("speculative_algorithm") or "").upper()
-                       for s in servers_of(host))
+    eagle_served = any(eagle_family(algorithm_of(s)) for s in servers_of(host))
     return Finding(
         id="sglang.eagle_per_tensor_copies", severity="warning" if eagle_served else "info",
         title=f"sglang {version}: EAGLE {' and '.join(n.replace('_', '-') for n in sorted(slow))} replay copies "
@@ -59,16 +58,32 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
         sources=tuple(sources))
 
 
-ROLE_TEXT = {"hidden_states_copy": "hidden_states is copied on its own", "grouped_copy": "a grouped foreach copy"}
+# In a per-tensor replay hidden_states is one copy_() among the others; batched releases keep it that way.
+ROLE_TEXT = {"hidden_states_copy": "hidden_states, a plain copy_() like every input here; batched releases keep "
+                                   "this one a plain copy_() (the DMA engine suits a large contiguous tensor)",
+             "grouped_copy": "a grouped foreach copy"}
+# Copies a batched release does not put in its foreach group: hidden_states stays a DMA copy_(), and *_cpu
+# tensors are host-side copies.
+NOT_BATCHED = ("hidden_states",)
+
+
+def batchable_fields(fact: dict[str, Any]) -> list[str]:
+    """The per-tensor copied fields a batched release (0.5.14+) copies in one grouped foreach call."""
+    return [str(f) for f in as_list(fact.get("per_tensor_fields"))
+            if str(f) not in NOT_BATCHED and not str(f).endswith("_cpu")]
 
 
 def _path_evidence(host: HostResult, name: str, fact: dict[str, Any]) -> list[Evidence]:
     """The replay method with its per-tensor copies, then each cited line (by role when the probe names one)."""
-    count = fact.get("per_tensor_copies")
-    fields = ", ".join(str(f) for f in as_list(fact.get("per_tensor_fields")))
+    fields = batchable_fields(fact)
+    others = [str(f) for f in as_list(fact.get("per_tensor_fields")) if str(f) not in fields]
     what = f"{fact.get('class') or 'EAGLE'}.{fact.get('replay_method') or 'replay'} ({name.replace('_', '-')})"
-    summary = f"{what} copies {count if count is not None else 'its'} inputs with one copy_() each" + \
-        (f": {fields}" if fields else "")
+    if fields:
+        summary = f"{what} copies {len(fields)} small inputs with one copy_() each where a batched release " \
+                  f"issues one grouped foreach copy: {', '.join(fields)}" + \
+                  (f" (also copied on their own in both: {', '.join(others)})" if others else "")
+    else:
+        summary = f"{what} copies its inputs with one copy_() each"
     items = [e for e in as_list(fact.get("evidence")) if isinstance(e, dict)]
     if not items:
         return [source_evidence(host, fact, summary)]

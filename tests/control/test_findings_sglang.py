@@ -61,3 +61,34 @@ def test_dirty_editable_checkout_is_named_and_a_clean_one_is_silent():
                                             host("h2", sglang_source={"integrity": clean})])
     assert finding.hosts == ("h1",) and "/src/sglang" in finding.evidence[0].text
     assert "python/x.py" in finding.evidence[0].text
+
+
+def eagle_0_4_10():
+    """sglang 0.4.10's draft replay as the probe reads it: eight copy_() calls in a row."""
+    fields = ["req_pool_indices", "seq_lens", "out_cache_loc", "positions", "topk_p", "topk_index", "hidden_states",
+              "seq_lens_cpu"]
+    file = "sglang/srt/speculative/eagle_draft_cuda_graph_runner.py"
+    return {"version": "0.4.10", "eagle": {"draft": {
+        "class": "EAGLEDraftCudaGraphRunner", "replay_method": "replay", "batched": False, "per_tensor_copies": 8,
+        "per_tensor_fields": fields, "hidden_states_separate": False, "file": file, "replay_line": 293,
+        "evidence": [{"file": file, "line": 293, "role": "replay_method", "snippet": "def replay(self, forward_batch):"},
+                     {"file": file, "line": 325, "role": "hidden_states_copy",
+                      "snippet": "self.hidden_states[:raw_bs].copy_(forward_batch.spec_info.hidden_states)"}]}}}
+
+
+def test_nextn_and_standalone_servers_pay_the_eagle_replay_cost():
+    for algorithm in ("NEXTN", "STANDALONE", "eagle3"):
+        [finding] = sglang.eagle_per_tensor_copies([host(sglang_source=eagle(), deployment=serving(algorithm))])
+        assert finding.severity == "warning", algorithm
+    [idle] = sglang.eagle_per_tensor_copies([host(sglang_source=eagle(), deployment=serving("DFLASH"))])
+    assert idle.severity == "info"
+
+
+def test_per_tensor_count_is_what_a_batched_release_groups():
+    [finding] = sglang.eagle_per_tensor_copies([host(sglang_source=eagle_0_4_10())])
+    summary, hidden = finding.evidence[0].text, finding.evidence[1].text
+    assert "copies 6 small inputs" in summary and "8 inputs" not in summary
+    assert "req_pool_indices, seq_lens, out_cache_loc, positions, topk_p, topk_index" in summary
+    assert "also copied on their own in both: hidden_states, seq_lens_cpu" in summary
+    assert "copied on its own" not in hidden and "like every input here" in hidden
+    assert finding.evidence[1].line == 325
