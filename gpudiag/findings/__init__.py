@@ -8,13 +8,24 @@ from typing import Callable
 
 from gpudiag.findings import copies, cuda_graph, dflash, fleet, hosts, sglang
 from gpudiag.findings.common import sort_findings
+from gpudiag.findings.facts import torch_from_other_interpreter
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.store import LoadedRun
 
 Rule = Callable[[list[HostResult]], list[Finding]]
 
+
+def serving_torch_only(rule: Rule) -> Rule:
+    """The rule judges torch as sglang runs it: hosts whose torch facts come from another interpreter than the
+    one sglang was read from are left out (sglang.torch_other_interpreter says so instead)."""
+    def judged(hosts: list[HostResult]) -> list[Finding]:
+        return rule([h for h in hosts if not torch_from_other_interpreter(h)])
+    judged.__name__, judged.__module__ = rule.__name__, rule.__module__
+    return judged
+
+
 RULES: tuple[Rule, ...] = (
-    copies.torch_foreach_copy,             # 1
+    serving_torch_only(copies.torch_foreach_copy),  # 1
     sglang.eagle_per_tensor_copies,        # 2
     copies.hidden_states_split,            # 3
     dflash.dflash_draft_graph_disabled,    # 4
@@ -24,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     fleet.fleet_drift,                     # 8
     hosts.unscanned_hosts,                 # 9
     sglang.local_modifications,            # 10
+    sglang.torch_other_interpreter,        # 11
 )
 
 

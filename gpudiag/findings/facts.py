@@ -206,8 +206,10 @@ def max_bs_flag(host: HostResult) -> str:
 def sglang_interpreter(host: HostResult) -> tuple[str, str] | None:
     """(path, why) of the Python whose installed sglang the source facts were read from."""
     sglang = probe(host, "sglang_source") or {}
-    interpreter = as_dict(sglang.get("interpreter")) or as_dict(dig(probe(host, "deployment"), "interpreter"))
-    return (str(interpreter["path"]), str(interpreter.get("why") or "-")) if interpreter.get("path") else None
+    interpreter = as_dict(sglang.get("interpreter"))
+    if sglang.get("found") is False or not interpreter.get("path"):
+        return None
+    return str(interpreter["path"]), str(interpreter.get("why") or "-")
 
 
 def torch_facts(host: HostResult) -> tuple[Any, tuple[str, str] | None]:

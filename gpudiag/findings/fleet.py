@@ -5,7 +5,9 @@ from gpudiag.findings.facts import UNKNOWN, host_facts
 from gpudiag.models import Evidence, Finding, HostResult
 
 ASPECTS = (("sglang", "sglang"), ("torch", "torch"), ("driver", "NVIDIA driver"), ("cuda", "CUDA"),
-           ("gpu_model", "GPU model"))
+           ("gpu_model", "GPU model"),
+           # Graph settings as the servers resolve them, whichever spelling of the flags each release takes.
+           ("cuda_graphs", "CUDA graphs (decode)"), ("graph_max_bs", "decode graph max batch size"))
 
 
 def fleet_drift(hosts: list[HostResult]) -> list[Finding]:

@@ -1,4 +1,5 @@
-"""sglang source findings: EAGLE replay copying inputs one tensor at a time, and locally modified installs."""
+"""sglang source findings: EAGLE replay copying inputs one tensor at a time, locally modified installs, and torch
+facts read in another interpreter than the one whose sglang was read."""
 from __future__ import annotations
 
 from typing import Any
@@ -6,7 +7,8 @@ from typing import Any
 from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe, source, source_evidence, \
     version_tuple
 from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
-from gpudiag.findings.facts import algorithm_of, eagle_family, servers_of
+from gpudiag.findings.facts import algorithm_of, eagle_family, servers_of, sglang_interpreter, torch_facts, \
+    torch_from_other_interpreter
 from gpudiag.models import Evidence, Finding, HostResult
 
 BATCHED_RELEASE = "0.5.14"          # first sglang release with PR #28465 (batched EAGLE replay copies)
@@ -156,4 +158,26 @@ def local_modifications(hosts: list[HostResult]) -> list[Finding]:
                            f"sglang=={sglang.get('version') or '<version>'}`) before comparing this host "
                            "with the fleet.",
             sources=(source(host, "sglang_source"),)))
+    return findings
+
+
+def torch_other_interpreter(hosts: list[HostResult]) -> list[Finding]:
+    """Rule 11: torch facts (env, torch_caps) describe another Python than the one sglang was read from."""
+    findings = []
+    for host in hosts:
+        if not torch_from_other_interpreter(host):
+            continue
+        (sglang_path, why), (torch_path, torch_why) = sglang_interpreter(host), torch_facts(host)[1]
+        version = torch_facts(host)[0] or "?"
+        findings.append(Finding(
+            id="sglang.torch_other_interpreter", severity="warning",
+            title=f"torch {version} was read in {torch_path}, not in the Python whose sglang was read",
+            hosts=(host.name,),
+            evidence=(Evidence(kind="text", host=host.name,
+                               text=f"sglang source facts: {sglang_path} (chosen: {why}); torch facts: {torch_path} "
+                                    f"({'the interpreter that ran the probes' if torch_why == 'probes' else torch_why})"),),
+            recommendation=f"The torch findings (torch._foreach_copy_) are not judged for this host: they would "
+                           f"describe a torch sglang may not run with. Rescan with `gpudiag scan {host.name} --python "
+                           f"{sglang_path}` so the probes run in the serving interpreter.",
+            sources=(source(host, "sglang_source"), source(host, "env"), source(host, "torch_caps"))))
     return findings

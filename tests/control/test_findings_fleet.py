@@ -84,3 +84,22 @@ def test_a_rule_that_crashes_becomes_a_warning_not_a_traceback(monkeypatch):
     monkeypatch.setattr(engine, "RULES", (broken,))
     [finding] = engine.all_findings(run_of(host("a")))
     assert finding.id == "report.rule_failed" and finding.evidence[0] == Evidence(kind="text", text="KeyError: 'boom'")
+
+
+def test_drift_compares_graph_settings_across_flag_spellings_and_models():
+    old = host("a", flags={"model_path": "m1", "disable_cuda_graph": True})
+    new = host("b", sglang="0.5.23", flags={"model_path": "m2", "cuda_graph_backend_decode": "full",
+                                            "cuda_graph_max_bs_decode": "48"})
+    [finding] = fleet.fleet_drift([old, new])
+    rows = {row[0]: row[1:] for row in finding.evidence[0].table[1:]}
+    assert rows["CUDA graphs (decode)"] == ("off", "on")
+    assert rows["decode graph max batch size"] == ("default", "48")
+    assert rows["--model-path"] == ("m1", "m2")
+
+
+def test_cuda_graphs_off_for_every_decode_switch():
+    from gpudiag.findings.facts import host_facts
+    for flags in ({"disable_decode_cuda_graph": True}, {"cuda_graph_backend_decode": "disabled"},
+                  {"cuda_graph_config": '{"decode":{"backend":"disabled"}}'}):
+        assert host_facts(host("a", flags=flags)).cuda_graphs == "off", flags
+    assert host_facts(host("a", flags={"disable_prefill_cuda_graph": True})).cuda_graphs == "on"
