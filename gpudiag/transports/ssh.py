@@ -222,7 +222,9 @@ class SSHTransport:
         if not any(reader.is_alive() for reader in threads[1:]) and not self._closed.is_set():
             # Both streams ended; the exit status follows the EOFs closely.
             channel.status_event.wait(max(0.0, min(5.0, deadline - time.monotonic())))
-            if channel.exit_status_ready():
+            # The deadline timer closing the channel also ends the readers and sets the status event
+            # (exit status -1): that is a timeout, not the command's own exit.
+            if channel.exit_status_ready() and not self._expired.is_set() and channel.exit_status != -1:
                 return CommandResult(channel.exit_status, b"".join(stdout), b"".join(stderr),
                                      time.monotonic() - started)
         if self._closed.is_set():
@@ -231,7 +233,10 @@ class SSHTransport:
             # The connection dropped without an exit status (sshd killed, network gone).
             raise TransportError(UNREACHABLE, f"{self._where()}: the connection closed before the command "
                                               f"finished")
-        channel.close()
+        try:
+            channel.close()
+        except Exception:
+            pass  # the deadline timer may be closing the same channel at this moment
         return CommandResult(None, b"".join(stdout), b"".join(stderr), time.monotonic() - started,
                              timed_out=True)
 

@@ -87,3 +87,65 @@ def test_missing_identity_file_is_auth_failed(tmp_path, silent_port):
     with pytest.raises(TransportError) as caught:
         SSHTransport(host, known_hosts=str(tmp_path / "kh")).run(["true"], b"", 10)
     assert caught.value.status == "auth_failed" and "no such file" in caught.value.reason
+
+
+class FakeChannel:
+    """Stands in for a paramiko channel whose command never ends: closing it behaves as paramiko's does
+    (readers see EOF, the status event fires with exit status -1), or raises like a half-closed one."""
+
+    def __init__(self, close_raises: bool):
+        self.close_raises = close_raises
+        self.closed = threading.Event()
+        self.status_event = threading.Event()
+        self.exit_status = -1
+
+    def exec_command(self, command):
+        pass
+
+    def sendall(self, data):
+        pass
+
+    def shutdown_write(self):
+        pass
+
+    def _recv(self, size):
+        self.closed.wait(30)
+        return b""
+
+    recv = recv_stderr = _recv
+
+    def exit_status_ready(self):
+        return self.status_event.is_set()
+
+    def close(self):
+        if self.close_raises:
+            raise EOFError()
+        self.closed.set()
+        self.status_event.set()
+
+
+class FakeClient:
+    def __init__(self, channel):
+        self.channel = channel
+
+    def get_transport(self):
+        return self
+
+    def open_session(self, timeout):
+        return self.channel
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("close_raises", [False, True], ids=["timer-closes-channel", "close-raises"])
+def test_deadline_firing_during_the_command_is_a_timeout(tmp_path, monkeypatch, close_raises):
+    channel = FakeChannel(close_raises)
+    ssh = ssh_to(22, known_hosts=str(tmp_path / "kh"))
+    monkeypatch.setattr(ssh, "_connect", lambda deadline: FakeClient(channel))
+    if not close_raises:
+        # The timer fires before the readers' wait runs out, as it does on a loaded machine.
+        real_timer = threading.Timer
+        monkeypatch.setattr(threading, "Timer", lambda interval, function: real_timer(interval / 2, function))
+    result = ssh.run(["sleep", "20"], b"", 0.5)
+    assert result.timed_out and result.exit_code is None
