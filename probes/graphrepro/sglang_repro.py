@@ -7,7 +7,10 @@ from probes.graphrepro.signatures import match_signatures
 
 READY_TIMEOUT = 900.0
 REQUEST_TIMEOUT = 180.0
+MIN_REQUEST_SECONDS = 10.0   # a batch size is not started with less work time than this
+AFTER_REQUESTS_SECONDS = 12.0   # the settle pause, the health check and the request threads' slack
 LOG_EXCERPT_LINES = 30
+BUDGET_SPENT = "time budget spent"
 
 
 def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text, table, context=""):
@@ -59,7 +62,10 @@ def prepare_dirs(workdir, settings, algorithm, draft_tokens):
 def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, flags, env, table, context,
                time_left):
     """One server for one draft-token budget, graphs captured for every batch size; then concurrent
-    requests at each batch size, smallest first. Returns one cell per batch size. The group is always killed."""
+    requests at each batch size, smallest first. Returns one cell per batch size. The group is always killed.
+
+    `time_left()` is the work time left (the caller keeps its own reserve for cleanup): readiness waits and
+    request timeouts are cut to it, and batch sizes it leaves no time for are skipped."""
     started = time.monotonic()
     target_dir, draft_dir, sources = prepare_dirs(workdir, settings, algorithm, draft_tokens)
     topk = int(settings.get("topk", 1))
@@ -70,14 +76,21 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
               "mem_fraction": settings.get("mem_fraction", 0.5), "model_override": settings.get("model_override")}
     argv, omitted = launcher.build_argv(python, launch, flags)
     log_path = os.path.join(workdir, "server-%s-dt%d.log" % (algorithm.lower(), draft_tokens))
-    outcomes = {}
+    outcomes, skipped = {}, {}
     with launcher.ServerProcess(argv, launch["port"], log_path, env) as server:
-        ready = server.wait_ready(min(READY_TIMEOUT, max(30.0, time_left() - 60)))
+        ready_budget = min(READY_TIMEOUT, max(0.0, time_left() - MIN_REQUEST_SECONDS))
+        ready = server.wait_ready(ready_budget)
+        if ready == "hang" and ready_budget < READY_TIMEOUT:
+            ready = "budget"  # not a hang: the wait was cut short by the time left
         alive = ready == "ready"
         for size in sizes:
             if not alive:
                 break
-            results = traffic.send_concurrent(launch["port"], size, timeout=REQUEST_TIMEOUT, seed=size)
+            request_timeout = min(REQUEST_TIMEOUT, time_left() - AFTER_REQUESTS_SECONDS)
+            if request_timeout < MIN_REQUEST_SECONDS:
+                skipped[size] = "%s before batch size %d" % (BUDGET_SPENT, size)
+                continue
+            results = traffic.send_concurrent(launch["port"], size, timeout=request_timeout, seed=size)
             time.sleep(1.0)  # a crash right after the answers still counts
             alive = server.alive() and server.health()
             outcomes[size] = (results, alive, traffic.acceptance_length(results))
@@ -86,7 +99,11 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
     common = {"path": "sglang", "algorithm": algorithm, "draft_tokens": draft_tokens, "server_exit": exit_state,
               "launch_s": round(time.monotonic() - started, 2), "command": argv, "omitted_flags": omitted,
               "config_sources": sources}
-    return [_launch_cell(common, size, ready, outcomes, settings, log_text, table, context) for size in sizes]
+    if ready == "budget":
+        detail = "%s while waiting for the server to be ready (%.0f s)" % (BUDGET_SPENT, ready_budget)
+        return [dict(common, batch_size=s, status="skipped", detail=detail, signature=None) for s in sizes]
+    return [dict(common, batch_size=s, status="skipped", detail=skipped[s], signature=None) if s in skipped
+            else _launch_cell(common, s, ready, outcomes, settings, log_text, table, context) for s in sizes]
 
 
 def _launch_cell(common, size, ready, outcomes, settings, log_text, table, context):
