@@ -6,6 +6,7 @@ import json
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gpudiag.cli.common import inventory_option, load_hosts
 from gpudiag.models import Host
@@ -33,11 +34,13 @@ def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | No
         return
     ssh_config = config_path()
     table = Table(title=f"gpudiag hosts ({len(resolved)})",
-                  caption=f"ssh config: {ssh_config}{'' if ssh_config.is_file() else ' (absent)'}")
+                  caption=Text(f"ssh config: {ssh_config}{'' if ssh_config.is_file() else ' (absent)'}"))
     for column in ("name", "route", "python", "groups", "defined at"):
         table.add_column(column, overflow="fold", no_wrap=column in ("name", "defined at"))
     for h in resolved:
-        table.add_row(h.name, h.describe_route(), python_label(h), ",".join(h.groups) or "-", h.source)
+        # Every cell comes from the inventory or ssh config: plain Text, never parsed as rich markup.
+        cells = (h.name, h.describe_route(), python_label(h), ",".join(h.groups) or "-", h.source)
+        table.add_row(*(Text(cell) for cell in cells))
     Console().print(table)
 
 

@@ -103,7 +103,7 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
     else:
         console.print(summary_table(outcome.results, f"gpudiag scan {manifest.run_id}"))
-        console.print(f"results: {writer.dir}")
+        console.print(f"results: {writer.dir}", markup=False, highlight=False)
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept", style="yellow")
         sys.exit(130)

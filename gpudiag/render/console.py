@@ -10,6 +10,7 @@ from typing import Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from gpudiag.models import OK, Host, HostResult
 
@@ -69,5 +70,7 @@ def summary_table(results: Sequence[HostResult], title: str) -> Table:
     for r in results:
         probes = ", ".join(f"{k}:{v.status}" for k, v in r.probes.items()) or "-"
         style = STATUS_STYLE.get(r.status, "red")
-        table.add_row(r.name, f"[{style}]{r.status}[/]", f"{r.duration_s:.1f}s", probes, r.reason or "")
+        # Names, probe names and reasons come from hosts: plain Text, never parsed as rich markup.
+        table.add_row(Text(r.name), Text(r.status, style=style), f"{r.duration_s:.1f}s", Text(probes),
+                      Text(r.reason or ""))
     return table

@@ -109,3 +109,12 @@ def test_verify_all_asks_the_source_probe_to_hash_every_file(monkeypatch, tmp_pa
     monkeypatch.setattr(scan_module, "Orchestrator", Recorder)
     CliRunner().invoke(cli, ["scan", "localhost", "--verify-all", "--reports-dir", str(tmp_path)])
     assert seen["options"]["sglang_source"] == {"verify_all": True}
+
+
+def test_hosts_table_prints_inventory_text_that_looks_like_rich_markup(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUDIAG_SSH_CONFIG", str(tmp_path / "[/etc] none"))
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("hosts:\n  gpu-1:\n    address: 10.0.0.1\n    python: '/opt/[/etc] x[bold]/python'\n")
+    result = CliRunner().invoke(cli, ["hosts", "all", "-i", str(inventory)], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "/opt/[/etc] x[bold]/python" in result.output and "[/etc] none (absent)" in result.output

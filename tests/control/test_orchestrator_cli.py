@@ -64,3 +64,10 @@ def test_scan_puts_the_sigint_handler_back(run_scan):
 def test_unknown_probe_is_a_usage_error(run_scan):
     result = run_scan("--probes", "nope")
     assert result.exit_code == 2 and "unknown probe nope" in result.output
+
+
+def test_host_text_that_looks_like_rich_markup_is_printed_as_is(run_scan):
+    result = run_scan("--python", "/nonexistent/[/etc] x[bold]")
+    assert result.exit_code == 3, result.output
+    assert "[/etc] x[bold]" in result.output                     # in the progress line and the table
+    assert result.output.count("[/etc] x") >= 2
