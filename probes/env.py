@@ -1,15 +1,16 @@
 """Host and GPU environment: OS, CPU, memory, the probing Python, torch build, GPUs and topology.
 
 nvidia-smi answers the GPU questions without initialising CUDA; torch is imported inside the function
-and only its build facts are read. Options (`--set env.KEY=VALUE`): command_timeout (s, default 10),
-torch (false: do not import torch).
+and only its build facts are read. When the live sglang server runs under another Python, the torch
+section describes that Python's torch (read in a child); `torch.interpreter` says which Python it was.
+Options (`--set env.KEY=VALUE`): command_timeout (s, default 10), torch (false: do not import torch).
 """
 import os
 import platform
 import socket
 import sys
 
-from probes.hostinfo import system
+from probes.hostinfo import interpreter, system
 from probes.hostinfo.gpus import collect_gpus
 # The pure parsers, importable from the probe for tests and for other probes.
 from probes.hostinfo.nvidia_smi import (NvidiaSmiError, parse_compute_apps, parse_cuda_version,  # noqa: F401
@@ -25,7 +26,8 @@ def collect(ctx):
     data = host_facts()
     data["python"] = python_facts()
     want_torch = options.get("torch", True) not in (False, "false", "0", 0)
-    data["torch"] = torch_facts() if want_torch else {"available": None, "reason": "not asked (env.torch=false)"}
+    data["torch"] = serving_torch_facts(ctx, timeout) if want_torch else \
+        {"available": None, "reason": "not asked (env.torch=false)"}
     data["gpus"], data["topology"] = collect_gpus(timeout, torch_fallback=want_torch)
     return data
 
@@ -58,6 +60,30 @@ def python_facts():
     return {"executable": sys.executable, "version": platform.python_version(),
             "implementation": platform.python_implementation(), "prefix": sys.prefix, "base_prefix": base,
             "venv": sys.prefix != base, "conda": os.path.isdir(os.path.join(sys.prefix, "conda-meta"))}
+
+
+def serving_torch_facts(ctx, timeout):
+    """torch_facts() under the live server's Python when that is another one (in a child), else here."""
+    wanted = interpreter.target(ctx)
+    if interpreter.is_other(wanted["path"]):
+        # Importing torch takes seconds on a cold disk: more than an nvidia-smi call.
+        facts, why = interpreter.run_child(wanted["path"], "probes.env:torch_child_main", ctx.modules,
+                                           max(timeout, ctx.time_left(60.0)))
+        if facts is not None:
+            facts["interpreter"] = dict(wanted, ran="child")
+            return facts
+        facts = torch_facts()
+        facts["interpreter"] = {"path": sys.executable, "why": "fallback", "ran": "here", "wanted": wanted,
+                                "reason": "could not run under the server's Python: " + why}
+        return facts
+    facts = torch_facts()
+    facts["interpreter"] = {"path": sys.executable, "why": wanted["why"], "ran": "here"}
+    return facts
+
+
+def torch_child_main(payload):
+    """In the child under the serving Python: its torch build facts, answered as one framed line."""
+    interpreter.answer(lambda: dict(torch_facts(), executable=sys.executable))
 
 
 def torch_facts():

@@ -2,10 +2,19 @@
 
 For CPU and each idle CUDA device: `torch._foreach_copy_` over lists of small tensors per dtype pair,
 one call mixing pairs, non-contiguous sources, mismatched shapes. Without `_foreach_copy_` the pairs are
-checked through the per-tensor `copy_` loop sglang falls back to. Options (`--set torch_caps.KEY=VALUE`):
-cuda (auto|true|false, default auto: idle GPUs only unless --force), busy_memory_mib (default 1024).
+checked through the per-tensor `copy_` loop sglang falls back to. `paths` says, per list kind, whether
+the call ran the fused multi-tensor kernel or fell back to a copy per tensor (torch.profiler on CUDA).
+
+When the live sglang server runs under another Python (deployment's choice), the checks run in a child
+under that Python, so they describe the torch that serves; `interpreter` says which Python ran them.
+Options (`--set torch_caps.KEY=VALUE`): cuda (auto|true|false, default auto: idle GPUs only unless
+--force), busy_memory_mib (default 1024), profile (false: no profiler, paths unknown on CUDA),
+child_timeout (s, default 120).
 """
-from probes.context import Skip
+import sys
+
+from probes.context import ProbeContext, Skip
+from probes.hostinfo import foreach_path, interpreter
 from probes.hostinfo.gpus import collect_gpus
 
 # (source dtype, destination dtype): sglang's CUDA-graph inputs (ids, positions, lengths, hidden states).
@@ -13,15 +22,55 @@ PAIRS = (("int64", "int64"), ("int32", "int32"), ("int32", "int64"), ("int64", "
          ("float32", "bfloat16"), ("bfloat16", "float32"), ("bfloat16", "bfloat16"), ("float32", "float32"))
 SHAPES = ((3,), (2, 5), (7,))
 BUSY_MEMORY_MIB = 1024
+CHILD_TIMEOUT_S = 120.0
 
 
 def collect(ctx):
+    """The checks under the serving Python when that is another one, else (or when that fails) here."""
+    wanted = interpreter.target(ctx)
+    fallback = None
+    if interpreter.is_other(wanted["path"]):
+        options = ctx.option("torch_caps", {}) or {}
+        timeout = min(float(options.get("child_timeout", CHILD_TIMEOUT_S)), max(5.0, ctx.time_left() * 0.7))
+        data, fallback = interpreter.run_child(wanted["path"], "probes.torch_caps:child_main", ctx.modules, timeout,
+                                               options=ctx.options, results=_shared_results(ctx))
+        if data is not None:
+            data["interpreter"] = dict(wanted, ran="child")
+            return data
+    try:
+        data = collect_here(ctx)
+    except Skip as exc:
+        raise Skip("%s%s" % (exc, "; under the server's Python: " + fallback if fallback else ""))
+    if fallback:
+        data["interpreter"] = {"path": sys.executable, "why": "fallback", "ran": "here", "wanted": wanted,
+                               "reason": "could not run under the server's Python: " + fallback}
+    else:
+        data["interpreter"] = {"path": sys.executable, "why": wanted["why"], "ran": "here"}
+    return data
+
+
+def _shared_results(ctx):
+    """What the child needs of earlier probes: env's GPU list, so it judges idleness without nvidia-smi."""
+    gpus = (ctx.results.get("env") or {}).get("gpus")
+    return {"env": {"gpus": gpus}} if gpus else {}
+
+
+def child_main(payload):
+    """In the child under the serving Python: the checks, answered as one framed line."""
+    ctx = ProbeContext(options=payload.get("options"), results=payload.get("results"),
+                       deadline=interpreter.child_deadline(payload), modules=payload.get("modules"))
+    interpreter.answer(lambda: dict(collect_here(ctx), executable=sys.executable))
+
+
+def collect_here(ctx):
+    """The checks in this Python."""
     try:
         import torch
     except BaseException as exc:
         raise Skip("torch is not importable: %s: %s" % (type(exc).__name__, exc))
     has_foreach = hasattr(torch, "_foreach_copy_")
     checks = {"cpu": check_device(torch, "cpu", has_foreach)}
+    checks["cpu"]["paths"] = device_paths(ctx, torch, "cpu", has_foreach)
     checks.update(cuda_checks(ctx, torch, has_foreach))
     return {"torch_version": getattr(torch, "__version__", None), "has_foreach_copy": has_foreach,
             "method": "foreach_copy" if has_foreach else "loop", "pair_order": "src->dst",
@@ -160,11 +209,29 @@ def cuda_checks(ctx, torch, has_foreach):
             continue
         try:
             checks[name] = check_device(torch, name, has_foreach)
+            checks[name]["paths"] = device_paths(ctx, torch, name, has_foreach)
             torch.cuda.synchronize(index)
         except Exception as exc:
             checks[name] = {"status": "error", "ok": False, "reason": _fail(exc)}
     _quietly(torch.cuda.empty_cache)
     return checks
+
+
+def device_paths(ctx, torch, device, has_foreach):
+    """{list kind: {path: fast|per_tensor|unknown, ...}}: did `_foreach_copy_` fuse, or copy tensor by tensor?"""
+    kinds = ("contiguous_same_dtype", "non_contiguous", "mixed_pairs_one_call")
+    if not has_foreach:
+        return {k: {"path": "per_tensor", "how": "no_foreach_copy", "reason": "sglang loops copy_"} for k in kinds}
+    if device == "cpu":
+        return {k: foreach_path.cpu_path() for k in kinds}
+    profile = (ctx.option("torch_caps", {}) or {}).get("profile", True) not in (False, "false", "0", 0)
+    if not profile:
+        return {k: {"path": "unknown", "how": "profiler", "reason": "not asked (torch_caps.profile=false)"}
+                for k in kinds}
+    try:
+        return foreach_path.cuda_paths(torch, device)
+    except Exception as exc:
+        return {k: {"path": "unknown", "how": "profiler", "reason": "could not run: " + _fail(exc)} for k in kinds}
 
 
 def _uuid(torch, index):

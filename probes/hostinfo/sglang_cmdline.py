@@ -33,8 +33,8 @@ SECRET_QUALIFIERS = frozenset(("api", "admin", "access", "secret", "private", "a
 
 ALIASES = {"tp": "tp_size", "tensor_parallel_size": "tp_size", "dp": "dp_size", "data_parallel_size": "dp_size",
            "ep": "ep_size", "expert_parallel_size": "ep_size", "model": "model_path",
-           "speculative_draft_model": "speculative_draft_model_path", "speculative_draft": "speculative_draft_model_path",
-           "context_bucket": "cuda_graph_prefill_max_context"}
+           "speculative_draft_model": "speculative_draft_model_path",
+           "speculative_draft": "speculative_draft_model_path", "context_bucket": "cuda_graph_prefill_max_context"}
 # Deprecated spellings keep their own keys (--cuda-graph-max-bs is its own flag before 0.5.14, an alias of
 # --cuda-graph-max-bs-decode from then on): readers see exactly what the command line said.
 INT_FLAGS = ("tp_size", "dp_size", "ep_size", "speculative_num_draft_tokens", "speculative_num_steps",

@@ -133,7 +133,7 @@ def _python39():
     return None
 
 
-def test_probes_run_on_python39():
+def test_probes_run_on_python39(tmp_path):
     """Hosts may run Python 3.9: the three probes must import and collect there (stdlib only)."""
     import json
     import subprocess
@@ -144,10 +144,11 @@ def test_probes_run_on_python39():
     code = ("import json, sys; sys.path.insert(0, %r)\n"
             "from probes.context import ProbeContext, Skip\n"
             "from probes import env, deployment, torch_caps\n"
-            "out = {'env': env.collect(ProbeContext()), 'deployment': deployment.collect(ProbeContext())}\n"
-            "try:\n    out['torch_caps'] = torch_caps.collect(ProbeContext())\n"
+            "ctx = lambda: ProbeContext(options={'deployment': {'proc_root': %r}})\n"
+            "out = {'env': env.collect(ctx()), 'deployment': deployment.collect(ctx())}\n"
+            "try:\n    out['torch_caps'] = torch_caps.collect(ctx())\n"
             "except Skip as exc:\n    out['torch_caps'] = 'skip: %%s' %% exc\n"
-            "print(json.dumps(out))\n") % root
+            "print(json.dumps(out))\n") % (root, str(tmp_path))  # an empty /proc: no server to follow
     proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])

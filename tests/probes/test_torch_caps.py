@@ -29,6 +29,13 @@ class TorchView(types.ModuleType):
         return getattr(torch, name)
 
 
+@pytest.fixture(autouse=True)
+def probing_python_serves(monkeypatch):
+    """These checks run here: a stand-in sglang server of another test on this machine must not move them."""
+    from probes.hostinfo import interpreter
+    monkeypatch.setattr(interpreter, "target", lambda ctx: {"path": sys.executable, "why": "default"})
+
+
 def collect_with(monkeypatch, fake, options=None):
     monkeypatch.setitem(sys.modules, "torch", fake)
     return torch_caps.collect(ProbeContext(options=options or {}))
@@ -46,6 +53,11 @@ def test_real_cpu_torch_verifies_every_pair():
     assert cpu["non_contiguous"] == "ok"
     assert cpu["mismatched_shapes"].startswith("raises: RuntimeError:")
     assert list(data["checks"]) == ["cpu"]
+    # The CPU kernel is a copy_ loop whatever the list (native_functions.yaml dispatch): never fused.
+    assert set(cpu["paths"]) == {"contiguous_same_dtype", "non_contiguous", "mixed_pairs_one_call"}
+    assert {p["path"] for p in cpu["paths"].values()} == {"per_tensor"}
+    assert "foreach_tensor_copy_list_kernel_slow_" in cpu["paths"]["non_contiguous"]["source"]
+    assert data["interpreter"] == {"path": sys.executable, "why": "default", "ran": "here"}
 
 
 def test_without_foreach_copy_reports_the_loop_fallback(monkeypatch):
@@ -56,6 +68,8 @@ def test_without_foreach_copy_reports_the_loop_fallback(monkeypatch):
     assert cpu["method"] == "loop" and cpu["ok"] is True
     assert EXPECTED_PAIRS <= set(cpu["pairs"]) and set(cpu["pairs"].values()) == {"ok"}
     assert cpu["mixed_pairs_one_call"].startswith("skipped: torch has no _foreach_copy_")
+    assert cpu["paths"]["contiguous_same_dtype"] == {"path": "per_tensor", "how": "no_foreach_copy",
+                                                     "reason": "sglang loops copy_"}
 
 
 def test_a_foreach_copy_that_drops_tensors_is_caught(monkeypatch):

@@ -1,0 +1,137 @@
+"""torch_caps and env's torch section under the live server's Python: a real child under another interpreter,
+and the fallback (with its reason) when that Python cannot answer."""
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from probes import env, torch_caps
+from probes.context import ProbeContext
+from probes.hostinfo import interpreter
+
+torch = pytest.importorskip("torch")
+
+
+def script(path, body):
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def served_by(python, why="live_server", options=None):
+    return ProbeContext(options=options or {"torch_caps": {"cuda": False}},
+                        results={"deployment": {"interpreter": {"path": python, "why": why}}})
+
+
+def forbid_local_checks(monkeypatch):
+    def here(ctx):
+        raise AssertionError("the checks ran in the probing Python")
+    monkeypatch.setattr(torch_caps, "collect_here", here)
+
+
+def test_choice_comes_from_deployment_else_from_the_same_rule(tmp_path):
+    assert interpreter.target(served_by("/opt/venv/bin/python")) == {"path": "/opt/venv/bin/python",
+                                                                     "why": "live_server"}
+    empty_proc = ProbeContext(options={"deployment": {"proc_root": str(tmp_path)}})
+    assert interpreter.target(empty_proc) == {"path": sys.executable, "why": "default"}
+
+
+def test_which_interpreters_count_as_another(tmp_path):
+    assert interpreter.is_other(sys.executable) is False
+    assert interpreter.is_other(str(tmp_path / "missing" / "python")) is False
+    assert interpreter.is_other("python3") is False  # not a path this probe can trust
+    assert interpreter.is_other(script(tmp_path / "python", 'exec %s "$@"\n' % sys.executable)) is True
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = %s\n" % os.path.dirname(sys.executable))
+    os.symlink(sys.executable, str(venv / "bin" / "python"))
+    assert interpreter.is_other(str(venv / "bin" / "python")) is (sys.prefix == sys.base_prefix)
+
+
+def test_checks_run_under_the_servers_python(tmp_path, monkeypatch):
+    python = script(tmp_path / "python", 'exec %s "$@"\n' % sys.executable)
+    forbid_local_checks(monkeypatch)
+    data = torch_caps.collect(served_by(python))
+    assert data["interpreter"] == {"path": python, "why": "live_server", "ran": "child"}
+    assert data["executable"] == sys.executable and data["torch_version"] == torch.__version__
+    cpu = data["checks"]["cpu"]
+    assert cpu["ok"] is True and cpu["paths"]["contiguous_same_dtype"]["path"] == "per_tensor"
+
+
+def test_a_python_that_cannot_answer_falls_back_here_with_the_reason(tmp_path):
+    python = script(tmp_path / "python", "echo 'broken venv: libpython missing' >&2\nexit 3\n")
+    data = torch_caps.collect(served_by(python))
+    chosen = data["interpreter"]
+    assert chosen["path"] == sys.executable and chosen["why"] == "fallback" and chosen["ran"] == "here"
+    assert chosen["wanted"] == {"path": python, "why": "live_server"}
+    assert "broken venv: libpython missing" in chosen["reason"] and "exit 3" in chosen["reason"]
+    assert data["checks"]["cpu"]["ok"] is True
+
+
+def test_a_servers_python_without_torch_falls_back(tmp_path):
+    python = script(tmp_path / "python", 'exec %s -S "$@"\n' % sys.executable)  # -S: no site-packages, no torch
+    data = torch_caps.collect(served_by(python))
+    assert data["interpreter"]["why"] == "fallback"
+    assert "skipped: torch is not importable" in data["interpreter"]["reason"]
+
+
+def test_a_hung_child_is_cut_by_its_timeout(tmp_path):
+    python = script(tmp_path / "python", "exec sleep 30\n")
+    data = torch_caps.collect(served_by(python, options={"torch_caps": {"cuda": False, "child_timeout": 2}}))
+    assert data["interpreter"]["why"] == "fallback" and "no answer within 2 s" in data["interpreter"]["reason"]
+
+
+def test_env_torch_section_follows_the_servers_python(tmp_path, monkeypatch):
+    python = script(tmp_path / "python", 'exec %s "$@"\n' % sys.executable)
+    monkeypatch.setattr(env, "torch_facts", lambda: {"available": False, "reason": "ran in the probing Python"})
+    facts = env.serving_torch_facts(served_by(python), 10.0)
+    assert facts["available"] is True and facts["version"] == torch.__version__
+    assert facts["interpreter"] == {"path": python, "why": "live_server", "ran": "child"}
+    here = env.serving_torch_facts(served_by(sys.executable, why="default"), 10.0)
+    assert here["interpreter"] == {"path": sys.executable, "why": "default", "ran": "here"}
+
+
+def test_env_torch_section_falls_back_with_the_reason(tmp_path):
+    python = script(tmp_path / "python", "exit 5\n")
+    facts = env.serving_torch_facts(served_by(python), 10.0)
+    assert facts["version"] == torch.__version__ and facts["interpreter"]["why"] == "fallback"
+    assert "exit 5" in facts["interpreter"]["reason"]
+
+
+def test_through_the_probe_cli_a_live_server_in_a_venv(tmp_path):
+    """`python -m probes`: a stand-in server runs under a venv; env and torch_caps describe that venv's torch."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+                   check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    stand_in = tmp_path / "stand_in" / "sglang"
+    stand_in.mkdir(parents=True)
+    (stand_in / "__init__.py").write_text("")
+    (stand_in / "launch_server.py").write_text("import time\ntime.sleep(120)\n")
+    server = subprocess.Popen([python, "-m", "sglang.launch_server", "--model-path", "/m"],
+                              env=dict(os.environ, PYTHONPATH=str(tmp_path / "stand_in")))
+    try:
+        # Only this server in the probe's /proc view: other stand-ins on this machine stay out of it.
+        proc = tmp_path / "proc"
+        proc.mkdir()
+        os.symlink("/proc/%d" % server.pid, str(proc / str(server.pid)))
+        os.symlink("/proc/uptime", str(proc / "uptime"))
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        out = subprocess.run([sys.executable, "-m", "probes", "--probes", "env,deployment,torch_caps",
+                              "--nonce", "T", "--set", "deployment.proc_root=" + str(proc),
+                              "--set", "torch_caps.cuda=false", "--set", "env.command_timeout=5"],
+                             cwd=root, capture_output=True, text=True, timeout=300)
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+    text = out.stdout.split("GPUDIAG-BEGIN T\n", 1)[1].split("\nGPUDIAG-END T", 1)[0]
+    probes = json.loads(text)["probes"]
+    assert probes["deployment"]["data"]["interpreter"]["path"] == python
+    expected = {"path": python, "why": "live_server", "ran": "child"}
+    assert probes["env"]["data"]["torch"]["interpreter"] == expected
+    assert probes["env"]["data"]["torch"]["executable"] == python
+    caps = probes["torch_caps"]["data"]
+    assert caps["interpreter"] == expected and caps["executable"] == python and caps["checks"]["cpu"]["ok"]
