@@ -57,6 +57,8 @@ def repro() -> None:
               help="Call an acceptance length of 1.00 a silent failure (off: dummy weights may accept nothing).")
 @click.option("--cell-timeout", type=click.FloatRange(5, None), default=120.0, show_default=True,
               help="Seconds per synthetic cell before its child is killed.")
+@click.option("--max-mem-mib", type=click.IntRange(64, None), default=plan_mod.DEFAULT_MAX_MEM_MIB, show_default=True,
+              help="GPU memory cap of each synthetic child (torch's allocator); larger cells are skipped.")
 @click.option("--timeout", type=click.FloatRange(10, None), default=DEFAULT_HOST_TIMEOUT, show_default=True,
               help="Deadline per host in seconds.")
 @click.option("--log", "log_file", type=click.Path(dir_okay=False, path_type=Path),
@@ -68,7 +70,7 @@ def repro() -> None:
 def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, python: str | None, algorithm: str,
                      model: str | None, draft_model: str | None, layers: int, batch_sizes: str, draft_tokens: str,
                      tp: int, topk: int, mode: str, force: bool, model_override: str | None, judge_acceptance: bool,
-                     cell_timeout: float, timeout: float,
+                     cell_timeout: float, max_mem_mib: int, timeout: float,
                      log_file: Path | None, accept_new: bool, known_hosts: str | None, as_json: bool,
                      reports_dir: Path) -> None:
     """Reproduce CUDA-graph crashes on TARGETS (default localhost) or classify --log FILE."""
@@ -88,7 +90,7 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
                                   topk=topk, mode=mode, model=model, draft_model=draft_model, force=force,
                                   cell_timeout=cell_timeout,
                                   model_override=plan_mod.parse_model_override(model_override),
-                                  judge_acceptance=judge_acceptance)
+                                  judge_acceptance=judge_acceptance, max_mem_mib=max_mem_mib)
     except plan_mod.PlanError as exc:
         raise UserError(str(exc)) from None
     hosts = load_hosts(targets or ("localhost",), inventory_path, python)

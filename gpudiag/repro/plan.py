@@ -9,6 +9,7 @@ from typing import Any
 ALGORITHMS = ("EAGLE", "EAGLE3", "DFLASH")
 MODES = ("auto", "sglang", "synthetic", "both")
 MAX_DRAFT_TOKENS = 64
+DEFAULT_MAX_MEM_MIB = 4096   # the synthetic harness's allocator cap per child
 PATHS_PER_ALGORITHM = {"EAGLE": ("eagle_draft", "eagle_draft_extend"), "EAGLE3": ("eagle_draft", "eagle_draft_extend"),
                        "DFLASH": ("dflash_verify",)}
 
@@ -77,6 +78,7 @@ class ReproPlan:
     cell_timeout: float = 120.0
     model_override: dict[str, Any] | None = None
     judge_acceptance: bool = False
+    max_mem_mib: int = DEFAULT_MAX_MEM_MIB
 
     def sweep_labels(self) -> list[str]:
         """The sweeps a synthetic run makes (EAGLE3 shares EAGLE's replay paths)."""
@@ -93,7 +95,8 @@ class ReproPlan:
                 "draft_tokens": list(self.draft_tokens), "layers": self.layers, "tp": self.tp, "topk": self.topk,
                 "mode": self.mode, "model": self.model, "draft_model": self.draft_model, "force": self.force,
                 "cell_timeout": self.cell_timeout, "model_override": self.model_override,
-                "judge_acceptance": self.judge_acceptance, "signatures": signatures}
+                "judge_acceptance": self.judge_acceptance, "max_mem_mib": self.max_mem_mib,
+                "signatures": signatures}
 
     def to_dict(self) -> dict[str, Any]:
         out = self.probe_options([])

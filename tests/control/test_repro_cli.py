@@ -23,16 +23,16 @@ def cuda_present():
 @pytest.mark.skipif(cuda_present(), reason="checks the no-CUDA path (exit 4); this host has CUDA")
 def test_localhost_without_cuda_exits_4_and_stores_skipped_cells(tmp_path):
     proc = gpudiag("repro", "cuda-graph-crash", "localhost", "--reports-dir", str(tmp_path),
-                   "--batch-sizes", "1,4", "--draft-tokens", "2-8")
+                   "--batch-sizes", "1,4", "--draft-tokens", "2-8", "--max-mem-mib", "2048")
     assert proc.returncode == 4, proc.stderr
     assert "nothing ran: no CUDA device" in proc.stderr
     run_dir = tmp_path / "runs" / (tmp_path / "latest").read_text().strip()
     run = json.loads((run_dir / "run.json").read_text())
     assert run["kind"] == "repro" and run["repro"]["outcome"] == "nothing_ran"
-    assert run["repro"]["plan"]["batch_sizes"] == [1, 4]
+    assert run["repro"]["plan"]["batch_sizes"] == [1, 4] and run["repro"]["plan"]["max_mem_mib"] == 2048
     host = json.loads((run_dir / "hosts" / "localhost.json").read_text())
     probe = host["probes"]["cuda_graph"]
-    assert probe["status"] == "ok"
+    assert probe["status"] == "ok" and probe["data"]["memory_cap_mib"] == 2048
     cells = probe["data"]["cells"]
     assert len(cells) == 3 * 2   # eagle_draft, eagle_draft_extend, dflash_verify at bs 1 and 4
     assert all(c["status"] == "skipped" and c["detail"].startswith("no CUDA device") for c in cells)

@@ -29,6 +29,7 @@ def test_plan_bounds_the_bisection_and_becomes_probe_options():
     assert p.max_cells_per_sweep() == 2 * 5   # 15 candidates: top, bottom, then 3 halvings
     options = p.probe_options([{"name": "x"}])
     assert options["draft_tokens"] == [2, 16] and options["signatures"] == [{"name": "x"}]
+    assert options["max_mem_mib"] == 4096 and plan.ReproPlan(max_mem_mib=512).to_dict()["max_mem_mib"] == 512
     assert "signatures" not in p.to_dict()
 
 

@@ -200,3 +200,33 @@ def test_an_allocation_over_the_cap_is_a_skipped_cell_not_a_graph_failure(monkey
     result = synthetic.run_cell({"path": "dflash_verify", "batch_size": 2, "draft_tokens": 4, "hidden_size": 64,
                                  "max_mem_mib": 512})
     assert result["status"] == "skipped" and result["detail"].startswith("over the memory cap of 512 MiB")
+
+
+def test_synthetic_sweep_gives_each_cell_the_memory_cap_and_only_the_time_left(monkeypatch):
+    import time
+    calls = []
+
+    class CellWorker(object):
+        def __init__(self, modules=None, env=None):
+            pass
+
+        def call(self, handler, args, timeout):
+            calls.append((handler, args, timeout))
+            return {"status": "ok", "max_abs_diff": 0.0, "memory_cap_mib": args["max_mem_mib"], "estimated_mib": 9}
+
+        def close(self):
+            pass
+
+        def remove_logs(self):
+            pass
+    monkeypatch.setattr(cuda_graph, "Worker", CellWorker)
+    settings = cuda_graph.settings_from({"algorithms": ["DFLASH"], "batch_sizes": [1, 4], "draft_tokens": [2, 4],
+                                         "max_mem_mib": 1536})
+    data = {"cells": [], "boundaries": [], "notes": []}
+    ctx = ProbeContext(deadline=time.monotonic() + 100)
+    cuda_graph.run_synthetic(ctx, settings, data, {}, TABLE, "", "python3")
+    assert calls and all(h == "probes.graphrepro.synthetic:run_cell" for h, _, _ in calls)
+    assert all(a["max_mem_mib"] == 1536 for _, a, _ in calls)
+    assert all(t <= 100 - cuda_graph.RESERVE_SECONDS for _, _, t in calls)   # never the 120 s cell timeout
+    assert all(c["memory_cap_mib"] == 1536 and c["estimated_mib"] == 9 for c in data["cells"])
+    assert cuda_graph.settings_from({})["max_mem_mib"] == 4096
