@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 from probes.context import run_command
-from probes.graphrepro import configs, gpus, specs, sweep, synthetic
+from probes.graphrepro import configs, placement, specs, sweep, synthetic
 from probes.graphrepro import sglang_repro
 from probes.graphrepro.signatures import match_signatures
 from probes.graphrepro.worker import Worker
@@ -96,8 +96,8 @@ def collect(ctx):
     settings = settings_from(options)
     table = options.get("signatures") or []
     force = bool(options.get("force", ctx.option("force", False)))
-    idle = idle_devices(ctx)
-    info_worker = Worker(modules=ctx.modules or None, env=child_env())
+    idle = placement.idle_devices(ctx)
+    info_worker = Worker(modules=ctx.modules or None, env=placement.child_env())
     try:
         info = info_worker.call("probes.graphrepro.synthetic:device_info", {"memory": idle["devices"] is None},
                                 min(INFO_TIMEOUT, max(1.0, ctx.time_left() - RESERVE_SECONDS)))
@@ -115,7 +115,7 @@ def collect(ctx):
     reason = no_cuda_reason(info)
     chosen = None
     if reason is None:
-        chosen, reason = pick_gpus(ctx, info, idle, settings, force, data["notes"])
+        chosen, reason = placement.pick_gpus(ctx, info, idle, settings, force, data["notes"])
     if reason is not None:
         for mode in modes:
             data["cells"] += skipped_cells(settings, mode, reason)
@@ -123,7 +123,7 @@ def collect(ctx):
         return data
     device = [d for d in info["devices"] if d["index"] == chosen[0]] or [{"index": chosen[0]}]
     data["gpu"] = dict(device[0])
-    env = child_env(",".join(str(i) for i in chosen))
+    env = placement.child_env(",".join(str(i) for i in chosen))
     context = "compute capability %s" % device[0].get("compute_capability", "")
     for mode in modes:
         runner = run_sglang if mode == "sglang" else run_synthetic
@@ -133,28 +133,6 @@ def collect(ctx):
             data["notes"].append("%s sweep stopped: %s: %s" % (mode, type(exc).__name__, exc))
     summarise(data, device[0].get("compute_capability", ""))
     return data
-
-
-def child_env(visible=None):
-    """Children number GPUs as nvidia-smi does (PCI bus order), whatever CUDA's default order would be."""
-    env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID")
-    if visible is not None:
-        env["CUDA_VISIBLE_DEVICES"] = visible
-    return env
-
-
-def idle_devices(ctx):
-    """{"devices", "source", "why"}: a GPU list that says memory use / processes per GPU: env's, else
-    nvidia-smi's asked here; devices None (torch's memory query then) when neither can say."""
-    env_gpus = (ctx.results.get("env") or {}).get("gpus") or {}
-    devices = env_gpus.get("devices") or []
-    if gpus.idle_state_known(devices):
-        return {"devices": devices, "source": "env", "why": None}
-    why = "the env probe gave no GPU list" if not devices else "the env probe's GPU list has no memory use"
-    own, error = gpus.devices_from_smi(min(gpus.SMI_TIMEOUT, max(1.0, ctx.time_left() / 4)))
-    if gpus.idle_state_known(own):
-        return {"devices": own, "source": "nvidia-smi", "why": why}
-    return {"devices": None, "source": None, "why": "%s; nvidia-smi: %s" % (why, error or "no memory use")}
 
 
 def apply_deployment(settings, deployment, notes):
@@ -198,36 +176,6 @@ def no_cuda_reason(info):
         extra = "; " + info["reason"] if info.get("reason") else ""
         return "no CUDA device visible to torch %s%s" % (info["torch"], extra)
     return None
-
-
-def pick_gpus(ctx, info, idle, settings, force, notes):
-    """(chosen indices, None) or (None, why): idle GPUs only unless --force; a live server's never.
-    Without any idle-state source the repro refuses unless forced."""
-    servers = (ctx.results.get("deployment") or {}).get("servers") or []
-    devices = idle["devices"]
-    if devices is None and info.get("memory_error") is None and all(
-            d.get("memory_used_mib") is not None for d in info["devices"]):
-        devices = info["devices"]
-        notes.append("GPU idle state from torch.cuda.mem_get_info (%s); other processes are not listed"
-                     % idle["why"])
-    elif idle["source"] == "nvidia-smi":
-        notes.append("GPU idle state from nvidia-smi here (%s)" % idle["why"])
-    indices = [d.get("index") for d in devices or info["devices"]]
-    # torch's UUIDs (same PCI order) fill in when the GPU list has none, for CUDA_VISIBLE_DEVICES=GPU-….
-    uuids = dict(gpus.uuid_index(info["devices"]), **gpus.uuid_index(devices))
-    reasons = gpus.busy_reasons(devices or [], servers, indices, uuids)
-    protected = gpus.protected_gpus(servers, uuids, indices)
-    if devices is None:
-        unknown = "cannot tell whether the GPUs are idle (%s; torch: %s)" % (
-            idle["why"], info.get("memory_error") or "no memory use")
-        if not force:
-            return None, unknown + "; pass --force to run anyway"
-        notes.append(unknown + "; --force given: running anyway")
-    chosen, why = gpus.select_gpus(indices, reasons, int(settings.get("tp", 1)), force, protected)
-    if chosen and any(i in reasons for i in chosen):
-        notes.append("forced onto busy GPU(s): " + ", ".join("GPU%d (%s)" % (i, reasons[i]) for i in chosen
-                                                              if i in reasons))
-    return chosen, why
 
 
 def work_left(ctx):
