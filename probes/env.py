@@ -68,7 +68,7 @@ def serving_torch_facts(ctx, timeout):
     if interpreter.is_other(wanted["path"]):
         # Importing torch takes seconds on a cold disk: more than an nvidia-smi call.
         facts, why = interpreter.run_child(wanted["path"], "probes.env:torch_child_main", ctx.modules,
-                                           max(timeout, ctx.time_left(60.0)))
+                                           max(timeout, ctx.time_left(45.0)))
         if facts is not None:
             facts["interpreter"] = dict(wanted, ran="child")
             return facts

@@ -3,6 +3,7 @@ import pytest
 
 from probes import torch_caps
 from probes.context import ProbeContext
+from probes.hostinfo import foreach_path
 
 pytestmark = pytest.mark.gpu
 
@@ -15,3 +16,18 @@ def test_every_pair_verified_on_cuda0():
     assert cuda["non_contiguous"] == "ok"
     assert cuda["mismatched_shapes"].startswith("raises:")
     assert cuda["mixed_pairs_one_call"] == "ok" or cuda["mixed_pairs_one_call"].startswith("raises:")
+    assert set(cuda["paths"]) == {"contiguous_same_dtype", "non_contiguous", "mixed_pairs_one_call"}
+
+
+def test_profiler_tells_the_fused_kernel_from_the_per_tensor_fallback():
+    import torch
+    paths = foreach_path.cuda_paths(torch, "cuda:0")
+    contiguous = paths["contiguous_same_dtype"]
+    if contiguous["path"] == "unknown" and contiguous["launches"] == 0:
+        pytest.skip("the profiler records no CUDA kernels here: %s" % contiguous["reason"])
+    assert contiguous["path"] == "fast", contiguous
+    assert any("multi_tensor_apply" in name for name in contiguous["kernels"])
+    # Strided sources (sizes/strides differ from their destinations) and mixed source dtypes fall back.
+    assert paths["non_contiguous"]["path"] == "per_tensor", paths["non_contiguous"]
+    assert paths["mixed_pairs_one_call"]["path"] == "per_tensor", paths["mixed_pairs_one_call"]
+    assert paths["non_contiguous"]["launches"] >= 3
