@@ -2,11 +2,9 @@
 (the DFlash draft-graph guards are in dflash.py)."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, number, probe, source, source_evidence, \
-    truthy_flag
+from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, number, probe, source
 from gpudiag.findings.dflash import first_guard_holding
 from gpudiag.findings.facts import EAGLE_FAMILY, algorithm_of, command_line, decode_graph_switch, graph_max_bs, \
     graphs_disabled, max_bs_flag, server_args, servers_of
@@ -68,7 +66,7 @@ def spec_without_graphs(hosts: list[HostResult]) -> list[Finding]:
                                          text=f"repro: {boundary[0]} ok up to batch size {boundary[1]}"))
             else:
                 advice = (f"Run `gpudiag repro cuda-graph-crash {host.name}` to find the batch sizes that capture "
-                          f"and replay cleanly, then {_undo(switch)} with {max_bs} at that boundary.")
+                          f"and replay cleanly, then {_undo(switch)} and set {max_bs} at that boundary.")
             findings.append(Finding(
                 id="cuda_graph.spec_without_graphs", severity="warning",
                 title=f"{algorithm} speculative decoding is served with CUDA graphs disabled",
@@ -76,7 +74,9 @@ def spec_without_graphs(hosts: list[HostResult]) -> list[Finding]:
                 recommendation=f"Without graphs, {_passes(algorithm, args.get('speculative_num_steps'))} launches its "
                                f"kernels one by one from the CPU (microseconds per launch) instead of replaying a "
                                f"captured graph. {advice}{_guard_after(host, server, algorithm)}",
-                sources=(source(host, "deployment"),) + ((source(host, "cuda_graph"),) if boundary else ())))
+                sources=(source(host, "deployment"),) + ((source(host, "cuda_graph"),) if boundary else ())
+                + ((source(host, "sglang_source"),) if algorithm == "DFLASH" and first_guard_holding(host, server)
+                   else ())))
     return findings
 
 

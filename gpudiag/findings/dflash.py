@@ -30,9 +30,10 @@ def judge_guard(guard: dict[str, Any], host: HostResult, server: dict[str, Any])
     args = server_args(server)
     words = f"{condition} {message}".lower().replace(" ", "_")
     if "dp_attention" in words or "dp_enabled" in words:
-        if dp_attention(args):
-            return HOLDS, "the server runs with data-parallel attention (--enable-dp-attention or " \
-                          "--attn-dp-size > 1)", "serve DFlash without data-parallel attention to keep its draft graph"
+        flag = dp_attention(args)
+        if flag:
+            return HOLDS, f"the server runs with data-parallel attention ({flag})", \
+                f"serve DFlash without {flag.split()[0]} to keep its draft graph"
         return CLEAR, "the server runs without data-parallel attention", ""
     threshold = _memory_threshold_mib(condition, message)
     if threshold is not None:
@@ -52,12 +53,14 @@ def judge_guard(guard: dict[str, Any], host: HostResult, server: dict[str, Any])
     return UNKNOWN, "the guard's condition is not one a scan can evaluate", ""
 
 
-def dp_attention(args: dict[str, Any]) -> bool:
-    """Data-parallel attention: --enable-dp-attention, or from 0.5.23 --attn-dp-size N > 1."""
+def dp_attention(args: dict[str, Any]) -> str | None:
+    """The flag that turns data-parallel attention on: --enable-dp-attention, or from 0.5.23 --attn-dp-size N > 1."""
+    if truthy_flag(args.get("enable_dp_attention") or False):
+        return "--enable-dp-attention"
     size = number(args.get("attn_dp_size"))
     if size is None and str(args.get("attn_dp_size") or "").isdigit():
         size = float(args["attn_dp_size"])
-    return truthy_flag(args.get("enable_dp_attention") or False) or (size is not None and size > 1)
+    return f"--attn-dp-size {size:g}" if size is not None and size > 1 else None
 
 
 def _memory_guard(host: HostResult, server: dict[str, Any], threshold: float) -> tuple[str, str, str]:

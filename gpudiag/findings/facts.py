@@ -197,7 +197,9 @@ def max_bs_flag(host: HostResult) -> str:
     """The flag that sets the largest decode graph batch size in the host's release: --cuda-graph-max-bs-decode
     from 0.5.14 (where --cuda-graph-max-bs became its deprecated alias, later removed), else --cuda-graph-max-bs."""
     names = ("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs")
-    if as_list(dig(probe(host, "sglang_source"), "server_flags")):
+    offered = {str(f.get("name")) for f in as_list(dig(probe(host, "sglang_source"), "server_flags"))
+               if isinstance(f, dict)}
+    if offered & set(names):
         return release_flag(host, *names)
     installed = version_tuple(dig(probe(host, "sglang_source"), "version"))
     return names[0] if installed is not None and installed >= (0, 5, 14) else names[1]
@@ -222,7 +224,7 @@ def torch_facts(host: HostResult) -> tuple[Any, tuple[str, str] | None]:
         return caps["torch_version"], (str(chosen["path"]), str(chosen.get("why") or "-"))
     probing = dig(env, "python", "executable")
     version = dig(env, "torch", "version") or caps.get("torch_version")
-    return version, ((str(probing), "probes") if probing else None)
+    return version, ((str(probing), "ran the probes") if probing else None)
 
 
 def torch_from_other_interpreter(host: HostResult) -> bool:

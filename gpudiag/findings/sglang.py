@@ -175,7 +175,7 @@ def torch_other_interpreter(hosts: list[HostResult]) -> list[Finding]:
             hosts=(host.name,),
             evidence=(Evidence(kind="text", host=host.name,
                                text=f"sglang source facts: {sglang_path} (chosen: {why}); torch facts: {torch_path} "
-                                    f"({'the interpreter that ran the probes' if torch_why == 'probes' else torch_why})"),),
+                                    f"({torch_why})"),),
             recommendation=f"The torch findings (torch._foreach_copy_) are not judged for this host: they would "
                            f"describe a torch sglang may not run with. Rescan with `gpudiag scan {host.name} --python "
                            f"{sglang_path}` so the probes run in the serving interpreter.",

@@ -5,35 +5,19 @@ Pure and deterministic: the same run and findings give the same bytes (no clock,
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, fmt_bytes, fmt_us, probe
 from gpudiag.findings.copies import copy_gpus, device_label, workloads
 from gpudiag.findings.cuda_graph import cells
-from gpudiag.findings.facts import command_line, host_facts, servers_of
+from gpudiag.findings.facts import host_facts
 from gpudiag.models import SEVERITIES, Evidence, Finding, HostResult
+from gpudiag.render.appendix import host_sections
+from gpudiag.render.blocks import fenced, table
 from gpudiag.store import LoadedRun
 
 TOP_FINDINGS = 5
 STRATEGIES = ("installed", "loop", "grouped_foreach", "grouped_foreach_dma_split", "packed")
-
-
-def cell(value: Any) -> str:
-    text = "-" if value in (None, "") else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def table(rows: Sequence[Sequence[Any]]) -> list[str]:
-    header, *body = rows
-    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in body]
-    return lines + [""]
-
-
-def fenced(file: str | None, line: int | None, snippet: str, language: str = "python") -> list[str]:
-    where = f"# {file}:{line}" if file and line else (f"# {file}" if file else None)
-    fence = "````" if "```" in snippet else "```"
-    return [fence + language] + ([where] if where else []) + snippet.splitlines() + [fence, ""]
 
 
 def render_markdown(run: LoadedRun, findings: Sequence[Finding], charts: Mapping[str, str] | None = None) -> str:
@@ -75,11 +59,20 @@ def _summary(findings: Sequence[Finding]) -> list[str]:
 
 def _fleet(run: LoadedRun) -> list[str]:
     rows: list[tuple[Any, ...]] = [("host", "status", "GPUs", "driver", "torch", "sglang", "speculative",
-                                    "CUDA graphs")]
+                                    "CUDA graphs (decode)")]
+    pythons: list[tuple[Any, ...]] = [("host", "sglang read from (chosen by)", "torch read in")]
     for h in run.hosts:
         f = host_facts(h)
-        rows.append((f.name, f.status, f.gpus, f.driver, f.torch, f.sglang, f.speculative, f.cuda_graphs))
-    return ["## Fleet", ""] + table(rows)
+        torch = f"{f.torch} (another Python than sglang's)" if f.torch_elsewhere else f.torch
+        rows.append((f.name, f.status, f.gpus, f.driver, torch, f.sglang, f.speculative, f.cuda_graphs))
+        if (f.sglang_interpreter, f.torch_interpreter) != ("-", "-"):
+            same = f.torch_interpreter.split(" (")[0] == f.sglang_interpreter.split(" (")[0]
+            pythons.append((f.name, f.sglang_interpreter, "the same Python" if same else f.torch_interpreter))
+    lines = ["## Fleet", ""] + table(rows)
+    if len(pythons) > 1:
+        lines += ["Interpreters: the Python whose sglang the source facts describe, and the one torch's facts "
+                  "(env, torch_caps) were read in.", ""] + table(pythons)
+    return lines
 
 
 def _findings(findings: Sequence[Finding]) -> list[str]:
@@ -125,99 +118,9 @@ def _appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
             lines += table([("probe", "status", "time", "note")] + [
                 (name, p.status, f"{p.duration_s:.1f} s", p.reason or dig(p.error, "message") or "")
                 for name, p in sorted(host.probes.items())])
-        for section in (_environment(host), _source_facts(host), _deployment(host), _copy_timings(host, charts),
-                        _repro_matrix(host, charts)):
+        lines += host_sections(host)
+        for section in (_copy_timings(host, charts), _repro_matrix(host, charts)):
             lines += section
-    return lines
-
-
-def _environment(host: HostResult) -> list[str]:
-    env = probe(host, "env")
-    if env is None:
-        return []
-    f = host_facts(host)
-    python = as_dict(env.get("python"))
-    torch = as_dict(env.get("torch"))
-    rows: list[tuple[Any, ...]] = [("fact", "value"), ("hostname", env.get("hostname")), ("os", env.get("os")),
-                                   ("kernel", env.get("kernel")), ("CPUs", env.get("cpu_count")),
-                                   ("memory", f"{env['memory_total_mib']} MiB"
-                                    if env.get("memory_total_mib") else None),
-                                   ("python", f"{python.get('version', '-')} ({python.get('executable', '-')})"
-                                    + (", venv" if python.get("venv") else "")),
-                                   ("torch", f.torch + (f" (CUDA {torch['cuda']})" if torch.get("cuda") else "")
-                                    if torch.get("available", True) else f"not available: {torch.get('reason')}"),
-                                   ("driver / CUDA", f"{f.driver} / {f.cuda}"), ("GPUs", f.gpus),
-                                   ("compute capability", f.compute_capability),
-                                   ("topology", dig(env, "topology", "summary"))]
-    lines = ["#### Environment", ""] + table(rows)
-    devices = [d for d in as_list(dig(env, "gpus", "devices")) if isinstance(d, dict)]
-    if devices:
-        lines += table([("GPU", "name", "PCI bus", "memory used / total", "util", "processes")] + [
-            (d.get("index"), d.get("name"), d.get("pci_bus_id"),
-             f"{d.get('memory_used_mib', '-')} / {d.get('memory_total_mib', '-')} MiB", d.get("utilization_pct"),
-             ", ".join(f"{p.get('name')} ({p.get('pid')})" for p in as_list(d.get("processes")) if isinstance(p, dict)))
-            for d in devices])
-    elif dig(env, "gpus", "reason"):
-        lines += [f"GPUs: {dig(env, 'gpus', 'status')} — {dig(env, 'gpus', 'reason')}", ""]
-    return lines
-
-
-def _fact_rows(items: Iterable[tuple[str, Any]]) -> list[tuple[Any, ...]]:
-    rows = []
-    for what, fact in items:
-        fact = as_dict(fact)
-        where = f"{fact.get('file')}:{fact.get('line')}" if fact.get("file") else "-"
-        rows.append((what, where, fact.get("snippet") or ""))
-    return rows
-
-
-def _source_facts(host: HostResult) -> list[str]:
-    sg = probe(host, "sglang_source")
-    if sg is None:
-        return []
-    if sg.get("found") is False:
-        return ["#### Source facts (sglang)", "", f"sglang not found: {sg.get('reason') or '-'}", ""]
-    grouped = as_dict(sg.get("grouped_foreach_copy"))
-    items: list[tuple[str, Any]] = [(f"version {sg.get('version') or '-'}", sg.get("version_source"))]
-    items += [(f"_grouped_foreach_copy_ in {d.get('module')}", d) for d in as_list(grouped.get("definitions"))]
-    items += [(f"fast path {p.get('kind')}", p) for d in as_list(grouped.get("definitions"))
-              for p in as_list(dig(d, "fast_paths"))]
-    items += [("hasattr(torch, '_foreach_copy_')", f) for f in as_list(grouped.get("has_foreach_copy_flag"))]
-    items += [(f"call {c.get('qualname')} ({', '.join(map(str, as_list(c.get('fields'))))})", c)
-              for c in as_list(grouped.get("call_sites"))]
-    for name, fact in sorted(as_dict(sg.get("eagle")).items()):
-        fact = as_dict(fact)
-        state = "batched" if fact.get("batched") else f"{fact.get('per_tensor_copies', '?')} per-tensor copies"
-        replay = {"file": fact.get("file"), "line": fact.get("replay_line") or fact.get("line"),
-                  "snippet": next((e.get("snippet") for e in as_list(fact.get("evidence"))
-                                   if isinstance(e, dict) and e.get("role") == "replay_method"), None)}
-        items.append((f"EAGLE {name}: {fact.get('class')}.{fact.get('replay_method')} — {state}", replay))
-    items += [(f"DFlash guard: {g.get('message') or g.get('condition')}", g)
-              for g in as_list(dig(sg, "dflash", "draft_graph_guards"))]
-    lines = ["#### Source facts (sglang)", "",
-             f"Package `{sg.get('package_dir') or '-'}` under `{sg.get('site_packages') or '-'}`; speculative "
-             f"algorithms: {', '.join(map(str, as_list(sg.get('speculative_algorithms')))) or '-'}.", ""]
-    lines += table([("fact", "file:line", "snippet")] + _fact_rows(items))
-    integrity = as_dict(sg.get("integrity"))
-    if integrity:
-        lines += [f"Integrity ({integrity.get('method', '-')}): {integrity.get('checked', '-')} files checked, "
-                  f"{len(as_list(integrity.get('modified')))} modified, {len(as_list(integrity.get('missing')))} "
-                  "missing" + (f"; editable checkout {dig(integrity, 'editable', 'path')} at "
-                               f"{dig(integrity, 'editable', 'commit')}" if dig(integrity, "editable", "path") else "")
-                  + ".", ""]
-    return lines
-
-
-def _deployment(host: HostResult) -> list[str]:
-    if probe(host, "deployment") is None:
-        return []
-    servers = servers_of(host)
-    if not servers:
-        return ["#### Deployment", "", "No running sglang server found.", ""]
-    lines = ["#### Deployment", ""]
-    for s in servers:
-        lines += [f"Server pid {s.get('pid', '-')} ({s.get('python') or '-'}):", "", "```", command_line(s),
-                  "```", ""]
     return lines
 
 

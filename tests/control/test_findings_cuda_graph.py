@@ -115,7 +115,7 @@ def test_spec_without_graphs_advises_flags_that_exist_in_the_hosts_release():
     old = host(deployment=server(speculative_algorithm="EAGLE", disable_cuda_graph=True),
                sglang_source=flags("--cuda-graph-max-bs", "--disable-cuda-graph"))
     [finding] = cuda_graph.spec_without_graphs([old])
-    assert "--cuda-graph-max-bs at that boundary" in finding.recommendation
+    assert "drop --disable-cuda-graph and set --cuda-graph-max-bs at that boundary" in finding.recommendation
 
 
 def test_spec_without_graphs_counts_draft_verify_and_draft_extend_passes():

@@ -35,13 +35,13 @@ def test_guards_run_in_source_order_and_stop_at_the_first_that_holds():
     h = host({"speculative_algorithm": "DFLASH", "enable_dp_attention": True, "mem_fraction_static": 0.999})
     [finding] = dflash.dflash_draft_graph_disabled([h])
     assert [e.line for e in finding.evidence] == [724]
-    assert finding.severity == "warning" and "data-parallel attention" in finding.recommendation
+    assert finding.severity == "warning" and "without --enable-dp-attention" in finding.recommendation
     assert "first guard in source order" in finding.evidence[0].text
 
 
 def test_attn_dp_size_is_dp_attention_too():
     [finding] = dflash.dflash_draft_graph_disabled([host({"speculative_algorithm": "DFLASH", "attn_dp_size": "8"})])
-    assert finding.evidence[0].line == 724
+    assert finding.evidence[0].line == 724 and "--attn-dp-size 8" in finding.evidence[0].text
 
 
 def test_silent_when_the_server_disabled_decode_graphs_itself():

@@ -35,7 +35,7 @@ def test_torch_from_the_probing_python_is_not_judged_against_the_servers_sglang(
     assert f"--python {SERVING}" in other.recommendation
     facts = host_facts(host())
     assert facts.torch_elsewhere and facts.sglang_interpreter == f"{SERVING} (live_server)"
-    assert facts.torch_interpreter == "/usr/bin/python3 (probes)"
+    assert facts.torch_interpreter == "/usr/bin/python3 (ran the probes)"
 
 
 def test_torch_caps_run_in_the_serving_interpreter_is_judged():

@@ -186,3 +186,36 @@ def test_json_to_a_file_is_deterministic_and_an_interrupted_host_is_reported(tmp
     [finding] = json.loads(first.read_text())["findings"]
     assert (finding["id"], finding["hosts"]) == ("hosts.partial", ["late"])
     assert "stopped before it finished" in finding["evidence"][0]["text"]
+
+
+def test_appendix_shows_what_the_probes_gathered_as_tables():
+    text = invoke(FLEET3, "--markdown").output
+    assert "| cuda:0 | skipped | - | - | - | - | - | GPU busy: 1 process(es), e.g. pid 4087; --force to check " \
+           "anyway |" in text                                                    # torch_caps, busy GPU skipped
+    assert "| cuda:4 | ok | 4 of 4 |" in text
+    assert "(seq_lens, out_cache_loc, positions, topk_p, topk_index, req_pool_indices, mrope_positions, rids_int, " \
+           "bootstrap_room_ids_int) → sglang.srt.model_executor.runner_utils.buffers" in text   # resolved definition
+    assert "| hidden_states separate |" in text and "| batched |" in text
+    assert "Graph-runner classes (3): BaseBreakableCudaGraphRunner" in text
+    assert "Breakable-graph helpers (2): BreakableCUDAGraph, eager_on_graph." in text
+    assert "`--cuda-graph-max-bs-decode`" in text
+    assert "| --disable-cuda-graph | --cuda-graph-backend-{decode,prefill}=disabled |" in text
+    assert "Server pid 4087 (/opt/sglang/.venv/bin/python), CUDA_VISIBLE_DEVICES=0,1,2,3:" in text
+    deployment = text[text.index("Server pid 4087"):text.index("#### Copy timings")]
+    assert "| --speculative-num-steps | 3 |" in deployment and "--enable-dp-attention" not in deployment
+    assert "Read from `/srv/sglang-dev/.venv/bin/python` (chosen: live_server)" in text
+    assert "20 files checked (only the files the facts above cite; hash every file with `gpudiag scan " \
+           "--verify-all`, or `--set sglang_source.verify_all=true`)" in text
+
+
+def test_fleet_table_names_the_interpreters_and_flags_torch_read_elsewhere(tmp_path):
+    split = {"schema": 1, "name": "split", "status": "ok", "probes": {
+        "env": {"status": "ok", "data": {"python": {"executable": "/usr/bin/python3"},
+                                         "torch": {"available": True, "version": "2.1.0"}}},
+        "sglang_source": {"status": "ok", "data": {"found": True, "version": "0.5.14", "interpreter": {
+            "path": "/opt/venv/bin/python", "why": "live_server"}}}}}
+    write_run(tmp_path, [split])
+    text = invoke("--reports-dir", tmp_path, "--markdown").output
+    assert "| split | ok | - | - | 2.1.0 (another Python than sglang's) | 0.5.14 |" in text
+    assert "| split | /opt/venv/bin/python (live_server) | /usr/bin/python3 (ran the probes) |" in text
+    assert "sglang.torch_other_interpreter" in text

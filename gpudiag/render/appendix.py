@@ -1,0 +1,218 @@
+"""The per-host appendix sections that describe what the probes read: environment, torch capabilities, sglang
+source facts and the running servers. Tables, one row per fact, every list sorted."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from gpudiag.findings.common import as_dict, as_list, dig, probe
+from gpudiag.findings.facts import command_line, host_facts, servers_of, sglang_interpreter, torch_facts
+from gpudiag.models import HostResult
+from gpudiag.render.blocks import table
+
+TORCH_CHECKS = ("mixed_pairs_one_call", "non_contiguous", "mismatched_shapes", "non_blocking")
+# Parsed server flags shown in the deployment table, when the command line set them.
+SHOWN_ARGS_ORDER = ("model_path", "tp_size", "dp_size", "attn_dp_size", "ep_size", "enable_dp_attention",
+                    "speculative_algorithm", "speculative_draft_model_path", "speculative_num_steps",
+                    "speculative_eagle_topk", "speculative_num_draft_tokens", "disable_cuda_graph",
+                    "disable_decode_cuda_graph", "cuda_graph_backend_decode", "cuda_graph_config",
+                    "cuda_graph_max_bs", "cuda_graph_max_bs_decode", "cuda_graph_bs", "cuda_graph_bs_decode",
+                    "mem_fraction_static")
+
+
+def host_sections(host: HostResult) -> list[str]:
+    lines: list[str] = []
+    for section in (environment(host), torch_capabilities(host), source_facts(host), deployment(host)):
+        lines += section
+    return lines
+
+
+def environment(host: HostResult) -> list[str]:
+    env = probe(host, "env")
+    if env is None:
+        return []
+    f = host_facts(host)
+    python = as_dict(env.get("python"))
+    torch = as_dict(env.get("torch"))
+    rows: list[tuple[Any, ...]] = [("fact", "value"), ("hostname", env.get("hostname")), ("os", env.get("os")),
+                                   ("kernel", env.get("kernel")), ("CPUs", env.get("cpu_count")),
+                                   ("memory", f"{env['memory_total_mib']} MiB"
+                                    if env.get("memory_total_mib") else None),
+                                   ("python (probes)", f"{python.get('version', '-')} "
+                                    f"({python.get('executable', '-')})" + (", venv" if python.get("venv") else "")),
+                                   ("torch", f.torch + (f" (CUDA {torch['cuda']})" if torch.get("cuda") else "")
+                                    if torch.get("available", True) else f"not available: {torch.get('reason')}"),
+                                   ("torch read in", f.torch_interpreter),
+                                   ("sglang read from", f.sglang_interpreter),
+                                   ("driver / CUDA", f"{f.driver} / {f.cuda}"), ("GPUs", f.gpus),
+                                   ("compute capability", f.compute_capability),
+                                   ("topology", dig(env, "topology", "summary"))]
+    lines = ["#### Environment", ""] + table(rows)
+    if f.torch_elsewhere:
+        lines += ["torch was read in another Python than sglang: the torch facts may not describe the torch the "
+                  "server runs with.", ""]
+    devices = [d for d in as_list(dig(env, "gpus", "devices")) if isinstance(d, dict)]
+    if devices:
+        lines += table([("GPU", "name", "PCI bus", "memory used / total", "util", "processes")] + [
+            (d.get("index"), d.get("name"), d.get("pci_bus_id"),
+             f"{d.get('memory_used_mib', '-')} / {d.get('memory_total_mib', '-')} MiB", d.get("utilization_pct"),
+             ", ".join(f"{p.get('name')} ({p.get('pid')})" for p in as_list(d.get("processes")) if isinstance(p, dict)))
+            for d in devices])
+    elif dig(env, "gpus", "reason"):
+        lines += [f"GPUs: {dig(env, 'gpus', 'status')} — {dig(env, 'gpus', 'reason')}", ""]
+    return lines
+
+
+def torch_capabilities(host: HostResult) -> list[str]:
+    caps = probe(host, "torch_caps")
+    if caps is None:
+        return []
+    version, interpreter = torch_facts(host)
+    has = caps.get("has_foreach_copy")
+    lines = ["#### torch capabilities", "",
+             f"torch {caps.get('torch_version') or version or '-'}: torch._foreach_copy_ "
+             f"{'present' if has else 'absent' if has is False else 'unknown'}; read in "
+             f"{interpreter[0] + ' (' + interpreter[1] + ')' if interpreter else '-'}; pairs written "
+             f"{caps.get('pair_order') or 'src->dst'}.", ""]
+    checks = sorted(as_dict(caps.get("checks")).items(), key=lambda kv: _device_key(kv[0]))
+    if checks:
+        rows: list[tuple[Any, ...]] = [("device", "status", "dtype pairs ok") + TORCH_CHECKS + ("note",)]
+        for device, check in checks:
+            check = as_dict(check)
+            pairs = as_dict(check.get("pairs"))
+            ok = sum(1 for v in pairs.values() if v == "ok")
+            rows.append((device, check.get("status") or ("ok" if check.get("ok") else "-"),
+                         f"{ok} of {len(pairs)}" if pairs else "-")
+                        + tuple(_short(check.get(name)) for name in TORCH_CHECKS) + (check.get("reason") or "",))
+        lines += table(rows)
+    return lines
+
+
+def _device_key(name: str) -> tuple[int, int, str]:
+    kind, _, index = name.partition(":")
+    return (0 if kind == "cpu" else 1, int(index) if index.isdigit() else -1, name)
+
+
+def _short(outcome: Any) -> str:
+    """'ok', or the outcome's first clause ('raises: RuntimeError')."""
+    if outcome in (None, ""):
+        return "-"
+    text = str(outcome)
+    return text if text == "ok" else text.split(":")[0] + (": " + text.split(":")[1].strip() if ":" in text else "")
+
+
+def _fact_rows(items: Iterable[tuple[str, Any]]) -> list[tuple[Any, ...]]:
+    rows = []
+    for what, fact in items:
+        fact = as_dict(fact)
+        where = f"{fact.get('file')}:{fact.get('line')}" if fact.get("file") else "-"
+        rows.append((what, where, fact.get("snippet") or ""))
+    return rows
+
+
+def source_facts(host: HostResult) -> list[str]:
+    sg = probe(host, "sglang_source")
+    if sg is None:
+        return []
+    read_from = sglang_interpreter(host)
+    origin = f"Read from `{read_from[0]}` (chosen: {read_from[1]})" if read_from else "Interpreter not recorded"
+    if sg.get("found") is False:
+        return ["#### Source facts (sglang)", "", f"{origin}. sglang not found: {sg.get('reason') or '-'}", ""]
+    lines = ["#### Source facts (sglang)", "",
+             f"{origin}: package `{sg.get('package_dir') or '-'}` under `{sg.get('site_packages') or '-'}`; "
+             f"speculative algorithms: {', '.join(map(str, as_list(sg.get('speculative_algorithms')))) or '-'}.", ""]
+    lines += table([("fact", "file:line", "snippet")] + _fact_rows(_source_items(sg)))
+    lines += _eagle_table(sg) + _classes(sg) + _flags(sg) + _integrity(sg)
+    return lines
+
+
+def _source_items(sg: dict[str, Any]) -> list[tuple[str, Any]]:
+    grouped = as_dict(sg.get("grouped_foreach_copy"))
+    items: list[tuple[str, Any]] = [(f"version {sg.get('version') or '-'}", sg.get("version_source"))]
+    items += [(f"_grouped_foreach_copy_ in {d.get('module')}", d) for d in as_list(grouped.get("definitions"))]
+    items += [(f"fast path {p.get('kind')}", p) for d in as_list(grouped.get("definitions"))
+              for p in as_list(dig(d, "fast_paths"))]
+    items += [("hasattr(torch, '_foreach_copy_')", f) for f in as_list(grouped.get("has_foreach_copy_flag"))]
+    for c in (c for c in as_list(grouped.get("call_sites")) if isinstance(c, dict)):
+        target = as_dict(c.get("resolves_to"))
+        resolves = f" → {target.get('module')}" if target.get("module") else " → unresolved"
+        items.append((f"call {c.get('qualname')} ({', '.join(map(str, as_list(c.get('fields'))))}){resolves}", c))
+    items += [(f"DFlash guard: {g.get('message') or g.get('condition')}", g)
+              for g in as_list(dig(sg, "dflash", "draft_graph_guards"))]
+    return items
+
+
+def _eagle_table(sg: dict[str, Any]) -> list[str]:
+    rows: list[tuple[Any, ...]] = [("EAGLE path", "replay", "copies", "grouped (one foreach call)",
+                                    "one copy_() each", "hidden_states separate")]
+    for name, fact in sorted(as_dict(sg.get("eagle")).items()):
+        fact = as_dict(fact)
+        where = f"{fact.get('file')}:{fact.get('replay_line') or fact.get('line')}" if fact.get("file") else "-"
+        state = "batched" if fact.get("batched") else "per tensor" if fact.get("batched") is False else "absent"
+        separate = {True: "yes", False: "no"}.get(fact.get("hidden_states_separate"), "-")
+        rows.append((name.replace("_", "-"), f"{fact.get('class')}.{fact.get('replay_method')} ({where})", state,
+                     ", ".join(map(str, as_list(fact.get("grouped_fields")))) or "-",
+                     ", ".join(map(str, as_list(fact.get("per_tensor_fields")))) or "-", separate))
+    return table(rows) if len(rows) > 1 else []
+
+
+def _classes(sg: dict[str, Any]) -> list[str]:
+    runners = sorted({str(r.get("class")) for r in as_list(sg.get("cuda_graph_runners")) if isinstance(r, dict)})
+    breakable = sorted({str(b.get("name")) for b in as_list(sg.get("breakable_graph")) if isinstance(b, dict)})
+    return [f"Graph-runner classes ({len(runners)}): {', '.join(runners) or 'none found'}.", "",
+            f"Breakable-graph helpers ({len(breakable)}): {', '.join(breakable) or 'none found'}.", ""]
+
+
+def _flags(sg: dict[str, Any]) -> list[str]:
+    """The release's CUDA-graph flags by name, the other speculative flags counted, deprecated aliases mapped."""
+    flags = [f for f in as_list(sg.get("server_flags")) if isinstance(f, dict) and f.get("name")]
+    if not flags:
+        return []
+    current = sorted({str(f["name"]) for f in flags if not f.get("deprecated")})
+    graph = [n for n in current if "graph" in n]
+    aliases = sorted({(str(f["name"]), str(f.get("alias_of") or "-")) for f in flags if f.get("deprecated")})
+    lines = [f"Server flags: {len(current)} current ones for graphs and speculative decoding, of which the CUDA-graph "
+             f"flags are {', '.join(f'`{n}`' for n in graph) or 'none'}; {len(aliases)} deprecated.", ""]
+    if aliases:
+        lines += table([("deprecated flag", "use instead")] + aliases)
+    return lines
+
+
+def _integrity(sg: dict[str, Any]) -> list[str]:
+    integrity = as_dict(sg.get("integrity"))
+    if not integrity:
+        return []
+    scope = (" (only the files the facts above cite; hash every file with `gpudiag scan --verify-all`, or "
+             "`--set sglang_source.verify_all=true`)" if integrity.get("scope") == "cited" else
+             " (every file)" if integrity.get("scope") == "all" else "")
+    editable = (f"; editable checkout {dig(integrity, 'editable', 'path')} at {dig(integrity, 'editable', 'commit')}"
+                if dig(integrity, "editable", "path") else "")
+    return [f"Integrity ({integrity.get('method', '-')}): {integrity.get('checked', '-')} files checked{scope}, "
+            f"{len(as_list(integrity.get('modified')))} modified, {len(as_list(integrity.get('missing')))} missing"
+            f"{editable}.", ""]
+
+
+def deployment(host: HostResult) -> list[str]:
+    data = probe(host, "deployment")
+    if data is None:
+        return []
+    chosen = as_dict(data.get("interpreter"))
+    lines = ["#### Deployment", ""]
+    if chosen.get("path"):
+        lines += [f"Serving interpreter: `{chosen['path']}` (chosen: {chosen.get('why') or '-'}"
+                  + (f", server pid {chosen['pid']}" if chosen.get("pid") else "") + ").", ""]
+    servers = servers_of(host)
+    if not servers:
+        return lines + ["No running sglang server found.", ""]
+    for s in servers:
+        visible = s.get("cuda_visible_devices") or dig(s, "env", "CUDA_VISIBLE_DEVICES")
+        lines += [f"Server pid {s.get('pid', '-')} ({s.get('python') or '-'}), CUDA_VISIBLE_DEVICES="
+                  f"{visible if visible not in (None, '') else 'unset (every GPU)'}:", "", "```",
+                  command_line(s), "```", ""]
+        args = as_dict(s.get("args"))
+        # The probe fills unset switches with False: only what the command line set is shown.
+        shown = [(k, args[k]) for k in SHOWN_ARGS_ORDER if args.get(k) not in (None, "", [], False)]
+        shown += sorted((k, v) for k, v in args.items()
+                        if k not in SHOWN_ARGS_ORDER and v not in (None, "", [], False))
+        if shown:
+            lines += table([("parsed flag", "value")] + [(f"--{k.replace('_', '-')}", v) for k, v in shown])
+    return lines
