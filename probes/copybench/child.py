@@ -1,17 +1,31 @@
-"""The benchmark in a child process, so a CUDA fault or a crash in graph capture cannot take the probe
-runner down. The child streams one framed line per device; the parent restarts it for devices not done.
+"""The benchmark in a child process, so a CUDA fault, a crash in graph capture or a hung GPU cannot take
+the probe runner down. The child streams one framed line per device as soon as that device is done; the
+parent keeps every line it got, blames a silent device (`timeout`) or a dead child (`error`) on the first
+device without a result, and starts a fresh child for the devices left.
 """
+import collections
 import json
 import os
+import queue
+import subprocess
 import sys
+import threading
 import time
 
 from probes.boot import child_argv, child_payload
-from probes.context import run_command
 
 MARK = "COPYBENCH-DEVICE "
+# Past its share of the time, a device gets this much longer before the parent calls it hung: a workload
+# in progress finishes past the budget, and the first device also pays for importing torch and sglang.
+GRACE_S = 20.0
+# The child's own budget ends this long before the parent's deadline, so its last line still arrives.
+CHILD_MARGIN_S = 8.0
+
+
 def child_main(payload):
     """In the child: run the job, one framed line per device on the real stdout, noise on stderr."""
+    from probes.graphrepro.worker import watch_parent
+    watch_parent()   # a killed runner takes this child (and its GPU work) down with it
     job = payload["job"]
     from probes.copybench.devices import bench_all
     sys.stdout.flush()
@@ -30,50 +44,132 @@ def child_main(payload):
     os._exit(3 if failed else 0)
 
 
+def parse_line(line):
+    """The device result one framed line carries, or None for any other line."""
+    if not line.startswith(MARK):
+        return None
+    try:
+        found = json.loads(line[len(MARK):])
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def parse_lines(stdout):
     """The device results the child framed, in order; anything else in the output is ignored."""
-    found = []
-    for line in (stdout or "").splitlines():
-        if line.startswith(MARK):
+    return [r for r in (parse_line(line) for line in (stdout or "").splitlines()) if r is not None]
+
+
+class Child(object):
+    """One running benchmark child: its framed lines arrive on a queue, its stderr's tail is kept."""
+
+    def __init__(self, argv, payload):
+        self.stderr_tail = collections.deque(maxlen=3)
+        self.lines = queue.Queue()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        self.stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self.stderr_reader.start()
+        try:
+            self.proc.stdin.write(payload)
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass   # the child died at once; the reader reports the end of its output
+
+    def _read_stdout(self):
+        for raw in iter(self.proc.stdout.readline, b""):
+            found = parse_line(raw.decode("utf-8", "replace"))
+            if found is not None:
+                self.lines.put(found)
+        self.lines.put(None)   # end of output: the child is gone
+
+    def _read_stderr(self):
+        for raw in iter(self.proc.stderr.readline, b""):
+            text = raw.decode("utf-8", "replace").strip()
+            if text:
+                self.stderr_tail.append(text)
+
+    def next_result(self, timeout):
+        """A device result, None when the child ended, or "timeout" when it said nothing in time."""
+        try:
+            return self.lines.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return "timeout"
+
+    def exit_code(self):
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return None
+        self.stderr_reader.join(timeout=2)   # the last lines of its stderr name the failure
+        return code
+
+    def kill(self):
+        from probes.graphrepro.worker import kill_group
+        kill_group(self.proc, grace=1.0)
+        for stream in (self.proc.stdout, self.proc.stderr):
             try:
-                found.append(json.loads(line[len(MARK):]))
-            except ValueError:
-                continue
-    return found
+                stream.close()
+            except Exception:
+                pass
 
 
 def run_isolated(job, modules, deadline, python=None):
     """Run the job in children until every device has a result or time is up: [device results]."""
     targets = [None] if job["device"] == "cpu" else list(job["gpus"])
-    results, attempts = {}, 0
-    while attempts < len(targets) + 1:
+    results = {}
+    for _ in range(len(targets) + 1):
         remaining = [t for t in targets if _key(t) not in results]
-        left = deadline - time.monotonic()
         if not remaining:
             break
-        if left < 5:
+        if deadline - time.monotonic() < 5:
             for t in remaining:
                 results[_key(t)] = {"index": t, "status": "skipped", "reason": "time budget spent"}
             break
-        attempts += 1
-        # A wall-clock deadline, so the child's own start-up (torch, sglang imports) counts against it.
-        sub = dict(job, gpus=[t for t in remaining if t is not None], budget_s=max(1.0, left - 8.0),
-                   deadline_epoch=time.time() + max(1.0, left - 8.0))
-        outcome = run_command(child_argv(python), timeout=left - 1.0,
-                              input_bytes=child_payload("probes.copybench.child:child_main", modules, job=sub))
-        got = parse_lines(outcome["stdout"])
-        for item in got:
-            results[_key(item.get("index"))] = item
-        if outcome["ok"] or outcome["exit_code"] == 3:
-            continue   # 3: the child stopped on purpose after a CUDA fault it already reported
-        # The child died or was killed: the first device without a result is the one it was on.
-        tail = (outcome["stderr"] or "").strip().splitlines()[-3:]
-        still = [t for t in remaining if _key(t) not in results]
-        if still:
-            results[_key(still[0])] = {"index": still[0], "status": "error",
-                                       "reason": "benchmark process failed: %s%s"
-                                                 % (outcome["error"], "; " + " | ".join(tail) if tail else "")}
+        _run_child(job, modules, deadline, python, remaining, results)
     return [results.get(_key(t), {"index": t, "status": "error", "reason": "no result"}) for t in targets]
+
+
+def _run_child(job, modules, deadline, python, remaining, results):
+    """One child for the `remaining` devices; every line it sends is kept in `results` as it arrives."""
+    budget = max(1.0, deadline - time.monotonic() - CHILD_MARGIN_S)
+    # A wall-clock deadline, so the child's own start-up (torch, sglang imports) counts against it.
+    sub = dict(job, gpus=[t for t in remaining if t is not None], budget_s=budget,
+               deadline_epoch=time.time() + budget)
+    child_deadline = time.monotonic() + budget
+    child = Child(child_argv(python), child_payload("probes.copybench.child:child_main", modules, job=sub))
+    try:
+        while True:
+            waiting = [t for t in remaining if _key(t) not in results]
+            if not waiting:
+                break
+            now = time.monotonic()
+            share = max(0.0, child_deadline - now) / len(waiting)   # as the child's bench_all divides it
+            got = child.next_result(min(share + GRACE_S, deadline - 1.0 - now))
+            if got == "timeout":
+                results[_key(waiting[0])] = {
+                    "index": waiting[0], "status": "timeout",
+                    "reason": "no result within %.0f s (its share of the time and %.0f s grace): the benchmark "
+                              "process was killed and the devices after it get a new one" % (share, GRACE_S)}
+                return
+            if got is None:
+                _blame_death(child, waiting, results)
+                return
+            results[_key(got.get("index"))] = got
+    finally:
+        child.kill()
+
+
+def _blame_death(child, waiting, results):
+    code = child.exit_code()
+    if code in (0, 3):
+        return   # 3: the child stopped on purpose after a CUDA fault it already reported
+    tail = list(child.stderr_tail)
+    # The child died or was killed: the first device without a result is the one it was on.
+    results[_key(waiting[0])] = {"index": waiting[0], "status": "error",
+                                 "reason": "benchmark process failed: exit %s%s"
+                                           % (code, "; " + " | ".join(tail) if tail else "")}
 
 
 def _key(index):
