@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import os
 import sys
 
 import click
@@ -21,6 +22,8 @@ class ExitCode(enum.IntEnum):
     USAGE = 2              # usage or input error
     HOSTS_FAILED = 3       # some hosts could not be scanned
     NOTHING_RAN = 4        # repro: every cell skipped (no CUDA / nothing to run on)
+    INTERNAL = 70          # a bug in gpudiag itself (EX_SOFTWARE), never confused with "error findings"
+    INTERRUPTED = 130      # Ctrl-C (128 + SIGINT, as shells report it)
 
 
 class UserError(click.ClickException):
@@ -62,7 +65,32 @@ def cli() -> None:
 
 
 def main() -> None:
+    # standalone_mode=False: click's own mode turns Ctrl-C and a stray EOFError into "Aborted!" with exit 1,
+    # which a CI job would read as "error findings".
     try:
-        cli.main(prog_name="gpudiag", standalone_mode=True)
-    except KeyboardInterrupt:  # outside a scan, Ctrl-C just ends quietly
-        sys.exit(130)
+        code = cli.main(prog_name="gpudiag", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, click.Abort) as exc:
+        cause = exc.__cause__ if isinstance(exc, click.Abort) else None
+        if cause is not None and not isinstance(cause, KeyboardInterrupt):
+            _internal_error(cause)
+        sys.exit(ExitCode.INTERRUPTED)  # outside a scan, Ctrl-C just ends quietly
+    except BrokenPipeError:  # `gpudiag report | head`: the reader left; nothing to say
+        sys.stdout = None  # type: ignore[assignment]  # no flush at exit onto the closed pipe
+        sys.exit(1)
+    except Exception as exc:
+        _internal_error(exc)
+    sys.exit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def _internal_error(exc: BaseException) -> None:
+    """An unexpected exception is a gpudiag bug: one line and exit 70, the traceback only on request."""
+    if os.environ.get("GPUDIAG_DEBUG"):
+        import traceback
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    message = (str(exc).splitlines() or [""])[0]
+    click.echo(f"gpudiag: internal error: {type(exc).__name__}: {message} "
+               f"(rerun with GPUDIAG_DEBUG=1 for the traceback)", err=True)
+    sys.exit(ExitCode.INTERNAL)

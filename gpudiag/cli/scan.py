@@ -106,7 +106,7 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         console.print(f"results: {writer.dir}", markup=False, highlight=False)
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept", style="yellow")
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     if any(r.status != OK for r in outcome.results):
         sys.exit(ExitCode.HOSTS_FAILED)
     sys.exit(ExitCode.FINDINGS if _error_findings(writer.dir, console, quiet=as_json) else ExitCode.OK)

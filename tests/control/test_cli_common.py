@@ -118,3 +118,49 @@ def test_hosts_table_prints_inventory_text_that_looks_like_rich_markup(tmp_path,
     result = CliRunner().invoke(cli, ["hosts", "all", "-i", str(inventory)], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     assert "/opt/[/etc] x[bold]/python" in result.output and "[/etc] none (absent)" in result.output
+
+
+def run_main(monkeypatch, capsys, *argv):
+    import sys
+    from gpudiag.cli import main
+    monkeypatch.setattr(sys, "argv", ["gpudiag", *argv])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    return exited.value.code, capsys.readouterr()
+
+
+def fail_resolving(monkeypatch, exc):
+    from gpudiag.cli import hosts as hosts_module
+
+    def raise_it(*args, **kwargs):
+        raise exc
+    monkeypatch.setattr(hosts_module, "load_hosts", raise_it)
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_unexpected_exception_is_an_internal_error_exit_70_not_findings(monkeypatch, capsys, debug):
+    from gpudiag.cli import ExitCode
+    if debug:
+        monkeypatch.setenv("GPUDIAG_DEBUG", "1")
+    else:
+        monkeypatch.delenv("GPUDIAG_DEBUG", raising=False)
+    fail_resolving(monkeypatch, RuntimeError("boom\nsecond line"))
+    code, out = run_main(monkeypatch, capsys, "hosts", "localhost")
+    assert code == ExitCode.INTERNAL == 70
+    assert "gpudiag: internal error: RuntimeError: boom (rerun with GPUDIAG_DEBUG=1 for the traceback)" \
+        in out.err
+    assert ("Traceback" in out.err) is debug
+
+
+@pytest.mark.parametrize("exc, code", [(KeyboardInterrupt(), 130), (EOFError("stray"), 70)])
+def test_ctrl_c_exits_130_and_a_stray_eoferror_is_internal(monkeypatch, capsys, exc, code):
+    monkeypatch.delenv("GPUDIAG_DEBUG", raising=False)
+    fail_resolving(monkeypatch, exc)
+    assert run_main(monkeypatch, capsys, "hosts", "localhost")[0] == code
+
+
+def test_main_keeps_usage_errors_at_2_and_help_at_0(monkeypatch, capsys):
+    code, out = run_main(monkeypatch, capsys, "scan", "localhost", "--probes", "bogus", "--reports-dir", "/tmp/x")
+    assert code == 2 and "unknown probe bogus" in out.err
+    assert run_main(monkeypatch, capsys, "--help")[0] == 0
+    assert run_main(monkeypatch, capsys, "hosts", "--bogus-option")[0] == 2
