@@ -68,18 +68,18 @@ def sglang_interpreter(ctx):
     return sys.executable
 
 
-def sglang_imports(python):
+def sglang_imports(python, timeout=60.0):
     """find_spec only: importing sglang here would be slow and could initialise CUDA."""
     code = "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 1)"
-    return run_command([python, "-c", code], timeout=60)["ok"]
+    return run_command([python, "-c", code], timeout=timeout)["ok"]
 
 
-def choose_mode(requested, python):
+def choose_mode(requested, python, timeout=60.0):
     if requested in ("synthetic", "sglang"):
         return [requested]
     if requested == "both":
         return ["sglang", "synthetic"]
-    return ["sglang"] if sglang_imports(python) else ["synthetic"]
+    return ["sglang"] if sglang_imports(python, timeout) else ["synthetic"]
 
 
 def environment(ctx, info):
@@ -108,7 +108,7 @@ def collect(ctx):
             "boundary": None, "signatures": [], "advice": [], "notes": [], "gpu": None,
             "memory_cap_mib": settings["max_mem_mib"]}
     python = sglang_interpreter(ctx)
-    modes = choose_mode(settings["mode"], python)
+    modes = choose_mode(settings["mode"], python, min(60.0, max(1.0, ctx.time_left() - RESERVE_SECONDS)))
     data["mode"], data["modes"] = modes[0], modes
     apply_deployment(settings, ctx.results.get("deployment") or {}, data["notes"])
     hidden_size_from_model(settings, "hidden_size" in options, data["notes"])

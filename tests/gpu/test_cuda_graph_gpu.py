@@ -27,6 +27,17 @@ def device_assert(args):
     torch.cuda.synchronize()
     return {"status": "ok"}
 
+def capped_allocation(args):
+    import torch
+    from probes.graphrepro.synthetic import cap_memory
+    cap = cap_memory(torch, torch.device("cuda", 0), args["cap_mib"])
+    small = torch.empty(args["cap_mib"] // 4 << 20, dtype=torch.uint8, device="cuda")
+    try:
+        torch.empty(args["cap_mib"] * 2 << 20, dtype=torch.uint8, device="cuda")
+    except torch.cuda.OutOfMemoryError as exc:
+        return {"status": "ok", "cap": cap, "small": small.numel(), "refused": str(exc)[:200]}
+    return {"status": "ok", "cap": cap, "small": small.numel(), "refused": None}
+
 def healthy(args):
     import torch
     return {"status": "ok", "sum": float(torch.ones(8, device="cuda").sum().item())}
@@ -48,7 +59,8 @@ def test_synthetic_matrix_runs_every_cell_and_prints_it():
     for boundary in data["boundaries"]:
         print("boundary:", boundary["text"])
     print("took %.1f s" % (time.monotonic() - started))
-    assert data["gpu"]["compute_capability"].startswith("sm_")
+    assert data["gpu"]["compute_capability"].startswith("sm_") and data["memory_cap_mib"] == 4096
+    assert all(c["memory_cap_mib"] == 4096 and c["estimated_mib"] <= 4096 for c in data["cells"])
     assert {c["path"] for c in data["cells"]} == set(specs.PATHS)
     assert all(c["status"] in CELL_STATUSES and c["status"] != "skipped" for c in data["cells"])
     assert all(b["text"] for b in data["boundaries"]) and data["boundary"] is not None
@@ -72,3 +84,30 @@ def test_a_poisoned_context_stays_in_its_child():
     finally:
         worker.close()
         worker.remove_logs()
+
+
+def test_the_memory_cap_refuses_allocations_above_it_in_the_child():
+    modules = local_modules()
+    modules["poison"] = [False, POISON]
+    worker = Worker(modules=modules)
+    try:
+        result = worker.call("poison:capped_allocation", {"cap_mib": 256}, timeout=120)
+        print("\ncapped child:", result)
+        assert result["cap"] == 256 and result["small"] == 64 << 20
+        assert result["refused"] and "out of memory" in result["refused"].lower()
+    finally:
+        worker.close()
+        worker.remove_logs()
+
+
+def test_device_info_reports_memory_in_use_and_uuids():
+    worker = Worker(modules=local_modules())
+    try:
+        info = worker.call("probes.graphrepro.synthetic:device_info", {"memory": True}, timeout=120)
+    finally:
+        worker.close()
+        worker.remove_logs()
+    assert info["memory_error"] is None and info["devices"]
+    for device in info["devices"]:
+        assert 0 < device["memory_used_mib"] < device["memory_total_mib"]
+        assert device["uuid"].startswith("GPU-")
