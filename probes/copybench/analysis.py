@@ -7,25 +7,43 @@ OUTLIER_TOLERANCE = 0.20
 
 
 def crossover_bytes(sweep):
-    """Smallest swept size from which copy_() beats the foreach kernel at every larger size, or None."""
+    """Smallest swept size from which copy_() clearly beats the foreach kernel at every larger size, or None.
+
+    Clearly: copy_()'s p90 below the foreach kernel's p10, so noise cannot make a crossover up.
+    """
     rows = sorted((r for r in sweep if r.get("copy_us") is not None and r.get("foreach_us") is not None),
                   key=lambda r: r["bytes"])
     found = None
     for row in reversed(rows):
-        if row["copy_us"] < row["foreach_us"]:
+        if _clearly_faster(row):
             found = row["bytes"]
         else:
             break
     return found
 
 
-def recommended_split(crossover, override=None):
+def _clearly_faster(row):
+    """copy_()'s slow samples (p90) faster than the foreach kernel's fast ones (p10); medians when a row
+    carries no spread."""
+    copy_slow = (row.get("copy") or {}).get("p90_us", row["copy_us"])
+    foreach_fast = (row.get("foreach") or {}).get("p10_us", row["foreach_us"])
+    return copy_slow < foreach_fast
+
+
+NO_COPY_ENGINE = ("no split on the CPU: there is no copy engine, copy_() and the foreach kernel both run on "
+                  "the CPU cores")
+
+
+def recommended_split(crossover, override=None, cuda=True):
     """(bytes, why): the threshold above which a contiguous tensor should leave the foreach group."""
     if override is not None:
         return int(override), "set by the copy_bench.split_bytes option"
+    if not cuda:
+        return None, NO_COPY_ENGINE
     if crossover is None:
-        return None, "copy_() never overtook the foreach kernel in the sweep: keep every tensor in the group"
-    return crossover, "copy_() beats the foreach kernel from this size on in the sweep"
+        return None, ("copy_() never clearly overtook the foreach kernel in the sweep (its p90 below the "
+                      "kernel's p10 at every larger size): keep every tensor in the group")
+    return crossover, "copy_() clearly beats the foreach kernel (p90 below its p10) from this size on in the sweep"
 
 
 def _median(entry):

@@ -267,7 +267,7 @@ def run_device(bench):
     job = bench.job
     sweep = bench.sweep()
     crossover = analysis.crossover_bytes(sweep)
-    split, why = analysis.recommended_split(crossover, job.get("split_bytes"))
+    split, why = analysis.recommended_split(crossover, job.get("split_bytes"), cuda=bench.cuda)
     result = {"status": "ok", "sweep": sweep, "crossover_bytes": crossover,
               "recommended_split_bytes": split, "split_reason": why, "workloads": []}
     for path, bs, hidden in workloads.workload_grid(job["paths"], job["batch_sizes"], job["hidden_sizes"]):

@@ -112,6 +112,24 @@ def test_crossover_is_where_copy_wins_from_then_on():
     assert analysis.recommended_split(65536, override=1 << 20) == (1 << 20, "set by the copy_bench.split_bytes option")
 
 
+def spread_row(size, copy, foreach):
+    """A sweep row from (p10, median, p90) of each kernel."""
+    def timing(p10, median, p90):
+        return {"status": "ok", "p10_us": p10, "median_us": median, "p90_us": p90}
+    return dict(row(size, copy[1], foreach[1]), copy=timing(*copy), foreach=timing(*foreach))
+
+
+def test_crossover_needs_copy_clearly_faster_than_the_noise():
+    noisy = [spread_row(1024, (2.0, 3.0, 4.0), (1.5, 2.0, 2.5)),
+             spread_row(4096, (2.0, 2.4, 5.0), (2.2, 2.6, 3.0)),      # median faster, spreads overlap
+             spread_row(16384, (2.5, 2.8, 3.0), (6.0, 7.0, 8.0))]     # clearly faster
+    assert analysis.crossover_bytes(noisy) == 16384
+    assert analysis.crossover_bytes(noisy[:2]) is None
+    split, why = analysis.recommended_split(16384, cuda=False)
+    assert split is None and "no copy engine" in why
+    assert analysis.recommended_split(16384, override=4096, cuda=False)[0] == 4096
+
+
 def timed(median):
     return {"status": "ok", "median_us": median}
 

@@ -98,6 +98,8 @@ def test_probe_data_shape_on_the_cpu():
     assert workload["strategies"]["installed"]["status"] == "skipped"
     assert "sglang is not importable" in workload["strategies"]["installed"]["reason"]
     assert cpu["h2d"] is None and "CUDA only" in cpu["h2d_reason"]
+    assert cpu["recommended_split_bytes"] is None and "no copy engine" in cpu["split_reason"]
+    assert data["summary"]["recommended_split_bytes"] is None
     assert data["settings"]["batch_sizes"] == [2] and data["settings_source"]["batch_sizes"] == "option"
 
 
