@@ -70,11 +70,12 @@ def _emit(text: str, output: Path | None) -> None:
 def _console_summary(run: LoadedRun, findings: Sequence[Finding]) -> None:
     console = Console()
     hosts = Table(title=f"gpudiag run {run.manifest.run_id} ({run.manifest.started_at[:10] or '-'})")
-    for column in ("host", "status", "GPUs", "torch", "sglang", "speculative", "CUDA graphs"):
+    for column in ("host", "status", "GPUs", "torch", "sglang", "speculative", "CUDA graphs (decode)"):
         hosts.add_column(column, overflow="fold")
     for h in run.hosts:
         f = host_facts(h)
-        hosts.add_row(f.name, f.status, f.gpus, f.torch, f.sglang, f.speculative, f.cuda_graphs)
+        torch = f"{f.torch} (another Python than sglang's)" if f.torch_elsewhere else f.torch
+        hosts.add_row(f.name, f.status, f.gpus, torch, f.sglang, f.speculative, f.cuda_graphs)
     console.print(hosts)
     if not findings:
         console.print("no findings")

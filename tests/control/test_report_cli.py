@@ -219,3 +219,25 @@ def test_fleet_table_names_the_interpreters_and_flags_torch_read_elsewhere(tmp_p
     assert "| split | ok | - | - | 2.1.0 (another Python than sglang's) | 0.5.14 |" in text
     assert "| split | /opt/venv/bin/python (live_server) | /usr/bin/python3 (ran the probes) |" in text
     assert "sglang.torch_other_interpreter" in text
+
+
+def test_json_hosts_carry_interpreters_and_decode_graph_settings():
+    doc = json.loads(invoke(FLEET3, "--json").output)
+    gpu_a, gpu_b = doc["hosts"][0], doc["hosts"][1]
+    assert gpu_a["sglang_interpreter"] == "/opt/sglang/.venv/bin/python (live_server)"
+    assert gpu_a["torch_interpreter"] == "/opt/sglang/.venv/bin/python (ran the probes)"
+    assert gpu_a["torch_elsewhere"] is False and gpu_a["graph_max_bs"] == "64"
+    assert gpu_b["cuda_graphs"] == "off" and gpu_b["deployment_flags"]["model_path"] == "Qwen/Qwen3-8B"
+    assert "cuda_graph_backend_decode" not in gpu_b["deployment_flags"]     # no server here uses that spelling
+    assert "cuda_graph.dflash_draft_graph_disabled" not in {f["id"] for f in doc["findings"]}   # graphs are off
+
+
+def test_console_marks_torch_read_in_another_python(tmp_path):
+    split = {"schema": 1, "name": "split", "status": "ok", "probes": {
+        "env": {"status": "ok", "data": {"python": {"executable": "/usr/bin/python3"},
+                                         "torch": {"available": True, "version": "2.1.0"}}},
+        "sglang_source": {"status": "ok", "data": {"found": True, "version": "0.5.14", "interpreter": {
+            "path": "/opt/venv/bin/python", "why": "live_server"}}}}}
+    write_run(tmp_path, [split])
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(cli, ["report", "--reports-dir", str(tmp_path)])
+    assert "another Python" in result.output and "sglang.torch_other_interpreter" in result.output
