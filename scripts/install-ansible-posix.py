@@ -15,8 +15,15 @@ SPEC = "ansible==12.*"
 PREFIX = "ansible_collections/ansible/posix/"
 
 
+def installed() -> bool:
+    try:
+        return importlib.util.find_spec("ansible_collections.ansible.posix") is not None
+    except ModuleNotFoundError:   # no ansible_collections at all
+        return False
+
+
 def main() -> int:
-    if importlib.util.find_spec("ansible_collections.ansible.posix") is not None:
+    if installed():
         return 0
     cache = Path(os.environ.get("GPUDIAG_ANSIBLE_CACHE", Path.home() / ".cache" / "gpudiag-ansible"))
     wheels = sorted(cache.glob("ansible-*.whl"))
