@@ -97,35 +97,58 @@ def saving_vs_installed(strategies, behaviour):
                     "hidden_states_separate": (behaviour or {}).get("hidden_states_separate")}
 
 
+def _steady_median(timing):
+    """The median of a verified timing whose samples agree (not `noisy`), else None."""
+    if not isinstance(timing, dict) or timing.get("status", "ok") != "ok" or timing.get("noisy"):
+        return None
+    return timing.get("median_us")
+
+
 def gpu_metrics(gpu):
-    """Figures comparable across sibling GPUs: the largest sweep point and per-strategy totals."""
+    """Steady figures comparable across sibling GPUs: the largest sweep point, every workload's strategies,
+    host→device copies. Noisy timings are left out: their medians say nothing about the GPU."""
     metrics = {}
     sweep = [r for r in gpu.get("sweep") or [] if r.get("copy_us") is not None]
     if sweep:
         top = max(sweep, key=lambda r: r["bytes"])
-        metrics["sweep_copy_us@%d" % top["bytes"]] = top["copy_us"]
-        if top.get("foreach_us") is not None:
-            metrics["sweep_foreach_us@%d" % top["bytes"]] = top["foreach_us"]
-    for name in ("loop", "grouped_foreach"):
-        values = [_median((w.get("strategies") or {}).get(name)) for w in gpu.get("workloads") or []]
-        if values and all(v is not None for v in values):
-            metrics["%s_total_us" % name] = sum(values)
+        for kind in ("copy", "foreach"):
+            value = _steady_median(top.get(kind) or {"median_us": top.get(kind + "_us")})
+            if value is not None:
+                metrics["sweep_%s_us@%d" % (kind, top["bytes"])] = value
+    for w in gpu.get("workloads") or []:
+        for name, timing in sorted((w.get("strategies") or {}).items()):
+            value = _steady_median(timing)
+            if value is not None:
+                metrics["%s/%s" % (w.get("name"), name)] = value
+    for kind in ("pinned", "pageable"):
+        value = _steady_median((gpu.get("h2d") or {}).get(kind))
+        if value is not None:
+            metrics["h2d/" + kind] = value
     return metrics
 
 
+MIN_GPUS = 3   # with two GPUs each is as far off the other: neither can be named
+
+
 def find_outliers(gpus, tolerance=OUTLIER_TOLERANCE):
-    """[{index, metric, value, siblings_median, ratio}] for figures more than `tolerance` off the siblings'."""
+    """[{index, median_ratio, metrics_compared, metric, value, siblings_median, ratio}]: GPUs whose figures
+    are, taken together, more than `tolerance` off their siblings' (the median of the GPU's ratios decides;
+    metric/value/ratio name its worst figure). Needs at least MIN_GPUS measured GPUs."""
     measured = [(g.get("index"), gpu_metrics(g)) for g in gpus if g.get("status") == "ok"]
-    if len(measured) < 2:
+    if len(measured) < MIN_GPUS:
         return []
     outliers = []
     for index, metrics in measured:
+        ratios = []
         for metric, value in sorted(metrics.items()):
-            others = sorted(m[metric] for i, m in measured if i != index and metric in m)
-            if not others:
-                continue
-            sibling = percentile(others, 50)
-            if sibling and sibling > 0 and abs(value / sibling - 1.0) > tolerance:
-                outliers.append({"index": index, "metric": metric, "value": round(value, 3),
-                                 "siblings_median": round(sibling, 3), "ratio": round(value / sibling, 3)})
+            sibling = percentile(sorted(m[metric] for i, m in measured if i != index and metric in m), 50)
+            if sibling and sibling > 0:
+                ratios.append((metric, value, sibling, value / sibling))
+        typical = percentile(sorted(r[3] for r in ratios), 50)
+        if typical is None or abs(typical - 1.0) <= tolerance:
+            continue
+        metric, value, sibling, ratio = max(ratios, key=lambda r: abs(r[3] - 1.0))
+        outliers.append({"index": index, "median_ratio": round(typical, 3), "metrics_compared": len(ratios),
+                         "metric": metric, "value": round(value, 3), "siblings_median": round(sibling, 3),
+                         "ratio": round(ratio, 3)})
     return outliers

@@ -105,6 +105,30 @@ def test_a_gpu_more_than_20_percent_off_its_siblings_is_named():
     assert row[0] == "2" and row[1] == "2 of 2" and row[-1] == "1.30"
 
 
+def many_metrics(index, scale=1.0, stray=None, noisy_scale=None):
+    """A GPU with twelve workload medians; `stray` scales one of them, `noisy_scale` scales the noisy ones."""
+    loads = []
+    for n in range(12):
+        value = 10.0 + n
+        w = workload(name=f"w{n}", loop=value * scale)
+        if stray is not None and n == 0:
+            w["strategies"]["loop"]["median_us"] = value * stray
+        if noisy_scale is not None and n < 8:
+            w["strategies"]["loop"].update(median_us=value * noisy_scale, cv=0.3, noisy=True)
+        loads.append(w)
+    return {"index": index, "name": "NVIDIA H200", "workloads": loads}
+
+
+def test_one_stray_median_or_noisy_timings_do_not_make_a_gpu_an_outlier():
+    bench = {"gpus": [many_metrics(0), many_metrics(1, stray=1.6), many_metrics(2, noisy_scale=2.0),
+                      many_metrics(3, scale=1.01)]}
+    assert copies.gpu_copy_outliers([host(copy_bench=bench)]) == []
+    bench["gpus"].append(many_metrics(4, scale=1.35))
+    [finding] = copies.gpu_copy_outliers([host(copy_bench=bench)])
+    assert finding.title.startswith("GPU 4 ") and len(finding.evidence[0].table) == 2
+    assert finding.evidence[0].table[1][:3] == ("4", "12 of 12", "1.35")
+
+
 def test_gpus_within_20_percent_or_only_two_gpus_are_silent():
     assert copies.gpu_copy_outliers([host(copy_bench=gpus(1.0, 1.1, 0.95))]) == []
     assert copies.gpu_copy_outliers([host(copy_bench=gpus(1.0, 2.0))]) == []

@@ -148,18 +148,21 @@ def test_speedups_best_and_saving_against_what_the_release_does():
     assert analysis.saving_vs_installed(results, {"kind": "unknown"})[0] is None
 
 
-def gpu(index, copy_us, loop_us):
-    return {"index": index, "status": "ok", "sweep": [row(1 << 20, copy_us, 9.0)],
-            "workloads": [{"strategies": {"loop": timed(loop_us), "grouped_foreach": timed(5.0)}}]}
+def gpu(index, copy_us, loop_us, noisy_loop=False, others=1.0):
+    loop = dict(timed(loop_us), noisy=noisy_loop)
+    return {"index": index, "status": "ok", "sweep": [row(1 << 20, copy_us, 9.0 * others)],
+            "workloads": [{"name": "w", "strategies": {"loop": loop, "grouped_foreach": timed(5.0 * others)}}]}
 
 
-def test_outliers_compare_each_gpu_with_its_siblings():
+def test_outliers_decide_on_the_median_ratio_of_steady_figures_with_three_gpus():
     gpus = [gpu(0, 10.0, 40.0), gpu(1, 10.5, 41.0), gpu(2, 14.0, 40.5), gpu(3, 9.8, 39.0),
-            {"index": 4, "status": "skipped"}]
+            gpu(4, 13.0, 52.0, others=1.3), gpu(5, 10.0, 90.0, noisy_loop=True), {"index": 6, "status": "skipped"}]
     found = analysis.find_outliers(gpus)
-    assert found == [{"index": 2, "metric": "sweep_copy_us@1048576", "value": 14.0, "siblings_median": 10.0,
-                      "ratio": 1.4}]
-    assert analysis.find_outliers(gpus[:1]) == []
+    # GPU 2: one of three figures 40% off, the median ratio is not; GPU 5: its only odd figure is noisy.
+    assert [f["index"] for f in found] == [4]
+    assert found[0]["median_ratio"] == pytest.approx(1.3, abs=0.01) and found[0]["metrics_compared"] == 4
+    assert found[0]["ratio"] == 1.3 and found[0]["metric"] in ("sweep_copy_us@1048576", "w/grouped_foreach")
+    assert analysis.find_outliers([gpu(0, 10.0, 40.0), gpu(1, 20.0, 80.0)]) == []   # two GPUs: no odd one
 
 
 def test_summarize_gives_median_spread_and_flags_noise():
