@@ -167,9 +167,9 @@ def _split_bytes(host: HostResult) -> float | None:
 
 
 def _split_off_bytes(workload: dict[str, Any]) -> float | None:
-    """Bytes of the largest tensor the split strategy moved out of the group (fields marked split: copy_)."""
+    """Bytes of the largest tensor the split strategy moved out of the group (the probe marks it split: dma)."""
     sizes = [number(f.get("bytes")) for f in as_list(workload.get("fields"))
-             if isinstance(f, dict) and f.get("split") == "copy_"]
+             if isinstance(f, dict) and f.get("split") == "dma"]
     sizes = [s for s in sizes if s]
     return max(sizes) if sizes else None
 

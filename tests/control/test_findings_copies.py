@@ -68,7 +68,7 @@ def test_hidden_states_inside_a_foreach_group_is_flagged_with_its_source_line():
 def split_workload(name, hidden_bytes, whole, split):
     w = workload(name=name, grouped_foreach=whole, grouped_foreach_dma_split=split)
     w["fields"] = [{"name": "seq_lens", "bytes": 128, "split": "foreach"},
-                   {"name": "hidden_states", "bytes": hidden_bytes, "split": "copy_"}]
+                   {"name": "hidden_states", "bytes": hidden_bytes, "split": "dma"}]
     return w
 
 
