@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from gpudiag.findings.common import as_dict, as_list, dig, probe
-from gpudiag.findings.facts import command_line, host_facts, servers_of, sglang_interpreter, torch_facts
+from gpudiag.findings.facts import command_line, host_facts, servers_of, torch_facts
 from gpudiag.models import HostResult
 from gpudiag.render.blocks import table
 
@@ -113,8 +113,9 @@ def source_facts(host: HostResult) -> list[str]:
     sg = probe(host, "sglang_source")
     if sg is None:
         return []
-    read_from = sglang_interpreter(host)
-    origin = f"Read from `{read_from[0]}` (chosen: {read_from[1]})" if read_from else "Interpreter not recorded"
+    chosen = as_dict(sg.get("interpreter"))    # recorded even when sglang was not found there
+    origin = f"Read from `{chosen['path']}` (chosen: {chosen.get('why') or '-'})" if chosen.get("path") else \
+        "Interpreter not recorded"
     if sg.get("found") is False:
         return ["#### Source facts (sglang)", "", f"{origin}. sglang not found: {sg.get('reason') or '-'}", ""]
     lines = ["#### Source facts (sglang)", "",

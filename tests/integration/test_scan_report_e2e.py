@@ -40,10 +40,13 @@ def test_markdown_report_names_this_hosts_real_facts(scanned):
     assert text.startswith("# gpudiag report — run ")
     assert socket.gethostname() in text
     assert platform.python_version() in text
+    # The appendix says which Python sglang was looked for in, and why that one.
+    assert f"Read from `{sys.executable}` (chosen: explicit)" in text
     version = torch_version()
     if version is None:
         pytest.skip("torch is not installed in this interpreter, so there is no torch version to find")
     assert version.split("+")[0] in text
+    assert "#### torch capabilities" in text and "| cpu | ok |" in text     # torch_caps' CPU check, as a table
 
 
 def test_json_report_exit_status_matches_its_findings(scanned):
