@@ -43,6 +43,29 @@ def check_schema(doc: dict[str, Any], what: str) -> None:
                           f"upgrade gpudiag")
 
 
+def _number(doc: dict[str, Any], key: str, what: str) -> float:
+    """A numeric field (absent or null reads as 0); anything else is a SchemaError naming it."""
+    value = doc.get(key)
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SchemaError(f"{what}: {key!r} is {_shown(value)}, not a number")
+    return float(value)
+
+
+def _typed(doc: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str, noun: str) -> Any:
+    """A field that is absent, null, or of `kind`; anything else is a SchemaError naming it."""
+    value = doc.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise SchemaError(f"{what}: {key!r} is {_shown(value)}, not {noun}")
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def safe_file_name(name: str) -> str:
     """A host name usable as a file name: no '/', no leading dot, nothing a shell would mind."""
     cleaned = _SAFE_NAME.sub("_", name).lstrip(".") or "host"
@@ -123,12 +146,22 @@ class ProbeResult:
         return out
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> "ProbeResult":
+    def from_dict(cls, doc: Any, what: str = "probe result") -> "ProbeResult":
+        """Raises SchemaError when a field has the wrong type; an unknown status reads as an error."""
+        if not isinstance(doc, dict):
+            raise SchemaError(f"{what}: {_shown(doc)} is not a JSON object")
         status = doc.get("status", "error")
         if status not in PROBE_STATUSES:
             status = "error"
-        return cls(status=status, duration_s=float(doc.get("duration_s") or 0.0), data=doc.get("data"),
-                   error=doc.get("error"), reason=doc.get("reason"))
+        reason = _typed(doc, "reason", str, what, "a string")
+        return cls(status=status, duration_s=_number(doc, "duration_s", what), data=doc.get("data"),
+                   error=_typed(doc, "error", dict, what, "a JSON object"), reason=reason)
+
+
+def probes_from_dict(doc: dict[str, Any], what: str) -> dict[str, ProbeResult]:
+    """The 'probes' object of a frame or stored host result; a wrong shape is a SchemaError."""
+    probes = _typed(doc, "probes", dict, what, "a JSON object") or {}
+    return {str(name): ProbeResult.from_dict(p, f"{what}: probe {name}") for name, p in probes.items()}
 
 
 @dataclass(frozen=True)
@@ -163,14 +196,16 @@ class HostResult:
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], what: str = "host result") -> "HostResult":
+        if not isinstance(doc, dict):
+            raise SchemaError(f"{what}: not a JSON object")
         check_schema(doc, what)
-        probes = {k: ProbeResult.from_dict(v) for k, v in (doc.get("probes") or {}).items()
-                  if isinstance(v, dict)}
+        probes = probes_from_dict(doc, what)
+        tail = _typed(doc, "output_tail", dict, what, "a JSON object")
         return cls(name=str(doc.get("name", "?")), status=str(doc.get("status", FRAME_ERROR)),
                    reason=str(doc.get("reason", "")), address=str(doc.get("address", "")),
                    transport=str(doc.get("transport", "")), python=str(doc.get("python", "")),
-                   duration_s=float(doc.get("duration_s") or 0.0), probes=probes,
-                   output_tail=doc.get("output_tail"))
+                   duration_s=_number(doc, "duration_s", what), probes=probes,
+                   output_tail={str(k): str(v) for k, v in tail.items()} if tail else None)
 
 
 @dataclass(frozen=True)
@@ -195,14 +230,20 @@ class RunManifest:
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], what: str = "run.json") -> "RunManifest":
+        if not isinstance(doc, dict):
+            raise SchemaError(f"{what}: not a JSON object")
         check_schema(doc, what)
+        hosts = _typed(doc, "hosts", list, what, "a list") or []
+        if not all(isinstance(h, dict) for h in hosts):
+            raise SchemaError(f"{what}: 'hosts' holds an entry that is not a JSON object")
+        argv = _typed(doc, "argv", list, what, "a list") or []
         known = {"schema", "run_id", "kind", "started_at", "finished_at", "interrupted", "argv",
                  "gpudiag_version", "hosts"}
         return cls(run_id=str(doc.get("run_id", "")), kind=str(doc.get("kind", "scan")),
                    started_at=str(doc.get("started_at", "")), finished_at=doc.get("finished_at"),
-                   interrupted=bool(doc.get("interrupted", False)), argv=tuple(doc.get("argv") or ()),
+                   interrupted=bool(doc.get("interrupted", False)), argv=tuple(str(a) for a in argv),
                    gpudiag_version=str(doc.get("gpudiag_version", "")),
-                   hosts=tuple(dict(h) for h in doc.get("hosts") or ()),
+                   hosts=tuple(dict(h) for h in hosts),
                    extra={k: v for k, v in doc.items() if k not in known})
 
 

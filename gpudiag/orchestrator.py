@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 from gpudiag import bundle
 from gpudiag.models import (FRAME_ERROR, INTERRUPTED, OK, PROBE_ERROR, PYTHON_MISSING, TIMEOUT,
-                            UNREACHABLE, CommandResult, Host, HostResult, ProbeResult)
+                            UNREACHABLE, CommandResult, Host, HostResult, ProbeResult, SchemaError,
+                            check_schema, probes_from_dict)
 from gpudiag.transports import Transport, TransportError, transport_for
 
 DEFAULT_FORKS = 32
@@ -63,18 +64,32 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
         hint = f"; stderr: {last[0][:160]}" if last[0] else ""
         return HostResult(status=FRAME_ERROR, reason=f"{exc} (exit {command.exit_code}){hint}",
                           output_tail=tails, **base)
-    probes = {name: ProbeResult.from_dict(p) for name, p in (doc.get("probes") or {}).items()
-              if isinstance(p, dict)}
-    python = (doc.get("python") or {}).get("executable") or host.python
-    base["python"] = python
+    try:
+        probes, executable = _read_frame(doc)
+    except SchemaError as exc:  # a frame of another schema or shape: never read as data
+        return HostResult(status=FRAME_ERROR, reason=str(exc), output_tail=tails, **base)
+    base["python"] = executable or host.python
     if doc.get("fatal"):
         return HostResult(status=PROBE_ERROR, reason=str(doc["fatal"]), probes=probes, **base)
-    failed = [f"{name} {p.status}" + (f" ({p.error.get('type')}: {p.error.get('message', '')[:80]})"
+    failed = [f"{name} {p.status}" + (f" ({p.error.get('type')}: {str(p.error.get('message', ''))[:80]})"
                                       if p.error else "")
               for name, p in probes.items() if p.status in ("error", "timeout")]
     if failed:
         return HostResult(status=PROBE_ERROR, reason="; ".join(failed), probes=probes, **base)
     return HostResult(status=OK, reason="", probes=probes, **base)
+
+
+def _read_frame(doc: dict[str, Any]) -> tuple[dict[str, ProbeResult], str | None]:
+    """The probes and interpreter a frame names; SchemaError when its schema or shape is not ours."""
+    check_schema(doc, "the frame")
+    probes = probes_from_dict(doc, "the frame")
+    python = doc.get("python")
+    if python is not None and not isinstance(python, dict):
+        raise SchemaError(f"the frame: 'python' is {python!r:.40}, not a JSON object")
+    executable = (python or {}).get("executable")
+    if executable is not None and not isinstance(executable, str):
+        raise SchemaError(f"the frame: 'python.executable' is {executable!r:.40}, not a string")
+    return probes, executable
 
 
 def _python_missing(command: CommandResult) -> bool:

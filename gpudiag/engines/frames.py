@@ -36,7 +36,12 @@ class Frame:
             value = self.document.get("host") or self.document.get("hostname")
             return str(value) if value else None
         match = _HOST_IN_PARTIAL.search(self.text)
-        return json.loads(f'"{match.group(1)}"') if match else None
+        if match is None:
+            return None
+        try:
+            return str(json.loads(f'"{match.group(1)}"'))
+        except ValueError:  # a broken escape in a cut-off frame: keep the text as it stands
+            return match.group(1)
 
 
 @dataclass

@@ -111,7 +111,8 @@ def classify_document(host: Host, document: dict[str, Any], nonce: str) -> HostR
     """A scan's own classification, fed the frame as the host would have printed it."""
     text = f"GPUDIAG-BEGIN {nonce}\n{json.dumps(document)}\nGPUDIAG-END {nonce}\n"
     probes = document.get("probes") if isinstance(document.get("probes"), dict) else {}
-    duration = sum(float(p.get("duration_s") or 0) for p in probes.values() if isinstance(p, dict))
+    duration = sum(float(p["duration_s"]) for p in probes.values()
+                   if isinstance(p, dict) and isinstance(p.get("duration_s"), (int, float)))
     command = CommandResult(exit_code=0, stdout=text.encode("utf-8"), stderr=b"", duration_s=duration)
     return classify(host, command, nonce, 0.0)
 

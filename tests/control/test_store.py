@@ -70,3 +70,41 @@ def test_corrupt_json_names_file_and_line(tmp_path):
     (writer.dir / "hosts" / "bad.json").write_text('{\n  "schema": 1,\n  oops\n}')
     with pytest.raises(StoreError, match=r"bad\.json:3: not valid JSON"):
         load_run(writer.dir)
+
+
+def stored_run(tmp_path, host_changes=None, run_changes=None):
+    writer = RunWriter(tmp_path, "scan", [])
+    path = writer.write_host(result("h"))
+    writer.finish()
+    doc = json.loads(path.read_text())
+    doc.update(host_changes or {})
+    path.write_text(json.dumps(doc))
+    manifest = json.loads((writer.dir / "run.json").read_text())
+    manifest.update(run_changes or {})
+    (writer.dir / "run.json").write_text(json.dumps(manifest))
+    return writer.dir
+
+
+@pytest.mark.parametrize("host_changes, run_changes, message", [
+    ({"duration_s": "abc"}, None, r"h\.json: 'duration_s' is 'abc', not a number"),
+    ({"probes": ["env"]}, None, r"h\.json: 'probes' is \['env'\], not a JSON object"),
+    ({"probes": {"env": {"status": "ok", "duration_s": "x"}}}, None, r"probe env: 'duration_s' is 'x'"),
+    ({"probes": {"env": "ok"}}, None, r"probe env: 'ok' is not a JSON object"),
+    ({"output_tail": "text"}, None, r"'output_tail' is 'text'"),
+    (None, {"hosts": "x"}, r"run\.json: 'hosts' is 'x', not a list"),
+    (None, {"hosts": ["x"]}, r"run\.json: 'hosts' holds an entry that is not a JSON object"),
+    (None, {"argv": 3}, r"run\.json: 'argv' is 3, not a list"),
+])
+def test_malformed_stored_documents_are_store_errors(tmp_path, host_changes, run_changes, message):
+    run_dir = stored_run(tmp_path, host_changes, run_changes)
+    with pytest.raises(StoreError, match=message):
+        load_run(run_dir)
+
+
+def test_report_on_a_malformed_stored_document_exits_2_with_one_line(tmp_path):
+    from click.testing import CliRunner
+    from gpudiag.cli import cli
+    run_dir = stored_run(tmp_path, {"duration_s": "abc", "probes": ["env"]})
+    result = CliRunner().invoke(cli, ["report", str(run_dir), "--reports-dir", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
