@@ -9,10 +9,14 @@ import sys
 
 STRATEGIES = ("loop", "grouped_foreach", "grouped_foreach_dma_split", "packed", "installed")
 INSTALLED_NAME = "_grouped_foreach_copy_"
-# Where sglang releases defined _grouped_foreach_copy_, for when the sglang_source probe did not run.
-FALLBACK_MODULES = ("sglang.srt.model_executor.runner", "sglang.srt.model_executor.input_buffers",
-                    "sglang.srt.model_executor.cuda_graph_runner",
-                    "sglang.srt.model_executor.graph_input_buffers")
+# Where sglang releases define _grouped_foreach_copy_, for when the sglang_source probe did not run:
+# 0.5.14+ runner_utils.buffers (re-exported by the runner package, which the EAGLE runners import) and
+# cuda_graph_buffer_registry (the buffer registry's fill); up to 0.5.11 cuda_graph_runner. The last two
+# names are kept for releases in between; a module that is missing costs one failed import.
+FALLBACK_MODULES = ("sglang.srt.model_executor.runner_utils.buffers",
+                    "sglang.srt.model_executor.cuda_graph_buffer_registry",
+                    "sglang.srt.model_executor.runner", "sglang.srt.model_executor.cuda_graph_runner",
+                    "sglang.srt.model_executor.input_buffers", "sglang.srt.model_executor.graph_input_buffers")
 PACKED_CAVEAT = ("packed needs the static buffers to be views of one arena (sglang allocates each buffer "
                  "on its own), and it stages every field through one extra kernel before the copy")
 
@@ -186,6 +190,8 @@ def load_installed(modules):
                                % (type(exc).__name__, str(exc)[:200])})
             continue
         fn = getattr(mod, INSTALLED_NAME, None)
+        if callable(fn) and any(item["fn"] is fn for item in loaded):
+            continue   # a re-export of a definition already loaded (the runner package's)
         if callable(fn):
             loaded.append({"module": module, "fn": fn})
         elif modules:

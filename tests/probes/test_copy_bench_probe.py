@@ -52,6 +52,28 @@ def fake_sglang(tmp_path, monkeypatch):
         del sys.modules[name]
 
 
+def test_without_sglang_source_the_release_modules_of_0_5_14_on_are_tried(tmp_path, monkeypatch):
+    from probes.copybench import strategies
+    base = tmp_path / "sglang" / "srt" / "model_executor"
+    for folder in (base / "runner_utils", base / "runner"):
+        folder.mkdir(parents=True)
+    for folder in (tmp_path / "sglang", tmp_path / "sglang" / "srt", base, base / "runner_utils"):
+        (folder / "__init__.py").write_text("")
+    (base / "runner_utils" / "buffers.py").write_text(textwrap.dedent(GROUPED))
+    (base / "cuda_graph_buffer_registry.py").write_text(textwrap.dedent(GROUPED))
+    (base / "runner" / "__init__.py").write_text(   # the runner package re-exports the buffers' definition
+        "from sglang.srt.model_executor.runner_utils.buffers import _grouped_foreach_copy_\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        loaded, failed = strategies.load_installed(None)
+    finally:
+        for name in [m for m in sys.modules if m == "sglang" or m.startswith("sglang.")]:
+            del sys.modules[name]
+    assert [item["module"] for item in loaded] == ["sglang.srt.model_executor.runner_utils.buffers",
+                                                   "sglang.srt.model_executor.cuda_graph_buffer_registry"]
+    assert failed == []
+
+
 def source_facts():
     return {"found": True, "version": "0.5.14", "grouped_foreach_copy": {
         "definitions": [{"module": "sglang.srt.model_executor.runner"},
