@@ -197,7 +197,7 @@ def _repro_finding(host: HostResult, key: str, failing: list[dict[str, Any]]) ->
               + (f" ({signature.get('name')})" if signature else ""),
         hosts=(host.name,), evidence=tuple(evidence),
         recommendation=str(signature.get("recommendation") or
-                           "Keep CUDA graphs below the boundary (--cuda-graph-max-bs) or disable them for the "
+                           f"Keep CUDA graphs below the boundary ({max_bs_flag(host)}) or disable them for the "
                            "failing path, and report the repro cell with its detail upstream."),
         sources=(source(host, "cuda_graph"),))
 

@@ -182,11 +182,16 @@ def _methodology(run: LoadedRun) -> list[str]:
     methods = sorted({str(dig(probe(h, "copy_bench"), "method")) for h in run.hosts
                       if dig(probe(h, "copy_bench"), "method")})
     lines = ["## Methodology", "",
+             "- Interpreters: sglang's source is read from the Python that serves it (the live server's, else "
+             "the one given or the probes' own); torch facts come from the Python that ran the probes unless "
+             "torch_caps ran in the serving one. When the two differ the report says so and does not judge that "
+             "torch against sglang.",
              "- Environment: hostname, OS, Python and torch read on each host by the probing interpreter; GPUs, "
              "driver and topology from `nvidia-smi` (each command under a timeout).",
              "- Source facts: the installed sglang read as text and AST on the host (never imported); every fact "
              "names its file (relative to site-packages) and line.",
-             "- Integrity: installed files hashed and compared with the wheel's RECORD, or `git status` of an "
+             "- Integrity: installed files hashed and compared with the wheel's RECORD (by default only the files "
+             "the facts cite; `gpudiag scan --verify-all` hashes every file), or `git status` of an "
              "editable checkout.",
              "- Deployment: running sglang servers found from the process table; flags parsed from their "
              "command lines.",

@@ -143,3 +143,11 @@ def test_live_server_range_reads_the_decode_max_bs_spellings():
     [finding] = cuda_graph.repro_failures([h])
     assert "--cuda-graph-max-bs-decode 64" in finding.evidence[-1].text
     assert "inside the failing range" in finding.evidence[-1].text
+
+
+def test_repro_failure_without_a_signature_advises_the_releases_max_bs_flag():
+    data = repro(("eagle_draft", 1, 4, "ok"), ("eagle_draft", 64, 4, "replay_failed"))
+    new = host(cuda_graph=data, sglang_source=flags("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs",
+                                                    deprecated=("--cuda-graph-max-bs",)))
+    [finding] = cuda_graph.repro_failures([new])
+    assert "(--cuda-graph-max-bs-decode)" in finding.recommendation
