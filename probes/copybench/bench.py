@@ -3,6 +3,7 @@
 Every strategy is verified before it is timed and again after; one that copied wrong is `wrong` and is
 never timed as a success. Needs torch (imported by the caller and passed in).
 """
+import os
 import time
 
 from probes.copybench import analysis, strategies, workloads
@@ -216,8 +217,10 @@ class DeviceBench(object):
         variants = {}
         for item in loaded:
             runner = strategies.InstalledCopy(item["fn"], dsts, separate)
-            variants[item["module"]] = dict(self.run_strategy(names, lambda r=runner: r(srcs), dsts, srcs, refs),
-                                            module=item["module"], hidden_states_separate=separate is not None)
+            run = (lambda r=runner: self.run_strategy(names, lambda: r(srcs), dsts, srcs, refs))
+            variants[item["module"]] = dict(run(), module=item["module"], hidden_states_separate=separate is not None)
+            for gate in item.get("env_gates") or ():
+                variants[item["module"]].setdefault("env", {})[gate] = env_on_off(gate, run)
         chosen = behaviour.get("module") if behaviour.get("module") in variants else loaded[0]["module"]
         results["installed"] = dict(variants[chosen])
         if failures:
@@ -246,6 +249,23 @@ class DeviceBench(object):
                               self.job["max_iters"])
         out["sync_us"] = out["sync"]["median_us"]
         return out
+
+
+def env_on_off(name, run):
+    """{host_value, on, off}: `run()` with the environment variable set to 1 and to 0 (the installed
+    function reads it on every call), then the host's own value put back."""
+    host = os.environ.get(name)
+    out = {"host_value": host}
+    try:
+        for label, value in (("on", "1"), ("off", "0")):
+            os.environ[name] = value
+            out[label] = dict(run(), env="%s=%s" % (name, value))
+    finally:
+        if host is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = host
+    return out
 
 
 class _SyncedCpuTimer(CpuTimer):

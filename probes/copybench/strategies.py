@@ -17,6 +17,9 @@ FALLBACK_MODULES = ("sglang.srt.model_executor.runner_utils.buffers",
                     "sglang.srt.model_executor.cuda_graph_buffer_registry",
                     "sglang.srt.model_executor.runner", "sglang.srt.model_executor.cuda_graph_runner",
                     "sglang.srt.model_executor.input_buffers", "sglang.srt.model_executor.graph_input_buffers")
+# Environment switches a release's definition reads on every call; each is timed on and off.
+# 0.5.23 cuda_graph_buffer_registry: one foreach launch for a single dense integer dtype pair (CUDA only).
+ENV_GATES = ("SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH",)
 PACKED_CAVEAT = ("packed needs the static buffers to be views of one arena (sglang allocates each buffer "
                  "on its own), and it stages every field through one extra kernel before the copy")
 
@@ -169,6 +172,16 @@ def sources_changed(names, srcs, refs):
     return None
 
 
+def env_gates(module):
+    """The ENV_GATES a module's source mentions (read from its file; none when it has no readable file)."""
+    try:
+        with open(getattr(module, "__file__", None) or "", "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except (OSError, TypeError):
+        return []
+    return [name for name in ENV_GATES if name in text]
+
+
 def load_installed(modules):
     """([{module, fn}], [{module, reason}]): every `_grouped_foreach_copy_` the installed sglang defines.
 
@@ -193,7 +206,7 @@ def load_installed(modules):
         if callable(fn) and any(item["fn"] is fn for item in loaded):
             continue   # a re-export of a definition already loaded (the runner package's)
         if callable(fn):
-            loaded.append({"module": module, "fn": fn})
+            loaded.append({"module": module, "fn": fn, "env_gates": env_gates(mod)})
         elif modules:
             failed.append({"module": module, "reason": "%s defines no %s" % (module, INSTALLED_NAME)})
     if not loaded and not failed:

@@ -1,5 +1,6 @@
 """The copy_bench probe's collect() on the CPU: the data shape, the installed release's own copy functions
 (a stand-in sglang package on sys.path), and errors for bad options."""
+import os
 import sys
 import textwrap
 import time
@@ -72,6 +73,40 @@ def test_without_sglang_source_the_release_modules_of_0_5_14_on_are_tried(tmp_pa
     assert [item["module"] for item in loaded] == ["sglang.srt.model_executor.runner_utils.buffers",
                                                    "sglang.srt.model_executor.cuda_graph_buffer_registry"]
     assert failed == []
+
+
+GATED = '''
+import os
+import torch
+SEEN = []
+def _grouped_foreach_copy_(dsts, srcs):
+    SEEN.append(os.getenv("SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH"))   # read on every call, as 0.5.23 does
+    torch._foreach_copy_(dsts, srcs) if SEEN[-1] == "1" else [d.copy_(s) for d, s in zip(dsts, srcs)]
+'''
+
+
+def test_an_env_gated_fast_path_is_timed_on_and_off(tmp_path, monkeypatch):
+    base = tmp_path / "sglang" / "srt" / "model_executor"
+    base.mkdir(parents=True)
+    for folder in (tmp_path / "sglang", tmp_path / "sglang" / "srt", base):
+        (folder / "__init__.py").write_text("")
+    (base / "cuda_graph_buffer_registry.py").write_text(textwrap.dedent(GATED))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH", raising=False)
+    try:
+        data = copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY, paths=["dflash_verify"],
+                                                                           batch_sizes=[2])}))
+        seen = set(sys.modules["sglang.srt.model_executor.cuda_graph_buffer_registry"].SEEN)
+    finally:
+        for name in [m for m in sys.modules if m == "sglang" or m.startswith("sglang.")]:
+            del sys.modules[name]
+    installed = data["gpus"][0]["workloads"][0]["strategies"]["installed"]
+    assert installed["status"] == "ok"
+    gate = installed["env"]["SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH"]
+    assert gate["host_value"] is None and seen == {None, "1", "0"}
+    assert gate["on"]["status"] == "ok" and gate["on"]["env"] == "SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH=1"
+    assert gate["off"]["status"] == "ok" and gate["off"]["median_us"] > 0
+    assert "SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH" not in os.environ   # the host's value is back
 
 
 def source_facts():
