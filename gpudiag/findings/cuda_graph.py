@@ -93,6 +93,8 @@ def _passes(algorithm: str, steps: Any) -> str:
     step only selects top-k), then the target verifies and the draft extends over the accepted tokens."""
     steps = steps if isinstance(steps, int) and not isinstance(steps, bool) else \
         int(steps) if str(steps or "").isdigit() else None
+    if algorithm in EAGLE_FAMILY and steps == 1:
+        return "each of the 2 forward passes of a decode step (the target's verify and the draft-extend)"
     if algorithm in EAGLE_FAMILY and steps:
         return (f"each of the {steps + 1} forward passes of a decode step ({steps - 1} draft "
                 f"step{'' if steps - 1 == 1 else 's'}, the target's verify and the draft-extend)")

@@ -123,6 +123,9 @@ def test_spec_without_graphs_counts_draft_verify_and_draft_extend_passes():
     [finding] = cuda_graph.spec_without_graphs([h])
     assert "4 forward passes of a decode step (2 draft steps, the target's verify and the draft-extend)" \
         in finding.recommendation
+    one = host(deployment=server(speculative_algorithm="EAGLE", disable_cuda_graph=True, speculative_num_steps="1"))
+    [finding] = cuda_graph.spec_without_graphs([one])
+    assert "2 forward passes of a decode step (the target's verify and the draft-extend)" in finding.recommendation
 
 
 def test_spec_without_graphs_for_dflash_names_the_guard_that_would_still_hold():
