@@ -36,6 +36,7 @@ def build_job(settings, device, results):
     job["field_names"] = workloads.fields_from_source(results)
     job["behaviour"] = workloads.installed_behaviour(results)
     job["installed_modules"] = workloads.installed_definitions(results)
+    job["release"] = workloads.installed_release(results)
     if device == "cuda":
         job["samples"] = max(MIN_CUDA_SAMPLES, job["samples"])
     return job
@@ -88,6 +89,7 @@ def assemble(torch, device, job, settings, sources, devices, isolate):
         "installed": {"modules": job["installed_modules"],
                       "modules_from": "sglang_source" if job["installed_modules"] else "fallback",
                       "behaviour": job["behaviour"], "field_names": job["field_names"],
+                      "release": job["release"], "dtype_pairs": workloads.dtype_pairs(job["release"]),
                       "caveat_packed": strategies.PACKED_CAVEAT},
         "gpus": devices,
         "outliers": analysis.find_outliers(devices),

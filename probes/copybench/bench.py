@@ -162,7 +162,7 @@ class DeviceBench(object):
         job = self.job
         specs = workloads.field_specs(path, batch_size, hidden_size, job["topk"], job["steps"],
                                       job["draft_tokens"], job["hidden_dtype"],
-                                      names=(job.get("field_names") or {}).get(path))
+                                      names=(job.get("field_names") or {}).get(path), release=job.get("release"))
         total = sum(s["bytes"] for s in specs)
         out = {"name": workloads.workload_name(path, batch_size, hidden_size), "path": path,
                "batch_size": batch_size, "hidden_size": hidden_size, "total_bytes": total,

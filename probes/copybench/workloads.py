@@ -15,7 +15,7 @@ HIDDEN = "hidden_states"
 _SMALL = {
     "input_ids": ("int64", ("tok",)),
     "req_pool_indices": ("int64", ("bs",)),
-    "seq_lens": ("int32", ("bs",)),
+    "seq_lens": ("int64", ("bs",)),
     "out_cache_loc": ("int64", ("tok",)),
     "positions": ("int64", ("tok",)),
     "topk_p": ("float32", ("bs", "topk")),
@@ -33,16 +33,25 @@ _SMALL = {
     "out_cache_loc_swa": ("int64", ("tok",)),
 }
 
+# Source dtypes (the ForwardBatch / spec-info tensor copied from) where they differ from the buffer's:
+# none in the newest release read (0.5.23), whose buffers take the batch's dtypes.
+_SOURCE_DTYPES = {}
+# Buffer dtypes of older releases, newest first: (last release with them, {field: buffer dtype}). Up to 0.5.11
+# the decode buffers and both EAGLE runners allocate seq_lens as int32 while the batch's seq_lens is int64,
+# so every replay casts it; 0.5.14 allocates int64 buffers (runner_utils/buffers.py, EAGLE runners).
+_OLDER_BUFFERS = (((0, 5, 11), {"seq_lens": "int32"}),)
+_BATCH_DTYPES = {"seq_lens": "int64"}   # ScheduleBatch.seq_lens, int64 in every release read
+
 # Per path: the default field names (in replay order) and path-specific overrides of the table above.
 _PATHS = {
     # EAGLEDraftCudaGraphRunner.replay: num_tokens_per_bs = topk; out_cache_loc holds every draft step.
     "eagle_draft": (("seq_lens", "out_cache_loc", "positions", "topk_p", "topk_index", HIDDEN,
                      "req_pool_indices"),
                     {"out_cache_loc": ("int64", ("tok*steps",)), HIDDEN: (None, ("bs", "hidden"))}),
-    # EAGLEDraftExtendCudaGraphRunner: one row per draft token of every request; seq_lens is int64 there.
+    # EAGLEDraftExtendCudaGraphRunner: one row per draft token of every request.
     "eagle_draft_extend": (("input_ids", "seq_lens", "out_cache_loc", "positions", "req_pool_indices",
                             "extend_seq_lens", "num_correct_drafts", "num_accept_tokens", HIDDEN),
-                           {"seq_lens": ("int64", ("bs",)), HIDDEN: (None, ("tok", "hidden"))}),
+                           {HIDDEN: (None, ("tok", "hidden"))}),
     # DFlash verify runs the target's generic graph runner in TARGET_VERIFY mode (draft_tokens per request);
     # that path copies no hidden-state tensor.
     "dflash_verify": (("input_ids", "req_pool_indices", "seq_lens", "out_cache_loc", "positions"), {}),
@@ -75,12 +84,38 @@ def _dims(rule, sizes):
     return tuple(dims)
 
 
+def release_tuple(version):
+    """'0.5.11.post2' → (0, 5, 11); None when there is no leading number."""
+    parts = []
+    for piece in str(version or "").split("."):
+        digits = re.match(r"\d+", piece)
+        if not digits:
+            break
+        parts.append(int(digits.group()))
+        if len(parts) == 3:
+            break
+    return tuple(parts) or None
+
+
+def dtype_pairs(release=None):
+    """{field: (buffer dtype, source dtype)} for the fields whose dtypes depend on the release; without a
+    release the newest one read (0.5.23): buffers and sources alike."""
+    pairs = {name: (_SMALL[name][0], dtype) for name, dtype in _SOURCE_DTYPES.items()}
+    found = release_tuple(release)
+    for last, buffers in _OLDER_BUFFERS:
+        if found is not None and found <= last:
+            for name, dtype in buffers.items():
+                pairs[name] = (dtype, _SOURCE_DTYPES.get(name) or _BATCH_DTYPES.get(name) or dtype)
+    return pairs
+
+
 def field_specs(path, batch_size, hidden_size, topk, steps, draft_tokens, hidden_dtype="bfloat16",
-                names=None):
-    """The fields one replay of `path` copies: [{name, dtype, shape, numel, bytes, assumed}].
+                names=None, release=None):
+    """The fields one replay of `path` copies: [{name, dtype, src_dtype, shape, numel, bytes, assumed}].
 
     `names` (from the installed release) replaces the default names; a name this table does not know is
     kept as a per-request int64 tensor marked `assumed`. hidden_states is always part of an EAGLE replay.
+    `dtype` is the static buffer's, `src_dtype` the batch tensor's (they differ where the release casts).
     """
     default_names, overrides = _PATHS[path]
     tokens = batch_size * {"topk": topk, "draft_tokens": draft_tokens}[_TOKENS_PER_REQUEST[path]]
@@ -88,7 +123,7 @@ def field_specs(path, batch_size, hidden_size, topk, steps, draft_tokens, hidden
     wanted = [n for n in (names or default_names) if n]
     if HIDDEN in default_names and HIDDEN not in wanted:
         wanted.append(HIDDEN)
-    specs, seen = [], set()
+    specs, seen, pairs = [], set(), dtype_pairs(release)
     for name in wanted:
         if name in seen:
             continue
@@ -97,10 +132,11 @@ def field_specs(path, batch_size, hidden_size, topk, steps, draft_tokens, hidden
             continue
         dtype, rule = overrides.get(name) or _SMALL.get(name) or ("int64", ("bs",))
         assumed = name not in overrides and name not in _SMALL
+        dtype = dtype or hidden_dtype
+        dtype, src_dtype = pairs.get(name, (dtype, dtype))
         shape = _dims(rule, sizes)
-        specs.append({"name": name, "dtype": dtype or hidden_dtype, "shape": list(shape),
-                      "numel": _numel(shape), "bytes": _numel(shape) * dtype_size(dtype or hidden_dtype),
-                      "assumed": assumed})
+        specs.append({"name": name, "dtype": dtype, "src_dtype": src_dtype, "shape": list(shape),
+                      "numel": _numel(shape), "bytes": _numel(shape) * dtype_size(dtype), "assumed": assumed})
     return specs
 
 
@@ -247,6 +283,12 @@ def _evidence(item):
     if not isinstance(item, dict) or not item.get("file"):
         return None
     return {"file": item.get("file"), "line": item.get("line"), "snippet": item.get("snippet")}
+
+
+def installed_release(results):
+    """The installed sglang's version as sglang_source read it, or None."""
+    data = _source(results)
+    return data.get("version") if data else None
 
 
 def installed_definitions(results):

@@ -48,10 +48,20 @@ def test_eagle_draft_fields_follow_batch_topk_steps_and_hidden():
     assert [s["name"] for s in specs] == ["seq_lens", "out_cache_loc", "positions", "topk_p", "topk_index",
                                           "hidden_states", "req_pool_indices"]
     assert shape_of(specs, "out_cache_loc")["shape"] == [8 * 4 * 3]
-    assert shape_of(specs, "topk_p") == {"name": "topk_p", "dtype": "float32", "shape": [8, 4], "numel": 32,
-                                         "bytes": 128, "assumed": False}
+    assert shape_of(specs, "topk_p") == {"name": "topk_p", "dtype": "float32", "src_dtype": "float32",
+                                         "shape": [8, 4], "numel": 32, "bytes": 128, "assumed": False}
     hidden = shape_of(specs, "hidden_states")
     assert hidden["dtype"] == "bfloat16" and hidden["shape"] == [8, 4096] and hidden["bytes"] == 8 * 4096 * 2
+
+
+@pytest.mark.parametrize("path", workloads.PATHS)
+def test_seq_lens_is_cast_from_int64_up_to_0_5_11_and_copied_as_is_from_0_5_14(path):
+    def seq_lens(release):
+        spec = shape_of(workloads.field_specs(path, 2, 64, 2, 2, 4, release=release), "seq_lens")
+        return spec["dtype"], spec["src_dtype"], spec["bytes"]
+    assert seq_lens("0.5.11") == seq_lens("0.4.10.post1") == ("int32", "int64", 8)
+    assert seq_lens("0.5.14") == seq_lens("0.5.23") == seq_lens(None) == ("int64", "int64", 16)
+    assert workloads.release_tuple("0.5.11rc1") == (0, 5, 11) and workloads.release_tuple("dev") is None
 
 
 def test_draft_extend_and_dflash_use_one_row_per_draft_token():

@@ -161,3 +161,12 @@ def test_sources_are_non_zero_and_every_field_in_its_own_range():
     assert first.tolist() == [1, 2, 3] and min(second.tolist()) > max(first.tolist())
     floats = bench.source("bfloat16", (64,), 2)
     assert bool((floats != 0).all()) and float(floats.min()) >= 4.0
+
+
+def test_an_older_release_casts_seq_lens_and_every_strategy_still_verifies():
+    bench = DeviceBench(torch, "cpu", make_job(release="0.5.11"), Budget(30), InstalledLoader(None, False))
+    workload = bench.workload("eagle_draft", 2, 32, threshold=None)
+    seq_lens = [f for f in workload["fields"] if f["name"] == "seq_lens"][0]
+    assert (seq_lens["dtype"], seq_lens["src_dtype"]) == ("int32", "int64")
+    for name in ("loop", "grouped_foreach", "grouped_foreach_dma_split", "packed"):
+        assert workload["strategies"][name]["status"] == "ok", (name, workload["strategies"][name])
