@@ -79,7 +79,7 @@ def host_facts(host: HostResult) -> HostFacts:
     torch_version, torch_python = torch_facts(host)
     sglang = probe(host, "sglang_source") or {}
     servers = servers_of(host)
-    sglang_python = sglang_interpreter(host)
+    sglang_python = sglang_interpreter(host, found_only=False)
     return HostFacts(
         name=host.name, status=host.status, reason=host.reason,
         hostname=_text(env.get("hostname")), python=_text(dig(env, "python", "version")),
@@ -205,11 +205,12 @@ def max_bs_flag(host: HostResult) -> str:
     return names[0] if installed is not None and installed >= (0, 5, 14) else names[1]
 
 
-def sglang_interpreter(host: HostResult) -> tuple[str, str] | None:
-    """(path, why) of the Python whose installed sglang the source facts were read from."""
+def sglang_interpreter(host: HostResult, found_only: bool = True) -> tuple[str, str] | None:
+    """(path, why) of the Python whose installed sglang the source facts were read from (with found_only=False:
+    also the one sglang was looked for in and not found)."""
     sglang = probe(host, "sglang_source") or {}
     interpreter = as_dict(sglang.get("interpreter"))
-    if sglang.get("found") is False or not interpreter.get("path"):
+    if (found_only and sglang.get("found") is False) or not interpreter.get("path"):
         return None
     return str(interpreter["path"]), str(interpreter.get("why") or "-")
 

@@ -47,3 +47,10 @@ def test_torch_caps_run_in_the_serving_interpreter_is_judged():
 def test_one_interpreter_for_everything_is_judged_as_before():
     found = findings_of(host(probing=SERVING))
     assert "copies.no_foreach_copy" in found and "sglang.torch_other_interpreter" not in found
+
+
+def test_sglang_not_found_still_names_where_it_was_looked_for_and_judges_torch():
+    h = host()
+    h.probes["sglang_source"].data["found"] = False
+    assert host_facts(h).sglang_interpreter == f"{SERVING} (live_server)" and not host_facts(h).torch_elsewhere
+    assert "copies.no_foreach_copy" in findings_of(h)
