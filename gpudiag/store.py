@@ -34,21 +34,7 @@ def new_run_id() -> str:
 
 
 def write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=2, sort_keys=True, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
 
 
 class RunWriter:
@@ -62,28 +48,37 @@ class RunWriter:
         self.manifest = RunManifest(run_id=self.run_id, kind=kind, started_at=now_iso(), argv=tuple(argv),
                                     gpudiag_version=__version__, extra=dict(extra or {}))
         self._hosts: dict[str, dict[str, str]] = {}
-        self._files: set[str] = set()
+        self._files: set[str] = set()     # casefolded: "GPU1" and "gpu1" are one file on macOS
         self._lock = threading.Lock()
-        (self.dir / "hosts").mkdir(parents=True, exist_ok=True)
-        self._write_manifest()
-        write_text_atomic(root / "latest", self.run_id + "\n")
+        try:
+            (self.dir / "hosts").mkdir(parents=True, exist_ok=True)
+            self._write_manifest()
+            write_text_atomic(root / "latest", self.run_id + "\n")
+        except OSError as exc:
+            raise StoreError(f"{_failed_path(exc, self.dir)}: cannot create the run: {_why(exc)}") from None
 
     def _file_for(self, name: str) -> str:
         base = safe_file_name(name)
         candidate, n = base, 2
-        while candidate in self._files:
+        while candidate.casefold() in self._files:
             candidate, n = f"{base}-{n}", n + 1
-        self._files.add(candidate)
+        self._files.add(candidate.casefold())
         return candidate
 
     def write_host(self, result: HostResult) -> Path:
+        """Raises StoreError when the file cannot be written; the host still counts in run.json."""
         with self._lock:
             file = self._hosts.get(result.name, {}).get("file") or self._file_for(result.name)
             path = self.dir / "hosts" / f"{file}.json"
-            write_json_atomic(path, result.to_dict())
-            self._hosts[result.name] = {"name": result.name, "status": result.status, "reason": result.reason,
-                                        "file": file}
-            self._write_manifest()
+            entry = {"name": result.name, "status": result.status, "reason": result.reason}
+            try:
+                write_json_atomic(path, result.to_dict())
+            except OSError as exc:
+                self._hosts[result.name] = entry
+                self._try_manifest()
+                raise StoreError(f"{path}: cannot write {result.name}'s result: {_why(exc)}") from None
+            self._hosts[result.name] = dict(entry, file=file)
+            self._write_manifest_or_raise()
         return path
 
     def note_host(self, name: str, status: str, reason: str) -> None:
@@ -91,27 +86,59 @@ class RunWriter:
         with self._lock:
             if name not in self._hosts:
                 self._hosts[name] = {"name": name, "status": status, "reason": reason}
-                self._write_manifest()
+                self._write_manifest_or_raise()
 
     def finish(self, interrupted: bool = False, extra: dict[str, Any] | None = None) -> RunManifest:
+        """Raises StoreError when run.json cannot be written; `self.manifest` is complete either way."""
         with self._lock:
             merged = dict(self.manifest.extra)
             merged.update(extra or {})
             self.manifest = replace(self.manifest, finished_at=now_iso(), interrupted=interrupted, extra=merged)
-            self._write_manifest()
+            self._write_manifest_or_raise()
         return self.manifest
 
     def _write_manifest(self) -> None:
         self.manifest = replace(self.manifest, hosts=tuple(self._hosts.values()))
         write_json_atomic(self.dir / "run.json", self.manifest.to_dict())
 
+    def _write_manifest_or_raise(self) -> None:
+        try:
+            self._write_manifest()
+        except OSError as exc:
+            raise StoreError(f"{self.dir / 'run.json'}: cannot write: {_why(exc)}") from None
+
+    def _try_manifest(self) -> None:
+        try:
+            self._write_manifest()
+        except OSError:
+            pass  # the caller reports the first failure; run.json is retried on the next write
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _failed_path(exc: OSError, default: Path) -> Path | str:
+    return exc.filename if exc.filename else default
+
 
 def write_text_atomic(path: Path, text: str) -> None:
+    """Write a temp file beside `path`, fsync it, rename it over: readers see the old or the new file,
+    a crash leaves no half-written one and no temp file behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from gpudiag.engines import zipapp
 from gpudiag.engines.ingest import FORMATS, IngestError, Source, ingest as ingest_sources
 from gpudiag.models import OK
 from gpudiag.render.console import summary_table
-from gpudiag.store import RunWriter
+from gpudiag.store import RunWriter, StoreError
 
 
 @click.command("bundle")
@@ -77,16 +77,19 @@ def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path)
         raise UserError(str(exc)) from None
     source_info = {"paths": [s.name for s in loaded], "formats": sorted(set(outcome.formats)),
                    "engines": sorted(set(outcome.engines))}
-    writer = RunWriter(reports_dir, "ingest", sys.argv, extra={"source": source_info})
-    for result in outcome.results:
-        writer.write_host(result)
-    manifest = writer.finish()
+    try:
+        writer = RunWriter(reports_dir, "ingest", sys.argv, extra={"source": source_info})
+        for result in outcome.results:
+            writer.write_host(result)
+        manifest = writer.finish()
+    except StoreError as exc:   # nothing else to do while ingesting: the run is the whole job
+        raise UserError(f"--reports-dir: {exc}") from None
     console = Console(stderr=True)
     if as_json:
         click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
     else:
         console.print(summary_table(outcome.results, f"gpudiag ingest {manifest.run_id}"))
-        console.print(f"results: {writer.dir}")
+        console.print(f"results: {writer.dir}", markup=False, highlight=False)
     sys.exit(ExitCode.OK if all(r.status == OK for r in outcome.results) else ExitCode.HOSTS_FAILED)
 
 

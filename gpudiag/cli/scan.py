@@ -15,10 +15,10 @@ from rich.console import Console
 from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import inventory_option, load_hosts, parse_settings, reports_dir_option
-from gpudiag.models import OK
-from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
+from gpudiag.models import OK, RunManifest
+from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanOutcome, ScanRequest
 from gpudiag.render.console import ScanProgress, summary_table
-from gpudiag.store import RunWriter
+from gpudiag.store import RunWriter, StoreError
 from gpudiag.transports import transport_for
 
 
@@ -78,8 +78,14 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     gpu_limits = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
     request = ScanRequest(probes=names, options=options, probe_timeouts=gpu_limits, probe_timeout=probe_timeout,
                           timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks)
-    writer = RunWriter(reports_dir, "scan", sys.argv)
+    try:
+        writer = RunWriter(reports_dir, "scan", sys.argv)
+    except StoreError as exc:
+        raise UserError(f"--reports-dir: {exc}") from None
     console = Console(stderr=True)
+
+    def warn(exc: StoreError) -> None:  # a full disk must not cost the hosts still running
+        console.print(f"gpudiag: warning: {exc}", markup=False, highlight=False, soft_wrap=True)
 
     def factory(host):  # type: ignore[no-untyped-def]
         if host.transport == "ssh":
@@ -90,15 +96,16 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     with _interrupt_policy() as finishing:
         with ScanProgress(len(hosts), console=console) as progress:
             def on_result(result):  # type: ignore[no-untyped-def]
-                writer.write_host(result)
+                try:
+                    writer.write_host(result)
+                except StoreError as exc:
+                    warn(exc)
                 progress.host_done(result)
 
             outcome = Orchestrator(request, factory, on_start=progress.host_started,
                                    on_result=on_result).run(hosts)
         finishing()   # only writing is left: a late Ctrl-C must not cut run.json short
-        for result in outcome.results:
-            writer.note_host(result.name, result.status, result.reason)
-        manifest = writer.finish(interrupted=outcome.interrupted)
+        manifest = _finish(writer, outcome, warn)
     if as_json:
         click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
     else:
@@ -112,12 +119,32 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     sys.exit(ExitCode.FINDINGS if _error_findings(writer.dir, console, quiet=as_json) else ExitCode.OK)
 
 
+def _finish(writer: RunWriter, outcome: ScanOutcome, warn: Callable[[StoreError], None]) -> RunManifest:
+    """List every host in run.json and close the run; a write that fails is a warning, the summary stays."""
+    for result in outcome.results:
+        try:
+            writer.note_host(result.name, result.status, result.reason)
+        except StoreError as exc:
+            warn(exc)
+            break   # the same error for every host: once is enough
+    try:
+        return writer.finish(interrupted=outcome.interrupted)
+    except StoreError as exc:
+        warn(exc)
+        return writer.manifest
+
+
 def _error_findings(run_dir: Path, console: Console, quiet: bool) -> bool:
     """Whether the stored run has error-or-worse findings (the exit code says so, as report's does)."""
     from gpudiag.findings import all_findings, has_errors
     from gpudiag.store import load_run
 
-    findings = all_findings(load_run(run_dir))
+    try:
+        run = load_run(run_dir)
+    except StoreError as exc:   # already warned when writing failed; findings need the stored run
+        console.print(f"gpudiag: warning: findings not checked: {exc}", markup=False, highlight=False)
+        return False
+    findings = all_findings(run)
     if not quiet and findings:
         counts = {}
         for finding in findings:

@@ -71,3 +71,52 @@ def test_host_text_that_looks_like_rich_markup_is_printed_as_is(run_scan):
     assert result.exit_code == 3, result.output
     assert "[/etc] x[bold]" in result.output                     # in the progress line and the table
     assert result.output.count("[/etc] x") >= 2
+
+
+def test_reports_dir_under_a_file_is_a_one_line_usage_error(tmp_path):
+    (tmp_path / "afile").write_text("")
+    frame = 'GPUDIAG-BEGIN n\n{"schema": 1, "host": "h", "probes": {}}\nGPUDIAG-END n\n'
+    for command in (["scan", "localhost", "--python", sys.executable, *FAST],
+                    ["ingest", "-"]):
+        result = CliRunner().invoke(cli, [*command, "--reports-dir", str(tmp_path / "afile" / "reports")],
+                                    input=frame)
+        assert result.exit_code == 2, result.output
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"gpudiag: error: --reports-dir: {tmp_path / 'afile'}")
+        assert lines[0].endswith("cannot create the run: Not a directory")
+
+
+def test_a_host_file_that_cannot_be_written_is_a_warning_and_the_scan_goes_on(run_scan, monkeypatch):
+    import errno
+    from gpudiag import store
+    real = store.write_json_atomic
+
+    def disk_full_for_hosts(path, doc):
+        if path.parent.name == "hosts":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, doc)
+    monkeypatch.setattr(store, "write_json_atomic", disk_full_for_hosts)
+    result = run_scan("--json")
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("gpudiag: warning:")]
+    assert len(warnings) == 1
+    assert "localhost.json: cannot write localhost's result: No space left on device" in warnings[0]
+    assert [(h["name"], h["status"]) for h in json.loads(result.stdout)["hosts"]] == [("localhost", "ok")]
+
+
+def test_run_json_that_cannot_be_written_at_the_end_still_prints_the_summary(run_scan, monkeypatch):
+    import errno
+    from gpudiag import store
+    real = store.write_json_atomic
+    calls = []
+
+    def full_after_start(path, doc):
+        calls.append(path)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, doc)
+    monkeypatch.setattr(store, "write_json_atomic", full_after_start)
+    result = run_scan()
+    assert "Traceback" not in result.output and result.exit_code == 0, result.output
+    assert "gpudiag: warning:" in result.output and "No space left on device" in result.output
+    assert "env:ok" in result.output                      # the summary table still lists the host

@@ -108,3 +108,25 @@ def test_report_on_a_malformed_stored_document_exits_2_with_one_line(tmp_path):
     result = CliRunner().invoke(cli, ["report", str(run_dir), "--reports-dir", str(tmp_path)])
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_host_names_differing_only_in_case_get_distinct_files(tmp_path):
+    writer = RunWriter(tmp_path, "scan", [])
+    upper, lower = writer.write_host(result("GPU1")), writer.write_host(result("gpu1"))
+    assert upper.name.casefold() != lower.name.casefold()   # distinct on a case-insensitive disk too
+    assert {h.name for h in load_run(writer.dir).hosts} == {"GPU1", "gpu1"}
+
+
+def test_atomic_text_write_leaves_no_temp_file_when_it_fails(tmp_path, monkeypatch):
+    import os
+    from gpudiag.store import write_text_atomic
+    target = tmp_path / "latest"
+    target.write_text("old\n")
+
+    def no_space(fd):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "fsync", no_space)
+    with pytest.raises(OSError):
+        write_text_atomic(target, "new\n")
+    assert target.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest"]
