@@ -83,7 +83,11 @@ def print_device(result):
                 fmt(t["speedup_vs_loop"], 2))
             if graph.get("status") == "ok":
                 line += "   graph %s us x%s" % (fmt(graph["median_us"], 2), fmt(graph.get("speedup_vs_loop"), 2))
-            print(line)
+            print(line + ("  (noisy)" if t.get("noisy") else ""))
+            for gate, timed in sorted((t.get("env") or {}).items()):
+                print("  %-26s %s=1: %s us, =0: %s us (host: %s)" % (
+                    "", gate, fmt((timed.get("on") or {}).get("median_us"), 2),
+                    fmt((timed.get("off") or {}).get("median_us"), 2), timed.get("host_value")))
     return ratios
 
 

@@ -49,6 +49,9 @@ def print_tables(data):
                     name, t["status"], us(t.get("median_us")), us(t.get("p10_us")), us(t.get("p90_us")),
                     t.get("cv"), t.get("speedup_vs_loop"), us(graph.get("median_us")),
                     graph.get("speedup_vs_loop")))
+                for gate, timed in sorted((t.get("env") or {}).items()):
+                    print("   %-26s %s on %s us, off %s us" % ("", gate, us(timed["on"].get("median_us")),
+                                                              us(timed["off"].get("median_us"))))
         print("h2d:", {k: v for k, v in (gpu.get("h2d") or {}).items() if k.endswith("_us")})
         print("memory:", gpu.get("memory"))
     print("outliers:", data["outliers"])
@@ -75,7 +78,11 @@ def test_every_strategy_is_verified_eager_and_in_a_graph(measured):
                 assert entry["method"] == "cuda_events" and entry["samples"] >= 10
                 assert entry["graph"]["status"] == "ok", (w["name"], name, entry["graph"])
                 assert entry["graph"]["method"] == "cuda_graph_replay"
-            assert w["strategies"]["installed"]["status"] in ("ok", "skipped")
+            installed = w["strategies"]["installed"]
+            assert installed["status"] in ("ok", "skipped")
+            for gate, timed in (installed.get("env") or {}).items():   # an env-gated fast path, both ways
+                assert timed["on"]["status"] == timed["off"]["status"] == "ok", (w["name"], gate, timed)
+            assert all(f["src_dtype"] for f in w["fields"])
 
 
 def test_dma_copy_beats_the_foreach_kernel_on_64_mib(measured):
