@@ -8,6 +8,8 @@ import time
 
 from gpudiag.models import CommandResult
 
+KILL_GRACE_S = 2.0   # after the deadline's kill, how long to wait for the pipes to close
+
 
 class LocalTransport:
     def __init__(self) -> None:
@@ -30,10 +32,26 @@ class LocalTransport:
             return CommandResult(proc.returncode, out, err, time.monotonic() - started)
         except subprocess.TimeoutExpired:
             self._kill(proc)
-            out, err = proc.communicate()
+            out, err = self._collect_after_kill(proc)
             return CommandResult(None, out, err, time.monotonic() - started, timed_out=True)
         finally:
             self._proc = None
+
+    @staticmethod
+    def _collect_after_kill(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+        """What the killed tree printed. A descendant that left the process group (setsid, a daemon)
+        may still hold the pipes open: wait briefly, then close them and keep the partial output."""
+        try:
+            return proc.communicate(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired as exc:
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            try:
+                proc.wait(timeout=KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
+            return exc.stdout or b"", exc.stderr or b""
 
     @staticmethod
     def _kill(proc: subprocess.Popen[bytes]) -> None:
