@@ -1,8 +1,9 @@
 """copy_bench (deep): how fast the replay input copies of sglang's CUDA graphs are with each strategy.
 
 Per workload (EAGLE draft, EAGLE draft-extend, DFlash verify field sets) and device: loop, grouped
-foreach, grouped foreach with a DMA split, packed, and the installed sglang's own function, each verified
-against its sources; the copy_()/foreach crossover from a size sweep; host→device seq_lens copies.
+foreach, grouped foreach with a DMA split, packed, and the installed sglang's own function (an env-gated
+fast path timed both ways), each verified against copies of its sources saved before any strategy ran;
+the copy_()/foreach crossover from a size sweep; host→device seq_lens copies.
 On CUDA every GPU is checked idle first and the work runs in a child process; on the CPU it runs here.
 """
 import os
