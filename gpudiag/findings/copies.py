@@ -142,7 +142,9 @@ def _large_field_in_group(host: HostResult) -> list[Finding]:
     for path in ("draft", "draft_extend"):
         fact = as_dict(dig(sglang, "eagle", path))
         grouped = {str(f) for f in as_list(fact.get("grouped_fields"))}
-        if set(LARGE_FIELDS) & grouped or (fact.get("batched") is True and fact.get("hidden_states_separate") is False):
+        # grouped_fields is what really goes to the foreach call: a batched replay that copies no
+        # hidden_states at all also reports hidden_states_separate false, and must not fire this rule.
+        if set(LARGE_FIELDS) & grouped:
             first = (as_list(fact.get("evidence")) or [fact])[0]
             evidence.append(source_evidence(host, first, f"EAGLE {path} replay batches hidden_states with the "
                                                          f"small inputs"))

@@ -132,3 +132,15 @@ def test_one_stray_median_or_noisy_timings_do_not_make_a_gpu_an_outlier():
 def test_gpus_within_20_percent_or_only_two_gpus_are_silent():
     assert copies.gpu_copy_outliers([host(copy_bench=gpus(1.0, 1.1, 0.95))]) == []
     assert copies.gpu_copy_outliers([host(copy_bench=gpus(1.0, 2.0))]) == []
+
+
+def test_a_batched_replay_that_copies_no_hidden_states_is_not_flagged():
+    from gpudiag.findings import copies
+    from gpudiag.models import HostResult, ProbeResult
+    eagle = {"batched": True, "hidden_states_separate": False, "grouped_fields": ["seq_lens", "positions"],
+             "file": "sglang/srt/x.py", "line": 10}
+    host = HostResult(name="h", status="ok", probes={"sglang_source": ProbeResult(
+        "ok", data={"found": True, "eagle": {"draft": eagle}, "grouped_foreach_copy": {"call_sites": []}})})
+    assert copies._large_field_in_group(host) == []
+    eagle["grouped_fields"] = ["seq_lens", "hidden_states"]
+    assert [f.id for f in copies._large_field_in_group(host)] == ["copies.hidden_states_in_foreach"]
