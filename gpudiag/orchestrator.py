@@ -5,6 +5,7 @@ failure never stops the others; Ctrl-C closes every open transport and keeps wha
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -16,6 +17,7 @@ from gpudiag.models import (FRAME_ERROR, INTERRUPTED, OK, PROBE_ERROR, PYTHON_MI
                             UNREACHABLE, CommandResult, Host, HostResult, ProbeResult, SchemaError,
                             check_schema, probes_from_dict)
 from gpudiag.transports import Transport, TransportError, transport_for
+from gpudiag.transports.container import parse_container
 
 DEFAULT_FORKS = 32
 DEFAULT_TIMEOUT = 300.0
@@ -56,6 +58,9 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
     try:
         doc = bundle.extract_frame(command.stdout, nonce)
     except bundle.FrameError as exc:
+        engine_failure = _container_failure(host, command)
+        if engine_failure:
+            return HostResult(status=UNREACHABLE, reason=engine_failure, output_tail=tails, **base)
         if _python_missing(command):
             return HostResult(status=PYTHON_MISSING, output_tail=tails,
                               reason=f"{host.python}: no such interpreter on the host "
@@ -98,6 +103,35 @@ def _python_missing(command: CommandResult) -> bool:
         return True
     return command.exit_code not in (0, None) and ("No such file or directory" in err
                                                     or "not found" in err) and "Traceback" not in err
+
+
+def _container_failure(host: Host, command: CommandResult) -> str | None:
+    """docker/podman/kubectl failing before the interpreter ran (no such container or pod, the engine
+    not installed, its daemon down): the engine's own line, e.g. `docker exec sglang: Error: No such
+    container: sglang`. None when the interpreter is the one missing, or the container is not at fault."""
+    if not host.container or command.exit_code in (0, None):
+        return None
+    err = command.stderr.decode("utf-8", "replace")
+    if "Traceback" in err or _names_interpreter(err, host.python):
+        return None
+    if command.exit_code not in (125, 126, 127) and not _ENGINE_ERROR.search(err):
+        return None
+    engine, name = parse_container(host.container)
+    lines = [line.strip() for line in err.splitlines() if line.strip()]
+    line = next((l for l in lines if _ENGINE_ERROR.search(l)), lines[-1] if lines else
+                f"exit {command.exit_code} with no message")
+    return f"{engine} exec {name}: {line[:200]}"
+
+
+# What docker, podman and kubectl (or the shell looking for them) print when they cannot exec at all.
+_ENGINE_ERROR = re.compile(r"No such container|no container with|not found|Error from server|"
+                           r"Error response from daemon|Cannot connect to the Docker daemon|"
+                           r"No such file or directory|command not found|^Error:", re.I | re.M)
+
+
+def _names_interpreter(err: str, python: str) -> bool:
+    """Whether the engine's message is about the interpreter (a whole word, not part of `python-server`)."""
+    return bool(python) and re.search(rf"(?<![\w.-]){re.escape(python)}(?![\w.-])", err) is not None
 
 
 def _transport_name(host: Host) -> str:

@@ -71,3 +71,17 @@ def test_docker_exec_argv_over_ssh(sshd_fleet, tmp_path):
         assert not marker.exists()
     finally:
         stand_in.unlink()
+
+
+def test_missing_container_engine_over_ssh_is_unreachable_in_the_shells_words(sshd_fleet, tmp_path):
+    fleet = sshd_fleet
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"],
+                                      extra={"h0": {"container": "podman:sglang"}})
+    reports = tmp_path / "reports"
+    proc = fleet.run_gpudiag("scan", "-i", str(inventory), "all", *fleet.fast_scan_args, "--json",
+                             env=fleet.env(GPUDIAG_REPORTS=str(reports)))
+    assert proc.returncode == 3, proc.stderr
+    host = fleet.load_run(proc, reports)[1]["h0"]
+    assert host["status"] == "unreachable", host["reason"]
+    assert host["reason"].startswith("podman exec sglang: ") and "podman" in host["reason"][20:]
+    assert "not found" in host["reason"]
