@@ -8,6 +8,7 @@ from typing import Sequence
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import reports_dir_option
@@ -75,7 +76,9 @@ def _console_summary(run: LoadedRun, findings: Sequence[Finding]) -> None:
     for h in run.hosts:
         f = host_facts(h)
         torch = f"{f.torch} (another Python than sglang's)" if f.torch_elsewhere else f.torch
-        hosts.add_row(f.name, f.status, f.gpus, torch, f.sglang, f.speculative, f.cuda_graphs)
+        # Host-provided text is plain text: a name or version holding "[...]" is not rich markup.
+        hosts.add_row(*(Text(str(v)) for v in (f.name, f.status, f.gpus, torch, f.sglang, f.speculative,
+                                                f.cuda_graphs)))
     console.print(hosts)
     if not findings:
         console.print("no findings")
@@ -85,7 +88,7 @@ def _console_summary(run: LoadedRun, findings: Sequence[Finding]) -> None:
         table.add_column(column, overflow="fold")
     for f in findings:
         style = SEVERITY_STYLE.get(f.severity, "")
-        table.add_row(f"[{style}]{f.severity}[/]", f.title, ", ".join(f.hosts) or "fleet", f.id)
+        table.add_row(Text(f.severity, style=style), Text(f.title), Text(", ".join(f.hosts) or "fleet"), Text(f.id))
     console.print(table)
     console.print("full report: gpudiag report --markdown -o FINDINGS.md", style="dim")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import inventory_option, load_hosts, reports_dir_option
@@ -122,33 +123,35 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     else:
         for item in repros:
             _print_host(console, item)
-        console.print(f"results: {writer.dir}  (gpudiag report {manifest.run_id})")
+        console.print(Text(f"results: {writer.dir}  (gpudiag report {manifest.run_id})"))
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept; every server and child was killed", style="yellow")
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     sys.exit(OUTCOME_EXIT[block["outcome"]])
 
 
 def _print_host(console: Console, item: summary.HostRepro) -> None:
+    # Everything below comes from the host (names, reasons, log lines): printed as text, never as rich markup.
     if not item.ran:
-        console.print(f"[bold]{item.host}[/]: could not run the repro: {item.reason}", style="red")
+        console.print(Text.assemble((item.host, "bold"), f": could not run the repro: {item.reason}"), style="red")
         return
-    table = Table(title=f"{item.host}: {item.environment_line()}", title_justify="left")
+    table = Table(title=Text(f"{item.host}: {item.environment_line()}"), title_justify="left")
     for column in ("path", "bs", "draft", "status", "what happened"):
         table.add_column(column)
     for row in summary.cell_rows(item):
-        table.add_row(*row)
+        table.add_row(*(Text(str(value)) for value in row))
     console.print(table)
     if item.all_skipped:
-        console.print(f"nothing ran: {item.data.get('skip_reason') or 'every cell skipped'}", style="yellow")
+        console.print(Text(f"nothing ran: {item.data.get('skip_reason') or 'every cell skipped'}"), style="yellow")
     for boundary in item.data.get("boundaries") or []:
         if boundary.get("text"):
-            console.print(f"boundary: {boundary['text']}")
+            console.print(Text(f"boundary: {boundary['text']}"))
     for signature in item.data.get("signatures") or []:
-        console.print(f"signature {signature.get('name')}: {signature.get('meaning')} ({signature.get('reference')})")
-        console.print(f"  advice: {signature.get('recommendation')}")
+        console.print(Text(f"signature {signature.get('name')}: {signature.get('meaning')} "
+                           f"({signature.get('reference')})"))
+        console.print(Text(f"  advice: {signature.get('recommendation')}"))
     for note in item.data.get("notes") or []:
-        console.print(f"note: {note}", style="dim")
+        console.print(Text(f"note: {note}"), style="dim")
 
 
 def _classify_log(path: Path, as_json: bool, reports_dir: Path) -> None:
