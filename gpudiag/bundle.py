@@ -15,7 +15,7 @@ from typing import Any
 
 # The bootstrap text lives with the probes (their children use it too); reading a constant of the
 # package being packed is part of packing it.
-from probes.boot import BOOTSTRAP
+from probes.boot import BOOTSTRAP_COMMAND
 
 # The probe names the runner knows (probes/runner.py holds the same tuples; a test keeps them equal).
 LIGHT_PROBES = ("env", "deployment", "torch_caps", "sglang_source")
@@ -114,7 +114,8 @@ def build_payload(probes: list[str] | None, options: dict[str, Any] | None = Non
 
 
 def bootstrap_argv(python: str) -> list[str]:
-    return [python, "-I", "-c", BOOTSTRAP]
+    """`PYTHON -I -c BOOTSTRAP` with the bootstrap as one line: csh login shells refuse newlines in quotes."""
+    return [python, "-I", "-c", BOOTSTRAP_COMMAND]
 
 
 class FrameError(ValueError):

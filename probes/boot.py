@@ -6,6 +6,7 @@ one JSON document: `modules` ({dotted name: [is_package, source]}) or `root` (a 
 for runs from a checkout), and `entry` ("module:function", called with the document). Later stdin lines
 belong to the entry.
 """
+import base64
 import json
 import os
 import sys
@@ -34,10 +35,16 @@ E, _, N = P.get("entry", "probes.runner:main").partition(":")
 sys.exit(getattr(importlib.import_module(E), N)(P))
 '''
 
+# The `-c` argument itself is one line of base64 (no newline, no single quote, no `$` or `!`): csh and
+# tcsh login shells, which ssh runs the command with, reject a newline inside quotes. base64 only, no
+# zlib: some minimal interpreters are built without it.
+BOOTSTRAP_COMMAND = 'import base64;exec(base64.b64decode("%s"))' % base64.b64encode(
+    BOOTSTRAP.encode("utf-8")).decode("ascii")
+
 
 def child_argv(python=None):
-    """argv of a child that runs probe code: `PYTHON -I -c BOOTSTRAP`."""
-    return [python or sys.executable, "-I", "-c", BOOTSTRAP]
+    """argv of a child that runs probe code: `PYTHON -I -c BOOTSTRAP_COMMAND` (BOOTSTRAP, one line)."""
+    return [python or sys.executable, "-I", "-c", BOOTSTRAP_COMMAND]
 
 
 def child_payload(entry, modules=None, **fields):

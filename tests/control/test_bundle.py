@@ -112,3 +112,21 @@ def test_selected_probes_bring_what_they_read_in_runner_order():
     assert bundle.with_needs(["copy_bench"]) == ["deployment", "sglang_source", "copy_bench"]
     assert bundle.with_needs(["cuda_graph", "env"]) == ["env", "deployment", "sglang_source", "cuda_graph"]
     assert bundle.with_needs(["env"]) == ["env"]
+
+
+def test_bootstrap_argv_is_one_line_a_csh_login_shell_accepts():
+    import shlex
+    import shutil
+    from probes.boot import child_argv
+    for argv in (bundle.bootstrap_argv("python3"), child_argv("python3")):
+        assert not any("\n" in word for word in argv)
+        assert "'" not in argv[-1] and "!" not in argv[-1] and "$" not in argv[-1]   # nothing csh expands
+    csh = shutil.which("tcsh") or shutil.which("csh")
+    if csh is None:
+        pytest.skip("no csh or tcsh installed to run the command line under")
+    # What sshd does with a command for a user whose login shell is tcsh: `tcsh -c COMMAND`.
+    payload = bundle.build_payload(["env"], host="csh-host")
+    proc = subprocess.run([csh, "-c", shlex.join(bundle.bootstrap_argv(sys.executable))], input=payload.data,
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert bundle.extract_frame(proc.stdout, payload.nonce)["host"] == "csh-host"

@@ -3,7 +3,7 @@ the rest, locally and over ssh; odd inventory values (spaces, quotes, `;`) arriv
 import json
 import os
 
-from gpudiag.bundle import BOOTSTRAP
+from gpudiag.bundle import bootstrap_argv
 
 STAND_IN = """#!{python}
 import json, os, sys
@@ -47,7 +47,7 @@ def test_docker_exec_argv_locally(sshd_fleet, tmp_path):
     host = fleet.load_run(proc, reports)[1]["localhost"]
     assert host["status"] == "ok" and host["transport"] == "local+docker"
     assert [json.loads(line) for line in log.read_text().splitlines()] == \
-        [["exec", "-i", name, python, "-I", "-c", BOOTSTRAP]]
+        [["exec", "-i", name, *bootstrap_argv(python)]]
     assert not marker.exists()
 
 
@@ -67,7 +67,7 @@ def test_docker_exec_argv_over_ssh(sshd_fleet, tmp_path):
         host = fleet.load_run(proc, reports)[1]["h0"]
         assert host["status"] == "ok" and host["transport"] == "ssh+docker"
         assert [json.loads(line) for line in log.read_text().splitlines()] == \
-            [["exec", "-i", name, python, "-I", "-c", BOOTSTRAP]]
+            [["exec", "-i", name, *bootstrap_argv(python)]]
         assert not marker.exists()
     finally:
         stand_in.unlink()
