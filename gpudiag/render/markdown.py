@@ -7,17 +7,16 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, fmt_bytes, fmt_us, probe
-from gpudiag.findings.copies import copy_gpus, device_label, workloads
+from gpudiag.findings.common import SEVERITY_RANK, as_dict, dig, probe
 from gpudiag.findings.cuda_graph import cells
 from gpudiag.findings.facts import host_facts
 from gpudiag.models import SEVERITIES, Evidence, Finding, HostResult
 from gpudiag.render.appendix import host_sections
 from gpudiag.render.blocks import fenced, table
+from gpudiag.render.copy_timings import METHOD_TEXT, copy_section, methods_and_samples, timings
 from gpudiag.store import LoadedRun
 
 TOP_FINDINGS = 5
-STRATEGIES = ("installed", "loop", "grouped_foreach", "grouped_foreach_dma_split", "packed")
 
 
 def render_markdown(run: LoadedRun, findings: Sequence[Finding], charts: Mapping[str, str] | None = None) -> str:
@@ -119,41 +118,9 @@ def _appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
                 (name, p.status, f"{p.duration_s:.1f} s", p.reason or dig(p.error, "message") or "")
                 for name, p in sorted(host.probes.items())])
         lines += host_sections(host)
-        for section in (_copy_timings(host, charts), _repro_matrix(host, charts)):
+        for section in (copy_section(host, charts), _repro_matrix(host, charts)):
             lines += section
     return lines
-
-
-def _copy_timings(host: HostResult, charts: Mapping[str, str]) -> list[str]:
-    gpus = copy_gpus(host)
-    if not gpus:
-        return []
-    lines = ["#### Copy timings", "", f"Method: {dig(probe(host, 'copy_bench'), 'method') or '-'}", ""]
-    for gpu in gpus:
-        rows: list[tuple[Any, ...]] = [("workload", "fields") + STRATEGIES + ("best",)]
-        for w in workloads(gpu):
-            strategies = as_dict(w.get("strategies"))
-            rows.append((w.get("name"), len(as_list(w.get("fields")))) + tuple(
-                _strategy_cell(as_dict(strategies.get(s))) for s in STRATEGIES) + (w.get("best"),))
-        lines += [f"{device_label(gpu)}, median per replay:", ""] + table(rows)
-    first = gpus[0]
-    sweep = [s for s in as_list(first.get("sweep")) if isinstance(s, dict)]
-    if sweep:
-        lines += [f"Size sweep on {device_label(first)} (crossover {fmt_bytes(first.get('crossover_bytes'))}, "
-                  f"recommended split {fmt_bytes(first.get('recommended_split_bytes'))}):", ""]
-        lines += table([("bytes", "copy_()", "foreach")] + [
-            (fmt_bytes(s.get("bytes")), fmt_us(s.get("copy_us")), fmt_us(s.get("foreach_us"))) for s in sweep])
-    if charts.get(f"copy:{host.name}"):
-        lines += [f"![copy time vs size, {host.name}]({charts[f'copy:{host.name}']})", ""]
-    return lines
-
-
-def _strategy_cell(timing: dict[str, Any]) -> str:
-    if not timing:
-        return "-"
-    if timing.get("status", "ok") != "ok":
-        return str(timing.get("status"))
-    return fmt_us(timing.get("median_us"))
 
 
 def _repro_matrix(host: HostResult, charts: Mapping[str, str]) -> list[str]:
@@ -179,8 +146,9 @@ def _repro_matrix(host: HostResult, charts: Mapping[str, str]) -> list[str]:
 
 
 def _methodology(run: LoadedRun) -> list[str]:
-    methods = sorted({str(dig(probe(h, "copy_bench"), "method")) for h in run.hosts
-                      if dig(probe(h, "copy_bench"), "method")})
+    methods, samples = methods_and_samples(t for h in run.hosts for t in timings(probe(h, "copy_bench")))
+    measured = "; ".join(f"`{m}`: {METHOD_TEXT.get(m, m)}" for m in methods) or "none (not measured)"
+    counts = f"{'/'.join(map(str, samples))} samples per timing" if samples else "no sample counts recorded"
     lines = ["## Methodology", "",
              "- Interpreters: sglang's source is read from the Python that serves it (the live server's, else "
              "the one given or the probes' own); torch facts come from the Python that ran the probes unless "
@@ -197,13 +165,14 @@ def _methodology(run: LoadedRun) -> list[str]:
              "command lines.",
              "- torch capabilities: `torch._foreach_copy_` looked up with hasattr, then run on each dtype pair "
              "and compared with a per-tensor `copy_`.",
-             "- Copy timings: each strategy copies the same tensors a replay copies; medians with p10/p90 over "
-             "the stated samples. Methods recorded in this run: " + ("; ".join(methods) or "none (not measured)")
-             + ".",
+             "- Copy timings: each strategy copies the same tensors a replay copies and is checked against saved "
+             "copies of its sources; medians with p10/p90 over the stated samples, eager and inside a captured "
+             f"graph (launch cost apart from copy cost). Methods recorded in this run: {measured}; {counts}.",
              "- CUDA-graph repro: each cell (path, batch size, draft tokens) captures and replays in its own "
              "child process, output compared with eager; failures matched against known signatures.",
-             "- Outliers: a GPU is flagged when a median is more than 20% away from the median of its siblings "
-             "on the same host (three GPUs or more).", ""]
+             "- Outliers: each steady (not noisy) copy figure of a GPU is divided by its siblings' median on the "
+             "same host; the GPU is flagged when the median of those ratios is more than 20% off (three GPUs or "
+             "more).", ""]
     return lines
 
 
