@@ -1,5 +1,6 @@
 """OpenSSH client config (~/.ssh/config, or the file env GPUDIAG_SSH_CONFIG names) read through
-paramiko.SSHConfig: HostName, User, Port, IdentityFile and ProxyJump for a host alias."""
+paramiko.SSHConfig: HostName, User, Port, IdentityFile and ProxyJump for a host alias. Settings that
+cannot be honoured (ProxyCommand, a bad Port) are returned as data for the command line to warn about."""
 from __future__ import annotations
 
 import os
@@ -22,6 +23,7 @@ class SshSettings:
     port: int | None = None
     identity_file: str | None = None
     proxy_jump: str | None = None
+    ignored: tuple[str, ...] = ()     # settings found but not honoured, one phrase each (callers warn)
 
 
 def config_path() -> Path:
@@ -70,4 +72,24 @@ class SshConfig:
         return SshSettings(hostname=found.get("hostname") or alias, user=found.get("user"),
                            port=int(port) if port and str(port).isdigit() else None,
                            identity_file=identity[0],
-                           proxy_jump=None if not jump or jump.lower() == "none" else jump)
+                           proxy_jump=None if not jump or jump.lower() == "none" else jump,
+                           ignored=_not_honoured(found))
+
+    def ignored(self, alias: str) -> tuple[str, ...]:
+        """The settings for `alias` that gpudiag does not honour; () when none or the lookup fails
+        (a failing lookup is reported where the host is resolved)."""
+        try:
+            return self.lookup(alias).ignored
+        except SshConfigError:
+            return ()
+
+
+def _not_honoured(found: dict[str, Any]) -> tuple[str, ...]:
+    notes = []
+    proxy = found.get("proxycommand")
+    if proxy and str(proxy).lower() != "none":
+        notes.append("ProxyCommand is not supported (ignored; use ProxyJump)")
+    port = found.get("port")
+    if port and not str(port).isdigit():
+        notes.append(f"Port {port!r} is not a number (ignored; port 22 is used)")
+    return tuple(notes)

@@ -11,6 +11,7 @@ import click
 from gpudiag.cli import UserError
 from gpudiag.inventory import InventoryError, load_inventory, resolve_targets
 from gpudiag.models import Host
+from gpudiag.sshconfig import SshConfig, SshConfigError
 
 DEFAULT_INVENTORY = "inventory.yaml"
 
@@ -38,6 +39,29 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
         return resolve_targets(list(targets), inventory, python)
     except InventoryError as exc:
         raise UserError(str(exc)) from None
+
+
+def warn_ignored_ssh_settings(hosts: list[Host]) -> None:
+    """One stderr line per ssh host whose ssh config holds settings gpudiag does not honour."""
+    for line in ignored_ssh_settings(hosts):
+        click.echo(f"gpudiag: warning: {line}", err=True)
+
+
+def ignored_ssh_settings(hosts: list[Host]) -> list[str]:
+    ssh_hosts = [h for h in hosts if h.transport == "ssh"]
+    if not ssh_hosts:
+        return []
+    try:
+        config = SshConfig()
+    except SshConfigError:
+        return []   # an unreadable config already stopped resolution with its own error
+    lines = []
+    for host in ssh_hosts:
+        # The alias the user wrote is the host's name or its address before HostName mapped it.
+        notes = dict.fromkeys(config.ignored(host.name) + config.ignored(host.address))
+        if notes:
+            lines.append(f"{host.name}: {config.path}: {'; '.join(notes)}")
+    return lines
 
 
 def parse_settings(settings: tuple[str, ...]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpudiag.cli.common import inventory_option, load_hosts
+from gpudiag.cli.common import inventory_option, load_hosts, warn_ignored_ssh_settings
 from gpudiag.models import Host
 from gpudiag.sshconfig import config_path
 
@@ -29,6 +29,7 @@ def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | No
     and the target itself.
     """
     resolved = load_hosts(targets or ("all",), inventory_path, python)
+    warn_ignored_ssh_settings(resolved)
     if as_json:
         click.echo(json.dumps([dict(h.to_dict(), route=h.describe_route()) for h in resolved], indent=2))
         return

@@ -14,7 +14,8 @@ from rich.console import Console
 
 from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import inventory_option, load_hosts, parse_settings, reports_dir_option
+from gpudiag.cli.common import (inventory_option, load_hosts, parse_settings, reports_dir_option,
+                                 warn_ignored_ssh_settings)
 from gpudiag.models import OK, RunManifest
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanOutcome, ScanRequest
 from gpudiag.render.console import ScanProgress, summary_table
@@ -63,6 +64,7 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
          verify_all: bool, as_json: bool, reports_dir: Path) -> None:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
     hosts = load_hosts(targets, inventory_path, python)
+    warn_ignored_ssh_settings(hosts)
     options = parse_settings(settings)
     options.update(force=force, deep=deep)
     if verify_all:

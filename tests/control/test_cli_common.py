@@ -1,4 +1,6 @@
 """Shared CLI plumbing: probe settings and one-line usage errors."""
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -164,3 +166,48 @@ def test_main_keeps_usage_errors_at_2_and_help_at_0(monkeypatch, capsys):
     assert code == 2 and "unknown probe bogus" in out.err
     assert run_main(monkeypatch, capsys, "--help")[0] == 0
     assert run_main(monkeypatch, capsys, "hosts", "--bogus-option")[0] == 2
+
+
+SSH_CONFIG_WITH_IGNORED = """\
+Host gpu-a
+  HostName 127.0.0.1
+  Port 1
+  ProxyCommand ssh -W %h:%p bastion
+Host gpu-b
+  HostName 127.0.0.1
+  Port abc
+Host gpu-c
+  HostName 127.0.0.1
+  Port 1
+"""
+
+
+def ignored_settings_config(tmp_path, monkeypatch):
+    path = tmp_path / "ssh_config"
+    path.write_text(SSH_CONFIG_WITH_IGNORED)
+    monkeypatch.setenv("GPUDIAG_SSH_CONFIG", str(path))
+    monkeypatch.chdir(tmp_path)
+    return path
+
+
+def warnings_in(text):
+    return [line for line in text.splitlines() if line.startswith("gpudiag: warning:")]
+
+
+def test_hosts_warns_once_per_host_about_ssh_settings_it_cannot_honour(tmp_path, monkeypatch):
+    path = ignored_settings_config(tmp_path, monkeypatch)
+    result = CliRunner().invoke(cli, ["hosts", "gpu-a", "gpu-b", "gpu-c", "--json"])
+    assert result.exit_code == 0, result.output
+    assert warnings_in(result.stderr) == [
+        f"gpudiag: warning: gpu-a: {path}: ProxyCommand is not supported (ignored; use ProxyJump)",
+        f"gpudiag: warning: gpu-b: {path}: Port 'abc' is not a number (ignored; port 22 is used)"]
+    assert [h["name"] for h in json.loads(result.stdout)] == ["gpu-a", "gpu-b", "gpu-c"]
+
+
+def test_scan_warns_about_an_ignored_proxycommand_before_scanning(tmp_path, monkeypatch):
+    path = ignored_settings_config(tmp_path, monkeypatch)
+    result = CliRunner().invoke(cli, ["scan", "gpu-a", "--probes", "env", "--timeout", "5",
+                                      "--reports-dir", str(tmp_path / "reports")])
+    assert result.exit_code == 3, result.output          # port 1 refuses: the warning did not stop the scan
+    assert warnings_in(result.stderr) == [
+        f"gpudiag: warning: gpu-a: {path}: ProxyCommand is not supported (ignored; use ProxyJump)"]
