@@ -75,9 +75,9 @@ def _installed_line(installed: dict[str, Any]) -> list[str]:
     modules = ", ".join(f"`{m}`" for m in as_list(installed.get("modules")) if isinstance(m, str))
     where = (f"`_grouped_foreach_copy_` timed from {modules}" if modules else
              "no `_grouped_foreach_copy_` definition to time")
-    pairs = "; ".join(f"{k}: {v}" for k, v in sorted(as_dict(installed.get("dtype_pairs")).items()))
+    pairs = ", ".join(_pair(name, pair) for name, pair in sorted(as_dict(installed.get("dtype_pairs")).items()))
     return [f"Installed sglang {installed.get('release') or 'release unknown'}: {where} (modules from "
-            f"{installed.get('modules_from') or '-'})" + (f"; dtype pairs {pairs}" if pairs else "") + ".", ""]
+            f"{installed.get('modules_from') or '-'})" + (f"; buffer dtypes of this release: {pairs}" if pairs else "") + ".", ""]
 
 
 class Notes:
@@ -95,6 +95,13 @@ class Notes:
     def lines(self) -> list[str]:
         return [f"[{i}] {text}" + ("  " if i < len(self.texts) else "") for i, text in enumerate(self.texts, 1)] + \
             ([""] if self.texts else [])
+
+
+def _pair(name: str, pair: Any) -> str:
+    """'seq_lens int64 → int32' from the probe's (buffer dtype, source dtype)."""
+    if isinstance(pair, list) and len(pair) == 2:
+        return f"{name} {pair[1]} → {pair[0]}" if pair[0] != pair[1] else f"{name} {pair[0]}"
+    return f"{name} {pair}"
 
 
 def _device(gpu: dict[str, Any]) -> list[str]:
@@ -127,8 +134,7 @@ def _strategy_rows(workload: Any, strategies: dict[str, Any], notes: Notes) -> l
     rows: list[tuple[Any, ...]] = []
     for name in names:
         timing = as_dict(strategies[name])
-        label = f"{name} ({timing['module']})" if name == "installed" and timing.get("module") else name
-        rows.append(_timing_row(label, timing, notes))
+        rows.append(_timing_row(name, timing, notes))     # the installed module is named above the tables
         if name != "installed":
             continue
         for module, variant in sorted(as_dict(timing.get("variants")).items()):
