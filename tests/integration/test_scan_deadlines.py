@@ -105,3 +105,38 @@ def test_sigint_keeps_finished_hosts_and_marks_the_run_interrupted(sshd_fleet, t
     files = sorted(p.name for p in (run_dir / "hosts").glob("*.json"))
     assert files == ["h0.json", "h1.json"]
     assert json.loads((run_dir / "hosts" / "h0.json").read_text())["status"] == "ok"
+
+
+def test_a_real_probe_hung_on_nvidia_smi_ends_as_that_probes_timeout_and_keeps_the_rest(sshd_fleet, tmp_path):
+    """The env probe itself (not a stand-in interpreter) hangs on a stand-in nvidia-smi found on the
+    session's PATH: env ends as its own timeout, the host as probe_error, deployment's data is kept."""
+    import os
+    fleet = sshd_fleet
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)                                   # the session's user writes the pids here
+    pids = shared / "nvidia-smi.pids"
+    stand_in = fleet.bin_dir / "nvidia-smi"
+    stand_in.write_text(f"#!/bin/sh\necho $$ >> {pids}\nexec sleep 60\n")
+    stand_in.chmod(0o755)
+    try:
+        inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"])
+        reports = tmp_path / "reports"
+        proc = fleet.run_gpudiag("scan", "-i", str(inventory), "all", "--probes", "env,deployment", "--set",
+                                 "env.torch=false", "--probe-timeout", "3", "--timeout", "40", "--json",
+                                 env=fleet.env(GPUDIAG_REPORTS=str(reports)), timeout=90)
+        assert proc.returncode == 3, proc.stderr
+        host = fleet.load_run(proc, reports)[1]["h0"]
+    finally:
+        stand_in.unlink()
+        for pid in (pids.read_text().split() if pids.exists() else []):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    assert pids.exists()                                  # the probe really ran the hanging nvidia-smi
+    assert host["status"] == "probe_error", host["reason"]
+    assert host["probes"]["env"]["status"] == "timeout"
+    assert "env timeout" in host["reason"] and "did not finish within 3 s" in host["probes"]["env"]["reason"]
+    assert host["probes"]["deployment"]["status"] == "ok" and host["probes"]["deployment"]["data"]
+    assert host["duration_s"] < 3 + 25                    # the probe's limit, not the 60 s hang or the host's
