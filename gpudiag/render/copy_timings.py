@@ -115,7 +115,7 @@ def _device(gpu: dict[str, Any]) -> list[str]:
     for w in workloads(gpu):
         name = w.get("name")
         if w.get("status", "ok") != "ok":
-            rows.append((name, f"{w.get('status')}: {w.get('reason') or '-'}", "", "", "", ""))
+            rows.append((name, f"{w.get('status')}: {w.get('reason') or '-'}", "-", "-", "-", "-"))
             continue
         rows += _strategy_rows(name, as_dict(w.get("strategies")), notes)
         summary.append((name, len(as_list(w.get("fields"))), _casts(w), w.get("best"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from gpudiag.findings.common import SEVERITY_RANK, as_dict, dig, probe
+from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, probe
 from gpudiag.findings.cuda_graph import cells
 from gpudiag.findings.facts import host_facts
 from gpudiag.models import SEVERITIES, Evidence, Finding, HostResult
@@ -67,6 +67,8 @@ def _fleet(run: LoadedRun) -> list[str]:
         if (f.sglang_interpreter, f.torch_interpreter) != ("-", "-"):
             same = f.torch_interpreter.split(" (")[0] == f.sglang_interpreter.split(" (")[0]
             pythons.append((f.name, f.sglang_interpreter, "the same Python" if same else f.torch_interpreter))
+    if not run.hosts:
+        return ["## Fleet", "", "No hosts: this run read a file on this machine and contacted none.", ""]
     lines = ["## Fleet", ""] + table(rows)
     if len(pythons) > 1:
         lines += ["Interpreters: the Python whose sglang the source facts describe, and the one torch's facts "
@@ -110,7 +112,10 @@ def _evidence(e: Evidence) -> list[str]:
 
 
 def _appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
-    lines = ["## Appendix: hosts", ""]
+    lines = _crash_log(as_dict(run.manifest.extra.get("repro")))
+    if not run.hosts:
+        return lines
+    lines += ["## Appendix: hosts", ""]
     for host in run.hosts:
         lines += [f"### {host.name}", "", f"Status: {host.status}" + (f" — {host.reason}" if host.reason else ""), ""]
         if host.probes:
@@ -120,6 +125,29 @@ def _appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
         lines += host_sections(host)
         for section in (copy_section(host, charts), _repro_matrix(host, charts)):
             lines += section
+    return lines
+
+
+def _crash_log(repro: dict[str, Any]) -> list[str]:
+    """`repro cuda-graph-crash --log FILE`: the file, every signature that matched with its numbered lines, and
+    the advice; said plainly when nothing matched."""
+    if not repro.get("log"):
+        return []
+    log = str(repro["log"])
+    matches = [m for m in as_list(repro.get("matches")) if isinstance(m, dict)]
+    lines = ["## Appendix: crash log", "", f"Log `{log}` classified on this machine: outcome "
+             f"{repro.get('outcome') or '-'}, {len(matches)} signature(s) matched.", ""]
+    if not matches:
+        return lines + ["No known CUDA-graph crash signature matched.", ""]
+    for m in matches:
+        quoted = [q for q in as_list(m.get("lines")) if isinstance(q, dict)]
+        lines += [f"### {m.get('name') or '-'} ({m.get('severity') or '-'})", "", str(m.get("meaning") or "-"), ""]
+        if quoted:
+            width = len(str(max((q.get("line") or 0) for q in quoted)))
+            lines += fenced(log, quoted[0].get("line"), "\n".join(
+                f"{str(q.get('line', '?')).rjust(width)}: {q.get('text', '')}" for q in quoted), "text")
+        lines += [f"**Advice:** {m.get('recommendation') or '-'}" + (f" ({m['reference']})" if m.get("reference")
+                                                                        else ""), ""]
     return lines
 
 
