@@ -70,7 +70,7 @@ def _emit(text: str, output: Path | None) -> None:
 
 def _console_summary(run: LoadedRun, findings: Sequence[Finding]) -> None:
     console = Console()
-    hosts = Table(title=f"gpudiag run {run.manifest.run_id} ({run.manifest.started_at[:10] or '-'})")
+    hosts = Table(title=Text(f"gpudiag run {run.manifest.run_id} ({run.manifest.started_at[:10] or '-'})"))
     for column in ("host", "status", "GPUs", "torch", "sglang", "speculative", "CUDA graphs (decode)"):
         hosts.add_column(column, overflow="fold")
     for h in run.hosts:

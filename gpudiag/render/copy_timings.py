@@ -249,5 +249,5 @@ def _outliers(outliers: list[Any]) -> list[str]:
         ratio = number(o.get("median_ratio"))
         rows.append((o.get("index"), f"{ratio:.2f}" if ratio is not None else "-", o.get("metrics_compared"),
                      o.get("metric"), o.get("value"), o.get("siblings_median"), o.get("ratio")))
-    return [f"Outliers (the median of a GPU's ratios to its siblings decides, more than {OUTLIER_RATIO:.0%} off):",
-            ""] + table(rows)
+    return [f"Outliers as the probe found them over its steady figures (sweep, workloads, host→device): the median "
+            f"of a GPU's ratios to its siblings decides, more than {OUTLIER_RATIO:.0%} off.", ""] + table(rows)
