@@ -118,7 +118,7 @@ def _container_failure(host: Host, command: CommandResult) -> str | None:
         return None
     engine, name = parse_container(host.container)
     lines = [line.strip() for line in err.splitlines() if line.strip()]
-    line = next((l for l in lines if _ENGINE_ERROR.search(l)), lines[-1] if lines else
+    line = next((text for text in lines if _ENGINE_ERROR.search(text)), lines[-1] if lines else
                 f"exit {command.exit_code} with no message")
     return f"{engine} exec {name}: {line[:200]}"
 
