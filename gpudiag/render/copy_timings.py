@@ -26,7 +26,7 @@ def copy_section(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     lines = ["#### Copy timings", "", f"Method: {data.get('method') or '-'}; {_samples_text(timings(data))}. "
              f"Times are per copy step: median (p10–p90); {NOISY_MARK} marks a noisy timing (cv > "
              f"{NOISY_CV:.0%} or flagged by the probe); ×N is the speedup over the per-tensor loop.", ""]
-    lines += _installed_line(as_dict(data.get("installed")))
+    lines += _installed_line(as_dict(data.get("installed"))) + _paths_line(as_dict(dig(data, "summary", "paths")))
     for gpu in gpus:
         lines += _device(gpu)
     lines += _outliers(as_list(data.get("outliers")))
@@ -97,6 +97,18 @@ class Notes:
             ([""] if self.texts else [])
 
 
+def _paths_line(paths: dict[str, Any]) -> list[str]:
+    """Per path, across devices: how often each strategy was best and the largest saving vs installed."""
+    parts = []
+    for path, entry in sorted(paths.items()):
+        best = ", ".join(f"{name} ×{count}" for name, count in sorted(as_dict(dig(entry, "best")).items(),
+                                                                       key=lambda kv: (-(number(kv[1]) or 0), kv[0])))
+        saving = number(dig(entry, "max_saving_vs_installed_us"))
+        parts.append(f"{path}: best {best or '-'}" + (f", up to {fmt_us(saving)} saved vs installed"
+                                                       if saving is not None else ""))
+    return [f"Across devices — {'; '.join(parts)}.", ""] if parts else []
+
+
 def _pair(name: str, pair: Any) -> str:
     """'seq_lens int64 → int32' from the probe's (buffer dtype, source dtype)."""
     if isinstance(pair, list) and len(pair) == 2:
@@ -110,7 +122,7 @@ def _device(gpu: dict[str, Any]) -> list[str]:
     if gpu.get("status", "ok") != "ok":
         return [f"{label}: **{gpu.get('status')}** — {gpu.get('reason') or 'no reason recorded'}", ""]
     rows: list[tuple[Any, ...]] = [("workload", "strategy", "eager", "eager ×loop", "graph replay", "graph ×loop")]
-    summary: list[tuple[Any, ...]] = [("workload", "fields", "casts (src → dst)", "best", "saving vs installed",
+    summary: list[tuple[Any, ...]] = [("workload", "fields", "bytes", "casts (src → dst)", "best", "saving vs installed",
                                        "installed baseline")]
     for w in workloads(gpu):
         name = w.get("name")
@@ -118,7 +130,7 @@ def _device(gpu: dict[str, Any]) -> list[str]:
             rows.append((name, f"{w.get('status')}: {w.get('reason') or '-'}", "-", "-", "-", "-"))
             continue
         rows += _strategy_rows(name, as_dict(w.get("strategies")), notes)
-        summary.append((name, len(as_list(w.get("fields"))), _casts(w), w.get("best"),
+        summary.append((name, len(as_list(w.get("fields"))), fmt_bytes(w.get("total_bytes")), _casts(w), w.get("best"),
                         fmt_us(w.get("saving_vs_installed_us")),
                         _baseline(as_dict(w.get("installed_baseline")), notes)))
     if not any(row[4] != "-" for row in rows[1:] if len(row) > 4):
@@ -140,6 +152,10 @@ def _strategy_rows(workload: Any, strategies: dict[str, Any], notes: Notes) -> l
         for module, variant in sorted(as_dict(timing.get("variants")).items()):
             if module != timing.get("module"):
                 rows.append(_timing_row(f"installed variant {module}", as_dict(variant), notes))
+        for failed in as_list(timing.get("not_loaded")):
+            rows.append((f"installed variant {dig(failed, 'module') or '-'}",
+                         f"not loaded {notes.cite(str(dig(failed, 'reason') or 'no reason recorded'))}",
+                         "-", "-", "-"))
         for gate, both in sorted(as_dict(timing.get("env")).items()):
             host_value = dig(both, "host_value")
             for side, value in (("on", "1"), ("off", "0")):

@@ -30,7 +30,10 @@ def timing(median, method="cuda_events", cv=0.01, noisy=False, graph=None, speed
 
 def copy_host(gpus, outliers=(), device="cuda"):
     data = {"device": device, "method": "cuda_events (eager) and cuda_graph_replay", "gpus": gpus,
-            "outliers": list(outliers), "installed": {"modules": ["sglang.x.buffers"], "release": "0.5.20",
+            "outliers": list(outliers),
+            "summary": {"paths": {"eagle_draft": {"best": {"grouped_foreach": 1, "grouped_foreach_dma_split": 3},
+                                                  "max_saving_vs_installed_us": 4.0}}},
+            "installed": {"modules": ["sglang.x.buffers"], "release": "0.5.20",
                                                      "modules_from": "sglang_source",
                                                      "dtype_pairs": {"seq_lens": ["int32", "int64"]}}}
     return HostResult(name="h1", status="ok", probes={"copy_bench": ProbeResult(status="ok", data=data)})
@@ -46,8 +49,9 @@ def gpu(index, **extra):
     installed = timing(11.0, graph=4.0, speedup=2.0)
     installed["variants"] = {"sglang.x.buffers": dict(installed), "sglang.x.registry": timing(13.0, graph=4.4)}
     installed["module"] = "sglang.x.buffers"
+    installed["not_loaded"] = [{"module": "sglang.x.old", "reason": "ImportError: no module named sglang.x.old"}]
     installed["env"] = {GATE: {"host_value": "1", "on": timing(9.5, graph=3.1), "off": timing(11.5, graph=4.1)}}
-    workload = {"name": "eagle_draft/bs128/h7168", "status": "ok", "best": "grouped_foreach_dma_split",
+    workload = {"name": "eagle_draft/bs128/h7168", "status": "ok", "total_bytes": 3670016, "best": "grouped_foreach_dma_split",
                 "saving_vs_installed_us": 4.0,
                 "installed_baseline": {"kind": "grouped", "strategy": "installed", "exact": True, "median_us": 11.0},
                 "fields": [{"name": "seq_lens", "dtype": "int32", "src_dtype": "int64"},
@@ -75,7 +79,7 @@ def test_one_table_per_device_with_eager_and_graph_spread_noise_and_speedups():
     assert "| eagle_draft/bs128/h7168 | installed | 11.0 µs (9.9–12.1) | ×2.00 | 4.0 µs (3.6–4.4) | - |" in text
     assert "|   | loop | 22.0 µs (19.8–24.2) | ×1.00 | 9.0 µs (8.1–9.9) | - |" in text
     assert "| grouped_foreach | 10.0 µs (9.0–11.0) ~ | ×2.20 |" in text         # cv 9% > 5%: noisy
-    assert "| packed | wrong [1] | - | - | - |" in text and "[1] changed a source" in text
+    assert "| packed | wrong [2] | - | - | - |" in text and "[2] changed a source" in text
     assert "| dflash_verify/bs512 | skipped: needs about 900 MiB |" in text
 
 
@@ -84,10 +88,14 @@ def test_installed_variants_gates_baseline_and_casts_are_shown():
     assert "| installed variant sglang.x.registry | 13.0 µs (11.7–14.3) |" in text
     assert f"| installed, {GATE}=1 (host: 1) | 9.5 µs (8.6–10.4) |" in text
     assert f"| installed, {GATE}=0 (host: 1) | 11.5 µs (10.3–12.7) |" in text
-    assert "| eagle_draft/bs128/h7168 | 2 | seq_lens int64 → int32 | grouped_foreach_dma_split | 4.0 µs | " \
+    assert "| installed variant sglang.x.old | not loaded [1] | - | - | - |" in text
+    assert "[1] ImportError: no module named sglang.x.old" in text
+    assert "| eagle_draft/bs128/h7168 | 2 | 3.5 MiB | seq_lens int64 → int32 | grouped_foreach_dma_split | 4.0 µs | " \
            "grouped: installed 11.0 µs |" in text
     assert "Installed sglang 0.5.20: `_grouped_foreach_copy_` timed from `sglang.x.buffers`" in text
     assert "seq_lens int64 → int32." in text
+    assert "Across devices — eagle_draft: best grouped_foreach_dma_split ×3, grouped_foreach ×1, up to 4.0 µs " \
+           "saved vs installed." in text
 
 
 def test_sweep_split_h2d_outliers_and_failed_devices():
