@@ -41,7 +41,7 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.argument("targets", nargs=-1)
 @inventory_option
 @click.option("--python", help="Interpreter to run the probes with on every target (e.g. the sglang venv).")
-@click.option("--probes", help=f"Comma-separated probes (default: the light set).")
+@click.option("--probes", help="Comma-separated probes (default: the light set).")
 @click.option("--deep", is_flag=True, help="Add the GPU-touching probes (copy_bench, cuda_graph).")
 @click.option("--force", is_flag=True, help="Let GPU probes run on GPUs that look busy.")
 @click.option("--set", "settings", multiple=True, metavar="PROBE.KEY=VALUE", help="A probe option (repeatable).")

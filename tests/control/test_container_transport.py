@@ -67,7 +67,6 @@ ENGINE_FAILURES = {
 
 def scan_in_container(tmp_path, container, env_path):
     import json
-    import sys
     from click.testing import CliRunner
     from gpudiag.cli import cli
     inventory = tmp_path / "inventory.yaml"
