@@ -222,7 +222,9 @@ def classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
                                                  f"{len(quoted)} matching line(s) in {repro['log']} "
                                                  f"({match.get('reference') or 'no reference'})",
                                file=str(repro["log"]), line=first if isinstance(first, int) else None,
-                               snippet="\n".join(str(q.get("text")) for q in quoted[:5]) or None),),
+                               # Several matched lines: each keeps its own number, as in the crash-log appendix.
+                               snippet="\n".join(f"{q.get('line')}: {q.get('text')}" if len(quoted) > 1
+                                                 else str(q.get("text")) for q in quoted[:5]) or None),),
             recommendation=str(match.get("recommendation") or "Compare with the referenced report."),
             sources=(f"run.json/repro/{match.get('name')}",)))
     return findings

@@ -154,3 +154,16 @@ def test_repro_failure_without_a_signature_advises_the_releases_max_bs_flag():
                                                     deprecated=("--cuda-graph-max-bs",)))
     [finding] = cuda_graph.repro_failures([new])
     assert "(--cuda-graph-max-bs-decode)" in finding.recommendation
+
+
+def test_several_matched_log_lines_keep_their_own_numbers():
+    from gpudiag.findings.cuda_graph import classified_log
+    extra = {"repro": {"log": "/var/log/sglang.log", "matches": [{
+        "name": "illegal_memory_access", "severity": "error", "meaning": "illegal address during replay",
+        "lines": [{"line": 12, "text": "CUDA error: an illegal memory access was encountered"},
+                  {"line": 40, "text": "RuntimeError: CUDA error: an illegal memory access"}]}]}}
+    (finding,) = classified_log(extra)
+    assert finding.evidence[0].line == 12
+    assert finding.evidence[0].snippet.splitlines() == [
+        "12: CUDA error: an illegal memory access was encountered",
+        "40: RuntimeError: CUDA error: an illegal memory access"]
