@@ -130,3 +130,15 @@ def test_atomic_text_write_leaves_no_temp_file_when_it_fails(tmp_path, monkeypat
         write_text_atomic(target, "new\n")
     assert target.read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest"]
+
+
+@pytest.mark.parametrize("code, words", [(13, "Permission denied"), (30, "Read-only file system"),
+                                         (28, "No space left on device")])
+def test_a_reports_dir_that_cannot_be_written_is_one_store_error(tmp_path, monkeypatch, code, words):
+    import tempfile
+
+    def refuse(*args, dir=None, **kwargs):
+        raise OSError(code, words, dir)
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(StoreError, match=f"cannot create the run: {words}$"):
+        RunWriter(tmp_path / "reports", "scan", [])
