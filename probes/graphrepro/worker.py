@@ -2,9 +2,9 @@
 
 The child is `sys.executable -I -c probes.boot.BOOTSTRAP_COMMAND` (BOOTSTRAP as one line); the first
 stdin line carries the bundle's module sources (the same in-memory import as gpudiag's bootstrap), then
-one JSON request per line. The child
-answers one `GRAPHREPRO-RESULT {json}` line per request. A segfault, abort, hang or exception in the
-child becomes a result dict here; the parent always kills the child's whole process group.
+one JSON request per line. The child answers one `GRAPHREPRO-RESULT {json}` line per request. A segfault,
+abort, hang or exception in the child becomes a result dict here; the parent always kills the child's
+whole process group.
 """
 import json
 import os
