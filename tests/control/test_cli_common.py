@@ -8,6 +8,28 @@ from gpudiag.cli import UserError, cli
 from gpudiag.cli.common import parse_settings
 
 
+@pytest.fixture
+def scan_requests(monkeypatch):
+    """Run `gpudiag scan` without scanning: each call records the ScanRequest the CLI built."""
+    from gpudiag.cli import scan as scan_module
+    from gpudiag.orchestrator import ScanOutcome
+    seen = []
+
+    class Recorder:
+        def __init__(self, request, *args, **kwargs):
+            seen.append(request)
+
+        def run(self, hosts):
+            return ScanOutcome(results=[])
+
+    monkeypatch.setattr(scan_module, "Orchestrator", Recorder)
+
+    def scan(*args):
+        CliRunner().invoke(cli, ["scan", "localhost", *args])
+        return seen[-1]
+    return scan
+
+
 def test_settings_parse_json_values_and_group_by_probe():
     options = parse_settings(("copy_bench.batch_sizes=[1,8]", "copy_bench.hidden=4096", "cuda_graph.mode=synthetic"))
     assert options == {"copy_bench": {"batch_sizes": [1, 8], "hidden": 4096}, "cuda_graph": {"mode": "synthetic"}}
@@ -26,25 +48,12 @@ def test_scan_with_unknown_probe_exits_2_without_traceback(tmp_path):
     assert "Traceback" not in result.output
 
 
-def test_gpu_probes_get_their_own_limits_and_a_longer_host_deadline(monkeypatch, tmp_path):
-    from gpudiag.cli import scan as scan_module
-    seen = {}
-
-    class Recorder:
-        def __init__(self, request, *args, **kwargs):
-            seen["request"] = request
-
-        def run(self, hosts):
-            from gpudiag.orchestrator import ScanOutcome
-            return ScanOutcome(results=[])
-
-    monkeypatch.setattr(scan_module, "Orchestrator", Recorder)
-    CliRunner().invoke(cli, ["scan", "localhost", "--deep", "--reports-dir", str(tmp_path)])
-    request = seen["request"]
+def test_gpu_probes_get_their_own_limits_and_a_longer_host_deadline(scan_requests, tmp_path):
+    request = scan_requests("--deep", "--reports-dir", str(tmp_path))
     assert request.probe_timeouts == {"copy_bench": 900.0, "cuda_graph": 1200.0}
     assert request.timeout == 300.0 + 900.0 + 1200.0
-    CliRunner().invoke(cli, ["scan", "localhost", "--reports-dir", str(tmp_path), "--timeout", "50"])
-    assert seen["request"].probe_timeouts == {} and seen["request"].timeout == 50.0
+    request = scan_requests("--reports-dir", str(tmp_path), "--timeout", "50")
+    assert request.probe_timeouts == {} and request.timeout == 50.0
 
 
 def test_localhost_scan_and_report_need_neither_paramiko_nor_torch(tmp_path):
@@ -66,21 +75,9 @@ def test_localhost_scan_and_report_need_neither_paramiko_nor_torch(tmp_path):
     assert "localhost" in report.stdout
 
 
-def test_a_deep_scan_sends_the_crash_signature_table_to_the_graph_probe(monkeypatch, tmp_path):
-    from gpudiag.cli import scan as scan_module
-    seen = {}
-
-    class Recorder:
-        def __init__(self, request, *args, **kwargs):
-            seen["options"] = request.options
-
-        def run(self, hosts):
-            from gpudiag.orchestrator import ScanOutcome
-            return ScanOutcome(results=[])
-
-    monkeypatch.setattr(scan_module, "Orchestrator", Recorder)
-    CliRunner().invoke(cli, ["scan", "localhost", "--probes", "cuda_graph", "--reports-dir", str(tmp_path)])
-    names = {entry["name"] for entry in seen["options"]["cuda_graph"]["signatures"]}
+def test_a_deep_scan_sends_the_crash_signature_table_to_the_graph_probe(scan_requests, tmp_path):
+    request = scan_requests("--probes", "cuda_graph", "--reports-dir", str(tmp_path))
+    names = {entry["name"] for entry in request.options["cuda_graph"]["signatures"]}
     assert "capture_failed" in names and len(names) >= 6
 
 
@@ -96,21 +93,9 @@ def test_scan_exits_1_when_the_stored_run_has_error_findings(monkeypatch, tmp_pa
     assert "1 error" in result.output
 
 
-def test_verify_all_asks_the_source_probe_to_hash_every_file(monkeypatch, tmp_path):
-    from gpudiag.cli import scan as scan_module
-    seen = {}
-
-    class Recorder:
-        def __init__(self, request, *args, **kwargs):
-            seen["options"] = request.options
-
-        def run(self, hosts):
-            from gpudiag.orchestrator import ScanOutcome
-            return ScanOutcome(results=[])
-
-    monkeypatch.setattr(scan_module, "Orchestrator", Recorder)
-    CliRunner().invoke(cli, ["scan", "localhost", "--verify-all", "--reports-dir", str(tmp_path)])
-    assert seen["options"]["sglang_source"] == {"verify_all": True}
+def test_verify_all_asks_the_source_probe_to_hash_every_file(scan_requests, tmp_path):
+    request = scan_requests("--verify-all", "--reports-dir", str(tmp_path))
+    assert request.options["sglang_source"] == {"verify_all": True}
 
 
 def test_hosts_table_prints_inventory_text_that_looks_like_rich_markup(tmp_path, monkeypatch):
