@@ -11,7 +11,7 @@ fi
 PY=${PYTHON:-python3}
 # torch first, pinned: the CPU wheel; an open range would pull a multi-GB CUDA build.
 $PY -m pip install -q --disable-pip-version-check torch==2.13.0
-$PY -m pip install -q --disable-pip-version-check -e '.[test]'
+$PY -m pip install -q --disable-pip-version-check -e '.[test,plots]'   # plots: the chart tests draw for real
 # Engines the ingest tests drive for real (test-only, never runtime dependencies).
 $PY -m pip install -q --disable-pip-version-check ansible-core
 $PY scripts/install-ansible-posix.py   # the json stdout callback, without the full `ansible` package
