@@ -17,25 +17,9 @@ from typing import Any
 # package being packed is part of packing it.
 from probes.boot import BOOTSTRAP_COMMAND
 
-# The probe names the runner knows (probes/runner.py holds the same tuples; a test keeps them equal).
-LIGHT_PROBES = ("env", "deployment", "torch_caps", "sglang_source")
-DEEP_PROBES = ("copy_bench", "cuda_graph")
-ALL_PROBES = LIGHT_PROBES + DEEP_PROBES
-# What a probe reads from an earlier one: the interpreter the live server uses (deployment), the release's
-# field lists and definitions (sglang_source). Selecting a probe brings these along.
-PROBE_NEEDS = {"torch_caps": ("deployment",), "sglang_source": ("deployment",),
-               "copy_bench": ("sglang_source",), "cuda_graph": ("env", "sglang_source")}
-
-
-def with_needs(probes: list[str]) -> list[str]:
-    """The probes and, transitively, what they read from, in the runner's order."""
-    wanted, pending = set(), list(probes)
-    while pending:
-        name = pending.pop()
-        if name not in wanted:
-            wanted.add(name)
-            pending.extend(PROBE_NEEDS.get(name, ()))
-    return [p for p in ALL_PROBES if p in wanted] + [p for p in probes if p not in ALL_PROBES]
+# The probe catalog (names, sets, what each reads from) is shared with the runner; reading it is part
+# of choosing what to pack.
+from probes.catalog import ALL_PROBES, DEEP_PROBES, LIGHT_PROBES, PROBE_NEEDS, with_needs  # noqa: E402,F401
 
 FRAME_RE_TEMPLATE = r"^GPUDIAG-BEGIN {nonce}\r?\n(.*?)\r?\nGPUDIAG-END {nonce}\r?$"
 

@@ -13,14 +13,10 @@ import threading
 import time
 import traceback
 
+from probes.catalog import ALL_PROBES, DEEP_PROBES, LIGHT_PROBES, with_needs  # noqa: F401
 from probes.context import ProbeContext, Skip
 
 SCHEMA = 1
-# Light probes allocate nothing on a GPU. deployment runs first after env: torch_caps and sglang_source
-# read its choice of interpreter (the live server's venv).
-LIGHT_PROBES = ("env", "deployment", "torch_caps", "sglang_source")
-DEEP_PROBES = ("copy_bench", "cuda_graph")
-ALL_PROBES = LIGHT_PROBES + DEEP_PROBES
 DEFAULT_PROBE_TIMEOUT = 120.0
 MIN_PYTHON = (3, 9)
 
@@ -62,8 +58,8 @@ def run_probe(name, options, results, timeout, modules=None):
 
 
 def select_probes(requested):
-    """Requested names in canonical order; unknown names are reported, not fatal."""
-    requested = list(requested or LIGHT_PROBES)
+    """Requested names and what they read from, in run order; unknown names are reported, not fatal."""
+    requested = with_needs(list(requested or LIGHT_PROBES), ALL_PROBES)
     order = [p for p in ALL_PROBES if p in requested]
     unknown = [p for p in requested if p not in ALL_PROBES]
     return order, unknown

@@ -68,7 +68,7 @@ def test_hanging_probe_times_out_and_the_next_probe_still_runs(fake_probe):
 
 def test_select_probes_keeps_canonical_order_and_reports_unknown():
     order, unknown = runner.select_probes(["sglang_source", "env", "bogus", "deployment"])
-    assert order == ["env", "deployment", "sglang_source"]
+    assert order == ["deployment", "env", "sglang_source"]
     assert unknown == ["bogus"]
 
 
@@ -146,3 +146,8 @@ def test_the_host_budget_cuts_a_slow_probe_and_skips_the_rest(fake_probe):
     assert doc["probes"]["fake_slow"]["duration_s"] < 5
     assert doc["probes"]["fake_late"] == {"status": "skipped", "duration_s": 0.0,
                                           "reason": "the host's deadline left no time for this probe"}
+
+
+def test_select_probes_brings_what_a_probe_reads_from():
+    # A bundle run (`python3 gpudiag-probes.pyz --probes copy_bench`) gets the same expansion as a scan.
+    assert runner.select_probes(["copy_bench"]) == (["deployment", "sglang_source", "copy_bench"], [])
