@@ -14,7 +14,8 @@ STARTUP_MARGIN_S = 5.0
 
 
 def target(ctx):
-    """{path, why}: deployment's choice when it already ran, else the same choice made here (env runs first)."""
+    """{path, why}: deployment's choice when it already ran, else the same choice made here (a probe run
+    without it, e.g. from an older bundle)."""
     chosen = (ctx.results.get("deployment") or {}).get("interpreter")
     if not chosen:
         from probes import deployment  # lazily: deployment reads /proc, which only this path needs
