@@ -18,13 +18,12 @@ from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import inventory_option, load_hosts, reports_dir_option
-from gpudiag.orchestrator import Orchestrator, ScanRequest
+from gpudiag.cli.runs import StoredRun, transports
+from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
 from gpudiag.render.console import ScanProgress
 from gpudiag.repro import plan as plan_mod
 from gpudiag.repro import signatures as sig_mod
 from gpudiag.repro import summary
-from gpudiag.store import RunWriter
-from gpudiag.transports import transport_for
 
 REPRO_PROBES = ["env", "deployment", "sglang_source", "cuda_graph"]
 DEFAULT_HOST_TIMEOUT = 3600.0
@@ -98,26 +97,21 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     request = ScanRequest(probes=list(REPRO_PROBES), options={"cuda_graph": plan.probe_options(table),
                                                               "force": force},
                           timeout=timeout, probe_timeout=max(60.0, timeout - 30.0))
-    writer = RunWriter(reports_dir, "repro", sys.argv, extra={"repro": {"problem": "cuda-graph-crash",
-                                                                        "plan": plan.to_dict()}})
     console = Console(stderr=True)
-
-    def factory(host):  # type: ignore[no-untyped-def]
-        if host.transport == "ssh":
-            return transport_for(host, accept_new=accept_new, known_hosts=known_hosts)
-        return transport_for(host)
+    run = StoredRun(reports_dir, "repro", console,
+                    extra={"repro": {"problem": "cuda-graph-crash", "plan": plan.to_dict()}})
+    factory = transports(accept_new=accept_new, known_hosts=known_hosts)
 
     with ScanProgress(len(hosts), console=console) as progress:
         def on_result(result):  # type: ignore[no-untyped-def]
-            writer.write_host(result)
+            run.store(result)
             progress.host_done(result)
 
         outcome = Orchestrator(request, factory, on_start=progress.host_started, on_result=on_result).run(hosts)
-    for result in outcome.results:
-        writer.note_host(result.name, result.status, result.reason)
     repros = [summary.host_repro(r) for r in outcome.results]
     block = summary.run_summary(repros, plan.to_dict())
-    manifest = writer.finish(interrupted=outcome.interrupted, extra={"repro": block})
+    manifest = run.finish(outcome, extra={"repro": block})
+    writer = run.writer
     if as_json:
         click.echo(json.dumps(block, indent=2, sort_keys=True))
     else:
@@ -163,8 +157,8 @@ def _classify_log(path: Path, as_json: bool, reports_dir: Path) -> None:
     found = sig_mod.crash_found(matches)
     block = {"problem": "cuda-graph-crash", "log": str(path), "outcome": "failures" if found else "ok",
              "matches": [m.to_dict() for m in matches]}
-    writer = RunWriter(reports_dir, "repro", sys.argv, extra={"repro": block})
-    writer.finish(extra={"repro": block})
+    run = StoredRun(reports_dir, "repro", Console(stderr=True), extra={"repro": block})
+    run.finish(ScanOutcome(results=[]), extra={"repro": block})
     if as_json:
         click.echo(json.dumps(block, indent=2, sort_keys=True))
     elif not matches:

@@ -16,11 +16,11 @@ from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import (inventory_option, load_hosts, parse_settings, reports_dir_option,
                                  warn_ignored_ssh_settings)
-from gpudiag.models import OK, RunManifest
-from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanOutcome, ScanRequest
+from gpudiag.cli.runs import StoredRun, transports
+from gpudiag.models import OK
+from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
 from gpudiag.render.console import ScanProgress, summary_table
-from gpudiag.store import RunWriter, StoreError
-from gpudiag.transports import transport_for
+from gpudiag.store import StoreError
 
 
 # GPU probes visit every GPU in turn: an 8-GPU host needs far more than a light probe's limit.
@@ -80,34 +80,20 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     gpu_limits = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
     request = ScanRequest(probes=names, options=options, probe_timeouts=gpu_limits, probe_timeout=probe_timeout,
                           timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks)
-    try:
-        writer = RunWriter(reports_dir, "scan", sys.argv)
-    except StoreError as exc:
-        raise UserError(f"--reports-dir: {exc}") from None
     console = Console(stderr=True)
-
-    def warn(exc: StoreError) -> None:  # a full disk must not cost the hosts still running
-        console.print(f"gpudiag: warning: {exc}", markup=False, highlight=False, soft_wrap=True)
-
-    def factory(host):  # type: ignore[no-untyped-def]
-        if host.transport == "ssh":
-            return transport_for(host, accept_new=accept_new, known_hosts=known_hosts,
-                                 connect_timeout=connect_timeout)
-        return transport_for(host)
-
+    run = StoredRun(reports_dir, "scan", console)
+    factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
     with _interrupt_policy() as finishing:
         with ScanProgress(len(hosts), console=console) as progress:
             def on_result(result):  # type: ignore[no-untyped-def]
-                try:
-                    writer.write_host(result)
-                except StoreError as exc:
-                    warn(exc)
+                run.store(result)
                 progress.host_done(result)
 
             outcome = Orchestrator(request, factory, on_start=progress.host_started,
                                    on_result=on_result).run(hosts)
         finishing()   # only writing is left: a late Ctrl-C must not cut run.json short
-        manifest = _finish(writer, outcome, warn)
+        manifest = run.finish(outcome)
+    writer = run.writer
     if as_json:
         click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
     else:
@@ -119,21 +105,6 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     if any(r.status != OK for r in outcome.results):
         sys.exit(ExitCode.HOSTS_FAILED)
     sys.exit(ExitCode.FINDINGS if _error_findings(writer.dir, console, quiet=as_json) else ExitCode.OK)
-
-
-def _finish(writer: RunWriter, outcome: ScanOutcome, warn: Callable[[StoreError], None]) -> RunManifest:
-    """List every host in run.json and close the run; a write that fails is a warning, the summary stays."""
-    for result in outcome.results:
-        try:
-            writer.note_host(result.name, result.status, result.reason)
-        except StoreError as exc:
-            warn(exc)
-            break   # the same error for every host: once is enough
-    try:
-        return writer.finish(interrupted=outcome.interrupted)
-    except StoreError as exc:
-        warn(exc)
-        return writer.manifest
 
 
 def _error_findings(run_dir: Path, console: Console, quiet: bool) -> bool:

@@ -77,3 +77,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     assert result.output.strip().startswith(f"gpudiag: error: {message}")
     assert len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "latest").exists()   # nothing stored for bad input
+
+
+def test_a_reports_dir_that_cannot_hold_a_run_is_a_usage_error(tmp_path):
+    from click.testing import CliRunner
+    from gpudiag.cli import cli
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    for args in (["localhost"], ["--log", str(blocker)]):
+        result = CliRunner().invoke(cli, ["repro", "cuda-graph-crash", *args, "--reports-dir", str(blocker / "sub")])
+        assert result.exit_code == 2, result.output
+        assert "--reports-dir" in result.output and "Traceback" not in result.output

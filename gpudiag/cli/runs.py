@@ -1,0 +1,56 @@
+"""What every command that scans shares: a stored run that survives write errors, and the transports.
+
+A run that cannot be created is an input error (exit 2); a write that fails during the run is a warning,
+so a full disk never costs the hosts still running, and the summary still lists every host.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from rich.console import Console
+
+from gpudiag.cli import UserError
+from gpudiag.models import Host, HostResult, RunManifest
+from gpudiag.orchestrator import ScanOutcome
+from gpudiag.store import RunWriter, StoreError
+from gpudiag.transports import Transport, transport_for
+
+
+class StoredRun:
+    def __init__(self, reports_dir: Path, kind: str, console: Console, extra: dict[str, Any] | None = None):
+        try:
+            self.writer = RunWriter(reports_dir, kind, sys.argv, extra=extra)
+        except StoreError as exc:
+            raise UserError(f"--reports-dir: {exc}") from None
+        self.console = console
+
+    def warn(self, exc: StoreError) -> None:
+        self.console.print(f"gpudiag: warning: {exc}", markup=False, highlight=False, soft_wrap=True)
+
+    def store(self, result: HostResult) -> None:
+        try:
+            self.writer.write_host(result)
+        except StoreError as exc:
+            self.warn(exc)
+
+    def finish(self, outcome: ScanOutcome, extra: dict[str, Any] | None = None) -> RunManifest:
+        """List every host in run.json and close the run; a failed write is a warning, the summary stays."""
+        for result in outcome.results:
+            try:
+                self.writer.note_host(result.name, result.status, result.reason)
+            except StoreError as exc:
+                self.warn(exc)
+                break   # the same error for every host: once is enough
+        try:
+            return self.writer.finish(interrupted=outcome.interrupted, extra=extra)
+        except StoreError as exc:
+            self.warn(exc)
+            return self.writer.manifest
+
+
+def transports(**ssh_options: object) -> Callable[[Host], Transport]:
+    """The transport factory for a scan: ssh options reach only ssh hosts (transport_for sees to that)."""
+    return functools.partial(transport_for, **ssh_options)
