@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-# The bootstrap text lives with the probes (their children use it too); reading a constant of the
-# package being packed is part of packing it.
-from probes.boot import BOOTSTRAP_COMMAND
+# The bootstrap lives with the probes (their children start the same way); using it is part of
+# packing them.
+from probes.boot import child_argv
 
 # The probe catalog (names, sets, what each reads from) is shared with the runner; reading it is part
 # of choosing what to pack.
@@ -74,6 +74,12 @@ def probe_modules(probes: list[str] | None = None) -> dict[str, tuple[bool, str]
     return {name: modules[name] for name in modules if "." not in name or name.split(".")[1] in wanted}
 
 
+@functools.lru_cache(maxsize=16)
+def _packed_modules(probes: tuple[str, ...]) -> dict[str, list[Any]]:
+    """The modules a selection needs, in payload form; the same for every host of a scan, so made once."""
+    return {k: list(v) for k, v in probe_modules(list(probes)).items()}
+
+
 @dataclass(frozen=True)
 class Payload:
     nonce: str
@@ -89,7 +95,7 @@ def build_payload(probes: list[str] | None, options: dict[str, Any] | None = Non
     nonce = nonce or secrets.token_hex(8)
     doc: dict[str, Any] = {"entry": "probes.runner:main", "nonce": nonce, "probes": list(probes) if probes else None,
                            "options": options or {}, "timeouts": timeouts or {}, "host": host,
-                           "modules": {k: list(v) for k, v in probe_modules(list(probes or LIGHT_PROBES)).items()}}
+                           "modules": _packed_modules(tuple(probes or LIGHT_PROBES))}
     if probe_timeout is not None:
         doc["probe_timeout"] = probe_timeout
     if budget_s is not None:
@@ -99,7 +105,7 @@ def build_payload(probes: list[str] | None, options: dict[str, Any] | None = Non
 
 def bootstrap_argv(python: str) -> list[str]:
     """`PYTHON -I -c BOOTSTRAP` with the bootstrap as one line: csh login shells refuse newlines in quotes."""
-    return [python, "-I", "-c", BOOTSTRAP_COMMAND]
+    return child_argv(python)
 
 
 class FrameError(ValueError):

@@ -75,17 +75,8 @@ def bundled_modules():
         with zipfile.ZipFile(archive) as zf:
             return _modules_from_paths((n, zf.read(n).decode("utf-8")) for n in zf.namelist()
                                        if n.startswith("probes/") and n.endswith(".py"))
-    root = os.path.dirname(os.path.abspath(probes.__file__))
-    base = os.path.dirname(root)
-    found = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
-        for name in sorted(files):
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                with open(path, encoding="utf-8") as fh:
-                    found.append((os.path.relpath(path, base).replace(os.sep, "/"), fh.read()))
-    return _modules_from_paths(found)
+    from probes.boot import local_modules
+    return local_modules()
 
 
 def _modules_from_paths(entries):
