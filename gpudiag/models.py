@@ -21,8 +21,6 @@ PYTHON_MISSING = "python_missing"
 FRAME_ERROR = "frame_error"
 PROBE_ERROR = "probe_error"
 INTERRUPTED = "interrupted"  # the run was stopped (Ctrl-C) before this host finished
-HOST_STATUSES = (OK, UNREACHABLE, TIMEOUT, AUTH_FAILED, HOST_KEY_UNKNOWN, HOST_KEY_CHANGED,
-                 PYTHON_MISSING, FRAME_ERROR, PROBE_ERROR, INTERRUPTED)
 
 PROBE_STATUSES = ("ok", "error", "timeout", "skipped")
 

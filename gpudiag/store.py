@@ -18,7 +18,6 @@ from typing import Any
 from gpudiag import __version__
 from gpudiag.models import HostResult, RunManifest, SchemaError, safe_file_name
 
-DEFAULT_ROOT = "reports"
 
 
 class StoreError(Exception):

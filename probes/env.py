@@ -12,7 +12,7 @@ import sys
 
 from probes.hostinfo import interpreter, system
 from probes.hostinfo.gpus import collect_gpus
-# The pure parsers, importable from the probe for tests and for other probes.
+# The probe's pure parsers, re-exported so its tests feed recorded outputs to them through the probe.
 from probes.hostinfo.nvidia_smi import (NvidiaSmiError, parse_compute_apps, parse_cuda_version,  # noqa: F401
                                         parse_query_gpu, parse_topology, sm_name)
 from probes.hostinfo.system import parse_meminfo  # noqa: F401

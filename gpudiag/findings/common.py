@@ -66,21 +66,6 @@ def fmt_bytes(value: Any) -> str:
     return f"{int(x)} B"
 
 
-def timing_text(timing: dict[str, Any]) -> str:
-    """'12.3 µs median (p10 11.9 µs, p90 13.0 µs, 200 samples, CUDA events)'."""
-    parts = [f"{fmt_us(timing.get('median_us'))} median"]
-    details = []
-    if number(timing.get("p10_us")) is not None and number(timing.get("p90_us")) is not None:
-        details.append(f"p10 {fmt_us(timing['p10_us'])}, p90 {fmt_us(timing['p90_us'])}")
-    if timing.get("samples"):
-        details.append(f"{timing['samples']} samples")
-    if timing.get("method"):
-        details.append(str(timing["method"]))
-    if details:
-        parts.append(f"({', '.join(details)})")
-    return " ".join(parts)
-
-
 def source_evidence(host: HostResult, fact: Any, text: str) -> Evidence:
     """Evidence for a source fact ({file, line, snippet}); plain text when the location is missing."""
     fact = as_dict(fact)

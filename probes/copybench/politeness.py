@@ -5,7 +5,9 @@ from probes.context import run_command, which
 from probes.hostinfo import nvidia_smi
 
 CSV = "--format=csv,noheader,nounits"
-GPU_QUERY = ["--query-gpu=" + ",".join(nvidia_smi.QUERY_GPU_FIELDS), CSV]
+# The idle check needs no compute capability: leaving it out keeps drivers before R510 (which reject the
+# field) on nvidia-smi's view, the one that sees small foreign processes.
+GPU_QUERY = ["--query-gpu=" + ",".join(nvidia_smi.LEGACY_QUERY_GPU_FIELDS), CSV]
 APPS_QUERY = ["--query-compute-apps=" + ",".join(nvidia_smi.COMPUTE_APPS_FIELDS), CSV]
 # A fresh CUDA context and the allocator's first block, counted in torch's used-memory figure.
 OWN_CONTEXT_MIB = 1024
@@ -19,7 +21,8 @@ def normalize_uuid(uuid):
 def snapshot_from_text(gpu_text, apps_text):
     """{gpus, apps} from the two nvidia-smi answers, or {error} when either is an error message."""
     try:
-        return {"gpus": nvidia_smi.parse_query_gpu(gpu_text), "apps": nvidia_smi.parse_compute_apps(apps_text)}
+        return {"gpus": nvidia_smi.parse_query_gpu(gpu_text, nvidia_smi.LEGACY_QUERY_GPU_FIELDS),
+                "apps": nvidia_smi.parse_compute_apps(apps_text)}
     except nvidia_smi.NvidiaSmiError as exc:
         return {"error": "nvidia-smi: %s" % exc}
 

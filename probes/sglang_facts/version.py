@@ -1,6 +1,5 @@
 """The installed version: dist-info METADATA and the `__version__` literal (whose file moved)."""
 import os
-import re
 
 LITERAL = rb"^__version__[ \t]*(?::[^=\n]*)?=[ \t]*(?:\w+[ \t]*=[ \t]*)*['\"]([^'\"\n]+)['\"]"
 
@@ -43,8 +42,3 @@ def metadata_version(dist_info):
             if not text.strip():
                 break  # headers end at the first blank line
     return None
-
-
-def version_key(text):
-    """'0.5.14rc1' -> (0, 5, 14): enough to compare releases for 'first appeared in' facts."""
-    return tuple(int(p) for p in re.findall(r"\d+", text or "")[:3])

@@ -4,7 +4,6 @@ import json
 import threading
 import time
 
-import pytest
 
 from gpudiag.models import CommandResult, Host
 from gpudiag.orchestrator import Orchestrator, ScanRequest

@@ -1,7 +1,6 @@
 """The bundle run by real engines (Ansible, pdsh) on the loopback sshd fleet, then ingested: the same
 facts as a direct `gpudiag scan` of the same hosts, and a down host reported as unreachable."""
 import importlib.util
-import json
 import shutil
 import socket
 import subprocess

@@ -189,11 +189,12 @@ def fixture(name):
 
 
 def test_idle_verdict_refuses_a_gpu_serving_sglang_and_accepts_an_idle_one():
-    busy = politeness.snapshot_from_text(fixture("h200x8-query-gpu.csv"), fixture("h200x8-compute-apps.csv"))
+    busy = politeness.snapshot_from_text(fixture("h200x8-query-gpu-idle-fields.csv"),
+                                         fixture("h200x8-compute-apps.csv"))
     idle, reason, source = politeness.idle_verdict("6513270e-269e-4d37-b2a7-4de452e6b438", busy, 1024)
     assert (idle, source) == (False, "nvidia-smi")
     assert "pid 48211 (sglang::scheduler_TP0" in reason
-    free = politeness.snapshot_from_text(fixture("b300x8-query-gpu.csv"), "")
+    free = politeness.snapshot_from_text(fixture("b300x8-query-gpu-idle-fields.csv"), "")
     idle, reason, _ = politeness.idle_verdict("GPU-907a70c3-1012-4037-b64c-e4228c38fb29", free, 1024)
     assert idle is True and "0 MiB in use" in reason
     assert "error" in politeness.snapshot_from_text(fixture("driver-failed.txt"), "")
@@ -225,3 +226,10 @@ def test_options_validate_with_one_line_errors_and_take_server_flags():
 def test_child_lines_are_read_from_noisy_output():
     out = "torch warning\n%s{\"index\": 0, \"status\": \"ok\"}\nnoise\n%s{broken\n" % (MARK, MARK)
     assert parse_lines(out) == [{"index": 0, "status": "ok"}]
+
+
+def test_the_idle_check_reads_an_old_driver_that_rejects_compute_cap():
+    # Drivers before R510 refuse the compute_cap field: the idle check never asks for it.
+    assert "compute_cap" not in politeness.GPU_QUERY[0]
+    snapshot = politeness.snapshot_from_text(fixture("r470-query-gpu-legacy.csv"), "")
+    assert [g["name"] for g in snapshot["gpus"]][:1] == ["Tesla V100-SXM2-32GB"]
