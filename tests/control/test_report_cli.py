@@ -208,13 +208,16 @@ def test_appendix_shows_what_the_probes_gathered_as_tables():
            "--verify-all`, or `--set sglang_source.verify_all=true`)" in text
 
 
+# torch read by the probing Python, sglang read from the live server's venv.
+SPLIT_INTERPRETERS_HOST = {"schema": 1, "name": "split", "status": "ok", "probes": {
+    "env": {"status": "ok", "data": {"python": {"executable": "/usr/bin/python3"},
+                                     "torch": {"available": True, "version": "2.1.0"}}},
+    "sglang_source": {"status": "ok", "data": {"found": True, "version": "0.5.14", "interpreter": {
+        "path": "/opt/venv/bin/python", "why": "live_server"}}}}}
+
+
 def test_fleet_table_names_the_interpreters_and_flags_torch_read_elsewhere(tmp_path):
-    split = {"schema": 1, "name": "split", "status": "ok", "probes": {
-        "env": {"status": "ok", "data": {"python": {"executable": "/usr/bin/python3"},
-                                         "torch": {"available": True, "version": "2.1.0"}}},
-        "sglang_source": {"status": "ok", "data": {"found": True, "version": "0.5.14", "interpreter": {
-            "path": "/opt/venv/bin/python", "why": "live_server"}}}}}
-    write_run(tmp_path, [split])
+    write_run(tmp_path, [SPLIT_INTERPRETERS_HOST])
     text = invoke("--reports-dir", tmp_path, "--markdown").output
     assert "| split | ok | - | - | 2.1.0 (another Python than sglang's) | 0.5.14 |" in text
     assert "| split | /opt/venv/bin/python (live_server) | /usr/bin/python3 (ran the probes) |" in text
@@ -233,11 +236,6 @@ def test_json_hosts_carry_interpreters_and_decode_graph_settings():
 
 
 def test_console_marks_torch_read_in_another_python(tmp_path):
-    split = {"schema": 1, "name": "split", "status": "ok", "probes": {
-        "env": {"status": "ok", "data": {"python": {"executable": "/usr/bin/python3"},
-                                         "torch": {"available": True, "version": "2.1.0"}}},
-        "sglang_source": {"status": "ok", "data": {"found": True, "version": "0.5.14", "interpreter": {
-            "path": "/opt/venv/bin/python", "why": "live_server"}}}}}
-    write_run(tmp_path, [split])
+    write_run(tmp_path, [SPLIT_INTERPRETERS_HOST])
     result = CliRunner(env={"COLUMNS": "250"}).invoke(cli, ["report", "--reports-dir", str(tmp_path)])
     assert "another Python" in result.output and "sglang.torch_other_interpreter" in result.output
