@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudiag import __version__
+from gpudiag.jsonfile import read_json
 from gpudiag.models import HostResult, RunManifest, SchemaError, safe_file_name
 
 
@@ -171,12 +172,7 @@ def resolve_run_dir(spec: str | None, root: Path) -> Path:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StoreError(f"{path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise StoreError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    doc = read_json(path, StoreError)
     if not isinstance(doc, dict):
         raise StoreError(f"{path}: not a JSON object")
     return doc

@@ -5,12 +5,13 @@ patterns matches somewhere in the text. Matches keep the line numbers, so a repo
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from gpudiag.jsonfile import read_json
 
 SEVERITIES = ("critical", "error", "warning", "info")
 CRASH_SEVERITIES = ("critical", "error")
@@ -65,12 +66,7 @@ def table_path() -> Path:
 def load_table(path: Path | None = None) -> list[dict[str, Any]]:
     """The raw entries (JSON-able), as sent to the host probe; validated on the way."""
     path = path or table_path()
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SignatureError(f"{path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SignatureError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    doc = read_json(path, SignatureError)
     entries = doc.get("signatures") if isinstance(doc, dict) else None
     if not isinstance(entries, list):
         raise SignatureError(f"{path}: expected an object with a 'signatures' list")
