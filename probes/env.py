@@ -18,11 +18,15 @@ from probes.hostinfo.nvidia_smi import (NvidiaSmiError, parse_compute_apps, pars
 from probes.hostinfo.system import parse_meminfo  # noqa: F401
 
 DEFAULT_COMMAND_TIMEOUT = 10.0
+# A hung command is cut this long before the probe's own limit, so env still answers with everything
+# else it read (the GPU section then says "no answer within N s") instead of racing the runner's timeout.
+ANSWER_MARGIN_S = 1.5
 
 
 def collect(ctx):
     options = ctx.option("env", {}) or {}
-    timeout = ctx.time_left(float(options.get("command_timeout", DEFAULT_COMMAND_TIMEOUT)))
+    cap = float(options.get("command_timeout", DEFAULT_COMMAND_TIMEOUT))
+    timeout = max(0.5, min(cap, ctx.time_left() - ANSWER_MARGIN_S))
     data = host_facts()
     data["python"] = python_facts()
     want_torch = options.get("torch", True) not in (False, "false", "0", 0)

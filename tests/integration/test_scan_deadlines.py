@@ -107,9 +107,10 @@ def test_sigint_keeps_finished_hosts_and_marks_the_run_interrupted(sshd_fleet, t
     assert json.loads((run_dir / "hosts" / "h0.json").read_text())["status"] == "ok"
 
 
-def test_a_real_probe_hung_on_nvidia_smi_ends_as_that_probes_timeout_and_keeps_the_rest(sshd_fleet, tmp_path):
-    """The env probe itself (not a stand-in interpreter) hangs on a stand-in nvidia-smi found on the
-    session's PATH: env ends as its own timeout, the host as probe_error, deployment's data is kept."""
+def test_a_real_probe_hung_on_nvidia_smi_answers_within_its_limit_and_keeps_the_rest(sshd_fleet, tmp_path):
+    """The env probe itself (not a stand-in interpreter) meets a stand-in nvidia-smi that hangs, found on
+    the session's PATH: env cuts the command before its own 3 s limit and still answers (GPUs skipped with
+    the reason), deployment's data is kept, and the host ends well inside its deadline."""
     import os
     fleet = sshd_fleet
     shared = tmp_path / "shared"
@@ -125,7 +126,7 @@ def test_a_real_probe_hung_on_nvidia_smi_ends_as_that_probes_timeout_and_keeps_t
         proc = fleet.run_gpudiag("scan", "-i", str(inventory), "all", "--probes", "env,deployment", "--set",
                                  "env.torch=false", "--probe-timeout", "3", "--timeout", "40", "--json",
                                  env=fleet.env(GPUDIAG_REPORTS=str(reports)), timeout=90)
-        assert proc.returncode == 3, proc.stderr
+        assert proc.returncode == 0, proc.stderr
         host = fleet.load_run(proc, reports)[1]["h0"]
     finally:
         stand_in.unlink()
@@ -135,8 +136,10 @@ def test_a_real_probe_hung_on_nvidia_smi_ends_as_that_probes_timeout_and_keeps_t
             except (ProcessLookupError, PermissionError):
                 pass
     assert pids.exists()                                  # the probe really ran the hanging nvidia-smi
-    assert host["status"] == "probe_error", host["reason"]
-    assert host["probes"]["env"]["status"] == "timeout"
-    assert "env timeout" in host["reason"] and "did not finish within 3 s" in host["probes"]["env"]["reason"]
+    assert host["status"] == "ok", host["reason"]
+    env = host["probes"]["env"]
+    assert env["status"] == "ok" and env["duration_s"] < 3
+    assert env["data"]["gpus"]["status"] == "skipped" and "no answer within" in env["data"]["gpus"]["reason"]
+    assert env["data"]["hostname"] and env["data"]["python"]["executable"]   # the rest of env is kept
     assert host["probes"]["deployment"]["status"] == "ok" and host["probes"]["deployment"]["data"]
     assert host["duration_s"] < 3 + 25                    # the probe's limit, not the 60 s hang or the host's
