@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -284,3 +285,11 @@ class Finding:
         return {"id": self.id, "severity": self.severity, "title": self.title, "hosts": list(self.hosts),
                 "evidence": [e.to_dict() for e in self.evidence], "recommendation": self.recommendation,
                 "sources": list(self.sources)}
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """A stored run read back: its manifest and every host's result."""
+    path: Path
+    manifest: RunManifest
+    hosts: tuple[HostResult, ...]

@@ -17,7 +17,7 @@ from typing import Any
 
 from gpudiag import __version__
 from gpudiag.jsonfile import read_json
-from gpudiag.models import HostResult, RunManifest, SchemaError, safe_file_name
+from gpudiag.models import HostResult, LoadedRun, RunManifest, SchemaError, safe_file_name
 
 
 
@@ -139,13 +139,6 @@ def write_text_atomic(path: Path, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
-
-
-@dataclass(frozen=True)
-class LoadedRun:
-    path: Path
-    manifest: RunManifest
-    hosts: tuple[HostResult, ...]
 
 
 def resolve_run_dir(spec: str | None, root: Path) -> Path:

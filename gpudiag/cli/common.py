@@ -11,7 +11,7 @@ import click
 from gpudiag.cli import UserError
 from gpudiag.inventory import InventoryError, load_inventory, resolve_targets
 from gpudiag.models import Host
-from gpudiag.sshconfig import SshConfig, SshConfigError
+from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
 
 DEFAULT_INVENTORY = "inventory.yaml"
 

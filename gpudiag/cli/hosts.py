@@ -10,7 +10,7 @@ from rich.text import Text
 
 from gpudiag.cli.common import inventory_option, load_hosts, warn_ignored_ssh_settings
 from gpudiag.models import Host
-from gpudiag.sshconfig import config_path
+from gpudiag.inventory.sshconfig import config_path
 
 
 def python_label(host: Host) -> str:

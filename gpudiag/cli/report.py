@@ -18,7 +18,8 @@ from gpudiag.models import Finding
 from gpudiag.render.json_report import render_json
 from gpudiag.render.markdown import render_markdown
 from gpudiag.render import plots
-from gpudiag.store import LoadedRun, StoreError, load_run, resolve_run_dir
+from gpudiag.models import LoadedRun
+from gpudiag.store import StoreError, load_run, resolve_run_dir
 
 SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
 

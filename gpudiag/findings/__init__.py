@@ -10,7 +10,7 @@ from gpudiag.findings import copies, cuda_graph, dflash, fleet, hosts, sglang
 from gpudiag.findings.common import sort_findings
 from gpudiag.findings.facts import torch_from_other_interpreter
 from gpudiag.models import Evidence, Finding, HostResult
-from gpudiag.store import LoadedRun
+from gpudiag.models import LoadedRun
 
 Rule = Callable[[list[HostResult]], list[Finding]]
 

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from gpudiag.findings.facts import host_facts
 from gpudiag.models import SEVERITIES, Finding
-from gpudiag.store import LoadedRun
+from gpudiag.models import LoadedRun
 
 REPORT_SCHEMA = 1
 

@@ -14,7 +14,7 @@ from gpudiag.models import SEVERITIES, Evidence, Finding, HostResult
 from gpudiag.render.appendix import host_sections
 from gpudiag.render.blocks import fenced, table
 from gpudiag.render.copy_timings import METHOD_TEXT, copy_section, methods_and_samples, timings
-from gpudiag.store import LoadedRun
+from gpudiag.models import LoadedRun
 
 TOP_FINDINGS = 5
 

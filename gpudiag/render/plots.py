@@ -11,7 +11,7 @@ from typing import Any
 from gpudiag.findings.common import as_dict, as_list, number, safe_stem
 from gpudiag.findings.copies import copy_gpus, workloads
 from gpudiag.findings.cuda_graph import cells
-from gpudiag.store import LoadedRun
+from gpudiag.models import LoadedRun
 
 STATUS_CODES = {"ok": 0, "skipped": 1}   # every other status is a failure (2)
 

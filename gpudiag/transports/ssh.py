@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import paramiko
 
-from gpudiag.hostkeys import HostKeyChecker, HostKeyError, host_id
+from gpudiag.transports.hostkeys import HostKeyChecker, HostKeyError, host_id
 from gpudiag.models import AUTH_FAILED, INTERRUPTED, TIMEOUT, UNREACHABLE, CommandResult, Host
 from gpudiag.transports import TransportError
 from gpudiag.transports.ssh_support import (connect_error, describe_failure, drain, feed, parse_jump,

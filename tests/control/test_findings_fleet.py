@@ -3,7 +3,8 @@ from pathlib import Path
 
 from gpudiag.findings import all_findings, fleet, hosts
 from gpudiag.models import Evidence, HostResult, ProbeResult, RunManifest
-from gpudiag.store import LoadedRun, load_run
+from gpudiag.models import LoadedRun
+from gpudiag.store import load_run
 
 FLEET3 = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"
 

@@ -4,7 +4,7 @@ from pathlib import Path
 from gpudiag.findings import all_findings
 from gpudiag.findings.facts import host_facts
 from gpudiag.models import HostResult, ProbeResult, RunManifest
-from gpudiag.store import LoadedRun
+from gpudiag.models import LoadedRun
 
 SERVING = "/opt/sglang/.venv/bin/python"
 

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from gpudiag.inventory import InventoryError, load_inventory, parse_adhoc, resolve_targets
-from gpudiag.sshconfig import SshConfig, config_path
+from gpudiag.inventory.sshconfig import SshConfig, config_path
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "inventory")
 SSH_CONFIG = os.path.join(FIXTURES, "ssh_config")

@@ -12,7 +12,8 @@ from gpudiag.cli import cli
 from gpudiag.findings import all_findings
 from gpudiag.models import HostResult, ProbeResult, RunManifest
 from gpudiag.render.markdown import render_markdown
-from gpudiag.store import LoadedRun, load_run
+from gpudiag.models import LoadedRun
+from gpudiag.store import load_run
 
 FLEET3 = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"
 GATE = "SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH"

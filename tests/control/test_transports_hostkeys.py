@@ -5,7 +5,7 @@ import threading
 import paramiko
 import pytest
 
-from gpudiag.hostkeys import HostKeyChecker, HostKeyError, fingerprint, host_id, own_known_hosts_path
+from gpudiag.transports.hostkeys import HostKeyChecker, HostKeyError, fingerprint, host_id, own_known_hosts_path
 
 
 @pytest.fixture(scope="module")

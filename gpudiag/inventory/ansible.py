@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from gpudiag.inventory_base import MAX_PORT, HostSpec, YamlFile, expand_host_range, line_of, suggest
+from gpudiag.inventory.base import MAX_PORT, HostSpec, YamlFile, expand_host_range, line_of, suggest
 from gpudiag.transports.container import parse_container
 
 GROUP_KEYS = ("hosts", "vars", "children")

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from gpudiag.inventory_ansible import GROUP_KEYS, parse_ansible
-from gpudiag.inventory_base import LOCAL_NAMES, Inventory, InventoryError, YamlFile, suggest
-from gpudiag.inventory_hosts import DEFAULT_PYTHON, HopResolver, HostBuilder, ssh_host
-from gpudiag.inventory_native import TOP_KEYS as NATIVE_KEYS, parse_native
+from gpudiag.inventory.ansible import GROUP_KEYS, parse_ansible
+from gpudiag.inventory.base import LOCAL_NAMES, Inventory, InventoryError, YamlFile, suggest
+from gpudiag.inventory.hosts import DEFAULT_PYTHON, HopResolver, HostBuilder, ssh_host
+from gpudiag.inventory.native import TOP_KEYS as NATIVE_KEYS, parse_native
 from gpudiag.models import Host, safe_file_name
-from gpudiag.sshconfig import SshConfig, SshConfigError
+from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
 
 __all__ = ["Inventory", "InventoryError", "load_inventory", "parse_adhoc", "resolve_targets"]
 

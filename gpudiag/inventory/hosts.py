@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from gpudiag.inventory_base import LOCAL_NAMES, HostSpec, InventoryError
+from gpudiag.inventory.base import LOCAL_NAMES, HostSpec, InventoryError
 from gpudiag.models import Host, safe_file_name
-from gpudiag.sshconfig import SshConfig, SshConfigError, SshSettings
+from gpudiag.inventory.sshconfig import SshConfig, SshConfigError, SshSettings
 
 DEFAULT_PYTHON = "python3"
 _HOP = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[0-9A-Fa-f:.%]+)\]|(?P<host>[^:@\s\[\]]+))"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from gpudiag.inventory_base import HostSpec, YamlFile, expand_host_range, line_of, suggest
+from gpudiag.inventory.base import HostSpec, YamlFile, expand_host_range, line_of, suggest
 from gpudiag.transports.container import parse_container
 
 TOP_KEYS = ("defaults", "hosts", "groups")
