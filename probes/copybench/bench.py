@@ -166,8 +166,8 @@ class DeviceBench(object):
         total = sum(s["bytes"] for s in specs)
         out = {"name": workloads.workload_name(path, batch_size, hidden_size), "path": path,
                "batch_size": batch_size, "hidden_size": hidden_size, "total_bytes": total,
-               "fields": [dict(s, split="dma" if threshold is not None and s["bytes"] >= threshold else "foreach")
-                          for s in specs]}
+               "fields": [dict(s, **mark) for s, mark in zip(specs, strategies.split_marks(
+                   [s["name"] for s in specs], [s["bytes"] for s in specs], threshold))]}
         if WORKLOAD_COPIES * total > self.cap_bytes:
             out.update(status="skipped", reason="needs about %d MiB, over max_mem_mib=%d"
                        % (WORKLOAD_COPIES * total // MIB + 1, job["max_mem_mib"]))
@@ -193,13 +193,9 @@ class DeviceBench(object):
         return out
 
     def _runners(self, names, dsts, srcs, threshold, behaviour):
-        split = strategies.SplitCopy(dsts, threshold)
-        yield "loop", (lambda: strategies.loop_copy(dsts, srcs), dsts)
-        yield "grouped_foreach", (lambda: strategies.grouped_foreach_copy(dsts, srcs), dsts)
-        yield "grouped_foreach_dma_split", (lambda: split(srcs), dsts)
-        if "packed" in self.job["strategies"]:
-            packed = strategies.PackedCopy(dsts, self.device)
-            yield "packed", (lambda: packed(srcs), packed.dsts)
+        for item in strategies.runners(names, dsts, srcs, threshold,
+                                       self.device if "packed" in self.job["strategies"] else None):
+            yield item
         for name, fn in self.extra.items():
             yield name, ((lambda f=fn: f(dsts, srcs)), dsts)
 

@@ -1,13 +1,20 @@
 """Ways to copy a replay's input tensors into static buffers, and the check that a way copied right.
 
 Each strategy copies a list of sources into destinations. Grouping by dtype pair is redone on every call,
-as sglang does on every replay step; the split and the packed layout are fixed from the static buffers.
+as sglang does on every replay step; the splits and the packed layout are fixed from the static buffers.
 """
 import importlib
 import importlib.util
 import sys
 
-STRATEGIES = ("loop", "grouped_foreach", "grouped_foreach_dma_split", "packed", "installed")
+from probes import replay_fields
+
+# grouped_foreach_dma_split is sglang's own split (PR #28465): the fields the release copies on their own
+# copy_(), hidden_states above all, leave the group by name at every size. grouped_foreach_size_split is
+# the variant that moves any memcpy-able field from a measured size on.
+STRATEGIES = ("loop", "grouped_foreach", "grouped_foreach_dma_split", "grouped_foreach_size_split", "packed",
+              "installed")
+OWN_COPY_FIELDS = replay_fields.own_copy_names()
 INSTALLED_NAME = "_grouped_foreach_copy_"
 # Where sglang releases define _grouped_foreach_copy_, for when the sglang_source probe did not run:
 # 0.5.14+ runner_utils.buffers (re-exported by the runner package, which the EAGLE runners import) and
@@ -40,20 +47,6 @@ def copy_goes_to_dma(dst, src):
             and src.is_contiguous())
 
 
-def split_by_threshold(dsts, srcs, threshold_bytes):
-    """(small dsts, small srcs, large dsts, large srcs): large = memcpy-able pairs of at least the threshold."""
-    small_d, small_s, large_d, large_s = [], [], [], []
-    for dst, src in zip(dsts, srcs):
-        nbytes = src.numel() * src.element_size()
-        if threshold_bytes is not None and nbytes >= threshold_bytes and copy_goes_to_dma(dst, src):
-            large_d.append(dst)
-            large_s.append(src)
-        else:
-            small_d.append(dst)
-            small_s.append(src)
-    return small_d, small_s, large_d, large_s
-
-
 def loop_copy(dsts, srcs):
     for dst, src in zip(dsts, srcs):
         dst.copy_(src)
@@ -70,8 +63,42 @@ def grouped_foreach_copy(dsts, srcs):
             loop_copy(group_dsts, group_srcs)
 
 
+class NamedSplitCopy(object):
+    """sglang's split: the named fields each on their own copy_() (a memcpy on the copy engine when the pair
+    allows it), every other field through the grouped foreach copy, whatever the sizes."""
+
+    def __init__(self, names, dsts, own_copy=OWN_COPY_FIELDS):
+        self.dsts = list(dsts)
+        self.own = [i for i, name in enumerate(names) if name in own_copy]
+        self.grouped = [i for i in range(len(self.dsts)) if i not in self.own]
+
+    def __call__(self, srcs):
+        grouped_foreach_copy([self.dsts[i] for i in self.grouped], [srcs[i] for i in self.grouped])
+        for i in self.own:
+            self.dsts[i].copy_(srcs[i])
+
+
+def split_marks(names, sizes, threshold_bytes, own_copy=OWN_COPY_FIELDS):
+    """Per field: {split: dma|foreach} for the named split, {size_split: dma|foreach} for the size split."""
+    return [{"split": "dma" if name in own_copy else "foreach",
+             "size_split": "dma" if threshold_bytes is not None and size >= threshold_bytes else "foreach"}
+            for name, size in zip(names, sizes)]
+
+
+def runners(names, dsts, srcs, threshold_bytes, packed_device=None):
+    """(name, (fn, dsts the fn writes)) for the built-in strategies; packed only with a device for its arena."""
+    named, sized = NamedSplitCopy(names, dsts), SplitCopy(dsts, threshold_bytes)
+    yield "loop", (lambda: loop_copy(dsts, srcs), dsts)
+    yield "grouped_foreach", (lambda: grouped_foreach_copy(dsts, srcs), dsts)
+    yield "grouped_foreach_dma_split", (lambda: named(srcs), dsts)
+    yield "grouped_foreach_size_split", (lambda: sized(srcs), dsts)
+    if packed_device is not None:
+        packed = PackedCopy(dsts, packed_device)
+        yield "packed", (lambda: packed(srcs), packed.dsts)
+
+
 class SplitCopy(object):
-    """Grouped foreach for small tensors, a plain copy_() (DMA) for large contiguous ones.
+    """The size variant: grouped foreach for small tensors, a plain copy_() (DMA) for large contiguous ones.
 
     Which fields are large is decided once from the static destinations, as a caller would hard-code
     it; on each call a large pair that turns out not to be memcpy-able (a cast) rejoins the group.

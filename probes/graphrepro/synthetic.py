@@ -55,19 +55,24 @@ def _memory_in_use(torch, info):
         info["memory_error"] = "mem_get_info failed: %s: %s" % (type(exc).__name__, str(exc)[:200])
 
 
-def make_buffers(torch, spec_list, device, generator, pool_tokens=POOL_TOKENS, vocab=VOCAB):
-    """One set of valid inputs for the specs (random ids, locations inside the pool, lengths >= 1)."""
+_SMALL_COUNTS = ("seq_lens", "extend_seq_lens", "positions", "num_correct_drafts",
+                 "num_accept_tokens", "num_accepted_drafts", "num_accepted_tokens", "select_index")
+
+
+def make_buffers(torch, spec_list, device, generator, pool_tokens=POOL_TOKENS, vocab=VOCAB, dtype_key="dtype"):
+    """One set of valid inputs for the specs (random ids, locations inside the pool, lengths >= 1), in
+    the static buffers' dtypes, or with dtype_key="src_dtype" in the batch's (the replay copy casts)."""
     out = {}
     for spec in spec_list:
         shape, name = tuple(spec["shape"]), spec["name"]
-        dtype = getattr(torch, spec["dtype"])
+        dtype = getattr(torch, spec.get(dtype_key) or spec["dtype"])
         if name in ("input_ids", "topk_index"):
             value = torch.randint(0, vocab, shape, generator=generator)
         elif name == "out_cache_loc":
             value = torch.randint(0, pool_tokens, shape, generator=generator)
         elif name == "req_pool_indices":
             value = torch.randint(0, 256, shape, generator=generator)
-        elif name in ("seq_lens", "extend_seq_lens", "accept_length", "positions"):
+        elif name in _SMALL_COUNTS:
             value = torch.randint(1, 64, shape, generator=generator)
         elif spec["dtype"] == "bool":
             value = torch.rand(shape, generator=generator) > 0.3
@@ -96,15 +101,14 @@ def forward(torch, bufs, weights, path, batch_size, per_request, topk, steps):
     """
     bs, hidden = batch_size, weights["wq"].shape[0]
     tokens = bs * per_request
-    ids = bufs["input_ids"]
+    # The EAGLE draft copies no input_ids: its first step reads the previous top-k tokens.
+    ids = bufs["input_ids"] if "input_ids" in bufs else bufs["topk_index"].reshape(-1)
     logits = values = index = None
     for step in range(steps if path == "eagle_draft" else 1):
         x = weights["embed"][ids] + weights["pos"][bufs["positions"] % 128]
         if "hidden_states" in bufs:
             h = bufs["hidden_states"]
             x = x + (_repeat_rows(h, per_request) if h.shape[0] == bs and per_request > 1 else h)
-        if "target_hidden" in bufs:
-            x = x + bufs["target_hidden"]
         kv = weights["kv"][bufs["out_cache_loc"][step * tokens:(step + 1) * tokens]]
         q = (x @ weights["wq"]).view(bs, per_request, hidden)
         k = (kv @ weights["wk"]).view(bs, per_request, hidden)
@@ -126,11 +130,9 @@ def _repeat_rows(t, times):
 
 
 def _block_mask(torch, bufs, path, bs, per_request, device):
-    """Causal inside the block for EAGLE; the whole block (and the custom mask) for DFlash."""
+    """Causal inside the block for EAGLE; the whole block for DFlash."""
     if path == "dflash_verify":
         mask = torch.ones(bs, per_request, per_request, dtype=torch.bool, device=device)
-        if "custom_mask" in bufs:
-            mask = mask & bufs["custom_mask"].view(bs, per_request, per_request)
     else:
         mask = torch.ones(per_request, per_request, dtype=torch.bool, device=device).tril()
         mask = mask.unsqueeze(0).expand(bs, per_request, per_request)
@@ -159,7 +161,8 @@ def grouped_foreach_copy(torch, dsts, srcs):
 
 
 def copy_inputs(torch, static, fresh, spec_list):
-    """Small fields through the grouped foreach copy; large ones with a plain copy_ (DMA engine)."""
+    """Small fields through the grouped foreach copy; hidden_states (marked large) with its own copy_(),
+    as sglang's replays do."""
     small = [s["name"] for s in spec_list if not s["large"]]
     grouped_foreach_copy(torch, [static[n] for n in small], [fresh[n] for n in small])
     for spec in spec_list:
@@ -198,7 +201,7 @@ def run_cell(args):
     draft_tokens, topk = int(args["draft_tokens"]), int(args.get("topk", 1))
     hidden = int(args.get("hidden_size", 1024))
     spec_list = specs_mod.buffer_specs(path, bs, draft_tokens, topk, hidden, args.get("steps"),
-                                       args.get("with_optional", True))
+                                       release=args.get("release"), names=args.get("field_names"))
     per_request = specs_mod.tokens_per_request(path, draft_tokens, topk)
     steps = int(args.get("steps") or specs_mod.eagle_steps(draft_tokens, topk))
     cap_mib = int(args.get("max_mem_mib") or DEFAULT_MAX_MEM_MIB)
@@ -247,9 +250,9 @@ def _capture_and_compare(torch, args, path, bs, draft_tokens, topk, hidden, spec
         torch.cuda.synchronize()
         capture_s = time.perf_counter() - started
         stage = "replay"
-        worst, scale = 0.0, 1e-3
+        diffs, scales, non_finite = [], [1e-3], 0
         for _ in range(REPLAY_TRIALS):
-            fresh = make_buffers(torch, spec_list, device, generator)
+            fresh = make_buffers(torch, spec_list, device, generator, dtype_key="src_dtype")
             copy_inputs(torch, static, fresh, spec_list)
             graph.replay()
             torch.cuda.synchronize()
@@ -257,15 +260,33 @@ def _capture_and_compare(torch, args, path, bs, draft_tokens, topk, hidden, spec
             expected = run(fresh)
             torch.cuda.synchronize()
             stage = "replay"
-            worst = max(worst, float((captured["logits"] - expected["logits"]).abs().max().item()))
-            scale = max(scale, float(expected["logits"].abs().max().item()))
+            non_finite += int((~torch.isfinite(captured["logits"])).sum().item())
+            diffs.append(float((captured["logits"] - expected["logits"]).abs().max().item()))
+            scales.append(float(expected["logits"].abs().max().item()))
     except Exception as exc:
         return _failure(stage, exc)
-    result = {"status": "ok", "max_abs_diff": worst, "capture_s": round(capture_s, 4),
+    result = {"status": "ok", "capture_s": round(capture_s, 4),
               "input_bytes": specs_mod.buffer_bytes(spec_list), "fields": [s["name"] for s in spec_list]}
-    if worst > TOLERANCE * scale:
-        result.update(status="mismatch", detail="graph replay differs from eager by %.3g" % worst)
+    result.update(compare_replays(diffs, scales, non_finite))
     return result
+
+
+def compare_replays(diffs, scales, non_finite=0):
+    """{status, max_abs_diff[, detail]} from each replay's largest difference to eager and eager's scale.
+
+    NaN or Inf anywhere is a failure: Python's max() would skip a NaN and call the replay exact, and
+    JSON cannot carry either, so max_abs_diff is then None."""
+    bad = [d for d in list(diffs) + list(scales) if not math.isfinite(d)]
+    if non_finite or bad:
+        what = "%d logits" % non_finite if non_finite else "the difference to eager"
+        return {"status": "mismatch", "max_abs_diff": None, "non_finite": non_finite or len(bad),
+                "detail": "graph replay produced NaN or Inf (%s)" % what}
+    worst = max(diffs) if diffs else 0.0
+    scale = max(scales) if scales else 1e-3
+    if worst > TOLERANCE * scale:
+        return {"status": "mismatch", "max_abs_diff": worst,
+                "detail": "graph replay differs from eager by %.3g" % worst}
+    return {"status": "ok", "max_abs_diff": worst}
 
 
 def _failure(stage, exc):

@@ -46,10 +46,15 @@ def shape_of(specs, name):
 def test_eagle_draft_fields_follow_batch_topk_steps_and_hidden():
     specs = workloads.field_specs("eagle_draft", 8, 4096, topk=4, steps=3, draft_tokens=8)
     assert [s["name"] for s in specs] == ["seq_lens", "out_cache_loc", "positions", "topk_p", "topk_index",
-                                          "hidden_states", "req_pool_indices"]
+                                          "req_pool_indices", "hidden_states"]
     assert shape_of(specs, "out_cache_loc")["shape"] == [8 * 4 * 3]
     assert shape_of(specs, "topk_p") == {"name": "topk_p", "dtype": "float32", "src_dtype": "float32",
-                                         "shape": [8, 4], "numel": 32, "bytes": 128, "assumed": False}
+                                         "shape": [8, 4], "numel": 32, "bytes": 128, "own_copy": False,
+                                         "assumed": False}
+    assert [s["name"] for s in specs if s["own_copy"]] == ["hidden_states"]
+    old = workloads.field_specs("eagle_draft", 8, 4096, topk=4, steps=3, draft_tokens=8, release="0.5.11")
+    assert [s["name"] for s in old] == ["seq_lens", "out_cache_loc", "positions", "topk_p", "topk_index",
+                                        "hidden_states", "req_pool_indices"]
     hidden = shape_of(specs, "hidden_states")
     assert hidden["dtype"] == "bfloat16" and hidden["shape"] == [8, 4096] and hidden["bytes"] == 8 * 4096 * 2
 

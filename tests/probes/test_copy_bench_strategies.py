@@ -47,7 +47,7 @@ def test_grouped_foreach_copy_copies_every_pair_with_casts(monkeypatch, without_
     assert dsts[1].dtype == torch.int64 and dsts[1].tolist() == [7, 8, 9, 10]
 
 
-def test_split_by_threshold_moves_only_large_memcpy_able_pairs():
+def test_size_split_moves_only_large_memcpy_able_pairs_and_casts_rejoin_the_group():
     big = torch.rand(64, 32)                      # 8 KiB, contiguous, same dtype → DMA
     big_cast = torch.rand(64, 32)                 # large but a cast: copy_ would be a kernel anyway
     big_strided = torch.rand(32, 64).t()          # large but not contiguous
@@ -55,14 +55,31 @@ def test_split_by_threshold_moves_only_large_memcpy_able_pairs():
     srcs = [small, big, big_cast, big_strided]
     dsts = [torch.zeros(4, dtype=torch.int64), torch.zeros(64, 32), torch.zeros(64, 32, dtype=torch.float64),
             torch.zeros(64, 32)]
-    small_d, small_s, large_d, large_s = strategies.split_by_threshold(dsts, srcs, 4096)
-    assert large_s == [big] and large_d == [dsts[1]]
-    assert small_s == [small, big_cast, big_strided]
-    assert strategies.split_by_threshold(dsts, srcs, None)[2] == []
     split = strategies.SplitCopy(dsts, 4096)
     assert split.large == [1, 2, 3] and split.small == [0]     # decided from the static destinations
     split(srcs)                                                 # the cast and strided pairs rejoin the group
     assert strategies.verify(["s", "b", "c", "t"], dsts, srcs) is None
+    assert strategies.SplitCopy(dsts, None).large == []
+
+
+def test_named_split_keeps_hidden_states_on_its_own_copy_at_every_size(monkeypatch):
+    """sglang's split: hidden_states leaves the grouped call by name, even when it is tiny."""
+    names = ["seq_lens", "hidden_states", "positions"]
+    srcs = [torch.arange(2), torch.rand(1, 2).to(torch.bfloat16), torch.arange(3)]
+    dsts = [torch.zeros(2, dtype=torch.int64), torch.zeros(1, 2, dtype=torch.bfloat16),
+            torch.zeros(3, dtype=torch.int64)]
+    grouped = []
+    real = strategies.grouped_foreach_copy
+    monkeypatch.setattr(strategies, "grouped_foreach_copy",
+                        lambda d, s: (grouped.append([id(x) for x in s]), real(d, s)))
+    split = strategies.NamedSplitCopy(names, dsts)
+    assert split.own == [1] and split.grouped == [0, 2]
+    split(srcs)
+    assert grouped == [[id(srcs[0]), id(srcs[2])]]
+    assert strategies.verify(names, dsts, srcs) is None
+    marks = strategies.split_marks(names, [16, 4, 24], threshold_bytes=8)
+    assert [m["split"] for m in marks] == ["foreach", "dma", "foreach"]           # by name
+    assert [m["size_split"] for m in marks] == ["dma", "foreach", "dma"]          # by size
 
 
 def test_packed_copy_is_right_for_non_contiguous_mixed_dtype_and_cast_sources():
@@ -105,15 +122,16 @@ def test_a_broken_strategy_is_wrong_and_never_timed_while_the_others_are():
     workload = bench.workload("eagle_draft", 2, 32, threshold=1024)
     results = workload["strategies"]
     assert results["broken"]["status"] == "wrong"
-    assert "req_pool_indices" in results["broken"]["reason"] and "median_us" not in results["broken"]
+    assert "hidden_states" in results["broken"]["reason"] and "median_us" not in results["broken"]
     assert results["raises"] == {"status": "error", "reason": "RuntimeError: no kernel image for this device"}
-    for name in ("loop", "grouped_foreach", "grouped_foreach_dma_split", "packed"):
+    for name in ("loop", "grouped_foreach", "grouped_foreach_dma_split", "grouped_foreach_size_split", "packed"):
         assert results[name]["status"] == "ok", results[name]
         assert results[name]["samples"] == 3 and results[name]["median_us"] > 0
     assert results["loop"]["speedup_vs_loop"] == 1.0
     assert workload["best"] not in ("broken", "raises")
     hidden = [f for f in workload["fields"] if f["name"] == "hidden_states"][0]
-    assert hidden["bytes"] == 2 * 32 * 2 and hidden["split"] == "foreach"   # 128 bytes < 1024 threshold
+    assert hidden["bytes"] == 2 * 32 * 2 and hidden["split"] == "dma"      # by name, as sglang splits
+    assert hidden["size_split"] == "foreach"                                # 128 bytes < 1024 threshold
 
 
 def test_spent_budget_skips_work_instead_of_running_it():
@@ -168,5 +186,5 @@ def test_an_older_release_casts_seq_lens_and_every_strategy_still_verifies():
     workload = bench.workload("eagle_draft", 2, 32, threshold=None)
     seq_lens = [f for f in workload["fields"] if f["name"] == "seq_lens"][0]
     assert (seq_lens["dtype"], seq_lens["src_dtype"]) == ("int32", "int64")
-    for name in ("loop", "grouped_foreach", "grouped_foreach_dma_split", "packed"):
+    for name in ("loop", "grouped_foreach", "grouped_foreach_dma_split", "grouped_foreach_size_split", "packed"):
         assert workload["strategies"][name]["status"] == "ok", (name, workload["strategies"][name])

@@ -75,15 +75,19 @@ def test_server_without_visible_devices_occupies_its_tp_range():
 
 def test_replay_buffers_follow_batch_size_topk_steps_and_draft_tokens():
     draft = {s["name"]: s for s in specs.buffer_specs("eagle_draft", 4, 7, topk=2, hidden_size=256)}
-    assert draft["input_ids"]["shape"] == [8] and draft["out_cache_loc"]["shape"] == [8 * 3]
-    assert draft["topk_p"] == {"name": "topk_p", "dtype": "float32", "shape": [4, 2], "optional": False,
+    assert "input_ids" not in draft and draft["out_cache_loc"]["shape"] == [8 * 3]
+    assert draft["topk_p"] == {"name": "topk_p", "dtype": "float32", "src_dtype": "float32", "shape": [4, 2],
                                "large": False}
     assert draft["hidden_states"]["large"] and draft["hidden_states"]["shape"] == [4, 256]
+    assert draft["req_pool_indices"]["dtype"] == draft["seq_lens"]["dtype"] == "int64"   # 0.5.23's buffers
     extend = {s["name"]: s for s in specs.buffer_specs("eagle_draft_extend", 4, 7)}
-    assert extend["hidden_states"]["shape"] == [28, 1024] and extend["accept_length"]["dtype"] == "int32"
-    verify = {s["name"]: s for s in specs.buffer_specs("dflash_verify", 2, 16)}
-    assert verify["custom_mask"]["optional"] and verify["custom_mask"]["shape"] == [2 * 16 * 16]
-    assert "custom_mask" not in [s["name"] for s in specs.buffer_specs("dflash_verify", 2, 16, with_optional=False)]
+    assert extend["hidden_states"]["shape"] == [28, 1024] and extend["num_accept_tokens"]["dtype"] == "int32"
+    assert extend["select_index"]["shape"] == [4]
+    old = {s["name"]: s for s in specs.buffer_specs("eagle_draft_extend", 4, 7, release="0.5.11")}
+    assert old["seq_lens"]["dtype"] == "int32" and old["seq_lens"]["src_dtype"] == "int64"
+    assert "num_accepted_tokens" in old and "select_index" not in old
+    verify = [s["name"] for s in specs.buffer_specs("dflash_verify", 2, 16)]
+    assert verify == ["input_ids", "req_pool_indices", "seq_lens", "out_cache_loc", "positions"]
     with pytest.raises(ValueError, match="unknown replay path"):
         specs.buffer_specs("medusa", 1, 2)
 
@@ -170,7 +174,37 @@ def test_a_graph_that_replays_stale_outputs_is_a_mismatch(monkeypatch):
     result = synthetic.run_cell({"path": "dflash_verify", "batch_size": 2, "draft_tokens": 4, "hidden_size": 64})
     assert result["status"] == "mismatch"
     assert result["max_abs_diff"] > 0 and "differs from eager" in result["detail"]
-    assert "custom_mask" in result["fields"] and result["capture_s"] >= 0
+    assert result["fields"] == ["input_ids", "req_pool_indices", "seq_lens", "out_cache_loc", "positions"]
+    assert result["capture_s"] >= 0
+
+
+def test_a_replay_that_produces_nan_is_a_mismatch_not_an_exact_match(monkeypatch):
+    """The captured forward writes a NaN: Python's max() would skip it and call the replay exact."""
+    torch = pytest.importorskip("torch")
+    FakeCuda(torch).install(monkeypatch)
+    real, calls = synthetic.forward, []
+
+    def forward(*args):
+        out = real(*args)
+        calls.append(1)
+        if len(calls) == 3:   # two warm-ups, then the capture
+            out["logits"][0, 0] = float("nan")
+        return out
+    monkeypatch.setattr(synthetic, "forward", forward)
+    result = synthetic.run_cell({"path": "eagle_draft", "batch_size": 2, "draft_tokens": 4, "topk": 1,
+                                 "hidden_size": 64})
+    assert result["status"] == "mismatch" and "NaN or Inf" in result["detail"]
+    assert result["max_abs_diff"] is None and result["non_finite"] == synthetic.REPLAY_TRIALS
+    json.dumps(result, allow_nan=False)
+
+
+def test_replay_comparison_fails_on_nan_or_inf_and_passes_within_tolerance():
+    nan, inf = float("nan"), float("inf")
+    assert synthetic.compare_replays([0.001, 0.002], [1.0]) == {"status": "ok", "max_abs_diff": 0.002}
+    assert synthetic.compare_replays([0.0, nan], [1.0])["status"] == "mismatch"
+    assert synthetic.compare_replays([0.0], [inf])["max_abs_diff"] is None
+    assert synthetic.compare_replays([0.5], [1.0])["detail"] == "graph replay differs from eager by 0.5"
+    assert synthetic.compare_replays([0.0], [1.0], non_finite=4)["non_finite"] == 4
 
 
 def test_synthetic_cells_run_under_the_memory_cap_and_larger_ones_are_skipped(monkeypatch):
