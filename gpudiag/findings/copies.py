@@ -8,9 +8,8 @@ from gpudiag.findings.common import (as_dict, as_list, dig, fmt_bytes, fmt_us, m
 from gpudiag.models import Evidence, Finding, HostResult
 
 LARGE_FIELDS = ("hidden_states",)   # contiguous tensors big enough for the DMA engine to beat a foreach kernel
-OUTLIER_RATIO = 0.20                # "more than 20% off its siblings", on the median of a GPU's ratios
-NOISY_CV = 0.05                     # timings whose samples spread more than this are left out
-MIN_GPUS_FOR_OUTLIER = 3            # with two GPUs each is as far off the other: neither can be named
+OUTLIER_RATIO = 0.20                # copy_bench's outlier tolerance and noise cut, for the wording only
+NOISY_CV = 0.05                     # (probes/copybench/analysis.py and timing.py decide)
 SPLIT_MARGIN = 0.10                 # the split must lose by more than this to be called wrong
 
 
@@ -218,26 +217,16 @@ def _measured_split(host: HostResult) -> Finding | None:
 
 
 def gpu_copy_outliers(hosts: list[HostResult]) -> list[Finding]:
-    """Rule 7: a GPU whose copy figures, taken together, are more than 20% off its siblings on the same host.
-
-    One stray median among a hundred is noise, not a slow link: the median of the GPU's ratios decides, noisy
-    timings (cv over 5%) are left out, and only three or more GPUs can name the odd one out.
-    """
+    """Rule 7: the GPUs copy_bench itself named as outliers (probes/copybench/analysis.py decides: the median
+    of a GPU's steady ratios to its siblings more than 20% off, three GPUs or more); this rule only words it."""
     findings = []
     for host in hosts:
-        per_gpu = [(gpu.get("index"), _metrics(gpu)) for gpu in copy_gpus(host, cuda_only=True)]
-        if len(per_gpu) < MIN_GPUS_FOR_OUTLIER:
-            continue
-        rows = [("GPU", "metrics off", "median ratio", "worst metric", "this GPU", "siblings (median)", "ratio")]
-        for index, metrics in per_gpu:
-            ratios = _ratios(index, metrics, per_gpu)
-            typical = median(r for _, _, _, r in ratios)
-            if typical is None or abs(typical - 1) <= OUTLIER_RATIO:
-                continue
-            metric, value, siblings, ratio = max(ratios, key=lambda o: (abs(o[3] - 1), o[0]))
-            off = sum(1 for *_, r in ratios if abs(r - 1) > OUTLIER_RATIO)
-            rows.append((str(index), f"{off} of {len(ratios)}", f"{typical:.2f}", metric, fmt_us(value),
-                         fmt_us(siblings), f"{ratio:.2f}"))
+        outliers = [o for o in as_list(dig(probe(host, "copy_bench"), "outliers")) if isinstance(o, dict)]
+        rows = [("GPU", "metrics compared", "median ratio", "worst metric", "this GPU", "siblings (median)", "ratio")]
+        for o in outliers:
+            rows.append((str(o.get("index")), str(o.get("metrics_compared", "-")), _ratio(o.get("median_ratio")),
+                         str(o.get("metric") or "-"), fmt_us(number(o.get("value"))),
+                         fmt_us(number(o.get("siblings_median"))), _ratio(o.get("ratio"))))
         if len(rows) == 1:
             continue
         indexes = [r[0] for r in rows[1:]]
@@ -246,44 +235,15 @@ def gpu_copy_outliers(hosts: list[HostResult]) -> list[Finding]:
             title=f"GPU {', '.join(indexes)} copies more than {OUTLIER_RATIO:.0%} off its siblings",
             hosts=(host.name,),
             evidence=(Evidence(kind="measurement", host=host.name, table=tuple(rows),
-                               text="each steady median (same workload and strategy, cv at most "
-                                    f"{NOISY_CV:.0%}) divided by the median of the other GPUs of the host; the "
-                                    "median of those ratios decides"),),
+                               text="copy_bench's verdict: each steady median (same workload and strategy, cv at "
+                                    f"most {NOISY_CV:.0%}) divided by the median of the other GPUs of the host; "
+                                    "the median of those ratios decides"),),
             recommendation="Check that GPU's link: `nvidia-smi topo -m`, `nvidia-smi nvlink -s`, and "
                            "`nvidia-smi -q -d PCIE` for a downgraded PCIe generation or width.",
             sources=(source(host, "copy_bench"),)))
     return findings
 
 
-def _steady(timing: Any) -> bool:
-    """A timing whose samples agree: cv at most NOISY_CV (a noisy median says nothing about the GPU)."""
-    if not isinstance(timing, dict) or timing.get("noisy") is True:
-        return False
-    cv = number(timing.get("cv"))
-    return cv is None or cv <= NOISY_CV
-
-
-def _metrics(gpu: dict[str, Any]) -> dict[str, float]:
-    out = {}
-    for w in workloads(gpu):
-        for strategy in sorted(as_dict(w.get("strategies"))):
-            timing = ok_timing(w, strategy)
-            if timing and _steady(timing):
-                out[f"{w.get('name')}/{strategy}"] = float(timing["median_us"])
-    for kind in ("pinned", "pageable"):
-        value = number(dig(gpu, "h2d", f"{kind}_us"))
-        timing = dig(gpu, "h2d", kind)
-        if value and (timing is None or _steady(timing)):
-            out[f"h2d/{kind}"] = value
-    return out
-
-
-def _ratios(index: Any, metrics: dict[str, float],
-            per_gpu: list[tuple[Any, dict[str, float]]]) -> list[tuple[str, float, float, float]]:
-    """(metric, this GPU's value, siblings' median, ratio) for every metric a sibling measured too."""
-    found = []
-    for metric, value in sorted(metrics.items()):
-        siblings = median(m[metric] for i, m in per_gpu if i != index and metric in m)
-        if siblings:
-            found.append((metric, value, siblings, value / siblings))
-    return found
+def _ratio(value: Any) -> str:
+    found = number(value)
+    return f"{found:.2f}" if found is not None else "-"

@@ -1,6 +1,7 @@
 """Copy rules (1, 3, 7) on minimal hand-written results."""
 from gpudiag.findings import copies
 from gpudiag.models import HostResult, ProbeResult
+from probes.copybench import analysis
 
 
 def host(name="h1", status="ok", **probes):
@@ -93,16 +94,29 @@ def test_split_that_wins_nothing_split_off_or_cpu_timings_are_silent():
     assert copies.hidden_states_split([host(copy_bench=cpu)]) == []
 
 
+def measured(bench):
+    """copy_bench's data with the outliers the probe itself computes (the one verdict the rule words)."""
+    bench["gpus"] = [dict(g, status="ok") for g in bench["gpus"]]
+    bench["outliers"] = analysis.find_outliers(bench["gpus"])
+    return bench
+
+
 def gpus(*scales):
-    return {"gpus": [{"index": i, "workloads": [workload(installed=20.0 * s)], "h2d": {"pinned_us": 10.0 * s}}
-                     for i, s in enumerate(scales)]}
+    return measured({"gpus": [{"index": i, "workloads": [workload(installed=20.0 * s, loop=40.0 * s)]}
+                              for i, s in enumerate(scales)]})
 
 
 def test_a_gpu_more_than_20_percent_off_its_siblings_is_named():
     [finding] = copies.gpu_copy_outliers([host(copy_bench=gpus(1.0, 1.02, 1.3, 0.99))])
     assert finding.title.startswith("GPU 2 ")
     row = finding.evidence[0].table[1]
-    assert row[0] == "2" and row[1] == "2 of 2" and row[-1] == "1.30"
+    assert row[0] == "2" and row[1] == "2" and row[2] == "1.30" and row[-1] == "1.30"
+
+
+def test_the_rule_words_the_probe_verdict_and_computes_none_of_its_own():
+    bench = gpus(1.0, 1.02, 1.3, 0.99)
+    bench["outliers"] = []   # the probe saw no outlier: the report must not find one either
+    assert copies.gpu_copy_outliers([host(copy_bench=bench)]) == []
 
 
 def many_metrics(index, scale=1.0, stray=None, noisy_scale=None):
@@ -120,13 +134,13 @@ def many_metrics(index, scale=1.0, stray=None, noisy_scale=None):
 
 
 def test_one_stray_median_or_noisy_timings_do_not_make_a_gpu_an_outlier():
-    bench = {"gpus": [many_metrics(0), many_metrics(1, stray=1.6), many_metrics(2, noisy_scale=2.0),
-                      many_metrics(3, scale=1.01)]}
-    assert copies.gpu_copy_outliers([host(copy_bench=bench)]) == []
-    bench["gpus"].append(many_metrics(4, scale=1.35))
+    loads = [many_metrics(0), many_metrics(1, stray=1.6), many_metrics(2, noisy_scale=2.0),
+             many_metrics(3, scale=1.01)]
+    assert copies.gpu_copy_outliers([host(copy_bench=measured({"gpus": list(loads)}))]) == []
+    bench = measured({"gpus": loads + [many_metrics(4, scale=1.35)]})
     [finding] = copies.gpu_copy_outliers([host(copy_bench=bench)])
     assert finding.title.startswith("GPU 4 ") and len(finding.evidence[0].table) == 2
-    assert finding.evidence[0].table[1][:3] == ("4", "12 of 12", "1.35")
+    assert finding.evidence[0].table[1][:3] == ("4", "12", "1.35")
 
 
 def test_gpus_within_20_percent_or_only_two_gpus_are_silent():
