@@ -21,7 +21,7 @@ from probes.copybench import options  # noqa: E402
 from probes.copybench.devices import bench_all  # noqa: E402
 from probes.copybench.politeness import smi_snapshot  # noqa: E402
 
-ORDER = ("loop", "grouped_foreach", "grouped_foreach_dma_split", "packed", "installed")
+ORDER = ("loop", "grouped_foreach", "grouped_foreach_dma_split", "grouped_foreach_size_split", "packed", "installed")
 
 
 def parse_args(argv):
