@@ -199,7 +199,8 @@ def run_synthetic(ctx, settings, data, env, table, context, python):
             def oracle(batch_size, draft_tokens, path=path, algorithm=algorithm):
                 args = {"path": path, "batch_size": batch_size, "draft_tokens": draft_tokens,
                         "topk": settings["topk"], "hidden_size": settings["hidden_size"],
-                        "max_mem_mib": settings["max_mem_mib"]}
+                        "max_mem_mib": settings["max_mem_mib"],
+                        "release": (ctx.results.get("sglang_source") or {}).get("version")}   # its replay fields
                 timeout = max(1.0, min(float(settings["cell_timeout"]), work_left(ctx)))
                 result = worker.call("probes.graphrepro.synthetic:run_cell", args, timeout)
                 return synthetic_cell(result, path, algorithm, batch_size, draft_tokens, table, context, worker)

@@ -2,7 +2,7 @@
 probes/replay_fields.py) and what the installed release does with them (from sglang_source's data).
 """
 from probes import replay_fields
-from probes.replay_fields import HIDDEN, PATHS, dtype_pairs, dtype_size, field_name, release_tuple  # noqa: F401
+from probes.replay_fields import HIDDEN, PATHS, dtype_pairs, dtype_size, field_name  # noqa: F401
 
 INSTALLED_FUNC = "_grouped_foreach_copy_"
 

@@ -25,6 +25,16 @@ def buffer_specs(path, batch_size, draft_tokens, topk=1, hidden_size=1024, steps
              "large": f["own_copy"]} for f in fields]
 
 
+def copies_grouped(path, release=None):
+    """Whether the release copies the path's small fields through one grouped call (else each on copy_())."""
+    return replay_fields.batched(path, release)
+
+
+def table_release_name(release=None):
+    """'0.5.23': the release whose fields the harness copies for `release` (the newest read by default)."""
+    return ".".join(str(part) for part in replay_fields.table_release(release))
+
+
 def buffer_bytes(specs):
     total = 0
     for spec in specs:

@@ -160,13 +160,13 @@ def grouped_foreach_copy(torch, dsts, srcs):
                 dst.copy_(src)
 
 
-def copy_inputs(torch, static, fresh, spec_list):
-    """Small fields through the grouped foreach copy; hidden_states (marked large) with its own copy_(),
-    as sglang's replays do."""
-    small = [s["name"] for s in spec_list if not s["large"]]
+def copy_inputs(torch, static, fresh, spec_list, grouped=True):
+    """As the release copies: small fields through the grouped foreach copy, hidden_states (marked large)
+    with its own copy_(); a release that does not batch the path copies every field with copy_()."""
+    small = [s["name"] for s in spec_list if grouped and not s["large"]]
     grouped_foreach_copy(torch, [static[n] for n in small], [fresh[n] for n in small])
     for spec in spec_list:
-        if spec["large"]:
+        if spec["name"] not in small:
             static[spec["name"]].copy_(fresh[spec["name"]])
 
 
@@ -250,10 +250,11 @@ def _capture_and_compare(torch, args, path, bs, draft_tokens, topk, hidden, spec
         torch.cuda.synchronize()
         capture_s = time.perf_counter() - started
         stage = "replay"
+        grouped = specs_mod.copies_grouped(path, args.get("release"))
         diffs, scales, non_finite = [], [1e-3], 0
         for _ in range(REPLAY_TRIALS):
             fresh = make_buffers(torch, spec_list, device, generator, dtype_key="src_dtype")
-            copy_inputs(torch, static, fresh, spec_list)
+            copy_inputs(torch, static, fresh, spec_list, grouped)
             graph.replay()
             torch.cuda.synchronize()
             stage = "eager"
@@ -266,7 +267,9 @@ def _capture_and_compare(torch, args, path, bs, draft_tokens, topk, hidden, spec
     except Exception as exc:
         return _failure(stage, exc)
     result = {"status": "ok", "capture_s": round(capture_s, 4),
-              "input_bytes": specs_mod.buffer_bytes(spec_list), "fields": [s["name"] for s in spec_list]}
+              "input_bytes": specs_mod.buffer_bytes(spec_list), "fields": [s["name"] for s in spec_list],
+              "fields_of": specs_mod.table_release_name(args.get("release")),
+              "copies": "grouped" if grouped else "per_tensor"}
     result.update(compare_replays(diffs, scales, non_finite))
     return result
 

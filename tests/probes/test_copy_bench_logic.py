@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from probes import replay_fields
 from probes.copybench import analysis, options, politeness, workloads
 from probes.copybench.child import MARK, parse_lines
 from probes.copybench.timing import iterations_for, summarize
@@ -66,7 +67,7 @@ def test_seq_lens_is_cast_from_int64_up_to_0_5_11_and_copied_as_is_from_0_5_14(p
         return spec["dtype"], spec["src_dtype"], spec["bytes"]
     assert seq_lens("0.5.11") == seq_lens("0.4.10.post1") == ("int32", "int64", 8)
     assert seq_lens("0.5.14") == seq_lens("0.5.23") == seq_lens(None) == ("int64", "int64", 16)
-    assert workloads.release_tuple("0.5.11rc1") == (0, 5, 11) and workloads.release_tuple("dev") is None
+    assert replay_fields.release_tuple("0.5.11rc1") == (0, 5, 11) and replay_fields.release_tuple("dev") is None
 
 
 def test_draft_extend_and_dflash_use_one_row_per_draft_token():

@@ -175,7 +175,24 @@ def test_a_graph_that_replays_stale_outputs_is_a_mismatch(monkeypatch):
     assert result["status"] == "mismatch"
     assert result["max_abs_diff"] > 0 and "differs from eager" in result["detail"]
     assert result["fields"] == ["input_ids", "req_pool_indices", "seq_lens", "out_cache_loc", "positions"]
-    assert result["capture_s"] >= 0
+    assert result["capture_s"] >= 0 and result["fields_of"] == "0.5.23" and result["copies"] == "grouped"
+
+
+def test_the_harness_copies_as_the_release_does(monkeypatch):
+    """0.5.11 copies every EAGLE field with copy_(); 0.5.23 groups all but hidden_states."""
+    torch = pytest.importorskip("torch")
+    grouped = []
+    monkeypatch.setattr(synthetic, "grouped_foreach_copy", lambda t, d, s: grouped.append(len(d)))
+    for release, expected in (("0.5.11", [0]), ("0.5.23", [6])):
+        del grouped[:]
+        spec_list = specs.buffer_specs("eagle_draft", 2, 4, topk=2, hidden_size=32, release=release)
+        static = synthetic.make_buffers(torch, spec_list, "cpu", torch.Generator().manual_seed(0))
+        fresh = synthetic.make_buffers(torch, spec_list, "cpu", torch.Generator().manual_seed(1), dtype_key="src_dtype")
+        synthetic.copy_inputs(torch, static, fresh, spec_list, specs.copies_grouped("eagle_draft", release))
+        assert grouped == expected, release
+        assert torch.equal(static["hidden_states"], fresh["hidden_states"])
+        if release == "0.5.11":   # every field went through copy_(), casts included
+            assert static["seq_lens"].dtype == torch.int32 and torch.equal(static["seq_lens"].long(), fresh["seq_lens"])
 
 
 def test_a_replay_that_produces_nan_is_a_mismatch_not_an_exact_match(monkeypatch):
