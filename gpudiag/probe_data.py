@@ -1,0 +1,44 @@
+"""Checks stored probe data against the probes' declared shapes (probes/data_shapes.py) when a run is read.
+
+The store calls `check_host_document(doc, where)` on each host document before building its HostResult:
+a shape that does not fit is refused with one line naming the file and the field.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from probes.data_shapes import SHAPES
+from probes.schemas import check
+
+
+class ProbeDataError(ValueError):
+    """A stored probe result whose data does not have its probe's declared shape."""
+
+
+def probe_problem(name: str, result: Any) -> str | None:
+    """The first field of one probe result that does not fit its declaration, or None.
+
+    Only `ok` results carry data to check; a probe gpudiag does not declare is left alone (a newer probe
+    read by an older gpudiag)."""
+    if not isinstance(result, dict) or result.get("status") != "ok" or name not in SHAPES:
+        return None
+    return check(SHAPES[name], result.get("data"), f"probes.{name}.data")
+
+
+def host_problems(doc: dict[str, Any]) -> list[str]:
+    """Every probe of a host document whose data does not fit, one line each."""
+    probes = doc.get("probes") if isinstance(doc, dict) else None
+    found = []
+    for name, result in sorted((probes or {}).items()) if isinstance(probes, dict) else ():
+        problem = probe_problem(str(name), result)
+        if problem:
+            found.append(problem)
+    return found
+
+
+def check_host_document(doc: dict[str, Any], where: str) -> None:
+    """Raise ProbeDataError('<where>: probes.copy_bench.data.gpus[0].status: missing') on the first misfit."""
+    problems = host_problems(doc)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ProbeDataError(f"{where}: {problems[0]}{more}")
