@@ -222,9 +222,11 @@ def gpu_copy_outliers(hosts: list[HostResult]) -> list[Finding]:
     findings = []
     for host in hosts:
         outliers = [o for o in as_list(dig(probe(host, "copy_bench"), "outliers")) if isinstance(o, dict)]
-        rows = [("GPU", "metrics compared", "median ratio", "worst metric", "this GPU", "siblings (median)", "ratio")]
+        rows = [("GPU", "metrics off", "median ratio", "worst metric", "this GPU", "siblings (median)", "ratio")]
         for o in outliers:
-            rows.append((str(o.get("index")), str(o.get("metrics_compared", "-")), _ratio(o.get("median_ratio")),
+            compared = str(o.get("metrics_compared", "-"))
+            off = f"{o['metrics_off'] if isinstance(o.get('metrics_off'), int) else 'unknown'} of {compared}"
+            rows.append((str(o.get("index")), off, _ratio(o.get("median_ratio")),
                          str(o.get("metric") or "-"), fmt_us(number(o.get("value"))),
                          fmt_us(number(o.get("siblings_median"))), _ratio(o.get("ratio"))))
         if len(rows) == 1:

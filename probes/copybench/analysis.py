@@ -131,7 +131,7 @@ MIN_GPUS = 3   # with two GPUs each is as far off the other: neither can be name
 
 
 def find_outliers(gpus, tolerance=OUTLIER_TOLERANCE):
-    """[{index, median_ratio, metrics_compared, metric, value, siblings_median, ratio}]: GPUs whose figures
+    """[{index, median_ratio, metrics_compared, metrics_off, metric, value, siblings_median, ratio}]: GPUs whose figures
     are, taken together, more than `tolerance` off their siblings' (the median of the GPU's ratios decides;
     metric/value/ratio name its worst figure). Needs at least MIN_GPUS measured GPUs."""
     measured = [(g.get("index"), gpu_metrics(g)) for g in gpus if g.get("status") == "ok"]
@@ -149,6 +149,7 @@ def find_outliers(gpus, tolerance=OUTLIER_TOLERANCE):
             continue
         metric, value, sibling, ratio = max(ratios, key=lambda r: abs(r[3] - 1.0))
         outliers.append({"index": index, "median_ratio": round(typical, 3), "metrics_compared": len(ratios),
+                         "metrics_off": sum(1 for r in ratios if abs(r[3] - 1.0) > tolerance),
                          "metric": metric, "value": round(value, 3), "siblings_median": round(sibling, 3),
                          "ratio": round(ratio, 3)})
     return outliers

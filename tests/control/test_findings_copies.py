@@ -110,7 +110,7 @@ def test_a_gpu_more_than_20_percent_off_its_siblings_is_named():
     [finding] = copies.gpu_copy_outliers([host(copy_bench=gpus(1.0, 1.02, 1.3, 0.99))])
     assert finding.title.startswith("GPU 2 ")
     row = finding.evidence[0].table[1]
-    assert row[0] == "2" and row[1] == "2" and row[2] == "1.30" and row[-1] == "1.30"
+    assert row[0] == "2" and row[1] == "2 of 2" and row[2] == "1.30" and row[-1] == "1.30"
 
 
 def test_the_rule_words_the_probe_verdict_and_computes_none_of_its_own():
@@ -140,7 +140,7 @@ def test_one_stray_median_or_noisy_timings_do_not_make_a_gpu_an_outlier():
     bench = measured({"gpus": loads + [many_metrics(4, scale=1.35)]})
     [finding] = copies.gpu_copy_outliers([host(copy_bench=bench)])
     assert finding.title.startswith("GPU 4 ") and len(finding.evidence[0].table) == 2
-    assert finding.evidence[0].table[1][:3] == ("4", "12", "1.35")
+    assert finding.evidence[0].table[1][:3] == ("4", "12 of 12", "1.35")
 
 
 def test_gpus_within_20_percent_or_only_two_gpus_are_silent():
