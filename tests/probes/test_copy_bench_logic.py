@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from gpudiag.probe_data import probe_problem
 from probes import replay_fields
 from probes.copybench import analysis, options, politeness, workloads
 from probes.copybench.child import MARK, parse_lines
@@ -14,7 +15,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", 
 # What sglang_source reports for a release that batches the generic runner and the draft-extend replay
 # (call sites with their field lists) while the draft replay still copies tensor by tensor.
 NEW_RELEASE = {
-    "found": True, "version": "0.5.14",
+    "found": True, "reason": None, "interpreter": {"path": "/usr/bin/python3", "why": "default"}, "version": "0.5.14",
     "grouped_foreach_copy": {
         "definitions": [{"module": "sglang.srt.model_executor.runner", "file": "a.py", "line": 1},
                         {"module": "sglang.srt.model_executor.input_buffers", "file": "b.py", "line": 2}],
@@ -26,7 +27,8 @@ NEW_RELEASE = {
              "resolves_to": {"module": "sglang.srt.model_executor.input_buffers", "file": "b.py", "line": 2}},
             {"qualname": "EAGLEDraftExtendCudaGraphRunner.execute", "file": "c.py", "line": 9,
              "fields": ["input_ids", "seq_lens", "out_cache_loc", "positions", "req_pool_indices"],
-             "resolves_to": "sglang.srt.model_executor.runner._grouped_foreach_copy_"}]},
+             "resolves_to": "sglang.srt.model_executor.runner._grouped_foreach_copy_"}],
+        "has_foreach_copy_flag": []},
     "eagle": {
         "draft": {"batched": False, "per_tensor_fields": ["seq_lens", "topk_p", "hidden_states", "seq_lens_cpu"],
                   "file": "d.py", "line": 5},
@@ -36,8 +38,16 @@ NEW_RELEASE = {
                          "grouped_resolves_to": [{"module": "sglang.srt.model_executor.runner"}],
                          "evidence": [{"file": "c.py", "line": 9, "snippet": "_grouped_foreach_copy_(...)"}]}},
 }
-OLD_RELEASE = {"found": True, "version": "0.5.9", "grouped_foreach_copy": {"definitions": [], "call_sites": []},
-               "eagle": {"draft": {"batched": False, "per_tensor_fields": ["seq_lens"]}}}
+OLD_RELEASE = {"found": True, "reason": None, "interpreter": {"path": "/usr/bin/python3", "why": "default"},
+               "version": "0.5.9", "grouped_foreach_copy": {"definitions": [], "call_sites": [],
+                                                            "has_foreach_copy_flag": []},
+               "eagle": {"draft": {"batched": False, "per_tensor_fields": ["seq_lens"]},
+                         "draft_extend": {"batched": False, "per_tensor_fields": ["seq_lens"]}}}
+
+
+def test_the_hand_written_release_facts_have_the_probe_declared_shape():
+    for facts in (NEW_RELEASE, OLD_RELEASE):
+        assert probe_problem("sglang_source", {"status": "ok", "data": facts}) is None
 
 
 def shape_of(specs, name):
