@@ -281,3 +281,17 @@ def test_synthetic_sweep_gives_each_cell_the_memory_cap_and_only_the_time_left(m
     assert all(t <= 100 - cuda_graph.RESERVE_SECONDS for _, _, t in calls)   # never the 120 s cell timeout
     assert all(c["memory_cap_mib"] == 1536 and c["estimated_mib"] == 9 for c in data["cells"])
     assert cuda_graph.settings_from({})["max_mem_mib"] == 4096
+
+
+@pytest.mark.parametrize("release", ("0.5.11", "0.5.14", "0.5.23"))
+@pytest.mark.parametrize("path", specs.PATHS)
+def test_every_release_table_runs_through_the_harness(monkeypatch, path, release):
+    """Each release's fields build, copy (casts included) and reach the forward; the fake replays stale."""
+    torch = pytest.importorskip("torch")
+    FakeCuda(torch).install(monkeypatch)
+    result = synthetic.run_cell({"path": path, "batch_size": 2, "draft_tokens": 3, "topk": 2, "hidden_size": 32,
+                                 "release": release})
+    assert result["status"] == "mismatch" and "differs from eager" in result["detail"], result
+    assert result["fields_of"] == release
+    assert result["fields"] == [s["name"] for s in specs.buffer_specs(path, 2, 3, topk=2, hidden_size=32,
+                                                                          release=release)]
