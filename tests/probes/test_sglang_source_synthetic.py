@@ -45,6 +45,7 @@ def make_site(root, files, version="9.9.9"):
     dist = site / ("sglang-%s.dist-info" % version)
     dist.mkdir(parents=True, exist_ok=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: %s\n\nbody\n" % version)
+    (dist / "top_level.txt").write_text("sglang\n")
     return site
 
 
