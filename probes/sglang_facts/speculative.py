@@ -33,20 +33,27 @@ def find_algorithms(tree):
                         members.append(tree.evidence(rel, stmt.lineno, name=stmt.targets[0].id, via="enum"))
     known = {m["name"] for m in members}
     registered = []
-    for found in registrations(tree, [r for r in mentions if b"register" in tree.read(r)]):
+    for found in registrations(tree):
         if found["name"] not in known:
             known.add(found["name"])
             registered.append(found)
     return members + registered
 
 
-def registrations(tree, files):
-    """Module-level registration calls (decorators included) with a literal name, in source order."""
-    parsed = [(rel, tree.tree(rel)) for rel in files]
-    parsed = [(rel, p) for rel, p in parsed if p is not None]
-    registrars = registrar_functions(parsed)
+def registrations(tree):
+    """Module-level registration calls (decorators included) with a literal name, in source order.
+
+    Helpers live beside the classmethod's callers; their own callers are found by their names."""
+    direct = tree.containing(ENUM_CLASS.encode() + b".register(")
+    registrars = registrar_functions([(rel, tree.tree(rel)) for rel in direct if tree.tree(rel) is not None])
+    files = set(direct)
+    for name in registrars:
+        files.update(tree.containing(name.encode()))
     found = []
-    for rel, module in parsed:
+    for rel in sorted(files):
+        module = tree.tree(rel)
+        if module is None:
+            continue
         for node, ancestors in walk_with_ancestors(module):
             if not isinstance(node, ast.Call) or any(isinstance(p, FUNCS) for p, _ in ancestors):
                 continue
