@@ -2,7 +2,7 @@
 import os
 import time
 
-from probes.graphrepro import configs, launcher, traffic
+from probes.graphrepro import configs, launch_plan, launcher, traffic
 from probes.graphrepro.signatures import match_signatures
 
 READY_TIMEOUT = 900.0
@@ -10,6 +10,7 @@ REQUEST_TIMEOUT = 180.0
 MIN_REQUEST_SECONDS = 10.0   # a batch size is not started with less work time than this
 AFTER_REQUESTS_SECONDS = 12.0   # the settle pause, the health check and the request threads' slack
 LOG_EXCERPT_LINES = 30
+IMPORT_TIMEOUT = 120.0   # importing sglang's server module once, before the first launch
 BUDGET_SPENT = "time budget spent"
 
 
@@ -74,7 +75,14 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
               "draft_tokens": draft_tokens, "layers": settings["layers"], "steps": max(1, (draft_tokens - 1) // topk),
               "topk": topk, "tp": settings.get("tp", 1), "port": launcher.free_port(),
               "mem_fraction": settings.get("mem_fraction", 0.5), "model_override": settings.get("model_override")}
-    argv, omitted = launcher.build_argv(python, launch, flags)
+    argv, omitted = launch_plan.build_argv(python, launch, flags)
+    common = {"path": "sglang", "algorithm": algorithm, "draft_tokens": draft_tokens, "command": argv,
+              "omitted_flags": omitted, "config_sources": sources}
+    refused = launch_plan.rejected_values(argv, flags)
+    reason = "the release's parser would refuse %s" % "; ".join(refused) if refused else \
+        launch_plan.missing_dependency(python, env, timeout=min(IMPORT_TIMEOUT, max(5.0, time_left())))
+    if reason:  # never launched: a refused flag or a missing module is not a graph failure
+        return [dict(common, batch_size=s, status="skipped", detail=reason, signature=None) for s in sizes]
     log_path = os.path.join(workdir, "server-%s-dt%d.log" % (algorithm.lower(), draft_tokens))
     outcomes, skipped = {}, {}
     with launcher.ServerProcess(argv, launch["port"], log_path, env) as server:
@@ -96,9 +104,10 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
             outcomes[size] = (results, alive, traffic.acceptance_length(results))
         exit_state = server.exit_description()
     log_text = server.log_text()
-    common = {"path": "sglang", "algorithm": algorithm, "draft_tokens": draft_tokens, "server_exit": exit_state,
-              "launch_s": round(time.monotonic() - started, 2), "command": argv, "omitted_flags": omitted,
-              "config_sources": sources}
+    common.update(server_exit=exit_state, launch_s=round(time.monotonic() - started, 2))
+    missing = launch_plan.import_failure(log_text, python) if ready == "died" else None
+    if missing:  # a module only a server child imports (the scheduler's) is missing from the venv
+        return [dict(common, batch_size=s, status="skipped", detail=missing, signature=None) for s in sizes]
     if ready == "budget":
         detail = "%s while waiting for the server to be ready (%.0f s)" % (BUDGET_SPENT, ready_budget)
         return [dict(common, batch_size=s, status="skipped", detail=detail, signature=None) for s in sizes]
