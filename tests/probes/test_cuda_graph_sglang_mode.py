@@ -119,3 +119,73 @@ def test_algorithms_the_release_lacks_are_skipped_never_launched(tmp_path):
     cuda_graph.run_sglang(ProbeContext(results={}), only_dflash, data, dict(os.environ), TABLE, "", str(fake))
     assert record.read_text().split()[-1] == "DFLASH" and data["cells"][0]["status"] == "error"
     assert any("speculative algorithms unknown" in n for n in data["notes"])
+
+
+MISSING_DEP_SGLANG = r'''#!%(python)s
+import sys
+args = sys.argv[1:]
+if args[:1] == ["-c"]:   # the import check before any launch
+    if %(at_import)r:
+        sys.stderr.write("Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n"
+                         "ModuleNotFoundError: No module named 'uvloop'\n")
+        sys.exit(1)
+    sys.exit(0)
+with open(%(record)r, "a") as fh:
+    fh.write("launched\n")
+# The entry module imported, but the scheduler child needs a module the venv lacks.
+print("Traceback (most recent call last):", flush=True)
+print("ModuleNotFoundError: No module named 'sgl_kernel'", flush=True)
+sys.exit(1)
+'''
+
+
+def run_with_fake(tmp_path, at_import):
+    from probes.graphrepro import launch_plan
+    launch_plan._import_checks.clear()
+    record = tmp_path / "launched.txt"
+    fake = tmp_path / ("python-missing-%s" % ("import" if at_import else "child"))
+    fake.write_text(MISSING_DEP_SGLANG % {"python": sys.executable, "record": str(record), "at_import": at_import})
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    ctx = ProbeContext(results={"sglang_source": {"version": "0.5.11", "speculative_algorithms": ["EAGLE"]}})
+    settings = cuda_graph.settings_from({"algorithms": ["EAGLE"], "batch_sizes": [1, 4], "draft_tokens": [2, 4]})
+    data = {"cells": [], "boundaries": [], "notes": []}
+    cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), TABLE, "", str(fake))
+    return data, fake, record
+
+
+def test_a_module_missing_from_the_serving_venv_is_the_skip_reason_and_nothing_launches(tmp_path):
+    data, fake, record = run_with_fake(tmp_path, at_import=True)
+    assert not record.exists()
+    assert data["cells"] and {c["status"] for c in data["cells"]} == {"skipped"}
+    assert {c["detail"] for c in data["cells"]} == {
+        "sglang cannot start under %s: module 'uvloop' is not installed there "
+        "(a runtime dependency of sglang.launch_server)" % fake}
+
+
+def test_a_module_missing_in_a_server_child_is_the_skip_reason_not_a_crash(tmp_path):
+    data, fake, record = run_with_fake(tmp_path, at_import=False)
+    assert record.read_text().count("launched") >= 1
+    assert {c["status"] for c in data["cells"]} == {"skipped"}
+    assert all("module 'sgl_kernel' is not installed there" in c["detail"] for c in data["cells"])
+
+
+def test_real_wheel_in_a_venv_without_its_dependencies_names_the_missing_module(tmp_path):
+    """sglang 0.5.5 from PyPI on a venv's path, none of its runtime dependencies installed."""
+    import subprocess
+    from probes.graphrepro import launch_plan
+    from tests.sglang_wheels import require
+    site = require("0.5.5")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(purelib, "sglang.pth"), "w") as handle:
+        handle.write(str(site) + "\n")
+    launch_plan._import_checks.clear()
+    reason = launch_plan.missing_dependency(python, timeout=120)
+    assert reason is not None and reason.startswith("sglang cannot start under %s: module '" % python)
+    module = reason.split("'")[1]
+    assert module and not module.startswith("sglang")   # a dependency, not sglang itself
+    probe = subprocess.run([python, "-c", "import %s" % module], capture_output=True, text=True, timeout=60)
+    assert probe.returncode != 0 and "No module named" in probe.stderr
