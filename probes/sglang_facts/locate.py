@@ -134,17 +134,22 @@ def find_dist_info(paths, prefer=None):
 
 
 def editable_in(site):
-    """An editable install recorded in a site directory: direct_url.json or a setuptools finder map."""
-    dist_info = find_dist_info([site])
-    if not dist_info:
+    """An editable install recorded in a site directory: direct_url.json or a setuptools finder map.
+
+    With several sglang dist-info folders in the site, the editable one (direct_url) is the install."""
+    dists = find_dist_infos([site])
+    if not dists:
         return None
-    url = direct_url(dist_info)
+    with_url = [(d, direct_url(d)) for d in dists if direct_url(d)]
+    dist_info, url = with_url[0] if with_url else (dists[0], None)
     package_dir = finder_mapping(site) or (url and _package_under(url["dir"]))
     if not package_dir:
         return None
     return {"site_packages": os.path.dirname(package_dir), "package_dir": package_dir,
-            "dist_info": dist_info, "editable": {"path": url["dir"] if url else os.path.dirname(package_dir),
-                                                  "via": "direct_url" if url else "finder"}}
+            "dist_info": dist_info, "dist_infos": [{"path": d, "belongs": "direct_url" if d == dist_info and url
+                                                    else ("finder" if d == dist_info else None)} for d in dists],
+            "editable": {"path": url["dir"] if url else os.path.dirname(package_dir),
+                         "via": "direct_url" if url else "finder"}}
 
 
 def direct_url(dist_info):

@@ -8,6 +8,8 @@ import os
 import stat
 import sys
 
+import pytest
+
 from probes import cuda_graph
 from probes.context import ProbeContext
 from tests.probes.test_cuda_graph_support import STANDIN_SERVER
@@ -88,14 +90,16 @@ sys.exit(2)
 '''
 
 
-def test_algorithms_the_release_lacks_are_skipped_never_launched(tmp_path):
-    """0.4.10 has EAGLE and EAGLE3 but no DFLASH: with --algorithm all, DFLASH must not look like a failure."""
+@pytest.mark.parametrize("version", ["0.4.10", "0.5.5"])
+def test_algorithms_the_release_lacks_are_skipped_never_launched(tmp_path, version):
+    """0.4.10 (enum) and 0.5.5 (registered by helper calls) have EAGLE and EAGLE3 but no DFLASH: with
+    --algorithm all, EAGLE and EAGLE3 launch and DFLASH must not look like a failure."""
     from probes.sglang_facts.flags import find_server_flags
     from probes.sglang_facts.speculative import find_algorithms
     from probes.sglang_facts.sources import SourceTree
     from tests.sglang_wheels import require
-    tree = SourceTree(str(require("0.4.10")))
-    source = {"version": "0.4.10", "speculative_algorithms": [a["name"] for a in find_algorithms(tree)],
+    tree = SourceTree(str(require(version)))
+    source = {"version": version, "speculative_algorithms": [a["name"] for a in find_algorithms(tree)],
               "server_flags": find_server_flags(tree)["server_flags"]}
     record = tmp_path / "launched.txt"
     fake = tmp_path / "python-with-old-sglang"
@@ -110,9 +114,9 @@ def test_algorithms_the_release_lacks_are_skipped_never_launched(tmp_path):
     assert set(record.read_text().split()) == {"EAGLE", "EAGLE3"}
     dflash = [c for c in data["cells"] if c["algorithm"] == "DFLASH"]
     assert [c["batch_size"] for c in dflash] == [1, 4]
-    assert all(c["status"] == "skipped" and c["detail"] == "sglang 0.4.10 has no DFLASH" for c in dflash)
+    assert all(c["status"] == "skipped" and c["detail"] == "sglang %s has no DFLASH" % version for c in dflash)
     assert not [b for b in data["boundaries"] if b["label"] == "DFLASH"]
-    assert any(n.startswith("DFLASH not launched: sglang 0.4.10 has no DFLASH") for n in data["notes"])
+    assert any(n.startswith("DFLASH not launched: sglang %s has no DFLASH" % version) for n in data["notes"])
     # Without the release's list every algorithm is still tried, and the note says why.
     data = {"cells": [], "boundaries": [], "notes": []}
     only_dflash = cuda_graph.settings_from({"algorithms": ["DFLASH"], "batch_sizes": [1], "draft_tokens": [2, 2]})

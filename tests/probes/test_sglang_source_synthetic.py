@@ -362,3 +362,21 @@ def test_copied_fields_follow_helpers_and_name_loop_tensors_as_dynamic(tmp_path)
     assert replay["reachable"] is True and replay["reached_from"]["line"] == 22
     dead = sites["Runner.never_called"]
     assert dead["fields"] == ["positions"] and dead["reachable"] is False
+
+
+def test_an_editable_install_beside_a_leftover_dist_info_is_still_found(tmp_path):
+    checkout = tmp_path / "checkout"
+    make_site(checkout, {"sglang/__init__.py": "", "sglang/version.py": "__version__ = '0.9.0.dev'\n"})
+    os.rename(checkout / "site", checkout / "python")
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    site = tmp_path / "venv-site"
+    (site / "sglang-0.5.14.dist-info").mkdir(parents=True)   # sorts first; says nothing about the checkout
+    (site / "sglang-0.5.14.dist-info" / "METADATA").write_text("Name: sglang\nVersion: 0.5.14\n\n")
+    dist = site / "sglang-0.9.0.dev0.dist-info"
+    dist.mkdir()
+    (dist / "direct_url.json").write_text(json.dumps({"url": "file://%s" % checkout, "dir_info": {"editable": True}}))
+    data = scan(site)
+    assert data["found"] and data["package_dir"] == str(checkout / "python" / "sglang")
+    assert data["version"] == "0.9.0.dev" and data["dist_info"] == str(dist)
+    assert data["integrity"]["method"] == "editable" and data["integrity"]["editable"]["via"] == "direct_url"
+    assert {c["belongs"] for c in data["dist_info_candidates"]} == {"direct_url", None}
