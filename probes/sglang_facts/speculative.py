@@ -101,8 +101,9 @@ def _registrar_of(call, registrars):
     if isinstance(func, ast.Attribute) and func.attr == "register" and unparse(func.value) == ENUM_CLASS:
         return "register"
     name = call_name(call)
-    if name in registrars and not (isinstance(func, ast.Attribute) and unparse(func.value) != ENUM_CLASS
-                                   and func.attr == "register"):
+    # A helper is called by name or through its module (`spec_info.register_speculative_algorithm(...)`);
+    # another object's `.register(...)` is not one, whatever helpers are called.
+    if name in registrars and (isinstance(func, ast.Name) or name != "register"):
         return name
     return None
 

@@ -42,7 +42,7 @@ def test_every_flag_of_every_algorithm_exists_in_the_release_parser(version):
         assert unknown == [], (version, algorithm, unknown)
         assert launch_plan.rejected_values(argv, flags) == [], (version, algorithm)
         assert "--model-path" in argv and "--speculative-num-draft-tokens" in argv
-        # The only flag a release may lack is the draft's own load format (0.4.x loads it with --load-format).
+        # The only flag a release may lack is the draft's own load format (0.4.x-0.5.3 load it with --load-format).
         assert set(omitted) <= {"--speculative-draft-load-format"}, (version, algorithm, omitted)
         assert ("--speculative-draft-load-format" in omitted) == (version.startswith("0.4."))
         assert not [f for f in passed_flags(argv) if parser[f].get("deprecated")], (version, algorithm)
