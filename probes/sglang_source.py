@@ -62,8 +62,9 @@ def facts_from_location(location, options=None):
         timings[name] = round(time.perf_counter() - began, 4)
         return value
 
-    data = {"found": True, "reason": None, "site_packages": location["site_packages"], "package_dir": location["package_dir"],
-            "dist_info": location.get("dist_info"), "dist_info_candidates": location.get("dist_infos") or []}
+    data = {"found": True, "reason": None, "site_packages": location["site_packages"],
+            "package_dir": location["package_dir"], "dist_info": location.get("dist_info"),
+            "dist_info_candidates": location.get("dist_infos") or []}
     data.update(timed("version", find_version, tree, location.get("dist_info"),
                       default={"version": None, "version_source": None}))
     if data.get("version") is None:
