@@ -187,9 +187,10 @@ def test_real_wheel_in_a_venv_without_its_dependencies_names_the_missing_module(
     with open(os.path.join(purelib, "sglang.pth"), "w") as handle:
         handle.write(str(site) + "\n")
     launch_plan._import_checks.clear()
-    reason = launch_plan.missing_dependency(python, timeout=120)
+    env = dict((k, v) for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME"))
+    reason = launch_plan.missing_dependency(python, env, timeout=120)
     assert reason is not None and reason.startswith("sglang cannot start under %s: module '" % python)
     module = reason.split("'")[1]
     assert module and not module.startswith("sglang")   # a dependency, not sglang itself
-    probe = subprocess.run([python, "-c", "import %s" % module], capture_output=True, text=True, timeout=60)
+    probe = subprocess.run([python, "-c", "import %s" % module], capture_output=True, text=True, timeout=60, env=env)
     assert probe.returncode != 0 and "No module named" in probe.stderr
