@@ -77,10 +77,13 @@ def _user_site():
 
 def find_package(paths):
     """The first sglang package in paths: {site_packages, package_dir, dist_info, editable, dist_infos} or None."""
+    # As Python imports: every path entry first, then setuptools' editable finders, which are appended to
+    # sys.meta_path after the path finder.
     for entry in paths:
         spec = PathFinder.find_spec(PACKAGE, [entry])
         if spec is not None and spec.submodule_search_locations:
             return describe_copy(list(spec.submodule_search_locations)[0], paths)
+    for entry in paths:
         editable = editable_in(entry)
         if editable:
             return editable

@@ -380,3 +380,17 @@ def test_an_editable_install_beside_a_leftover_dist_info_is_still_found(tmp_path
     assert data["version"] == "0.9.0.dev" and data["dist_info"] == str(dist)
     assert data["integrity"]["method"] == "editable" and data["integrity"]["editable"]["via"] == "direct_url"
     assert {c["belongs"] for c in data["dist_info_candidates"]} == {"direct_url", None}
+
+
+def test_a_copy_on_the_path_wins_over_an_editable_finder_as_python_imports(tmp_path):
+    """setuptools appends its editable finder to sys.meta_path: any copy on sys.path imports first."""
+    checkout = tmp_path / "checkout"
+    make_site(checkout, {"sglang/__init__.py": "", "sglang/version.py": "__version__ = '0.8.0'\n"})
+    venv_site = tmp_path / "venv-site"
+    (venv_site / "sglang-0.8.0.dist-info").mkdir(parents=True)
+    (venv_site / "__editable___sglang_0_8_0_finder.py").write_text(
+        "MAPPING = {'sglang': %r}\n" % str(checkout / "site" / "sglang"))
+    plain = make_site(tmp_path / "later", {"sglang/__init__.py": "", "sglang/version.py": "__version__ = '0.5.5'\n"})
+    location = locate.find_package([str(venv_site), str(plain)])
+    assert location["package_dir"] == str(plain / "sglang") and location["editable"] is None
+    assert locate.find_package([str(venv_site)])["package_dir"] == str(checkout / "site" / "sglang")
