@@ -41,8 +41,10 @@ def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text
 
 
 def prepare_dirs(workdir, settings, algorithm, draft_tokens):
-    """Write the reduced target and the draft model dirs; returns (target_dir, draft_dir, sources)."""
+    """Write the reduced target and the draft model dirs; returns (target_dir, draft_dir, sources, layers),
+    `layers` being the target's layer count as written (never more than the model has)."""
     target, target_source = configs.target_config(settings.get("model"), settings["layers"])
+    layers = configs.layer_count(target)
     target_dir = configs.write_model_dir(os.path.join(workdir, "target"), target)
     configs.copy_code_files(settings.get("model"), target_dir)
     draft_src = settings.get("draft_model")
@@ -54,10 +56,12 @@ def prepare_dirs(workdir, settings, algorithm, draft_tokens):
     else:
         draft = configs.derive_draft(target, algorithm, draft_tokens)
         draft_source = "derived from the target for %s" % algorithm
+    if algorithm == "DFLASH":
+        draft = configs.set_layers(draft, layers)  # the launch's layer-cut override reaches the draft too
     draft_dir = configs.write_model_dir(os.path.join(workdir, "draft-%s-%d" % (algorithm.lower(), draft_tokens)),
                                         draft)
     configs.copy_code_files(draft_src, draft_dir)
-    return target_dir, draft_dir, {"target": target_source, "draft": draft_source}
+    return target_dir, draft_dir, {"target": target_source, "draft": draft_source}, layers
 
 
 def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, flags, env, table, context,
@@ -68,11 +72,11 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
     `time_left()` is the work time left (the caller keeps its own reserve for cleanup): readiness waits and
     request timeouts are cut to it, and batch sizes it leaves no time for are skipped."""
     started = time.monotonic()
-    target_dir, draft_dir, sources = prepare_dirs(workdir, settings, algorithm, draft_tokens)
+    target_dir, draft_dir, sources, layers = prepare_dirs(workdir, settings, algorithm, draft_tokens)
     topk = int(settings.get("topk", 1))
     sizes = sorted(int(b) for b in batch_sizes)
     launch = {"model_dir": target_dir, "draft_dir": draft_dir, "algorithm": algorithm, "batch_sizes": sizes,
-              "draft_tokens": draft_tokens, "layers": settings["layers"], "steps": max(1, (draft_tokens - 1) // topk),
+              "draft_tokens": draft_tokens, "layers": layers, "steps": max(1, (draft_tokens - 1) // topk),
               "topk": topk, "tp": settings.get("tp", 1), "port": launcher.free_port(),
               "mem_fraction": settings.get("mem_fraction", 0.5), "model_override": settings.get("model_override")}
     argv, omitted = launch_plan.build_argv(python, launch, flags)

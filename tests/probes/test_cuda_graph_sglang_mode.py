@@ -30,6 +30,10 @@ with open(os.path.join(value("--speculative-draft-model-path"), "config.json")) 
 print("target layers=%%d draft=%%s" %% (target["num_hidden_layers"], draft["architectures"][0]), flush=True)
 assert target["num_hidden_layers"] == 2 and value("--load-format") == "dummy"
 assert draft["dflash_config"]["block_size"] == int(value("--speculative-num-draft-tokens"))
+# The seed's DFlash shape: the layer cut as an override (it reaches both configs), dummy weights for both.
+assert json.loads(value("--json-model-override-args")) == {"num_hidden_layers": 2} == {
+    "num_hidden_layers": draft["num_hidden_layers"]}
+assert value("--speculative-draft-load-format") == "dummy"
 assert value("--cuda-graph-max-bs") == "4" and value("--cuda-graph-bs") == "1"
 mode = "crash_when_busy" if int(value("--speculative-num-draft-tokens")) > 8 else "ok"
 sys.argv = ["standin", mode, value("--port")]
