@@ -24,7 +24,7 @@ def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text
     if ready == "died":
         if any(m.get("kind") == "capture" for m in crash) or "capture" in log_text.lower():
             return "capture_failed", "server died during start-up (graph capture)", signature
-        last = [l for l in log_text.strip().splitlines() if l.strip()][-1:] or ["no output"]
+        last = [line for line in log_text.strip().splitlines() if line.strip()][-1:] or ["no output"]
         return "error", "server died during start-up: %s" % last[0][:200], signature
     failed = [r for r in results if not r.get("ok")]
     if failed or not alive_after:

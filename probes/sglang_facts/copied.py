@@ -7,7 +7,7 @@ slot.buffer[:n]`) has no fixed name: it is reported as dynamic, with the loop it
 """
 import ast
 
-from probes.sglang_facts.astutil import FUNCS, unparse
+from probes.sglang_facts.astutil import FUNCS, call_name, unparse
 
 MAX_ASSIGN_DEPTH = 3
 
@@ -46,14 +46,18 @@ class _Scope(object):
         base = _strip(expr)
         if isinstance(base, ast.Name) and base.id in self.assigned and depth < MAX_ASSIGN_DEPTH:
             return self.describe(self.assigned[base.id], depth + 1)
-        # A name chosen by a loop anywhere in the expression (`slot.buffer`, `self._slots[name].buffer`).
-        looped = [n.id for n in ast.walk(base) if isinstance(n, ast.Name) and n.id in self.loops]
+        # A tensor chosen by a loop (`slot.buffer`, `self._slots[name].buffer`, `proxy.tensors[key]`); a loop
+        # variable inside a slice (`buf[:bs]`) only sizes the copy.
+        looped = [n for n in _chosen_by(expr) if n in self.loops]
         if looped:
-            return "dynamic", "%s for each %s in %s" % (unparse(base, 60), looped[0], self.loops[looped[0]])
+            return "dynamic", "%s for each %s in %s" % (unparse(_strip_slices(expr), 60), looped[0],
+                                                        self.loops[looped[0]])
         if isinstance(base, ast.Attribute):
             return "field", base.attr
         if isinstance(base, ast.Name):
             return "field", base.id
+        if isinstance(base, ast.Call):  # a computed source (`local = compute_local_num_token_non_padded(...)`)
+            return "field", "%s()" % (call_name(base) or "call")
         return "field", unparse(base, 60)
 
 
@@ -68,6 +72,34 @@ def _strip(expr):
             expr = expr.value
         else:
             return expr
+
+
+def _chosen_by(expr):
+    """Names that pick the tensor: every name in the expression except those inside slices."""
+    names, stack = [], [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Slice):
+            continue
+        if isinstance(node, ast.Name):
+            names.append(node.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _strip_slices(expr):
+    """`buf[:dim]` -> `buf`, keeping indexing (`tensors[key]`) and method calls out of the text."""
+    while isinstance(expr, ast.Subscript) and _is_slice(expr.slice) or \
+            isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        expr = expr.value if isinstance(expr, ast.Subscript) else expr.func.value
+    return expr
+
+
+def _is_slice(node):
+    if hasattr(ast, "Index") and isinstance(node, getattr(ast, "Index")):
+        node = node.value  # Python 3.8 wraps subscripts
+    return isinstance(node, ast.Slice) or (isinstance(node, ast.Tuple) and any(isinstance(e, ast.Slice)
+                                                                                 for e in node.elts))
 
 
 def _root_name(expr):
