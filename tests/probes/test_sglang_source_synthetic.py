@@ -345,6 +345,10 @@ def test_copied_fields_follow_helpers_and_name_loop_tensors_as_dynamic(tmp_path)
                     for key, buf in self.extra.items():
                         dst = buf[:bs]
                         copy_dsts.append(dst)
+                    for name in self.names:
+                        copy_dsts.append(self.slots[name][:bs])
+                    for n in (bs,):
+                        copy_dsts.append(self.bufs.positions[:n])
                     _grouped_foreach_copy_(copy_dsts, copy_srcs)
 
                 def never_called(self, fb):
@@ -357,9 +361,10 @@ def test_copied_fields_follow_helpers_and_name_loop_tensors_as_dynamic(tmp_path)
     }))
     sites = {s["qualname"]: s for s in data["grouped_foreach_copy"]["call_sites"]}
     replay = sites["Runner.replay"]
-    assert replay["fields"] == ["seq_lens", "track_indices"]
-    assert replay["dynamic_fields"] == ["buf for each buf in self.extra.items()"]
-    assert replay["reachable"] is True and replay["reached_from"]["line"] == 22
+    assert replay["fields"] == ["seq_lens", "track_indices", "positions"]
+    assert replay["dynamic_fields"] == ["buf for each buf in self.extra.items()",
+                                        "self.slots[name] for each name in self.names"]
+    assert replay["reachable"] is True and replay["reached_from"]["snippet"] == "runner.replay(fb, 1)"
     dead = sites["Runner.never_called"]
     assert dead["fields"] == ["positions"] and dead["reachable"] is False
 
