@@ -62,10 +62,13 @@ def facts_from_location(location, options=None):
         timings[name] = round(time.perf_counter() - began, 4)
         return value
 
-    data = {"found": True, "reason": None, "site_packages": location["site_packages"], "package_dir": location["package_dir"],
-            "dist_info": location.get("dist_info")}
+    data = {"found": True, "reason": None, "site_packages": location["site_packages"],
+            "package_dir": location["package_dir"], "dist_info": location.get("dist_info"),
+            "dist_info_candidates": location.get("dist_infos") or []}
     data.update(timed("version", find_version, tree, location.get("dist_info"),
                       default={"version": None, "version_source": None}))
+    if data.get("version") is None:
+        data["version_reason"] = unknown_version_reason(location)
     data["grouped_foreach_copy"] = timed("grouped_copy", find_grouped_copy, tree, resolver, default={
         "definitions": [], "has_foreach_copy_flag": [], "call_sites": []})
     data["eagle"] = timed("eagle", find_eagle_runners, tree, resolver, default={})
@@ -92,6 +95,7 @@ def integrity(tree, location, verify_all):
     editable = location.get("editable")
     if editable:
         checkout = check_checkout(editable["path"])
+        checkout["via"] = editable.get("via")  # direct_url, finder, or git (a checkout on the path, no dist-info)
         changed = checkout.get("changed") or []
         root = checkout.get("toplevel") or editable["path"]
         package = os.path.relpath(os.path.realpath(location["package_dir"]),
@@ -99,15 +103,25 @@ def integrity(tree, location, verify_all):
         return {"method": "editable", "checked": 0, "missing": [], "editable": checkout,
                 "modified": [c for c in changed if c == package or c.startswith(package + "/")]}
     dist_info = location.get("dist_info")
-    same_root = dist_info and os.path.dirname(dist_info) == location["site_packages"]
-    if not same_root:
+    if not dist_info:
         return {"method": "unknown", "checked": 0, "modified": [], "missing": [], "editable": None,
-                "reason": "no dist-info next to the package" if not dist_info else
-                "dist-info %s is not beside the package" % dist_info}
+                "reason": "no dist-info belongs to %s%s and it is not in a git checkout" % (
+                    location["package_dir"], _ignored(location))}
     result = check_record(location["site_packages"], dist_info, None if verify_all else sorted(tree.cited))
     result["scope"] = "all" if verify_all else "cited"
     result["editable"] = None
     return result
+
+
+def unknown_version_reason(location):
+    return "no version file (_version.py) in %s and no dist-info belongs to it%s" % (
+        location["package_dir"], _ignored(location))
+
+
+def _ignored(location):
+    """Names the dist-info folders that were found but describe another copy."""
+    others = [os.path.basename(c["path"]) for c in location.get("dist_infos") or [] if not c.get("belongs")]
+    return " (%s: another copy's)" % ", ".join(others[:5]) if others else ""
 
 
 def _server_pythonpath(results, interpreter):

@@ -20,7 +20,9 @@ import threading
 import zipfile
 from pathlib import Path
 
-VERSIONS = ("0.4.10", "0.5.11", "0.5.14", "0.5.23")
+# 0.4.6: the oldest release read (enum algorithms, version.py literal); 0.5.5: algorithms registered by
+# register_speculative_algorithm(...) (0.5.5-0.5.7). Both are pure-python wheels of 1-3 MB.
+VERSIONS = ("0.4.6", "0.4.10", "0.5.5", "0.5.11", "0.5.14", "0.5.23")
 STAMP = ".gpudiag-unpacked"
 DOWNLOAD_TIMEOUT = 600
 _lock = threading.Lock()
@@ -92,6 +94,22 @@ def copy_site(version: str, dest: Path, only: list[str] | None = None) -> Path:
     for rel in only:
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source / rel, dest / rel)
+    return dest
+
+
+def link_site(version: str, dest: Path) -> Path:
+    """A copy of an unpacked wheel made of hard links (a plain copy across file systems): cheap even for
+    0.5.23's 130 MB. The files are shared with the cache, so callers must only add or remove files,
+    never write into one."""
+    source = site_packages_for(version)
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, dest, copy_function=link, ignore=shutil.ignore_patterns(STAMP))
     return dest
 
 

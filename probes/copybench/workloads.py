@@ -104,6 +104,8 @@ def fields_from_source(results):
         if names:
             found[path] = names
     for site in ((data.get("grouped_foreach_copy") or {}).get("call_sites") or []):
+        if site.get("reachable") is False:
+            continue  # dead code (0.5.14's populate_from_forward_batch) copies nothing at run time
         path = call_site_path(site.get("qualname"))
         names = _gpu_fields(site.get("fields") or [])
         if path and path not in found and _names_fields(path, names, data.get("version")):
@@ -126,7 +128,7 @@ def installed_behaviour(results):
     if not data:
         return out
     for site in (data.get("grouped_foreach_copy") or {}).get("call_sites") or []:
-        path = call_site_path(site.get("qualname"))
+        path = call_site_path(site.get("qualname")) if site.get("reachable") is not False else None
         if path and out[path]["kind"] == "unknown":
             names = _gpu_fields(site.get("fields") or [])
             out[path] = {"kind": "grouped", "hidden_states_separate": (HIDDEN not in names) if names else None,

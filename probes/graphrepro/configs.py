@@ -62,6 +62,24 @@ def reduce_layers(config, layers):
     return reduced
 
 
+def layer_count(config):
+    return int(text_config(config).get("num_hidden_layers") or 1)
+
+
+def set_layers(config, layers):
+    """A copy with exactly `layers` decoder layers (layer_types cut, or extended with its last entry).
+
+    DFlash's draft gets the target's layer cut through --json-model-override-args, which sglang applies
+    to the draft's config too: its config.json is made to say the same."""
+    changed = copy.deepcopy(config)
+    text = text_config(changed)
+    text["num_hidden_layers"] = int(layers)
+    types = text.get("layer_types")
+    if isinstance(types, list) and types:
+        text["layer_types"] = (types + [types[-1]] * int(layers))[:int(layers)]
+    return changed
+
+
 def derive_draft(target, algorithm, draft_tokens=16):
     """A one-layer draft config for the target: same hidden size, heads and vocabulary."""
     algorithm = algorithm.upper()

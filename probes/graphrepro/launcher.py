@@ -2,11 +2,9 @@
 
 The server runs under a tiny supervisor in its own session: the supervisor watches a pipe from this
 process, so if the probe dies (Ctrl-C on the control side kills the runner) the whole server group is
-killed too. Flags are spelled as the installed release spells them (sglang_source's server_flags).
+killed too. Which flags a launch passes is launch_plan's job.
 """
-import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -26,76 +24,6 @@ threading.Thread(target=watch, daemon=True).start()
 code = child.wait()
 os._exit(code if code >= 0 else 128 - code)
 '''
-
-# Flags sglang_source lists (its pattern covers these words); any other flag is spelled canonically.
-JUDGED = re.compile(r"speculative|cuda-graph|draft")
-# Canonical spelling -> the spellings releases used, newest last (0.5.23 split graph sizes per phase).
-ALTERNATIVES = {"--cuda-graph-max-bs": ("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
-                "--cuda-graph-bs": ("--cuda-graph-bs", "--cuda-graph-bs-decode"),
-                "--speculative-draft-model-path": ("--speculative-draft-model-path", "--speculative-draft-model")}
-
-
-def normalise_flag(name):
-    return "--" + str(name).lstrip("-").replace("_", "-")
-
-
-def flag_table(server_flags):
-    """The set of flags the installed release accepts (deprecated ones still work), or None if unknown."""
-    if not server_flags:
-        return None
-    names = set()
-    for entry in server_flags:
-        name = entry.get("name") if isinstance(entry, dict) else entry
-        if name:
-            names.add(normalise_flag(name))
-    return names
-
-
-def spell(flag, table):
-    """The release's spelling of `flag`, or None when the release does not have it."""
-    if table is None or not JUDGED.search(flag):
-        return flag
-    for candidate in ALTERNATIVES.get(flag, (flag,)):
-        if candidate in table:
-            return candidate
-    return None
-
-
-def build_argv(python, cell, flags):
-    """argv for one server; returns (argv, omitted flags). `cell` holds the repro settings; one
-    launch captures graphs for every batch size of the sweep."""
-    table = flag_table(flags)
-    wanted = [
-        ("--model-path", cell["model_dir"]), ("--load-format", "dummy"),
-        ("--host", "127.0.0.1"), ("--port", str(cell["port"])), ("--tp-size", str(cell.get("tp", 1))),
-        ("--speculative-algorithm", cell["algorithm"]),
-        ("--speculative-draft-model-path", cell["draft_dir"]),
-        ("--speculative-draft-load-format", "dummy"),
-        ("--speculative-num-draft-tokens", str(cell["draft_tokens"])),
-        ("--cuda-graph-max-bs", str(max(cell["batch_sizes"]))),
-        ("--cuda-graph-bs", [str(b) for b in sorted(cell["batch_sizes"])]),
-        ("--mem-fraction-static", str(cell.get("mem_fraction", 0.5))),
-        ("--skip-tokenizer-init", None),
-    ]
-    # The layer count is already in the reduced config.json: an override would also reach the draft
-    # model's config (0.5.x copies server_args for the draft worker), so it is passed only on request.
-    if cell.get("model_override"):
-        wanted.append(("--json-model-override-args", json.dumps(cell["model_override"])))
-    if cell["algorithm"] in ("EAGLE", "EAGLE3"):
-        wanted += [("--speculative-num-steps", str(cell["steps"])),
-                   ("--speculative-eagle-topk", str(cell.get("topk", 1)))]
-    argv, omitted = [python, "-m", "sglang.launch_server"], []
-    for flag, value in wanted:
-        spelled = spell(flag, table)
-        if spelled is None:
-            omitted.append(flag)
-            continue
-        argv.append(spelled)
-        if isinstance(value, list):
-            argv.extend(value)
-        elif value is not None:
-            argv.append(value)
-    return argv, omitted
 
 
 def free_port():

@@ -2,7 +2,7 @@
 import os
 import time
 
-from probes.graphrepro import configs, launcher, traffic
+from probes.graphrepro import configs, launch_plan, launcher, traffic
 from probes.graphrepro.signatures import match_signatures
 
 READY_TIMEOUT = 900.0
@@ -10,6 +10,7 @@ REQUEST_TIMEOUT = 180.0
 MIN_REQUEST_SECONDS = 10.0   # a batch size is not started with less work time than this
 AFTER_REQUESTS_SECONDS = 12.0   # the settle pause, the health check and the request threads' slack
 LOG_EXCERPT_LINES = 30
+IMPORT_TIMEOUT = 120.0   # importing sglang's server module once, before the first launch
 BUDGET_SPENT = "time budget spent"
 
 
@@ -23,7 +24,7 @@ def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text
     if ready == "died":
         if any(m.get("kind") == "capture" for m in crash) or "capture" in log_text.lower():
             return "capture_failed", "server died during start-up (graph capture)", signature
-        last = [l for l in log_text.strip().splitlines() if l.strip()][-1:] or ["no output"]
+        last = [line for line in log_text.strip().splitlines() if line.strip()][-1:] or ["no output"]
         return "error", "server died during start-up: %s" % last[0][:200], signature
     failed = [r for r in results if not r.get("ok")]
     if failed or not alive_after:
@@ -40,8 +41,10 @@ def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text
 
 
 def prepare_dirs(workdir, settings, algorithm, draft_tokens):
-    """Write the reduced target and the draft model dirs; returns (target_dir, draft_dir, sources)."""
+    """Write the reduced target and the draft model dirs; returns (target_dir, draft_dir, sources, layers),
+    `layers` being the target's layer count as written (never more than the model has)."""
     target, target_source = configs.target_config(settings.get("model"), settings["layers"])
+    layers = configs.layer_count(target)
     target_dir = configs.write_model_dir(os.path.join(workdir, "target"), target)
     configs.copy_code_files(settings.get("model"), target_dir)
     draft_src = settings.get("draft_model")
@@ -53,10 +56,12 @@ def prepare_dirs(workdir, settings, algorithm, draft_tokens):
     else:
         draft = configs.derive_draft(target, algorithm, draft_tokens)
         draft_source = "derived from the target for %s" % algorithm
+    if algorithm == "DFLASH":
+        draft = configs.set_layers(draft, layers)  # the launch's layer-cut override reaches the draft too
     draft_dir = configs.write_model_dir(os.path.join(workdir, "draft-%s-%d" % (algorithm.lower(), draft_tokens)),
                                         draft)
     configs.copy_code_files(draft_src, draft_dir)
-    return target_dir, draft_dir, {"target": target_source, "draft": draft_source}
+    return target_dir, draft_dir, {"target": target_source, "draft": draft_source}, layers
 
 
 def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, flags, env, table, context,
@@ -67,14 +72,21 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
     `time_left()` is the work time left (the caller keeps its own reserve for cleanup): readiness waits and
     request timeouts are cut to it, and batch sizes it leaves no time for are skipped."""
     started = time.monotonic()
-    target_dir, draft_dir, sources = prepare_dirs(workdir, settings, algorithm, draft_tokens)
+    target_dir, draft_dir, sources, layers = prepare_dirs(workdir, settings, algorithm, draft_tokens)
     topk = int(settings.get("topk", 1))
     sizes = sorted(int(b) for b in batch_sizes)
     launch = {"model_dir": target_dir, "draft_dir": draft_dir, "algorithm": algorithm, "batch_sizes": sizes,
-              "draft_tokens": draft_tokens, "layers": settings["layers"], "steps": max(1, (draft_tokens - 1) // topk),
+              "draft_tokens": draft_tokens, "layers": layers, "steps": max(1, (draft_tokens - 1) // topk),
               "topk": topk, "tp": settings.get("tp", 1), "port": launcher.free_port(),
               "mem_fraction": settings.get("mem_fraction", 0.5), "model_override": settings.get("model_override")}
-    argv, omitted = launcher.build_argv(python, launch, flags)
+    argv, omitted = launch_plan.build_argv(python, launch, flags)
+    common = {"path": "sglang", "algorithm": algorithm, "draft_tokens": draft_tokens, "command": argv,
+              "omitted_flags": omitted, "config_sources": sources}
+    refused = launch_plan.rejected_values(argv, flags)
+    reason = "the release's parser would refuse %s" % "; ".join(refused) if refused else \
+        launch_plan.missing_dependency(python, env, timeout=min(IMPORT_TIMEOUT, max(5.0, time_left())))
+    if reason:  # never launched: a refused flag or a missing module is not a graph failure
+        return [dict(common, batch_size=s, status="skipped", detail=reason, signature=None) for s in sizes]
     log_path = os.path.join(workdir, "server-%s-dt%d.log" % (algorithm.lower(), draft_tokens))
     outcomes, skipped = {}, {}
     with launcher.ServerProcess(argv, launch["port"], log_path, env) as server:
@@ -96,9 +108,10 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
             outcomes[size] = (results, alive, traffic.acceptance_length(results))
         exit_state = server.exit_description()
     log_text = server.log_text()
-    common = {"path": "sglang", "algorithm": algorithm, "draft_tokens": draft_tokens, "server_exit": exit_state,
-              "launch_s": round(time.monotonic() - started, 2), "command": argv, "omitted_flags": omitted,
-              "config_sources": sources}
+    common.update(server_exit=exit_state, launch_s=round(time.monotonic() - started, 2))
+    missing = launch_plan.import_failure(log_text, python) if ready == "died" else None
+    if missing:  # a module only a server child imports (the scheduler's) is missing from the venv
+        return [dict(common, batch_size=s, status="skipped", detail=missing, signature=None) for s in sizes]
     if ready == "budget":
         detail = "%s while waiting for the server to be ready (%.0f s)" % (BUDGET_SPENT, ready_budget)
         return [dict(common, batch_size=s, status="skipped", detail=detail, signature=None) for s in sizes]

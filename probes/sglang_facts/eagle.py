@@ -2,7 +2,8 @@
 import ast
 
 from probes.sglang_facts.astutil import FUNCS, call_name, field_name, unparse, walk_lines
-from probes.sglang_facts.grouped_copy import FUNC, copied_fields
+from probes.sglang_facts.copied import copied_fields
+from probes.sglang_facts.grouped_copy import FUNC
 
 RUNNERS = (("draft", "EAGLEDraftCudaGraphRunner"), ("draft_extend", "EAGLEDraftExtendCudaGraphRunner"))
 LARGE_FIELD = "hidden_states"
@@ -68,7 +69,8 @@ def describe_runner(tree, resolver, rel, cls):
     resolved = []
     for call in grouped:
         if call.args:
-            grouped_fields.extend(f for f in copied_fields(method, call.args[0]) if f not in grouped_fields)
+            grouped_fields.extend(f for f in copied_fields(method, call.args[0], resolver, module)[0]
+                                  if f not in grouped_fields)
         target = resolver.resolve_call(module, call, ((cls, "body"), (method, "body"))) \
             if call_name(call) == FUNC else None
         resolved.append({"module": target["module"], "file": target["file"], "line": target["line"]}

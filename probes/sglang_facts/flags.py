@@ -9,7 +9,11 @@ import re
 
 from probes.sglang_facts.astutil import call_name, string_value, unparse
 
-DEFAULT_PATTERN = r"cuda[-_]?graph|cudagraph|graph|speculative|spec[-_]|draft|eagle|dflash|breakable|piecewise"
+# Graph and speculative flags, plus every other flag the sglang-mode repro passes (so each launch can be
+# checked against the release's own parser).
+DEFAULT_PATTERN = (r"cuda[-_]?graph|cudagraph|graph|speculative|spec[-_]|draft|eagle|dflash|breakable|piecewise|"
+                   r"^(--)?(model[-_]path|load[-_]format|host|port|tp[-_]size|tensor[-_]parallel[-_]size|"
+                   r"mem[-_]fraction[-_]static|skip[-_]tokenizer[-_]init|json[-_]model[-_]override[-_]args)$")
 CLASS_LINE = re.compile(r"^class[ \t]+(\w+)")
 FIELD_LINE = re.compile(r"^([ \t]+)(\w+)[ \t]*:(?!=)")
 NS_MARK = re.compile(r"^[ \t]+_NS_PATH[ \t]*(:[^=]*)?=")
@@ -94,10 +98,32 @@ def add_argument_flags(tree, rel):
         elif deprecated and help_text and USE_INSTEAD.search(help_text):
             alias_of = USE_INSTEAD.search(help_text).group(1)
         dest = string_value(keywords["dest"]) if "dest" in keywords else names[0][2:].replace("-", "_")
+        choices = literal_choices(tree, rel, keywords.get("choices"))
         for name in names:
             flags.append(tree.evidence(rel, node.lineno, name=name, dest=dest, via="add_argument", action=action,
-                                       deprecated=deprecated, alias_of=alias_of))
+                                       deprecated=deprecated, alias_of=alias_of, choices=choices))
     return flags
+
+
+def literal_choices(tree, rel, expr, hops=2):
+    """The strings a `choices=` accepts: a literal list, or a module constant (here or imported), else None."""
+    if expr is None:
+        return None
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+        values = [string_value(e) for e in expr.elts]
+        return values if values and all(v is not None for v in values) else None
+    if not isinstance(expr, ast.Name) or hops <= 0:
+        return None
+    parsed = tree.tree(rel)
+    for node in parsed.body if parsed is not None else ():
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == expr.id for t in node.targets):
+            return literal_choices(tree, rel, node.value, hops - 1)
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                any((a.asname or a.name) == expr.id for a in node.names):
+            source = tree.file_of(node.module)
+            name = [a.name for a in node.names if (a.asname or a.name) == expr.id][0]
+            return literal_choices(tree, source, ast.Name(id=name), hops - 1) if source else None
+    return None
 
 
 def class_fields(tree, rel, cls_name, wanted):
@@ -138,14 +164,28 @@ def describe_field(tree, rel, cls_name, stmt):
     field["generates_flag"] = bool(meta) and not no_cli
     field["deprecated"] = "deprecated" in help_text[:40].lower()
     if field["generates_flag"]:
+        choices = literal_choices(tree, rel, keywords.get("choices")) or _literal_type(stmt.annotation)
         main = string_value(keywords["cli_name"]) if "cli_name" in keywords else None
         main = main or "--" + name.replace("_", "-")
         aliases = [string_value(e) for e in getattr(keywords.get("aliases"), "elts", [])]
         field["_flags"] = [tree.evidence(rel, stmt.lineno, name=main, dest=name, via="field",
-                                         deprecated=field["deprecated"], alias_of=None)]
+                                         deprecated=field["deprecated"], alias_of=None, choices=choices)]
         field["_flags"] += [tree.evidence(rel, stmt.lineno, name=a, dest=name, via="field_alias",
-                                          deprecated=False, alias_of=main) for a in aliases if a]
+                                          deprecated=False, alias_of=main, choices=choices) for a in aliases if a]
     return field
+
+
+def _literal_type(annotation):
+    """`A[Literal["a", "b"], ...]` (also inside Optional[...]) -> ["a", "b"]; anything else -> None."""
+    for node in ast.walk(annotation) if isinstance(annotation, ast.Subscript) else ():
+        if isinstance(node, ast.Subscript) and unparse(node.value).rsplit(".", 1)[-1] == "Literal":
+            inner = node.slice
+            if hasattr(ast, "Index") and isinstance(inner, getattr(ast, "Index")):
+                inner = inner.value
+            elements = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            values = [string_value(e) for e in elements]
+            return values if all(v is not None for v in values) else None
+    return None
 
 
 def _annotated_metadata(annotation):

@@ -3,7 +3,9 @@ import ast
 import re
 
 from probes.sglang_facts.astutil import (FUNCS, SCOPES, call_name, enclosing_functions, env_var_read, env_vars_in,
-                                         field_name, names_in, qualname, unparse, walk_lines)
+                                         names_in, qualname, unparse, walk_lines)
+from probes.sglang_facts.copied import copied_fields
+from probes.sglang_facts.reach import reachability
 
 FUNC = "_grouped_foreach_copy_"
 FLAG = "_has_foreach_copy"
@@ -43,8 +45,11 @@ def _qual(node, ancestors):
 def describe_call(tree, resolver, rel, module, call, ancestors):
     site = tree.evidence(rel, call.lineno, module=module, qualname=qualname(ancestors))
     funcs = enclosing_functions(ancestors)
-    site["fields"] = copied_fields(funcs[0], call.args[0]) if funcs and call.args else []
-    site["src_fields"] = copied_fields(funcs[0], call.args[1]) if funcs and len(call.args) > 1 else []
+    site["fields"], site["dynamic_fields"] = copied_fields(funcs[0], call.args[0], resolver, module) \
+        if funcs and call.args else ([], [])
+    site["src_fields"] = copied_fields(funcs[0], call.args[1], resolver, module)[0] \
+        if funcs and len(call.args) > 1 else []
+    site.update(reachability(tree, rel, funcs))
     target = resolver.resolve_call(module, call, ancestors)
     if target and target.get("kind") == "function":
         site["resolves_to"] = {"module": target["module"], "file": target["file"], "line": target["line"]}
@@ -53,33 +58,6 @@ def describe_call(tree, resolver, rel, module, call, ancestors):
         site["unresolved"] = "external %s" % target["external"] if target and target.get("external") \
             else "no definition found by following imports"
     return site
-
-
-def copied_fields(func, arg):
-    """Field names of the tensors in a copied list: the list literal, then its appends and extends."""
-    if isinstance(arg, (ast.List, ast.Tuple)):
-        return [field_name(e) for e in arg.elts]
-    if not isinstance(arg, ast.Name):
-        return [field_name(arg)]
-    fields = []  # (position, name): ast.walk is breadth-first, the report wants source order
-    for node in ast.walk(func):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == arg.id for t in node.targets):
-            if isinstance(node.value, (ast.List, ast.Tuple)):
-                fields.extend(_positioned(node.value.elts))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
-                node.target.id == arg.id and isinstance(node.value, (ast.List, ast.Tuple)):
-            fields.extend(_positioned(node.value.elts))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                isinstance(node.func.value, ast.Name) and node.func.value.id == arg.id and node.args:
-            if node.func.attr == "append":
-                fields.extend(_positioned(node.args[:1]))
-            elif node.func.attr == "extend" and isinstance(node.args[0], (ast.List, ast.Tuple)):
-                fields.extend(_positioned(node.args[0].elts))
-    return _unique(name for _, name in sorted(fields))
-
-
-def _positioned(elements):
-    return [((e.lineno, e.col_offset), field_name(e)) for e in elements]
 
 
 def fast_paths(tree, rel, func):
@@ -113,12 +91,3 @@ def fast_paths(tree, rel, func):
             found.append(tree.evidence(rel, node.lineno, kind="small_copy_kernel", detail=detail,
                                        function=name, module=source, condition=unparse(node.test)))
     return found
-
-
-def _unique(items):
-    seen, out = set(), []
-    for item in items:
-        if item not in seen:
-            seen.add(item)
-            out.append(item)
-    return out

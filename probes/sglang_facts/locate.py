@@ -11,6 +11,7 @@ import sys
 from importlib.machinery import PathFinder
 
 from probes.context import run_command
+from probes.sglang_facts import ownership
 
 PACKAGE = "sglang"
 QUERY = ("import sys, json, site\n"
@@ -75,48 +76,83 @@ def _user_site():
 
 
 def find_package(paths):
-    """The first sglang package in paths: {site_packages, package_dir, dist_info, editable} or None."""
+    """The first sglang package in paths: {site_packages, package_dir, dist_info, editable, dist_infos} or None."""
+    # As Python imports: every path entry first, then setuptools' editable finders, which are appended to
+    # sys.meta_path after the path finder.
     for entry in paths:
         spec = PathFinder.find_spec(PACKAGE, [entry])
         if spec is not None and spec.submodule_search_locations:
-            package_dir = list(spec.submodule_search_locations)[0]
-            site = os.path.dirname(package_dir)
-            dist_info = find_dist_info(paths, prefer=site)
-            url = direct_url(dist_info) if dist_info else None
-            editable = {"path": url["dir"], "via": "direct_url"} if url else None
-            return {"site_packages": site, "package_dir": package_dir, "dist_info": dist_info,
-                    "editable": editable}
+            return describe_copy(list(spec.submodule_search_locations)[0], paths)
+    for entry in paths:
         editable = editable_in(entry)
         if editable:
             return editable
     return None
 
 
-def find_dist_info(paths, prefer=None):
-    for folder in ([prefer] if prefer else []) + list(paths):
+def describe_copy(package_dir, paths):
+    """The copy that imports and the one dist-info that belongs to it (None when none does).
+
+    A dist-info elsewhere on the path, or one whose RECORD is another release's leftover, says nothing
+    about this copy: its version and hashes would be another copy's. A copy no dist-info owns that sits
+    in a git work tree (a checkout put on the path by a plain .pth file or PYTHONPATH) is checked with git.
+    """
+    site = os.path.dirname(package_dir)
+    candidates = []
+    for path in find_dist_infos([site] + list(paths)):
+        candidates.append({"path": path, "belongs": ownership.belongs(path, package_dir)})
+    owners = [c for c in candidates if c["belongs"]]
+    chosen = ownership.best_owner(owners, site) if owners else None
+    editable = None
+    url = direct_url(chosen["path"]) if chosen else None
+    if url:
+        editable = {"path": url["dir"], "via": "direct_url"}
+    elif chosen is None:
+        checkout = ownership.git_work_tree(package_dir)
+        if checkout:
+            editable = {"path": checkout, "via": "git"}
+    return {"site_packages": site, "package_dir": package_dir, "dist_info": chosen["path"] if chosen else None,
+            "editable": editable, "dist_infos": candidates}
+
+
+def find_dist_infos(paths):
+    """Every sglang dist-info / egg-info directly inside the given folders, each once, in path order."""
+    found = []
+    for folder in paths:
         try:
             names = sorted(os.listdir(folder))
         except OSError:
             continue
         for name in names:
             base = name.lower()
-            if base.startswith(PACKAGE + "-") and base.endswith((".dist-info", ".egg-info")):
-                return os.path.join(folder, name)
-    return None
+            path = os.path.join(folder, name)
+            if base.startswith(PACKAGE + "-") and base.endswith((".dist-info", ".egg-info")) and path not in found:
+                found.append(path)
+    return found
+
+
+def find_dist_info(paths, prefer=None):
+    found = find_dist_infos(([prefer] if prefer else []) + list(paths))
+    return found[0] if found else None
 
 
 def editable_in(site):
-    """An editable install recorded in a site directory: direct_url.json or a setuptools finder map."""
-    dist_info = find_dist_info([site])
-    if not dist_info:
+    """An editable install recorded in a site directory: direct_url.json or a setuptools finder map.
+
+    With several sglang dist-info folders in the site, the editable one (direct_url) is the install."""
+    dists = find_dist_infos([site])
+    if not dists:
         return None
-    url = direct_url(dist_info)
+    with_url = [(d, direct_url(d)) for d in dists if direct_url(d)]
+    dist_info, url = with_url[0] if with_url else (dists[0], None)
     package_dir = finder_mapping(site) or (url and _package_under(url["dir"]))
     if not package_dir:
         return None
     return {"site_packages": os.path.dirname(package_dir), "package_dir": package_dir,
-            "dist_info": dist_info, "editable": {"path": url["dir"] if url else os.path.dirname(package_dir),
-                                                  "via": "direct_url" if url else "finder"}}
+            "dist_info": dist_info, "dist_infos": [{"path": d, "belongs": "direct_url" if d == dist_info and url
+                                                    else ("finder" if d == dist_info else None)} for d in dists],
+            "editable": {"path": url["dir"] if url else os.path.dirname(package_dir),
+                         "via": "direct_url" if url else "finder"}}
 
 
 def direct_url(dist_info):

@@ -2,7 +2,8 @@
 import ast
 import re
 
-from probes.sglang_facts.astutil import LOG_METHODS, call_name, string_value, unparse, walk_with_ancestors
+from probes.sglang_facts.astutil import (FUNCS, LOG_METHODS, call_name, names_in, string_value, unparse,
+                                         walk_with_ancestors)
 
 ENUM_CLASS = "SpeculativeAlgorithm"
 # "Disable DFLASH draft cuda graph because ...": a disabling word, then the graph, in one sentence.
@@ -13,8 +14,14 @@ WORKER_CLASS = rb"^class[ \t]+(\w*[Dd][Ff]lash\w*Worker\w*)"
 
 
 def find_algorithms(tree):
-    """Members of the SpeculativeAlgorithm enum and algorithms registered by calls in the package."""
-    members, registered = [], []
+    """Members of the SpeculativeAlgorithm enum and algorithms registered by calls in the package.
+
+    Registration takes several forms across releases: `SpeculativeAlgorithm.register("NONE")` (0.5.5+,
+    also as a decorator), and helpers that wrap it, such as 0.5.5-0.5.7's
+    `register_speculative_algorithm("EAGLE", aliases=("NEXTN",), ...)`. A helper counts when it passes its
+    own first parameter on to a registration call, so a renamed helper is still followed.
+    """
+    members = []
     mentions = tree.containing(ENUM_CLASS.encode())
     for rel in [r for r in mentions if b"class " + ENUM_CLASS.encode() in tree.read(r)]:
         parsed = tree.tree(rel)
@@ -24,15 +31,97 @@ def find_algorithms(tree):
                     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
                             isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id.isupper():
                         members.append(tree.evidence(rel, stmt.lineno, name=stmt.targets[0].id, via="enum"))
-    for rel in [r for r in mentions if ENUM_CLASS.encode() + b".register(" in tree.read(r)]:
-        parsed = tree.tree(rel)
-        for node in ast.walk(parsed) if parsed is not None else ():
-            if isinstance(node, ast.Call) and call_name(node) == "register" and \
-                    isinstance(node.func, ast.Attribute) and unparse(node.func.value) == ENUM_CLASS and node.args:
-                name = string_value(node.args[0])
-                if name:
-                    registered.append(tree.evidence(rel, node.lineno, name=name.upper(), via="register"))
-    return members + [r for r in registered if r["name"] not in {m["name"] for m in members}]
+    known = {m["name"] for m in members}
+    registered = []
+    for found in registrations(tree):
+        if found["name"] not in known:
+            known.add(found["name"])
+            registered.append(found)
+    return members + registered
+
+
+def registrations(tree):
+    """Module-level registration calls (decorators included) with a literal name, in source order.
+
+    Helpers live beside the classmethod's callers; their own callers are found by their names."""
+    direct = tree.containing(ENUM_CLASS.encode() + b".register(")
+    registrars = registrar_functions([(rel, tree.tree(rel)) for rel in direct if tree.tree(rel) is not None])
+    files = set(direct)
+    for name in registrars:
+        files.update(tree.containing(name.encode()))
+    found = []
+    for rel in sorted(files):
+        module = tree.tree(rel)
+        if module is None:
+            continue
+        for node, ancestors in walk_with_ancestors(module):
+            if not isinstance(node, ast.Call) or any(isinstance(p, FUNCS) for p, _ in ancestors):
+                continue
+            via = _registrar_of(node, registrars)
+            name = _registered_name(node) if via else None
+            if name:
+                found.append(tree.evidence(rel, node.lineno, name=name.upper(), via=via,
+                                           aliases=_aliases(node)))
+    return sorted(found, key=lambda f: (f["file"], f["line"]))
+
+
+def registrar_functions(parsed):
+    """Names of module-level functions that forward their first parameter to a registration call."""
+    registrars = set()
+    functions = [node for _, module in parsed for node in module.body if isinstance(node, FUNCS)]
+    changed = True
+    while changed:  # a helper may wrap another helper
+        changed = False
+        for func in functions:
+            if func.name in registrars or not func.args.args:
+                continue
+            carried = _carrying(func, func.args.args[0].arg)
+            for call in ast.walk(func):
+                if isinstance(call, ast.Call) and _registrar_of(call, registrars) and \
+                        any(isinstance(a, ast.Name) and a.id in carried for a in call.args[:1]):
+                    registrars.add(func.name)
+                    changed = True
+                    break
+    return registrars
+
+
+def _carrying(func, param):
+    """The parameter and the local names assigned from it (`name_upper = name.upper()`)."""
+    carried = {param}
+    for _ in range(3):
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign) and names_in(node.value) & carried:
+                carried.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return carried
+
+
+def _registrar_of(call, registrars):
+    """'register' for `SpeculativeAlgorithm.register(...)`, the helper's name for a known helper, else None."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "register" and unparse(func.value) == ENUM_CLASS:
+        return "register"
+    name = call_name(call)
+    # A helper is called by name or through its module (`spec_info.register_speculative_algorithm(...)`);
+    # another object's `.register(...)` is not one, whatever helpers are called.
+    if name in registrars and (isinstance(func, ast.Name) or name != "register"):
+        return name
+    return None
+
+
+def _registered_name(call):
+    if call.args:
+        return string_value(call.args[0])
+    for keyword in call.keywords:
+        if keyword.arg == "name":
+            return string_value(keyword.value)
+    return None
+
+
+def _aliases(call):
+    for keyword in call.keywords:
+        if keyword.arg == "aliases" and isinstance(keyword.value, (ast.List, ast.Tuple)):
+            return [string_value(e).upper() for e in keyword.value.elts if string_value(e)]
+    return []
 
 
 def find_dflash(tree, algorithms):

@@ -112,3 +112,27 @@ def test_model_dir_holds_a_readable_config(tmp_path):
         configs.read_config(str(tmp_path / "bad"))
     with pytest.raises(configs.ConfigError, match="lacks hidden_size"):
         configs.derive_draft({"num_attention_heads": 2, "vocab_size": 10}, "EAGLE")
+
+
+def test_dflash_draft_takes_the_target_cut_its_override_will_force():
+    draft = {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5,
+             "layer_types": ["full_attention"] * 4 + ["sliding_attention"]}
+    assert configs.set_layers(draft, 2)["layer_types"] == ["full_attention", "full_attention"]
+    grown = configs.set_layers({"num_hidden_layers": 1, "layer_types": ["sliding_attention"]}, 3)
+    assert grown == {"num_hidden_layers": 3, "layer_types": ["sliding_attention"] * 3}
+    assert draft["num_hidden_layers"] == 5   # the original is never changed
+    assert configs.layer_count({"text_config": {"num_hidden_layers": 7}}) == 7
+
+
+def test_prepare_dirs_cuts_dflash_draft_to_the_written_target(tmp_path):
+    from probes.graphrepro import sglang_repro
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(dict(LLAMA3_8B, num_hidden_layers=3)))
+    settings = {"model": str(model), "layers": 8}   # asks for more layers than the model has
+    target_dir, draft_dir, sources, layers = sglang_repro.prepare_dirs(str(tmp_path / "w"), settings, "DFLASH", 4)
+    assert layers == 3 and configs.read_config(target_dir)["num_hidden_layers"] == 3
+    draft = configs.read_config(draft_dir)
+    assert draft["num_hidden_layers"] == 3 and draft["dflash_config"]["num_target_layers"] == 3
+    _, eagle_dir, _, _ = sglang_repro.prepare_dirs(str(tmp_path / "e"), settings, "EAGLE", 4)
+    assert configs.read_config(eagle_dir)["num_hidden_layers"] == 1

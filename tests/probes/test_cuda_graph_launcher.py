@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from probes.graphrepro import launcher, sglang_repro, traffic
+from probes.graphrepro import launch_plan, launcher, sglang_repro, traffic
 from tests.probes.test_cuda_graph_support import STANDIN_SERVER, group_members, wait_group_empty
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,7 +36,7 @@ def value_of(argv, flag):
 
 
 def test_launch_command_for_0_4_10_lacks_the_draft_load_format():
-    argv, omitted = launcher.build_argv("/venv/bin/python", cell("EAGLE"), release_flags("0.4.10"))
+    argv, omitted = launch_plan.build_argv("/venv/bin/python", cell("EAGLE"), release_flags("0.4.10"))
     assert argv[:3] == ["/venv/bin/python", "-m", "sglang.launch_server"]
     assert omitted == ["--speculative-draft-load-format"]
     assert value_of(argv, "--load-format") == "dummy"
@@ -46,7 +46,7 @@ def test_launch_command_for_0_4_10_lacks_the_draft_load_format():
 
 
 def test_launch_command_for_0_5_11_dflash():
-    argv, omitted = launcher.build_argv("python3", cell("DFLASH"), release_flags("0.5.11"))
+    argv, omitted = launch_plan.build_argv("python3", cell("DFLASH"), release_flags("0.5.11"))
     assert omitted == []
     assert value_of(argv, "--speculative-draft-load-format") == "dummy"
     assert value_of(argv, "--speculative-algorithm") == "DFLASH"
@@ -55,7 +55,7 @@ def test_launch_command_for_0_5_11_dflash():
 
 
 def test_launch_command_for_0_5_23_uses_the_per_phase_graph_flags():
-    argv, omitted = launcher.build_argv("python3", cell("EAGLE3"), release_flags("0.5.23"))
+    argv, omitted = launch_plan.build_argv("python3", cell("EAGLE3"), release_flags("0.5.23"))
     assert omitted == []
     assert value_of(argv, "--cuda-graph-max-bs-decode") == "4"
     assert value_of(argv, "--cuda-graph-bs-decode") == "1"
@@ -63,11 +63,25 @@ def test_launch_command_for_0_5_23_uses_the_per_phase_graph_flags():
     assert value_of(argv, "--speculative-draft-model-path") == "/tmp/d"
 
 
-def test_unknown_flags_fall_back_to_canonical_spellings_and_override_is_opt_in():
-    argv, omitted = launcher.build_argv("python3", cell(model_override={"max_position_embeddings": 4096}), None)
+def test_unknown_flags_fall_back_to_canonical_spellings_and_override_is_opt_in_except_for_dflash():
+    argv, omitted = launch_plan.build_argv("python3", cell("EAGLE", model_override={"max_position_embeddings": 4096}),
+                                           None)
     assert omitted == [] and "--cuda-graph-max-bs" in argv
     assert json.loads(value_of(argv, "--json-model-override-args")) == {"max_position_embeddings": 4096}
-    assert "--json-model-override-args" not in launcher.build_argv("python3", cell(), None)[0]
+    assert "--json-model-override-args" not in launch_plan.build_argv("python3", cell("EAGLE"), None)[0]
+    # DFlash: target plus DFlash draft, the layer cut as an override, dummy weights for both.
+    argv, _ = launch_plan.build_argv("python3", cell("DFLASH", model_override={"rope_theta": 1e6}), None)
+    assert json.loads(value_of(argv, "--json-model-override-args")) == {"num_hidden_layers": 2, "rope_theta": 1e6}
+    assert value_of(argv, "--load-format") == "dummy" and value_of(argv, "--speculative-draft-load-format") == "dummy"
+    assert value_of(argv, "--speculative-draft-model-path") == "/tmp/d"
+
+
+def test_a_narrower_flag_table_judges_only_graph_and_speculative_flags():
+    """Flags read with an older pattern lack --model-path: the base flags are then passed as spelled."""
+    narrow = [f for f in release_flags("0.5.23") if "speculative" in f["name"] or "cuda-graph" in f["name"]]
+    argv, omitted = launch_plan.build_argv("python3", cell("EAGLE"), narrow)
+    assert omitted == [] and value_of(argv, "--model-path") == "/tmp/t" and "--skip-tokenizer-init" in argv
+    assert value_of(argv, "--cuda-graph-max-bs-decode") == "4"
 
 
 def start_standin(tmp_path, mode):

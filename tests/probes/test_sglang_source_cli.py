@@ -33,6 +33,20 @@ def test_scan_with_site_packages_setting(tmp_path):
     assert data["eagle"]["draft"]["batched"] is True and data["eagle"]["draft"]["hidden_states_separate"] is True
     assert data["dflash"]["worker_file"].endswith("dflash_worker_v2.py")
     assert data["integrity"]["method"] == "record" and data["integrity"]["modified"] == []
+    assert data["eagle"]["draft_extend"]["grouped_fields"][-1] == "mamba_track_indices"
+    sites = {s["qualname"]: s for s in data["grouped_foreach_copy"]["call_sites"]}
+    assert sites["CudaGraphBufferRegistry.fill_from"]["fields"] == []
+    assert sites["CudaGraphBufferRegistry.fill_from"]["dynamic_fields"][0].startswith("slot.buffer for each slot")
+    assert all(s["reachable"] for s in sites.values())
+    flags = {f["name"]: f for f in data["server_flags"]}
+    assert "dummy" in flags["--load-format"]["choices"] and flags["--model-path"]["via"] == "field"
+
+
+def test_scan_marks_0_5_14_dead_populate_call_site_unreachable(tmp_path):
+    data = run_scan(tmp_path, "--set", "sglang_source.site_packages=%s" % require("0.5.14"))
+    [dead] = [s for s in data["grouped_foreach_copy"]["call_sites"] if not s["reachable"]]
+    assert dead["qualname"] == "DecodeInputBuffers.populate_from_forward_batch"
+    assert "nothing in the package refers to populate_from_forward_batch" in dead["unreachable"]
 
 
 def test_scan_with_python_pointing_at_a_venv(tmp_path):

@@ -45,6 +45,7 @@ def make_site(root, files, version="9.9.9"):
     dist = site / ("sglang-%s.dist-info" % version)
     dist.mkdir(parents=True, exist_ok=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: %s\n\nbody\n" % version)
+    (dist / "top_level.txt").write_text("sglang\n")
     return site
 
 
@@ -265,3 +266,136 @@ def test_flag_inside_module_level_try_is_found(tmp_path):
         """})
     flags = scan(site)["grouped_foreach_copy"]["has_foreach_copy_flag"]
     assert [f["line"] for f in flags] == [4, 6]
+
+
+def test_every_registration_form_of_a_speculative_algorithm(tmp_path):
+    """Enum members, the classmethod (also as a decorator), a helper around it, a helper around that
+    helper, a keyword name; calls inside functions (plugins registering at run time) are not installed ones."""
+    data = scan(make_site(tmp_path, {
+        "sglang/__init__.py": "",
+        "sglang/spec.py": '''
+            from enum import Enum
+
+
+            class SpeculativeAlgorithm(Enum):
+                EAGLE = 1
+
+                @classmethod
+                def register(cls, name, **kw):
+                    return name
+
+
+            def add_algorithm(algo_name, worker, **kw):
+                upper = algo_name.upper()
+                return SpeculativeAlgorithm.register(upper, **kw)
+
+
+            def add_with_flags(label, worker):
+                return add_algorithm(label, worker)
+
+
+            SpeculativeAlgorithm.register("none")
+            add_algorithm("my_spec", object, aliases=("MINE",))
+            add_with_flags("flagged", object)
+            SpeculativeAlgorithm.register(name="by_keyword")
+
+
+            @SpeculativeAlgorithm.register("decorated")
+            class Worker:
+                pass
+
+
+            def later():
+                SpeculativeAlgorithm.register("RUNTIME_ONLY")
+            ''',
+        "sglang/plugin.py": '''
+            from sglang.spec import add_algorithm
+            add_algorithm("EAGLE", object)
+            add_algorithm("elsewhere", object)
+            ''',
+    }))
+    assert data["speculative_algorithms"] == ["EAGLE", "ELSEWHERE", "NONE", "MY_SPEC", "FLAGGED", "BY_KEYWORD",
+                                              "DECORATED"]
+    by_name = {a["name"]: a for a in data["speculative_algorithm_evidence"]}
+    assert by_name["MY_SPEC"]["via"] == "add_algorithm" and by_name["MY_SPEC"]["aliases"] == ["MINE"]
+    assert by_name["FLAGGED"]["via"] == "add_with_flags" and by_name["ELSEWHERE"]["file"] == "sglang/plugin.py"
+    assert by_name["EAGLE"]["via"] == "enum"
+
+
+def test_copied_fields_follow_helpers_and_name_loop_tensors_as_dynamic(tmp_path):
+    data = scan(make_site(tmp_path, {
+        "sglang/__init__.py": "",
+        "sglang/copy.py": OTHER,
+        "sglang/helpers.py": '''
+            def add_track(buffer, src, *, bs, copy_dsts=None, copy_srcs=None):
+                copy_dsts.append(buffer[:bs])
+                copy_srcs.append(src)
+            ''',
+        "sglang/runner.py": '''
+            from sglang.copy import _grouped_foreach_copy_
+            from sglang.helpers import add_track
+
+
+            class Runner:
+                def replay(self, fb, bs):
+                    copy_dsts = [self.bufs.seq_lens[:bs]]
+                    copy_srcs = [fb.seq_lens]
+                    add_track(self.bufs.track_indices, fb.track_indices, bs=bs, copy_dsts=copy_dsts,
+                              copy_srcs=copy_srcs)
+                    for key, buf in self.extra.items():
+                        dst = buf[:bs]
+                        copy_dsts.append(dst)
+                    for name in self.names:
+                        copy_dsts.append(self.slots[name][:bs])
+                    for n in (bs,):
+                        copy_dsts.append(self.bufs.positions[:n])
+                    _grouped_foreach_copy_(copy_dsts, copy_srcs)
+
+                def never_called(self, fb):
+                    _grouped_foreach_copy_([self.bufs.positions], [fb.positions])
+
+
+            def run(runner, fb):
+                runner.replay(fb, 1)
+            ''',
+    }))
+    sites = {s["qualname"]: s for s in data["grouped_foreach_copy"]["call_sites"]}
+    replay = sites["Runner.replay"]
+    assert replay["fields"] == ["seq_lens", "track_indices", "positions"]
+    assert replay["dynamic_fields"] == ["buf for each buf in self.extra.items()",
+                                        "self.slots[name] for each name in self.names"]
+    assert replay["reachable"] is True and replay["reached_from"]["snippet"] == "runner.replay(fb, 1)"
+    dead = sites["Runner.never_called"]
+    assert dead["fields"] == ["positions"] and dead["reachable"] is False
+
+
+def test_an_editable_install_beside_a_leftover_dist_info_is_still_found(tmp_path):
+    checkout = tmp_path / "checkout"
+    make_site(checkout, {"sglang/__init__.py": "", "sglang/version.py": "__version__ = '0.9.0.dev'\n"})
+    os.rename(checkout / "site", checkout / "python")
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    site = tmp_path / "venv-site"
+    (site / "sglang-0.5.14.dist-info").mkdir(parents=True)   # sorts first; says nothing about the checkout
+    (site / "sglang-0.5.14.dist-info" / "METADATA").write_text("Name: sglang\nVersion: 0.5.14\n\n")
+    dist = site / "sglang-0.9.0.dev0.dist-info"
+    dist.mkdir()
+    (dist / "direct_url.json").write_text(json.dumps({"url": "file://%s" % checkout, "dir_info": {"editable": True}}))
+    data = scan(site)
+    assert data["found"] and data["package_dir"] == str(checkout / "python" / "sglang")
+    assert data["version"] == "0.9.0.dev" and data["dist_info"] == str(dist)
+    assert data["integrity"]["method"] == "editable" and data["integrity"]["editable"]["via"] == "direct_url"
+    assert {c["belongs"] for c in data["dist_info_candidates"]} == {"direct_url", None}
+
+
+def test_a_copy_on_the_path_wins_over_an_editable_finder_as_python_imports(tmp_path):
+    """setuptools appends its editable finder to sys.meta_path: any copy on sys.path imports first."""
+    checkout = tmp_path / "checkout"
+    make_site(checkout, {"sglang/__init__.py": "", "sglang/version.py": "__version__ = '0.8.0'\n"})
+    venv_site = tmp_path / "venv-site"
+    (venv_site / "sglang-0.8.0.dist-info").mkdir(parents=True)
+    (venv_site / "__editable___sglang_0_8_0_finder.py").write_text(
+        "MAPPING = {'sglang': %r}\n" % str(checkout / "site" / "sglang"))
+    plain = make_site(tmp_path / "later", {"sglang/__init__.py": "", "sglang/version.py": "__version__ = '0.5.5'\n"})
+    location = locate.find_package([str(venv_site), str(plain)])
+    assert location["package_dir"] == str(plain / "sglang") and location["editable"] is None
+    assert locate.find_package([str(venv_site)])["package_dir"] == str(checkout / "site" / "sglang")

@@ -1,4 +1,4 @@
-"""sglang_source against real sglang wheels (0.4.10, 0.5.11, 0.5.14, 0.5.23) unpacked from PyPI, never imported."""
+"""sglang_source against real sglang wheels (0.4.6 to 0.5.23) unpacked from PyPI, never imported."""
 import functools
 import os
 import shutil
@@ -149,7 +149,46 @@ def test_0_5_23_dflash_guards_and_generated_flags():
     assert data["parse_errors"] == []
 
 
-@pytest.mark.parametrize("version", ["0.4.10", "0.5.11", "0.5.14", "0.5.23"])
+def test_0_4_6_enum_algorithms_and_version_literal():
+    data = facts("0.4.6")
+    assert data["version"] == "0.4.6" and data["version_source"]["file"] == "sglang/version.py"
+    assert data["speculative_algorithms"] == ["NONE", "EAGLE", "EAGLE3"]
+    assert {a["via"] for a in data["speculative_algorithm_evidence"]} == {"enum"}
+    assert data["dflash"]["present"] is False
+
+
+def test_0_5_14_populate_call_site_is_unreachable_and_the_live_ones_are_reached():
+    sites = {s["qualname"]: s for s in facts("0.5.14")["grouped_foreach_copy"]["call_sites"]}
+    dead = sites["DecodeInputBuffers.populate_from_forward_batch"]
+    assert dead["reachable"] is False and dead["reached_from"] is None
+    assert dead["unreachable"].startswith("nothing in the package refers to populate_from_forward_batch")
+    registry = sites["CudaGraphBufferRegistry.fill_from"]
+    assert registry["reachable"] is True and registry["reached_from"]["name"] == "fill_from"
+    assert "fill_from(" in registry["reached_from"]["snippet"]
+    assert sites["EAGLEDraftCudaGraphRunner.execute"]["reachable"] is True
+
+
+@pytest.mark.parametrize("version", ["0.5.11", "0.5.14", "0.5.23"])
+def test_call_sites_name_fields_never_loop_variables(version):
+    for site in facts(version)["grouped_foreach_copy"]["call_sites"]:
+        assert not {"dst", "src", "buf", "dsts", "copy_dsts", "buffer"} & set(site["fields"]), site
+        for text in site["dynamic_fields"]:
+            assert " for each " in text
+
+
+def test_0_5_23_registry_fields_are_dynamic_and_draft_extend_is_complete():
+    data = facts("0.5.23")
+    sites = {s["qualname"]: s for s in data["grouped_foreach_copy"]["call_sites"]}
+    fill = sites["CudaGraphBufferRegistry.fill_from"]
+    assert fill["fields"] == [] and fill["dynamic_fields"] == ["slot.buffer for each slot in self._slots.values()"]
+    extend = data["eagle"]["draft_extend"]["grouped_fields"]
+    # refresh_track_indices(buffers.mamba_track_indices, ..., copy_dsts=copy_dsts) appends for the caller.
+    assert extend[-2:] == ["select_index", "mamba_track_indices"]
+    assert extend == sites["EAGLEDraftExtendCudaGraphRunner.execute"]["fields"]
+    assert "hidden_states" not in extend
+
+
+@pytest.mark.parametrize("version", ["0.4.6", "0.4.10", "0.5.5", "0.5.11", "0.5.14", "0.5.23"])
 def test_every_cited_fact_matches_its_line_and_the_record(version):
     data = facts(version)
     site = data["site_packages"]
