@@ -39,6 +39,7 @@ class UserError(click.ClickException):
 LAZY_COMMANDS = {
     "scan": ("scan", "scan"),
     "hosts": ("hosts", "hosts"),
+    "probes": ("probes", "probes"),
     "report": ("report", "report"),
     "repro": ("repro", "repro"),
     "bundle": ("engines", "bundle_cmd"),

@@ -64,6 +64,17 @@ def ignored_ssh_settings(hosts: list[Host]) -> list[str]:
     return lines
 
 
+def checked_settings(settings: tuple[str, ...], selected: list[str]) -> dict[str, Any]:
+    """`--set` items checked against the probes' declared options before anything connects."""
+    from probes.probe_info import SettingError, check_settings
+
+    try:
+        checked: dict[str, Any] = check_settings(parse_settings(settings), selected)
+    except SettingError as exc:
+        raise UserError(str(exc)) from None
+    return checked
+
+
 def parse_settings(settings: tuple[str, ...]) -> dict[str, Any]:
     """`--set PROBE.KEY=VALUE` → {"PROBE": {"KEY": VALUE}}; values are JSON when they parse as JSON."""
     options: dict[str, Any] = {}

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import (inventory_option, load_hosts, parse_settings, reports_dir_option,
+from gpudiag.cli.common import (checked_settings, inventory_option, load_hosts, reports_dir_option,
                                  warn_ignored_ssh_settings)
 from gpudiag.cli.runs import StoredRun, transports
 from gpudiag.models import OK
@@ -63,13 +63,13 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
          probe_timeout: float | None, accept_new: bool, known_hosts: str | None, connect_timeout: float,
          verify_all: bool, as_json: bool, reports_dir: Path) -> None:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
+    names = selected_probes(probes, deep)
+    options = checked_settings(settings, names)
     hosts = load_hosts(targets, inventory_path, python)
     warn_ignored_ssh_settings(hosts)
-    options = parse_settings(settings)
     options.update(force=force, deep=deep)
     if verify_all:
         options.setdefault("sglang_source", {})["verify_all"] = True
-    names = selected_probes(probes, deep)
     if "cuda_graph" in names:
         # The crash-signature table is control-side data; the probe matches failures against it.
         from gpudiag.repro import signatures
