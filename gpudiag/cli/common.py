@@ -14,6 +14,25 @@ from gpudiag.models import Host
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
 
 DEFAULT_INVENTORY = "inventory.yaml"
+# Longest time limit any option takes: a week is already far beyond any scan; 1e309 (inf) or nan is a typo.
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+class Seconds(click.ParamType):
+    """A finite number of seconds within [minimum, MAX_SECONDS]; anything else is a one-line usage error."""
+    name = "seconds"
+
+    def __init__(self, minimum: float) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not self.minimum <= seconds <= MAX_SECONDS:   # also false for nan
+            self.fail(f"{value} is not between {self.minimum:g} and {MAX_SECONDS:.0f} seconds", param, ctx)
+        return seconds
 
 
 def reports_dir_option(f: Any) -> Any:

@@ -68,7 +68,7 @@ def read_sources(paths: tuple[str, ...]) -> list[Source]:
                    "(pdsh/clush `host: ` prefixes, srun output with or without --label, one file per host).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
 @reports_dir_option
-def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path) -> None:
+def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path) -> int:
     """Store output an engine collected (SOURCES: files, directories, or - for stdin) as a run."""
     loaded = read_sources(sources)
     try:
@@ -90,6 +90,6 @@ def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path)
     else:
         console.print(summary_table(outcome.results, f"gpudiag ingest {manifest.run_id}"))
         console.print(f"results: {writer.dir}", markup=False, highlight=False)
-    sys.exit(ExitCode.OK if all(r.status == OK for r in outcome.results) else ExitCode.HOSTS_FAILED)
+    return ExitCode.OK if all(r.status == OK for r in outcome.results) else ExitCode.HOSTS_FAILED
 
 

@@ -1,7 +1,6 @@
 """`gpudiag report [RUN]`: findings for a stored run, as a console summary, markdown or JSON."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -33,7 +32,7 @@ SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "
 @click.option("--no-charts", is_flag=True, help="Tables only, even when matplotlib is installed.")
 @reports_dir_option
 def report(run: str | None, as_markdown: bool, as_json: bool, output: Path | None, no_charts: bool,
-           reports_dir: Path) -> None:
+           reports_dir: Path) -> int:
     """Findings for RUN (a run directory or id; default: the latest run)."""
     if as_markdown and as_json:
         raise UserError("--markdown and --json: choose one")
@@ -54,7 +53,7 @@ def report(run: str | None, as_markdown: bool, as_json: bool, output: Path | Non
         _emit(render_markdown(loaded, findings, charts), output)
     else:
         _console_summary(loaded, findings)
-    sys.exit(ExitCode.FINDINGS if has_errors(findings) else ExitCode.OK)
+    return ExitCode.FINDINGS if has_errors(findings) else ExitCode.OK
 
 
 def _emit(text: str, output: Path | None) -> None:

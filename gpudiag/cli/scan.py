@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-import sys
 import threading
 from pathlib import Path
 from typing import Callable, Iterator
@@ -14,7 +13,7 @@ from rich.console import Console
 
 from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import (checked_settings, inventory_option, load_hosts, reports_dir_option,
+from gpudiag.cli.common import (Seconds, checked_settings, inventory_option, load_hosts, reports_dir_option,
                                  warn_ignored_ssh_settings)
 from gpudiag.cli.runs import StoredRun, transports
 from gpudiag.models import OK
@@ -47,13 +46,14 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.option("--set", "settings", multiple=True, metavar="PROBE.KEY=VALUE", help="A probe option (repeatable).")
 @click.option("--forks", type=click.IntRange(1, 1024), default=DEFAULT_FORKS, show_default=True,
               help="Hosts scanned at once.")
-@click.option("--timeout", type=click.FloatRange(1, None),
+@click.option("--timeout", type=Seconds(1),
               help=f"Deadline per host in seconds, connection included [default: {DEFAULT_TIMEOUT:.0f}, "
                    f"plus each GPU probe's own limit when one is selected].")
-@click.option("--probe-timeout", type=click.FloatRange(1, None), help="Time limit per probe on the host.")
+@click.option("--probe-timeout", type=Seconds(1), help="Time limit per probe on the host.")
 @click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
-@click.option("--connect-timeout", type=click.FloatRange(0.1, None), default=10.0, show_default=True)
+@click.option("--connect-timeout", type=Seconds(0.1), default=10.0, show_default=True,
+              help="Seconds to wait for an SSH connection and its handshake.")
 @click.option("--verify-all", is_flag=True,
               help="Hash every installed sglang file against its RECORD, not only the files facts cite.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
@@ -61,7 +61,7 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | None, probes: str | None,
          deep: bool, force: bool, settings: tuple[str, ...], forks: int, timeout: float | None,
          probe_timeout: float | None, accept_new: bool, known_hosts: str | None, connect_timeout: float,
-         verify_all: bool, as_json: bool, reports_dir: Path) -> None:
+         verify_all: bool, as_json: bool, reports_dir: Path) -> int:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
     names = selected_probes(probes, deep)
     options = checked_settings(settings, names)
@@ -101,10 +101,10 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         console.print(f"results: {writer.dir}", markup=False, highlight=False)
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept", style="yellow")
-        sys.exit(ExitCode.INTERRUPTED)
+        return ExitCode.INTERRUPTED
     if any(r.status != OK for r in outcome.results):
-        sys.exit(ExitCode.HOSTS_FAILED)
-    sys.exit(ExitCode.FINDINGS if _error_findings(writer.dir, console, quiet=as_json) else ExitCode.OK)
+        return ExitCode.HOSTS_FAILED
+    return ExitCode.FINDINGS if _error_findings(writer.dir, console, quiet=as_json) else ExitCode.OK
 
 
 def _error_findings(run_dir: Path, console: Console, quiet: bool) -> bool:
