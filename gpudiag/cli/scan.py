@@ -16,7 +16,8 @@ from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import (Seconds, checked_settings, inventory_option, load_hosts, reports_dir_option,
                                  warn_ignored_ssh_settings)
 from gpudiag.cli.runs import StoredRun, transports
-from gpudiag.models import OK
+from gpudiag.findings import has_errors
+from gpudiag.models import OK, Finding
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
 from gpudiag.render.console import ScanProgress, summary_table
 from gpudiag.store import StoreError
@@ -94,37 +95,40 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         finishing()   # only writing is left: a late Ctrl-C must not cut run.json short
         manifest = run.finish(outcome)
     writer = run.writer
+    findings = _stored_findings(writer.dir, console)
+    results = Console()   # results go to stdout, progress and warnings to stderr
     if as_json:
-        click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
+        doc = manifest.to_dict()
+        doc["findings"] = None if findings is None else [f.to_dict() for f in findings]
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
     else:
-        console.print(summary_table(outcome.results, f"gpudiag scan {manifest.run_id}"))
-        console.print(f"results: {writer.dir}", markup=False, highlight=False)
+        results.print(summary_table(outcome.results, f"gpudiag scan {manifest.run_id}"))
+        results.print(f"results: {writer.dir}", markup=False, highlight=False)
+        if findings:
+            counts: dict[str, int] = {}
+            for finding in findings:
+                counts[finding.severity] = counts.get(finding.severity, 0) + 1
+            summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
+            results.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)", markup=False)
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept", style="yellow")
         return ExitCode.INTERRUPTED
     if any(r.status != OK for r in outcome.results):
         return ExitCode.HOSTS_FAILED
-    return ExitCode.FINDINGS if _error_findings(writer.dir, console, quiet=as_json) else ExitCode.OK
+    return ExitCode.FINDINGS if findings and has_errors(findings) else ExitCode.OK
 
 
-def _error_findings(run_dir: Path, console: Console, quiet: bool) -> bool:
-    """Whether the stored run has error-or-worse findings (the exit code says so, as report's does)."""
-    from gpudiag.findings import all_findings, has_errors
+def _stored_findings(run_dir: Path, console: Console) -> list[Finding] | None:
+    """The stored run's findings (what the exit code and --json report), or None when it cannot be read."""
+    from gpudiag.findings import all_findings
     from gpudiag.store import load_run
 
     try:
-        run = load_run(run_dir)
+        return all_findings(load_run(run_dir))
     except StoreError as exc:   # already warned when writing failed; findings need the stored run
         console.print(f"gpudiag: warning: findings not checked: {exc}", markup=False, highlight=False)
-        return False
-    findings = all_findings(run)
-    if not quiet and findings:
-        counts = {}
-        for finding in findings:
-            counts[finding.severity] = counts.get(finding.severity, 0) + 1
-        summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
-        console.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)")
-    return has_errors(findings)
+        return None
+
 
 @contextlib.contextmanager
 def _interrupt_policy() -> Iterator[Callable[[], None]]:
