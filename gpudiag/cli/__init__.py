@@ -127,7 +127,7 @@ def _exit(code: int) -> NoReturn:
 
 def _usage_error(exc: click.UsageError) -> NoReturn:
     """One line, as for every other input error, with where to read more."""
-    where = f" (see {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
+    where = f" (see {exc.ctx.command_path if exc.ctx is not None else 'gpudiag'} --help)"
     message = " ".join(exc.format_message().split())
     click.echo(f"gpudiag: error: {message}{where}", err=True)
     _exit(ExitCode.USAGE)
