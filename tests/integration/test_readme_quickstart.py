@@ -34,7 +34,7 @@ def test_first_block_names_a_venv_and_quotes_brackets():
 
 
 def test_first_block_runs_in_a_fresh_venv(tmp_path):
-    copy = tmp_path / "gpudiag"
+    copy = tmp_path / "project"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".venv", "reports", "__pycache__",
                                                                 "*.egg-info", "build", "FINDINGS.md"))
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
