@@ -84,9 +84,11 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
         except BrokenPipeError as exc:
             raise _PipeClosed() from exc
+        # A command's ExitCode becomes the exit status here, however the group was called (main, tests).
+        ctx.exit(int(result) if isinstance(result, int) else ExitCode.OK)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
