@@ -84,12 +84,12 @@ def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path)
         manifest = writer.finish()
     except StoreError as exc:   # nothing else to do while ingesting: the run is the whole job
         raise UserError(f"--reports-dir: {exc}") from None
-    console = Console(stderr=True)
     if as_json:
         click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
     else:
-        console.print(summary_table(outcome.results, f"gpudiag ingest {manifest.run_id}"))
-        console.print(f"results: {writer.dir}", markup=False, highlight=False)
+        results = Console()   # results to stdout, warnings to stderr
+        results.print(summary_table(outcome.results, f"gpudiag ingest {manifest.run_id}"))
+        results.print(f"results: {writer.dir}", markup=False, highlight=False)
     return ExitCode.OK if all(r.status == OK for r in outcome.results) else ExitCode.HOSTS_FAILED
 
 

@@ -113,9 +113,10 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     if as_json:
         click.echo(json.dumps(block, indent=2, sort_keys=True))
     else:
+        results = Console()   # results to stdout; progress and warnings stay on stderr
         for item in repros:
-            _print_host(console, item)
-        console.print(Text(f"results: {writer.dir}  (gpudiag report {manifest.run_id})"))
+            _print_host(results, item)
+        results.print(Text(f"results: {writer.dir}  (gpudiag report {manifest.run_id})"))
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept; every server and child was killed", style="yellow")
         return ExitCode.INTERRUPTED

@@ -153,3 +153,13 @@ def test_report_severity_and_output_formats(tmp_path):
     unknown = gpudiag("report", "fleet3", "-o", str(tmp_path / "r.txt"), "--reports-dir", str(reports))
     assert unknown.returncode == 2 and "cannot tell the format from the extension" in unknown.stderr
     assert not (tmp_path / "r.txt").exists()
+
+
+def test_ingest_and_repro_print_results_on_stdout(tmp_path):
+    engines = ROOT / "tests" / "fixtures" / "engines"
+    proc = gpudiag("ingest", str(engines / "srun_label.txt"), "--reports-dir", str(tmp_path / "r"))
+    assert "gpudiag ingest" in proc.stdout and "results:" in proc.stdout
+    assert "results:" not in proc.stderr
+    log = ROOT / "tests" / "fixtures" / "logs" / "dflash_capture_end_assert.log"
+    repro = gpudiag("repro", "cuda-graph-crash", "--log", str(log), "--reports-dir", str(tmp_path / "r"))
+    assert "capture_end_no_active_capture" in repro.stdout and repro.stderr == ""
