@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
 from gpudiag.cli import UserError
 from gpudiag.inventory import InventoryError, load_inventory, resolve_targets
@@ -33,6 +34,14 @@ class Seconds(click.ParamType):
         if not self.minimum <= seconds <= MAX_SECONDS:   # also false for nan
             self.fail(f"{value} is not between {self.minimum:g} and {MAX_SECONDS:.0f} seconds", param, ctx)
         return seconds
+
+
+class ResultConsole(Console):
+    """A rich console on stdout, for results. rich ends a broken pipe with exit 1 ("findings"); here it is
+    a BrokenPipeError, which the CLI turns into the conventional quiet exit 141."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
 
 
 def reports_dir_option(f: Any) -> Any:

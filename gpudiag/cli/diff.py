@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import reports_dir_option
+from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.models import LoadedRun
 from gpudiag.rundiff import HostDiff, diff_runs
 from gpudiag.store import StoreError, load_run, resolve_run_dir
@@ -36,7 +36,7 @@ def diff(run_a: str, run_b: str, as_json: bool, show_all: bool, reports_dir: Pat
         click.echo(json.dumps({"a": a.manifest.run_id, "b": b.manifest.run_id,
                                "hosts": [d.to_dict() for d in changes]}, indent=2))
         return ExitCode.OK
-    console = Console(highlight=False)
+    console = ResultConsole(highlight=False)
     console.print(Text(f"gpudiag diff {a.manifest.run_id} → {b.manifest.run_id}"))
     shown = [d for d in changes if d.changed or show_all]
     for host in shown:

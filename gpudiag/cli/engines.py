@@ -6,10 +6,9 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import reports_dir_option
+from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.cli.scan import selected_probes
 from gpudiag.engines import zipapp
 from gpudiag.engines.ingest import FORMATS, IngestError, Source, ingest as ingest_sources
@@ -87,7 +86,7 @@ def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path)
     if as_json:
         click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
     else:
-        results = Console()   # results to stdout, warnings to stderr
+        results = ResultConsole()   # results to stdout, warnings to stderr
         results.print(summary_table(outcome.results, f"gpudiag ingest {manifest.run_id}"))
         results.print(f"results: {writer.dir}", markup=False, highlight=False)
     return ExitCode.OK if all(r.status == OK for r in outcome.results) else ExitCode.HOSTS_FAILED

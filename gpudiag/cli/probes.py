@@ -8,10 +8,11 @@ import json
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gpudiag.cli import ExitCode, UserError
+from gpudiag.cli.common import ResultConsole
 from probes.probe_info import PROBES, ProbeInfo
 
 DOC_HEADER = """# Probe options
@@ -53,10 +54,8 @@ def probe_document(info: ProbeInfo) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print the probes and their options as JSON.")
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print the option tables as markdown "
               "(docs/probe-options.md).")
-def probes(names: tuple[str, ...], as_json: bool, as_markdown: bool) -> None:
+def probes(names: tuple[str, ...], as_json: bool, as_markdown: bool) -> int:
     """List the probes (or NAMES): what each needs, what it costs, and its options."""
-    from gpudiag.cli import UserError
-
     unknown = [n for n in names if n not in PROBES]
     if unknown:
         raise UserError(f"unknown probe {', '.join(unknown)} (probes: {', '.join(PROBES)})")
@@ -67,10 +66,11 @@ def probes(names: tuple[str, ...], as_json: bool, as_markdown: bool) -> None:
         click.echo(json.dumps([probe_document(i) for i in chosen], indent=2))
     else:
         _console(chosen)
+    return ExitCode.OK
 
 
 def _console(chosen: list[ProbeInfo]) -> None:
-    console = Console()
+    console = ResultConsole()
     table = Table(title="probes (light run on every scan; deep with --deep or --probes)")
     for column in ("probe", "set", "GPU", "torch", "sglang", "cost", "options"):
         table.add_column(column, overflow="fold")

@@ -5,12 +5,11 @@ from pathlib import Path
 from typing import Sequence
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import reports_dir_option
+from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.findings import all_findings, has_errors
 from gpudiag.findings.facts import host_facts
 from gpudiag.models import SEVERITIES, Finding
@@ -97,7 +96,7 @@ def _emit(text: str, output: Path | None) -> None:
 
 
 def _console_summary(run: LoadedRun, findings: Sequence[Finding], hidden: str = "") -> None:
-    console = Console()
+    console = ResultConsole()
     hosts = Table(title=Text(f"gpudiag run {run.manifest.run_id} ({run.manifest.started_at[:10] or '-'})"))
     for column in ("host", "status", "GPUs", "torch", "sglang", "speculative", "CUDA graphs (decode)"):
         hosts.add_column(column, overflow="fold")

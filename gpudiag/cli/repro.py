@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import Seconds, inventory_option, load_hosts, reports_dir_option
+from gpudiag.cli.common import ResultConsole, Seconds, inventory_option, load_hosts, reports_dir_option
 from gpudiag.cli.runs import StoredRun, transports
 from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
 from gpudiag.render.console import ScanProgress
@@ -113,7 +113,7 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     if as_json:
         click.echo(json.dumps(block, indent=2, sort_keys=True))
     else:
-        results = Console()   # results to stdout; progress and warnings stay on stderr
+        results = ResultConsole()   # results to stdout; progress and warnings stay on stderr
         for item in repros:
             _print_host(results, item)
         results.print(Text(f"results: {writer.dir}  (gpudiag report {manifest.run_id})"))

@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from gpudiag.cli import ExitCode
-from gpudiag.cli.common import reports_dir_option
+from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.jsonfile import read_json
 from gpudiag.models import RunManifest, SchemaError
 
@@ -60,5 +59,5 @@ def runs(as_json: bool, last: int | None, reports_dir: Path) -> int:
         statuses = ", ".join(f"{n} {s}" for s, n in r["statuses"].items())
         table.add_row(*(Text(str(v)) for v in (r["run_id"], r["kind"], r["hosts"], statuses,
                                                 r["started_at"], r["state"])))
-    Console().print(table)
+    ResultConsole().print(table)
     return ExitCode.OK

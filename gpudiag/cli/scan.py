@@ -13,8 +13,8 @@ from rich.console import Console
 
 from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import (Seconds, checked_settings, inventory_option, load_hosts, reports_dir_option,
-                                 warn_ignored_ssh_settings)
+from gpudiag.cli.common import (ResultConsole, Seconds, checked_settings, inventory_option, load_hosts,
+                                 reports_dir_option, warn_ignored_ssh_settings)
 from gpudiag.cli.runs import StoredRun, transports
 from gpudiag.findings import has_errors
 from gpudiag.models import OK, Finding
@@ -96,7 +96,7 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         manifest = run.finish(outcome)
     writer = run.writer
     findings = _stored_findings(writer.dir, console)
-    results = Console()   # results go to stdout, progress and warnings to stderr
+    results = ResultConsole()   # results go to stdout, progress and warnings to stderr
     if as_json:
         doc = manifest.to_dict()
         doc["findings"] = None if findings is None else [f.to_dict() for f in findings]
