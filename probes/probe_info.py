@@ -62,8 +62,8 @@ def check_settings(settings, selected):
         if info is None:
             raise SettingError("--set %s.…: unknown probe %s (probes: %s)" % (probe, probe, ", ".join(PROBES)))
         if probe not in selected:
-            raise SettingError("--set %s.…: probe %s is not selected (selected: %s)"
-                               % (probe, probe, ", ".join(selected)))
+            raise SettingError("--set %s.…: probe %s is not selected (selected: %s; add it with --probes%s)"
+                               % (probe, probe, ", ".join(selected), " or --deep" if PROBES[probe].deep else ""))
         for key, value in values.items():
             option = info.option(key)
             if option is None:
