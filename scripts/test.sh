@@ -18,7 +18,8 @@ apt_get() {
   local err waited=0
   err=$(mktemp)
   until apt-get -o DPkg::Lock::Timeout=60 "$@" 2>"$err"; do
-    if ! grep -q "Could not get lock\|Unable to acquire\|is another process using it" "$err" || [ "$waited" -ge 900 ]; then
+    if ! grep -q "Could not get lock\|Unable to acquire\|is another process using it" "$err" \
+        || [ "$waited" -ge 900 ]; then
       cat "$err" >&2; rm -f "$err"; return 1
     fi
     echo "test.sh: apt is busy (another apt/dpkg holds its lock); waiting" >&2
@@ -35,7 +36,7 @@ fi
 
 # torch: the tests need the CPU build. PyPI's Linux torch wheel is the CUDA build (several GB of nvidia-*
 # packages), so a missing torch comes from PyTorch's CPU index; an installed 2.13.0 is kept as it is.
-if "$PY" -c 'import sys, torch; sys.exit(0 if torch.__version__.split("+")[0] == "2.13.0" else 1)' 2>/dev/null; then
+if "$PY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null; then
   echo "test.sh: torch already installed: $("$PY" -c 'import torch; print(torch.__version__, "from", torch.__file__)')"
 else
   "${PIP[@]}" torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu

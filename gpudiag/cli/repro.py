@@ -56,7 +56,8 @@ def repro() -> None:
               help="Call an acceptance length of 1.00 a silent failure (off: dummy weights may accept nothing).")
 @click.option("--cell-timeout", type=Seconds(5), default=120.0, show_default=True,
               help="Seconds per synthetic cell before its child is killed.")
-@click.option("--max-mem-mib", type=click.IntRange(64, 1 << 30), default=plan_mod.DEFAULT_MAX_MEM_MIB, show_default=True,
+@click.option("--max-mem-mib", type=click.IntRange(64, 1 << 30), default=plan_mod.DEFAULT_MAX_MEM_MIB,
+              show_default=True,
               help="GPU memory cap of each synthetic child (torch's allocator); larger cells are skipped.")
 @click.option("--timeout", type=Seconds(10), default=DEFAULT_HOST_TIMEOUT, show_default=True,
               help="Deadline per host in seconds.")

@@ -30,7 +30,8 @@ def gpudiag(*args, cwd=None):
     (["copy_bench.paths=eagle_draft,nope"], "expected a list of eagle_draft, eagle_draft_extend, dflash_verify"),
     (["copy_bench.bacth_sizes=[1]"], "--set copy_bench.bacth_sizes: unknown option (copy_bench options: device,"),
     (["copybench.batch_sizes=[1]"], "unknown probe copybench (probes: deployment, env, torch_caps, sglang_source,"),
-    (["cuda_graph.tp=2"], "probe cuda_graph is not selected (selected: deployment, sglang_source, copy_bench; add it with --probes or --deep)"),
+    (["cuda_graph.tp=2"], "probe cuda_graph is not selected (selected: deployment, sglang_source, copy_bench; "
+                          "add it with --probes or --deep)"),
     (["copy_bench.target_us=1e309"], "--set copy_bench.target_us: expected a number ≥ 0"),
     (["copy_bench"], "--set 'copy_bench': expected PROBE.KEY=VALUE"),
 ])
