@@ -21,7 +21,7 @@ TORCH_CAPS = (
 SGLANG_SOURCE = (
     Option("site_packages", "path", None, "Read sglang from this site-packages instead of the serving Python's.",
            nullable=True),
-    Option("flag_pattern", "str", None, "Regular expression selecting the server flags reported "
+    Option("flag_pattern", "regex", None, "Regular expression selecting the server flags reported "
            "(default: CUDA-graph and speculative flags).", nullable=True),
     Option("verify_all", "bool", False, "Hash every installed sglang file against RECORD (scan --verify-all)."),
 )

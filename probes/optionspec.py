@@ -5,7 +5,7 @@ the probe reads its defaults from the same ones on the host.
 """
 
 # Kinds of value an option takes; `check` turns what the command line gave into that kind or says why not.
-KINDS = ("int", "float", "bool", "str", "choice", "int_list", "choice_list", "path")
+KINDS = ("int", "float", "bool", "str", "regex", "choice", "int_list", "choice_list", "path")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -29,7 +29,7 @@ class Option(object):
         """What the option accepts, in words (for errors, `gpudiag probes` and the docs)."""
         bound = " ≥ %s" % self.minimum if self.minimum is not None else ""
         text = {"int": "an integer%s" % bound, "float": "a number%s" % bound, "bool": "true or false",
-                "str": "text", "path": "a path on the host",
+                "str": "text", "path": "a path on the host", "regex": "a Python regular expression",
                 "choice": "one of %s" % ", ".join(self.choices or ()),
                 "int_list": ("a list of %d integers%s" % (self.length, bound) if self.length
                              else "a list of integers%s, e.g. [1,8]" % bound),
@@ -82,12 +82,24 @@ def _text(option, value):
     return str(value)
 
 
+def _regex(option, value):
+    import re
+    text = _text(option, value)
+    try:
+        re.compile(text)
+    except re.error:
+        raise ValueError(text)
+    return text
+
+
 def _choice(option, value):
     if isinstance(value, bool):    # JSON true/false for a choice spelled "true"/"false"
         value = "true" if value else "false"
-    if str(value) not in (option.choices or ()):
-        raise ValueError(value)
-    return str(value)
+    # Case does not matter (`dflash` is DFLASH); the declared spelling is what the probe gets.
+    for choice in option.choices or ():
+        if str(value).lower() == choice.lower():
+            return choice
+    raise ValueError(value)
 
 
 def _items(value):
@@ -112,7 +124,7 @@ def _choice_list(option, value):
     return [_choice(option, v) for v in _items(value)]
 
 
-_CHECKS = {"int": _int, "float": _float, "bool": _bool, "str": _text, "path": _text, "choice": _choice,
+_CHECKS = {"int": _int, "float": _float, "bool": _bool, "str": _text, "regex": _regex, "path": _text, "choice": _choice,
            "int_list": _int_list, "choice_list": _choice_list}
 
 

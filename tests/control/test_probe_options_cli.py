@@ -2,6 +2,7 @@
 generated docs/probe-options.md, all through the CLI."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,19 @@ def test_options_of_probes_a_selection_brings_along_are_accepted():
                              ["deployment", "sglang_source", "copy_bench"])
     assert checked == {"deployment": {"proc_root": "/tmp/p"},
                        "copy_bench": {"batch_sizes": [1, 8], "graph": False}}
+
+
+def test_values_are_normalised_to_what_the_probe_reads():
+    from probes.probe_info import SettingError, check_settings
+    checked = check_settings({"cuda_graph": {"algorithms": "dflash,eagle3", "draft_tokens": [2, 8]},
+                              "torch_caps": {"cuda": False}}, ["torch_caps", "cuda_graph"])
+    assert checked == {"cuda_graph": {"algorithms": ["DFLASH", "EAGLE3"], "draft_tokens": [2, 8]},
+                       "torch_caps": {"cuda": "false"}}
+    for bad, words in [({"cuda_graph": {"draft_tokens": [4]}}, "expected a list of 2 integers ≥ 1"),
+                       ({"sglang_source": {"flag_pattern": "graph("}}, "expected a Python regular expression"),
+                       ({"cuda_graph": {"model": ""}}, "expected a path on the host, or null")]:
+        with pytest.raises(SettingError, match=re.escape(words)):
+            check_settings(bad, ["sglang_source", "cuda_graph"])
 
 
 def test_every_default_passes_its_own_check_and_the_probes_use_the_declared_defaults():
