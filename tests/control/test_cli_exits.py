@@ -44,6 +44,18 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, args, words):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("args, words", [
+    (["repro", "cuda-graph-crash", "localhost", "--batch-sizes", "1,99999999999999999999"],
+     "batch sizes must be positive integers up to 4096"),
+    (["scan", "localhost", "--set", "copy_bench.samples=1e400", "--probes", "copy_bench"],
+     "--set copy_bench.samples: expected an integer ≥ 1"),
+])
+def test_absurd_values_checked_by_gpudiag_are_one_line_usage_errors(tmp_path, args, words):
+    proc = gpudiag(*args, "--reports-dir", str(tmp_path / "r"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
+    assert not (tmp_path / "r").exists()
+
+
 def all_commands():
     ctx = click.Context(cli)
     pending = [(name, cli.get_command(ctx, name)) for name in LAZY_COMMANDS]
