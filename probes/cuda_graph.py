@@ -12,15 +12,13 @@ import sys
 import tempfile
 
 from probes.context import run_command
-from probes.graphrepro import configs, placement, specs, sweep, synthetic
+from probes.graphrepro import configs, declared, placement, specs, sweep, synthetic
 from probes.graphrepro import sglang_repro
 from probes.graphrepro.signatures import match_signatures
 from probes.graphrepro.worker import Worker
 
-ALGORITHMS = ("EAGLE", "EAGLE3", "DFLASH")
-DEFAULTS = {"algorithms": list(ALGORITHMS), "batch_sizes": [1, 4, 16, 64], "draft_tokens": [2, 16],
-            "layers": 2, "tp": 1, "topk": 1, "mode": "auto", "hidden_size": 1024, "cell_timeout": 120.0,
-            "model": None, "draft_model": None, "max_mem_mib": 4096}
+ALGORITHMS = declared.ALGORITHMS
+DEFAULTS = declared.DEFAULTS   # declared with their help text in probes/graphrepro/declared.py
 INFO_TIMEOUT = 120.0
 # Kept back from the probe's limit to kill a child or a server group and return the cells measured.
 RESERVE_SECONDS = 20.0

@@ -1,18 +1,57 @@
 #!/usr/bin/env bash
-# Installs what the tests need on a fresh machine, then runs the whole suite.
+# Installs what the tests need on a fresh machine, then runs the whole suite (arguments go to pytest).
+# Works inside a venv (everything goes into it) and outside one (into $PYTHON's environment).
 # GPU tests (marked `gpu`) skip themselves without CUDA; scripts/gpu-check.sh runs them on a GPU host.
+#
+# System changes, all undone or documented here:
+#  - apt packages openssh-server, openssh-client, pdsh (when sshd or pdsh is missing; needs root);
+#  - the integration fixture creates the system user `gdnoisy` (a login whose .bashrc prints a banner, to
+#    prove framing survives it). This script removes it again when it did not exist before the run;
+#    GPUDIAG_KEEP_TEST_USER=1 keeps it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+PIP=("$PY" -m pip install -q --disable-pip-version-check)
+
+# apt-get that waits for another apt or dpkg (unattended-upgrades, a parallel job) instead of failing.
+apt_get() {
+  local err waited=0
+  err=$(mktemp)
+  until apt-get -o DPkg::Lock::Timeout=60 "$@" 2>"$err"; do
+    if ! grep -q "Could not get lock\|Unable to acquire\|is another process using it" "$err" \
+        || [ "$waited" -ge 900 ]; then
+      cat "$err" >&2; rm -f "$err"; return 1
+    fi
+    echo "test.sh: apt is busy (another apt/dpkg holds its lock); waiting" >&2
+    sleep 15; waited=$((waited + 15))
+  done
+  rm -f "$err"
+}
+
 if ! command -v sshd >/dev/null 2>&1 && [ ! -x /usr/sbin/sshd ] || ! command -v pdsh >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq openssh-server openssh-client pdsh >/dev/null
+  apt_get update -qq
+  apt_get install -y -qq openssh-server openssh-client pdsh >/dev/null
 fi
-PY=${PYTHON:-python3}
-# torch first, pinned: the CPU wheel; an open range would pull a multi-GB CUDA build.
-$PY -m pip install -q --disable-pip-version-check torch==2.13.0
-$PY -m pip install -q --disable-pip-version-check -e '.[test,plots]'   # plots: the chart tests draw for real
+
+# torch: the tests need the CPU build. PyPI's Linux torch wheel is the CUDA build (several GB of nvidia-*
+# packages), so a missing torch comes from PyTorch's CPU index; an installed 2.13.0 is kept as it is.
+if "$PY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null; then
+  echo "test.sh: torch already installed: $("$PY" -c 'import torch; print(torch.__version__, "from", torch.__file__)')"
+else
+  "${PIP[@]}" torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+  echo "test.sh: installed torch from https://download.pytorch.org/whl/cpu: $("$PY" -c 'import torch; print(torch.__version__)')"
+fi
+"${PIP[@]}" -e '.[test,plots]'   # plots: the chart tests draw for real
 # Engines the ingest tests drive for real (test-only, never runtime dependencies).
-$PY -m pip install -q --disable-pip-version-check ansible-core
-$PY scripts/install-ansible-posix.py   # the json stdout callback, without the full `ansible` package
-exec $PY -m pytest -q -p no:cacheprovider "$@"
+"${PIP[@]}" ansible-core
+"$PY" scripts/install-ansible-posix.py   # the json stdout callback, without the full `ansible` package
+
+had_user=0
+getent passwd gdnoisy >/dev/null 2>&1 && had_user=1
+status=0
+"$PY" -m pytest -q -p no:cacheprovider "$@" || status=$?
+if [ "$had_user" = 0 ] && [ -z "${GPUDIAG_KEEP_TEST_USER:-}" ] && getent passwd gdnoisy >/dev/null 2>&1; then
+  userdel -r gdnoisy 2>/dev/null || userdel gdnoisy || echo "test.sh: could not remove the test user gdnoisy" >&2
+fi
+exit "$status"

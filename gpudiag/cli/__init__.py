@@ -1,8 +1,7 @@
 """The `gpudiag` command: a click group whose subcommands live one per module in this package.
 
-Deviation from DESIGN.md's single `cli.py`: the commands are split into modules of this package
-(scan, hosts, report, repro, engines) to keep each small, loaded when their command runs; only this
-package prints, writes files or exits.
+Commands return an ExitCode (or raise); `main` is the one place that turns results and errors into
+exit statuses and one-line messages. Only this package prints, writes files or exits.
 """
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ import enum
 import importlib
 import os
 import sys
+from typing import Any, NoReturn
 
 import click
 
@@ -17,21 +17,31 @@ from gpudiag import __version__
 
 
 class ExitCode(enum.IntEnum):
-    OK = 0                 # all hosts ok, no error-severity finding
+    """Every status gpudiag exits with; the README's exit-code table lists exactly these."""
+    OK = 0                 # all hosts ok, everything asked was checked, no error-severity finding
     FINDINGS = 1           # error-or-worse findings
-    USAGE = 2              # usage or input error
+    USAGE = 2              # usage or input error (one line)
     HOSTS_FAILED = 3       # some hosts could not be scanned
-    NOTHING_RAN = 4        # repro: every cell skipped (no CUDA / nothing to run on)
+    INCOMPLETE = 4         # a requested check could not run (repro: every cell skipped)
     INTERNAL = 70          # a bug in gpudiag itself (EX_SOFTWARE), never confused with "error findings"
-    INTERRUPTED = 130      # Ctrl-C (128 + SIGINT, as shells report it)
+    HANGUP = 129           # SIGHUP (128 + 1), finished hosts kept
+    INTERRUPTED = 130      # Ctrl-C (128 + SIGINT, as shells report it), finished hosts kept
+    PIPE_CLOSED = 141      # the reader of stdout left (`gpudiag report | head`): 128 + SIGPIPE, quietly
+    TERMINATED = 143       # SIGTERM (128 + 15), finished hosts kept
+
+    NOTHING_RAN = 4        # the name repro's outcome table uses for INCOMPLETE
 
 
 class UserError(click.ClickException):
     """A one-line error about the user's input; exits 2 without a traceback."""
     exit_code = ExitCode.USAGE
 
-    def show(self, file=None) -> None:  # type: ignore[override]
+    def show(self, file: Any = None) -> None:
         click.echo(f"gpudiag: error: {self.format_message()}", err=True)
+
+
+class _PipeClosed(Exception):
+    """stdout's reader went away mid-command (click would turn the BrokenPipeError into exit 1)."""
 
 
 # Command name → (module in this package, attribute). Modules load only when their command runs: a scan
@@ -39,8 +49,11 @@ class UserError(click.ClickException):
 LAZY_COMMANDS = {
     "scan": ("scan", "scan"),
     "hosts": ("hosts", "hosts"),
+    "probes": ("probes", "probes"),
     "report": ("report", "report"),
     "repro": ("repro", "repro"),
+    "runs": ("run_list", "runs"),
+    "diff": ("diff", "diff"),
     "bundle": ("engines", "bundle_cmd"),
     "ingest": ("engines", "ingest"),
 }
@@ -57,6 +70,26 @@ class LazyGroup(click.Group):
         command: click.Command = getattr(importlib.import_module(f"gpudiag.cli.{module}"), attribute)
         return command
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click cuts each description to fit one line ("Run the probes on TARGETS (hosts,..."); a whole
+        # first sentence, wrapped, says more.
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=1000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            result = super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise _PipeClosed() from exc
+        # A command's ExitCode becomes the exit status here, however the group was called (main, tests).
+        ctx.exit(int(result) if isinstance(result, int) else ExitCode.OK)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpudiag")
@@ -64,28 +97,55 @@ def cli() -> None:
     """Remote diagnostics for multi-GPU LLM inference hosts."""
 
 
-def main() -> None:
+def main() -> NoReturn:
     # standalone_mode=False: click's own mode turns Ctrl-C and a stray EOFError into "Aborted!" with exit 1,
-    # which a CI job would read as "error findings".
+    # and a closed pipe into exit 1, which a CI job would read as "error findings".
     try:
         code = cli.main(prog_name="gpudiag", standalone_mode=False)
+        sys.stdout.flush()   # a pipe closed by now shows here, not at interpreter exit
+    except click.exceptions.NoArgsIsHelpError as exc:
+        exc.show()
+        _exit(ExitCode.USAGE)
+    except click.UsageError as exc:
+        _usage_error(exc)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
+        _exit(exc.exit_code)
     except (KeyboardInterrupt, click.Abort) as exc:
         cause = exc.__cause__ if isinstance(exc, click.Abort) else None
         if cause is not None and not isinstance(cause, KeyboardInterrupt):
             _internal_error(cause)
-        sys.exit(ExitCode.INTERRUPTED)  # outside a scan, Ctrl-C just ends quietly
-    except BrokenPipeError:  # `gpudiag report | head`: the reader left; nothing to say
-        sys.stdout = None  # type: ignore[assignment]  # no flush at exit onto the closed pipe
-        sys.exit(1)
+        _exit(ExitCode.INTERRUPTED)  # outside a scan, Ctrl-C just ends quietly
+    except (_PipeClosed, BrokenPipeError):
+        _pipe_closed()
     except Exception as exc:
         _internal_error(exc)
-    sys.exit(code if isinstance(code, int) else ExitCode.OK)
+    _exit(code if isinstance(code, int) else ExitCode.OK)
 
 
-def _internal_error(exc: BaseException) -> None:
+def _exit(code: int) -> NoReturn:
+    sys.exit(int(code))
+
+
+def _usage_error(exc: click.UsageError) -> NoReturn:
+    """One line, as for every other input error, with where to read more."""
+    where = f" (see {exc.ctx.command_path if exc.ctx is not None else 'gpudiag'} --help)"
+    message = " ".join(exc.format_message().split())
+    click.echo(f"gpudiag: error: {message}{where}", err=True)
+    _exit(ExitCode.USAGE)
+
+
+def _pipe_closed() -> NoReturn:
+    """The reader left: nothing to say, and no second error when Python flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    _exit(ExitCode.PIPE_CLOSED)
+
+
+def _internal_error(exc: BaseException) -> NoReturn:
     """An unexpected exception is a gpudiag bug: one line and exit 70, the traceback only on request."""
     if os.environ.get("GPUDIAG_DEBUG"):
         import traceback
@@ -93,4 +153,4 @@ def _internal_error(exc: BaseException) -> None:
     message = (str(exc).splitlines() or [""])[0]
     click.echo(f"gpudiag: internal error: {type(exc).__name__}: {message} "
                f"(rerun with GPUDIAG_DEBUG=1 for the traceback)", err=True)
-    sys.exit(ExitCode.INTERNAL)
+    _exit(ExitCode.INTERNAL)

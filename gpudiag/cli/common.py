@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
 from gpudiag.cli import UserError
 from gpudiag.inventory import InventoryError, load_inventory, resolve_targets
@@ -14,6 +15,33 @@ from gpudiag.models import Host
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
 
 DEFAULT_INVENTORY = "inventory.yaml"
+# Longest time limit any option takes: a week is already far beyond any scan; 1e309 (inf) or nan is a typo.
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+class Seconds(click.ParamType):
+    """A finite number of seconds within [minimum, MAX_SECONDS]; anything else is a one-line usage error."""
+    name = "seconds"
+
+    def __init__(self, minimum: float) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not self.minimum <= seconds <= MAX_SECONDS:   # also false for nan
+            self.fail(f"{value} is not between {self.minimum:g} and {MAX_SECONDS:.0f} seconds", param, ctx)
+        return seconds
+
+
+class ResultConsole(Console):
+    """A rich console on stdout, for results. rich ends a broken pipe with exit 1 ("findings"); here it is
+    a BrokenPipeError, which the CLI turns into the conventional quiet exit 141."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
 
 
 def reports_dir_option(f: Any) -> Any:
@@ -62,6 +90,17 @@ def ignored_ssh_settings(hosts: list[Host]) -> list[str]:
         if notes:
             lines.append(f"{host.name}: {config.path}: {'; '.join(notes)}")
     return lines
+
+
+def checked_settings(settings: tuple[str, ...], selected: list[str]) -> dict[str, Any]:
+    """`--set` items checked against the probes' declared options before anything connects."""
+    from probes.probe_info import SettingError, check_settings
+
+    try:
+        checked: dict[str, Any] = check_settings(parse_settings(settings), selected)
+    except SettingError as exc:
+        raise UserError(str(exc)) from None
+    return checked
 
 
 def parse_settings(settings: tuple[str, ...]) -> dict[str, Any]:

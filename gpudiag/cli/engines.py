@@ -6,10 +6,9 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import reports_dir_option
+from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.cli.scan import selected_probes
 from gpudiag.engines import zipapp
 from gpudiag.engines.ingest import FORMATS, IngestError, Source, ingest as ingest_sources
@@ -68,7 +67,7 @@ def read_sources(paths: tuple[str, ...]) -> list[Source]:
                    "(pdsh/clush `host: ` prefixes, srun output with or without --label, one file per host).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
 @reports_dir_option
-def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path) -> None:
+def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path) -> int:
     """Store output an engine collected (SOURCES: files, directories, or - for stdin) as a run."""
     loaded = read_sources(sources)
     try:
@@ -84,12 +83,12 @@ def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path)
         manifest = writer.finish()
     except StoreError as exc:   # nothing else to do while ingesting: the run is the whole job
         raise UserError(f"--reports-dir: {exc}") from None
-    console = Console(stderr=True)
     if as_json:
         click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
     else:
-        console.print(summary_table(outcome.results, f"gpudiag ingest {manifest.run_id}"))
-        console.print(f"results: {writer.dir}", markup=False, highlight=False)
-    sys.exit(ExitCode.OK if all(r.status == OK for r in outcome.results) else ExitCode.HOSTS_FAILED)
+        results = ResultConsole()   # results to stdout, warnings to stderr
+        results.print(summary_table(outcome.results, f"gpudiag ingest {manifest.run_id}"))
+        results.print(f"results: {writer.dir}", markup=False, highlight=False)
+    return ExitCode.OK if all(r.status == OK for r in outcome.results) else ExitCode.HOSTS_FAILED
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpudiag.cli.common import inventory_option, load_hosts, warn_ignored_ssh_settings
+from gpudiag.cli.common import ResultConsole, inventory_option, load_hosts, warn_ignored_ssh_settings
 from gpudiag.models import Host
 from gpudiag.inventory.sshconfig import config_path
 
@@ -42,6 +41,6 @@ def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | No
         # Every cell comes from the inventory or ssh config: plain Text, never parsed as rich markup.
         cells = (h.name, h.describe_route(), python_label(h), ",".join(h.groups) or "-", h.source)
         table.add_row(*(Text(cell) for cell in cells))
-    Console().print(table)
+    ResultConsole().print(table)
 
 

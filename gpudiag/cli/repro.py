@@ -8,7 +8,6 @@ signature; 2 bad input; 3 a host, or some cells, could not run the repro (unreac
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -17,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import inventory_option, load_hosts, reports_dir_option
+from gpudiag.cli.common import ResultConsole, Seconds, inventory_option, load_hosts, reports_dir_option
 from gpudiag.cli.runs import StoredRun, transports
 from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
 from gpudiag.render.console import ScanProgress
@@ -55,11 +54,12 @@ def repro() -> None:
               help="Passed as --json-model-override-args (the layer cut is already in the generated config.json).")
 @click.option("--judge-acceptance", is_flag=True,
               help="Call an acceptance length of 1.00 a silent failure (off: dummy weights may accept nothing).")
-@click.option("--cell-timeout", type=click.FloatRange(5, None), default=120.0, show_default=True,
+@click.option("--cell-timeout", type=Seconds(5), default=120.0, show_default=True,
               help="Seconds per synthetic cell before its child is killed.")
-@click.option("--max-mem-mib", type=click.IntRange(64, None), default=plan_mod.DEFAULT_MAX_MEM_MIB, show_default=True,
+@click.option("--max-mem-mib", type=click.IntRange(64, 1 << 30), default=plan_mod.DEFAULT_MAX_MEM_MIB,
+              show_default=True,
               help="GPU memory cap of each synthetic child (torch's allocator); larger cells are skipped.")
-@click.option("--timeout", type=click.FloatRange(10, None), default=DEFAULT_HOST_TIMEOUT, show_default=True,
+@click.option("--timeout", type=Seconds(10), default=DEFAULT_HOST_TIMEOUT, show_default=True,
               help="Deadline per host in seconds.")
 @click.option("--log", "log_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Classify this crash log instead of running anything (exit 1 when a crash signature matches).")
@@ -72,7 +72,7 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
                      tp: int, topk: int, mode: str, force: bool, model_override: str | None, judge_acceptance: bool,
                      cell_timeout: float, max_mem_mib: int, timeout: float,
                      log_file: Path | None, accept_new: bool, known_hosts: str | None, as_json: bool,
-                     reports_dir: Path) -> None:
+                     reports_dir: Path) -> int:
     """Reproduce CUDA-graph crashes on TARGETS (default localhost) or classify --log FILE."""
     try:
         table = sig_mod.load_table()
@@ -81,8 +81,7 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     if log_file is not None:
         if targets:
             raise UserError("--log classifies a file on this machine; give it without TARGETS")
-        _classify_log(log_file, as_json, reports_dir)
-        return
+        return _classify_log(log_file, as_json, reports_dir)
     try:
         plan = plan_mod.ReproPlan(algorithms=plan_mod.parse_algorithms(algorithm),
                                   batch_sizes=plan_mod.parse_batch_sizes(batch_sizes),
@@ -115,13 +114,14 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     if as_json:
         click.echo(json.dumps(block, indent=2, sort_keys=True))
     else:
+        results = ResultConsole()   # results to stdout; progress and warnings stay on stderr
         for item in repros:
-            _print_host(console, item)
-        console.print(Text(f"results: {writer.dir}  (gpudiag report {manifest.run_id})"))
+            _print_host(results, item)
+        results.print(Text(f"results: {writer.dir}  (gpudiag report {manifest.run_id})"))
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept; every server and child was killed", style="yellow")
-        sys.exit(ExitCode.INTERRUPTED)
-    sys.exit(OUTCOME_EXIT[block["outcome"]])
+        return ExitCode.INTERRUPTED
+    return OUTCOME_EXIT[block["outcome"]]
 
 
 def _print_host(console: Console, item: summary.HostRepro) -> None:
@@ -148,7 +148,7 @@ def _print_host(console: Console, item: summary.HostRepro) -> None:
         console.print(Text(f"note: {note}"), style="dim")
 
 
-def _classify_log(path: Path, as_json: bool, reports_dir: Path) -> None:
+def _classify_log(path: Path, as_json: bool, reports_dir: Path) -> int:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -170,6 +170,6 @@ def _classify_log(path: Path, as_json: bool, reports_dir: Path) -> None:
             click.echo(f"  {path}:{quoted.number}: {quoted.text}")
         click.echo(f"  advice: {sig.recommendation}")
         click.echo(f"  reference: {sig.reference}")
-    sys.exit(ExitCode.FINDINGS if found else ExitCode.OK)
+    return ExitCode.FINDINGS if found else ExitCode.OK
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-import sys
 import threading
 from pathlib import Path
 from typing import Callable, Iterator
@@ -14,10 +13,11 @@ from rich.console import Console
 
 from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import (inventory_option, load_hosts, parse_settings, reports_dir_option,
-                                 warn_ignored_ssh_settings)
+from gpudiag.cli.common import (ResultConsole, Seconds, checked_settings, inventory_option, load_hosts,
+                                 reports_dir_option, warn_ignored_ssh_settings)
 from gpudiag.cli.runs import StoredRun, transports
-from gpudiag.models import OK
+from gpudiag.findings import has_errors
+from gpudiag.models import OK, Finding
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
 from gpudiag.render.console import ScanProgress, summary_table
 from gpudiag.store import StoreError
@@ -47,13 +47,14 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.option("--set", "settings", multiple=True, metavar="PROBE.KEY=VALUE", help="A probe option (repeatable).")
 @click.option("--forks", type=click.IntRange(1, 1024), default=DEFAULT_FORKS, show_default=True,
               help="Hosts scanned at once.")
-@click.option("--timeout", type=click.FloatRange(1, None),
+@click.option("--timeout", type=Seconds(1),
               help=f"Deadline per host in seconds, connection included [default: {DEFAULT_TIMEOUT:.0f}, "
                    f"plus each GPU probe's own limit when one is selected].")
-@click.option("--probe-timeout", type=click.FloatRange(1, None), help="Time limit per probe on the host.")
+@click.option("--probe-timeout", type=Seconds(1), help="Time limit per probe on the host.")
 @click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
-@click.option("--connect-timeout", type=click.FloatRange(0.1, None), default=10.0, show_default=True)
+@click.option("--connect-timeout", type=Seconds(0.1), default=10.0, show_default=True,
+              help="Seconds to wait for an SSH connection and its handshake.")
 @click.option("--verify-all", is_flag=True,
               help="Hash every installed sglang file against its RECORD, not only the files facts cite.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
@@ -61,15 +62,15 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | None, probes: str | None,
          deep: bool, force: bool, settings: tuple[str, ...], forks: int, timeout: float | None,
          probe_timeout: float | None, accept_new: bool, known_hosts: str | None, connect_timeout: float,
-         verify_all: bool, as_json: bool, reports_dir: Path) -> None:
+         verify_all: bool, as_json: bool, reports_dir: Path) -> int:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
+    names = selected_probes(probes, deep)
+    options = checked_settings(settings, names)
     hosts = load_hosts(targets, inventory_path, python)
     warn_ignored_ssh_settings(hosts)
-    options = parse_settings(settings)
     options.update(force=force, deep=deep)
     if verify_all:
         options.setdefault("sglang_source", {})["verify_all"] = True
-    names = selected_probes(probes, deep)
     if "cuda_graph" in names:
         # The crash-signature table is control-side data; the probe matches failures against it.
         from gpudiag.repro import signatures
@@ -94,37 +95,40 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         finishing()   # only writing is left: a late Ctrl-C must not cut run.json short
         manifest = run.finish(outcome)
     writer = run.writer
+    findings = _stored_findings(writer.dir, console)
+    results = ResultConsole()   # results go to stdout, progress and warnings to stderr
     if as_json:
-        click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
+        doc = manifest.to_dict()
+        doc["findings"] = None if findings is None else [f.to_dict() for f in findings]
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
     else:
-        console.print(summary_table(outcome.results, f"gpudiag scan {manifest.run_id}"))
-        console.print(f"results: {writer.dir}", markup=False, highlight=False)
+        results.print(summary_table(outcome.results, f"gpudiag scan {manifest.run_id}"))
+        results.print(f"results: {writer.dir}", markup=False, highlight=False)
+        if findings:
+            counts: dict[str, int] = {}
+            for finding in findings:
+                counts[finding.severity] = counts.get(finding.severity, 0) + 1
+            summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
+            results.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)", markup=False)
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept", style="yellow")
-        sys.exit(ExitCode.INTERRUPTED)
+        return ExitCode.INTERRUPTED
     if any(r.status != OK for r in outcome.results):
-        sys.exit(ExitCode.HOSTS_FAILED)
-    sys.exit(ExitCode.FINDINGS if _error_findings(writer.dir, console, quiet=as_json) else ExitCode.OK)
+        return ExitCode.HOSTS_FAILED
+    return ExitCode.FINDINGS if findings and has_errors(findings) else ExitCode.OK
 
 
-def _error_findings(run_dir: Path, console: Console, quiet: bool) -> bool:
-    """Whether the stored run has error-or-worse findings (the exit code says so, as report's does)."""
-    from gpudiag.findings import all_findings, has_errors
+def _stored_findings(run_dir: Path, console: Console) -> list[Finding] | None:
+    """The stored run's findings (what the exit code and --json report), or None when it cannot be read."""
+    from gpudiag.findings import all_findings
     from gpudiag.store import load_run
 
     try:
-        run = load_run(run_dir)
+        return all_findings(load_run(run_dir))
     except StoreError as exc:   # already warned when writing failed; findings need the stored run
         console.print(f"gpudiag: warning: findings not checked: {exc}", markup=False, highlight=False)
-        return False
-    findings = all_findings(run)
-    if not quiet and findings:
-        counts = {}
-        for finding in findings:
-            counts[finding.severity] = counts.get(finding.severity, 0) + 1
-        summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
-        console.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)")
-    return has_errors(findings)
+        return None
+
 
 @contextlib.contextmanager
 def _interrupt_policy() -> Iterator[Callable[[], None]]:

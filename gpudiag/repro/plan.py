@@ -9,6 +9,7 @@ from typing import Any
 ALGORITHMS = ("EAGLE", "EAGLE3", "DFLASH")
 MODES = ("auto", "sglang", "synthetic", "both")
 MAX_DRAFT_TOKENS = 64
+MAX_BATCH_SIZE = 4096       # far above any captured CUDA-graph batch size; more is a typo
 DEFAULT_MAX_MEM_MIB = 4096   # the synthetic harness's allocator cap per child
 PATHS_PER_ALGORITHM = {"EAGLE": ("eagle_draft", "eagle_draft_extend"), "EAGLE3": ("eagle_draft", "eagle_draft_extend"),
                        "DFLASH": ("dflash_verify",)}
@@ -46,8 +47,8 @@ def parse_batch_sizes(text: str) -> tuple[int, ...]:
         sizes = sorted({int(p) for p in text.split(",") if p.strip()})
     except ValueError:
         raise PlanError(f"--batch-sizes {text!r}: expected comma-separated integers like 1,4,16,64") from None
-    if not sizes or sizes[0] < 1:
-        raise PlanError(f"--batch-sizes {text!r}: batch sizes must be positive integers")
+    if not sizes or sizes[0] < 1 or sizes[-1] > MAX_BATCH_SIZE:
+        raise PlanError(f"--batch-sizes {text!r}: batch sizes must be positive integers up to {MAX_BATCH_SIZE}")
     return tuple(sizes)
 
 

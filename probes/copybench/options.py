@@ -1,21 +1,13 @@
 """copy_bench options (`--set copy_bench.KEY=VALUE`): defaults per device, values from the live server's
 flags (deployment probe), validation with one-line errors naming the option.
 """
-from probes.copybench import strategies, workloads
+from probes.copybench import declared, strategies, workloads
 
-KIB, MIB = 1024, 1024 * 1024
+KIB, MIB = declared.KIB, declared.MIB
 
-DEFAULTS = {
-    "cuda": {"batch_sizes": [1, 8, 32, 128], "hidden_sizes": [4096, 7168], "samples": 10, "target_us": 500.0,
-             "max_iters": 200, "sweep_min_bytes": KIB, "sweep_max_bytes": 256 * MIB, "sweep_factor": 2},
-    # Small on the CPU so the whole probe takes a few seconds.
-    "cpu": {"batch_sizes": [1, 8, 32], "hidden_sizes": [512], "samples": 10, "target_us": 200.0,
-            "max_iters": 100, "sweep_min_bytes": KIB, "sweep_max_bytes": 4 * MIB, "sweep_factor": 4},
-}
-COMMON = {"device": "auto", "paths": list(workloads.PATHS), "strategies": list(strategies.STRATEGIES),
-          "topk": 4, "steps": 3, "draft_tokens": 8, "hidden_dtype": "bfloat16", "sweep_dtype": "bfloat16",
-          "max_mem_mib": 2048, "idle_used_mib": 1024, "graph": True, "graph_copies": 20, "h2d": True,
-          "split_bytes": None, "gpus": None, "isolate": None, "cpu_threads": 1}
+# Declared once with their help text (probes/copybench/declared.py): per device, and device-independent.
+DEFAULTS = declared.DEFAULTS
+COMMON = declared.COMMON
 # Server flags (deployment probe) that set the workload shapes when the options do not.
 FROM_SERVER = {"topk": "speculative_eagle_topk", "steps": "speculative_num_steps",
                "draft_tokens": "speculative_num_draft_tokens"}

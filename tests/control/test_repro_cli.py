@@ -25,7 +25,7 @@ def test_localhost_without_cuda_exits_4_and_stores_skipped_cells(tmp_path):
     proc = gpudiag("repro", "cuda-graph-crash", "localhost", "--reports-dir", str(tmp_path),
                    "--batch-sizes", "1,4", "--draft-tokens", "2-8", "--max-mem-mib", "2048")
     assert proc.returncode == 4, proc.stderr
-    assert "nothing ran: no CUDA device" in proc.stderr
+    assert "nothing ran: no CUDA device" in proc.stdout      # results on stdout, progress on stderr
     run_dir = tmp_path / "runs" / (tmp_path / "latest").read_text().strip()
     run = json.loads((run_dir / "run.json").read_text())
     assert run["kind"] == "repro" and run["repro"]["outcome"] == "nothing_ran"

@@ -14,8 +14,12 @@ STRATEGIES = ("loop", "grouped_foreach", "grouped_foreach_dma_split", "grouped_f
 
 
 def scan(tmp_path, *settings):
+    # An empty /proc view: an sglang server running elsewhere on this machine must not choose the
+    # interpreter (or the workload shapes) this test measures with.
+    empty_proc = tmp_path / "proc"
+    empty_proc.mkdir(parents=True)
     argv = [sys.executable, "-m", "gpudiag", "scan", "localhost", "--probes", "copy_bench",
-            "--reports-dir", str(tmp_path), "--json"]
+            "--reports-dir", str(tmp_path), "--json", "--set", "deployment.proc_root=%s" % empty_proc]
     for item in settings:
         argv += ["--set", "copy_bench." + item]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=180)
@@ -66,7 +70,17 @@ def test_isolated_child_run_and_a_bad_option_through_the_cli(tmp_path):
     assert data["isolated"] is True
     assert [w["name"] for w in data["gpus"][0]["workloads"]] == ["dflash_verify/bs1", "dflash_verify/bs4"]
     assert data["gpus"][0]["workloads"][0]["strategies"]["packed"]["status"] == "ok"
-    proc, result = scan(tmp_path / "b", "batch_sizes=[0]")
-    assert proc.returncode == 3          # a probe error makes the host fail the scan
-    assert result["status"] == "error"
-    assert result["error"]["message"] == "copy_bench.batch_sizes: expected an integer ≥ 1, got 0"
+    bad = subprocess.run([sys.executable, "-m", "gpudiag", "scan", "localhost", "--probes", "copy_bench",
+                          "--reports-dir", str(tmp_path / "b"), "--set", "copy_bench.batch_sizes=[0]"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2           # checked against the declaration before anything runs
+    assert bad.stderr == "gpudiag: error: --set copy_bench.batch_sizes: expected a list of integers ≥ 1, " \
+                         "e.g. [1,8], got [0]\n"
+    assert not (tmp_path / "b").exists()
+
+
+def test_the_probe_still_refuses_a_bad_option_it_is_sent_directly():
+    """A bundle run by Ansible or pdsh gets no control-side check: the probe's own one-line error stays."""
+    from probes.copybench import options
+    with pytest.raises(options.OptionError, match="copy_bench.batch_sizes: expected an integer ≥ 1, got 0"):
+        options.resolve({"batch_sizes": [0]}, "cpu")

@@ -102,12 +102,38 @@ def test_env_torch_section_falls_back_with_the_reason(tmp_path):
     assert "exit 5" in facts["interpreter"]["reason"]
 
 
+def venv_seeing_our_packages(venv):
+    """A new venv whose Python sees the packages this test's Python sees (torch included), in a venv or not.
+
+    `--system-site-packages` would not do: a venv made from inside a venv is based on the *base* Python,
+    so it would see the system's packages, not this venv's. A .pth that adds our site directories (with
+    their own .pth files) gives it exactly ours.
+    """
+    import site
+    import sysconfig
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+    ours = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]] if os.path.isdir(p)]
+    lines = ["import site; site.addsitedir(%r)" % p for p in dict.fromkeys(ours)]
+    with open(os.path.join(purelib, "gpudiag-test-our-packages.pth"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return python
+
+
+def test_a_nested_venv_sees_what_this_python_sees(tmp_path):
+    python = venv_seeing_our_packages(tmp_path / "venv")
+    out = subprocess.run([python, "-I", "-c", "import torch, sys; print(torch.__version__, sys.prefix)"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [torch.__version__, str(tmp_path / "venv")]
+
+
 def test_through_the_probe_cli_a_live_server_in_a_venv(tmp_path):
     """`python -m probes`: a stand-in server runs under a venv; env and torch_caps describe that venv's torch."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
-                   check=True, timeout=120)
-    python = str(venv / "bin" / "python")
+    python = venv_seeing_our_packages(venv)
     stand_in = tmp_path / "stand_in" / "sglang"
     stand_in.mkdir(parents=True)
     (stand_in / "__init__.py").write_text("")
