@@ -205,26 +205,56 @@ def _repro_finding(host: HostResult, key: str, failing: list[dict[str, Any]]) ->
 
 
 def classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
-    """Signatures matched in a log file by `gpudiag repro cuda-graph-crash --log FILE` (a run with no hosts)."""
-    repro = as_dict(manifest_extra.get("repro"))
-    if not repro.get("log"):
+    """What `gpudiag repro cuda-graph-crash --log FILE` found (a run of kind "log", with no hosts)."""
+    block = as_dict(manifest_extra.get("log"))
+    if not block.get("outcome"):
         return []
-    findings = []
-    for match in (m for m in as_list(repro.get("matches")) if isinstance(m, dict)):
-        quoted = [q for q in as_list(match.get("lines")) if isinstance(q, dict)]
-        first = quoted[0].get("line") if quoted else None
-        severity = str(match.get("severity") or "error")
-        findings.append(Finding(
-            id="cuda_graph.log_signature", severity=severity if severity in SEVERITY_RANK else "error",
-            title=f"log {str(repro['log']).rsplit('/', 1)[-1]} matches the CUDA-graph failure {match.get('name')}",
-            hosts=(),
-            evidence=(Evidence(kind="text", text=f"{match.get('meaning') or match.get('name')} — "
-                                                 f"{len(quoted)} matching line(s) in {repro['log']} "
-                                                 f"({match.get('reference') or 'no reference'})",
-                               file=str(repro["log"]), line=first if isinstance(first, int) else None,
-                               # Several matched lines: each keeps its own number, as in the crash-log appendix.
-                               snippet="\n".join(f"{q.get('line')}: {q.get('text')}" if len(quoted) > 1
-                                                 else str(q.get("text")) for q in quoted[:5]) or None),),
-            recommendation=str(match.get("recommendation") or "Compare with the referenced report."),
-            sources=(f"run.json/repro/{match.get('name')}",)))
-    return findings
+    source = str(block.get("source") or "log")
+    crashes = [c for c in as_list(block.get("crashes")) if isinstance(c, dict)]
+    if not crashes:
+        ready = block.get("ready_line")
+        return [Finding(id="cuda_graph.log_clean", severity="info", title=f"log {_name(source)}: no crash",
+                        hosts=(), evidence=(Evidence(kind="text", file=source, text=(
+                            f"{block.get('lines', 0)} lines read, no crash; "
+                            + (f"the server came up at line {ready}" if ready else
+                               "the log does not show the server coming up"))),),
+                        recommendation="Nothing to do for this log.", sources=("run.json/log",))]
+    return [log_crash_finding(crash, block, source, ()) for crash in crashes]
+
+
+def _name(source: str) -> str:
+    return source.rsplit("/", 1)[-1]
+
+
+def log_crash_finding(crash: dict[str, Any], block: dict[str, Any], source: str,
+                      hosts: tuple[str, ...]) -> Finding:
+    """One crash of a classified log (a file given to `repro --log`, or a live server's log read in a scan)."""
+    signature = as_dict(crash.get("signature"))
+    family, detail = str(crash.get("family") or "unclassified"), str(crash.get("detail") or "")
+    quoted = [q for q in as_list(crash.get("quoted")) if isinstance(q, dict)]
+    frames = [f for f in as_list(crash.get("last_frames")) if isinstance(f, dict)]
+    release = as_dict(block.get("release"))
+    evidence = [Evidence(kind="text", host=hosts[0] if len(hosts) == 1 else None, file=source,
+                         line=crash.get("line") if isinstance(crash.get("line"), int) else None,
+                         text=f"{crash.get('summary')} — family {family}{f' ({detail})' if detail else ''}, "
+                              f"{crash.get('when') or ''}",
+                         snippet="\n".join(f"{q.get('line')}: {q.get('text')}" for q in quoted) or None)]
+    if frames:
+        evidence.append(Evidence(kind="text", text="last frames: " + " <- ".join(
+            f"{f.get('file')}:{f.get('line')} in {f.get('function')}" for f in reversed(frames))))
+    evidence.append(Evidence(kind="text", text=f"advice assumes {block.get('advice_assumes')}: "
+                                               f"{release.get('basis') or 'no basis recorded'}"))
+    if signature:
+        severity = str(signature.get("severity") or "error")
+        title = f"{_name(source)}: {signature.get('name')} ({family})"
+        advice = f"{signature.get('meaning')} {signature.get('recommendation')} ({signature.get('reference')})"
+    elif family == "not_a_graph_problem":
+        severity, title = "error", f"{_name(source)}: crash that is not a CUDA-graph problem ({detail})"
+        advice = "Fix this first: CUDA graphs are not involved in this crash."
+    else:
+        severity, title = "error", f"{_name(source)}: unclassified crash at line {crash.get('line')} ({family})"
+        advice = ("No known signature matches; the family says where it broke. Report the quoted lines upstream, "
+                  "and check whether it recurs with the graph flags of the release the advice assumes.")
+    return Finding(id="cuda_graph.log_crash", severity=severity if severity in SEVERITY_RANK else "error",
+                   title=title, hosts=hosts, evidence=tuple(evidence), recommendation=advice,
+                   sources=("run.json/log",) if not hosts else (source,))

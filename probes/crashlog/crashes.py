@@ -61,13 +61,23 @@ def _is_continuation(text):
 
 
 def _frames_before(recent):
-    """The frame and code lines just above a bare exception line (a traceback whose head was cut off)."""
-    taken = []
-    for line in reversed(recent):
-        if FRAME.match(line.text) or (line.text[:1].isspace() and line.text.strip()):
+    """The frame lines (each with the code lines under it) just above a bare exception line: a traceback
+    whose head was cut off. Indented lines with no frame above them (a wrapped command line) stop it."""
+    taken, index = [], len(recent) - 1
+    while index >= 0:
+        line = recent[index]
+        if FRAME.match(line.text):
             taken.append(line)
-        else:
+            index -= 1
+            continue
+        start = index
+        while start >= 0 and not FRAME.match(recent[start].text) and recent[start].text[:1].isspace() \
+                and index - start < 3:
+            start -= 1
+        if start < 0 or not FRAME.match(recent[start].text):
             break
+        taken.extend(recent[start + 1:index + 1][::-1])
+        index = start
     return list(reversed(taken))
 
 

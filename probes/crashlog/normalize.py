@@ -7,7 +7,7 @@ launchers put before each record: `[2026-01-02 03:04:05 TP3]`, `[... DP0 TP0 EP0
 import re
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]")
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # A record header of sglang's logger: the timestamp, then the ranks of the process that wrote it.
 SGLANG_HEADER = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)((?: (?:TP|DP|PP|EP|CP|ATTN_DP)\d+)*)\] ?")
 RANK_PREFIX = re.compile(r"^(?:\[\d+\] )?\[rank(\d+)\]:")
