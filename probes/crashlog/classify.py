@@ -3,7 +3,7 @@ its exception line and last frames, and advice in the flags of the release that 
 import re
 
 from probes.crashlog import families, releases
-from probes.crashlog.crashes import find_crashes
+from probes.crashlog.crashes import MARKERS, find_crashes
 from probes.crashlog.normalize import logical_lines
 from probes.crashlog.redact import redact_line
 from probes.crashlog.table import SIGNATURES
@@ -35,7 +35,7 @@ def _compile(table):
 
 
 def quote(line):
-    return {"line": line.number, "text": redact_line(line.text.strip())[:MAX_TEXT]}
+    return {"line": line.number, "text": redact_line(line.shown.strip())[:MAX_TEXT]}
 
 
 def render_advice(template, words):
@@ -131,6 +131,9 @@ def _report(crash, lines, whole, compiled, words, ready):
     chosen = {line.number: line for line in matched}
     if exception is not None:
         chosen.setdefault(exception.number, exception)
+    for line in crash.lines:       # how the process ended: signals, watchdogs, "Killed", the parent's sigquit
+        if len(chosen) < MAX_QUOTED - LAST_FRAMES and MARKERS.search(line.text):
+            chosen.setdefault(line.number, line)
     for line in crash.lines:
         if len(chosen) >= MAX_QUOTED:
             break
@@ -142,6 +145,7 @@ def _report(crash, lines, whole, compiled, words, ready):
            "family": family, "detail": detail, "when": where,
            "exception": quote(exception) if exception is not None else None,
            "first_line_text": quote(first)["text"],
+           "key": redact_line((exception or first).text.strip())[:MAX_TEXT],
            "last_frames": frames,
            "quoted": [quote(chosen[n]) for n in sorted(chosen)][:MAX_QUOTED],
            "signature": None}
@@ -175,7 +179,7 @@ def _merge_ranks(reports):
     """The same crash on several ranks (one traceback per TP rank) is one report listing the ranks."""
     merged, seen = [], {}
     for report in reports:
-        key = (report["family"], (report["exception"] or {}).get("text") or report["first_line_text"],
+        key = (report["family"], report.pop("key", None) or report["first_line_text"],
                (report["signature"] or {}).get("name"))
         if key in seen and report["line"] - seen[key]["last_line"] < 400:
             seen[key]["streams"] = sorted(set(seen[key]["streams"]) | set(report["streams"]), key=_rank_order)

@@ -85,6 +85,9 @@ def find_crashes(lines):
     """Crashes in order of their first line. `lines` come from normalize.logical_lines."""
     crashes, active, recent = [], {}, {}
     for line in lines:
+        owner = _interleaved_owner(active, line)
+        if owner is not None:
+            line.stream = owner       # a traceback line printed after another rank's record header
         before = recent.setdefault(line.stream, [])
         before.append(line)
         del before[:-ATTACH_WITHIN]
@@ -134,6 +137,17 @@ def find_crashes(lines):
             crashes.append(crash)
             active[line.stream] = crash
     return crashes
+
+
+def _interleaved_owner(active, line):
+    """The stream whose open traceback a header-less frame line continues, when its own stream has none."""
+    if line.header or not FRAME.match(line.text) and not (line.text[:1].isspace() and line.text.strip()):
+        return None
+    own = active.get(line.stream)
+    if own is not None and own.open:
+        return None
+    open_elsewhere = [c for c in active.values() if c.open and c.exception is None]
+    return open_elsewhere[-1].stream if len(open_elsewhere) == 1 else None
 
 
 def _chained(crash):

@@ -18,13 +18,14 @@ MAX_LINE = 4000
 
 
 class Line(object):
-    __slots__ = ("number", "stream", "text", "header")
+    __slots__ = ("number", "stream", "text", "header", "shown")
 
-    def __init__(self, number, stream, text, header):
+    def __init__(self, number, stream, text, header, shown=None):
         self.number = number      # 1-based line number in the input, as an editor shows it
         self.stream = stream      # "TP0", "rank3", "SGLangEngine:952" or "" (the main process)
         self.text = text          # the line without its prefixes, colours or redrawn progress
         self.header = header      # True when the line opened a new log record
+        self.shown = text if shown is None else shown   # the whole line as a terminal shows it, prefixes kept
 
     def __repr__(self):
         return "Line(%d, %r, %r)" % (self.number, self.stream, self.text)
@@ -50,7 +51,7 @@ def logical_lines(text):
     out = []
     current = {"": ""}   # wrapper stream -> rank of the last record header seen in it
     for number, raw in enumerate(text.replace("\r\n", "\n").split("\n"), 1):
-        line = clean(raw)
+        line = shown = clean(raw)
         wrapper = ""
         match = WRAPPER.match(line)
         if match:
@@ -74,5 +75,5 @@ def logical_lines(text):
             stream = current.get(wrapper, "")
         if wrapper:
             stream = wrapper + ("/" + stream if stream else "")
-        out.append(Line(number, stream, line, header))
+        out.append(Line(number, stream, line, header, shown))
     return out

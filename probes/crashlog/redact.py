@@ -5,7 +5,7 @@ import re
 from probes.hostinfo.sglang_cmdline import REDACTED, looks_secret
 
 ASSIGNMENT = re.compile(r"""(?P<name>--?[A-Za-z][\w-]*|\b[A-Za-z_][\w]*|"[A-Za-z_][\w-]*")(?P<sep>\s*[=:]\s*|\s+)"""
-                        r"""(?P<value>'[^']*'|"[^"]*"|[^\s,)}\]]+)""")
+                        r"""(?P<value>'[^']*'|"[^"]*"|[^\s,()}\]=]+)""")
 URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][\w+.-]*://)[^/\s:@]+(:[^/\s@]*)?@")
 BEARER = re.compile(r"(?i)\b(bearer|token)\s+[A-Za-z0-9._~+/=-]{12,}")
 

@@ -103,8 +103,8 @@ SIGNATURES = [{'name': 'replay_input_copy_none',
   'requires': [],
   'meaning': 'Something synchronised with the host or used a forbidden stream during capture (.item(), .cpu(), a '
              'pinned allocation, the legacy stream).',
-  'recommendation': 'Find the host sync in the captured forward (run with --debug-cuda-graph where the release has '
-                    'it); it is a bug in the path being captured.',
+  'recommendation': 'Find the host sync in the captured forward (rerun with CUDA_LAUNCH_BLOCKING=1 to localise '
+                    'it); it is a bug in the path being captured, so {graphs_off} is the only workaround.',
   'reference': 'PyTorch CUDA graphs documentation (constraints on capture)'},
  {'name': 'capture_failed',
   'kind': 'capture',
