@@ -258,3 +258,30 @@ def log_crash_finding(crash: dict[str, Any], block: dict[str, Any], source: str,
     return Finding(id="cuda_graph.log_crash", severity=severity if severity in SEVERITY_RANK else "error",
                    title=title, hosts=hosts, evidence=tuple(evidence), recommendation=advice,
                    sources=("run.json/log",) if not hosts else (source,))
+
+
+def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
+    """Crashes in each live server's log (classified on the host during the scan), and what the log says
+    about DFlash's draft CUDA graph."""
+    findings = []
+    for host in hosts:
+        logs = as_dict(dig(probe(host, "deployment"), "server_logs"))
+        for pid, block in sorted(logs.items()):
+            block = as_dict(block)
+            where = as_dict(block.get("source"))
+            if not where:
+                continue
+            source = f"server pid {pid} log ({where.get('where') or where.get('kind')}" + (
+                f" → {where['path']}" if where.get("path") and where.get("path") != where.get("where") else "") + ")"
+            for crash in (c for c in as_list(block.get("crashes")) if isinstance(c, dict)):
+                findings.append(log_crash_finding(crash, block, source, (host.name,)))
+            dflash = as_dict(block.get("dflash_draft_graph"))
+            if dflash.get("state") == "disabled":
+                findings.append(Finding(
+                    id="cuda_graph.server_log_dflash", severity="info",
+                    title=f"DFlash draft graph disabled at startup: {dflash.get('reason')}", hosts=(host.name,),
+                    evidence=(Evidence(kind="text", host=host.name, file=source, line=dflash.get("line"),
+                                       text=f"DFlash draft graph disabled at startup: {dflash.get('text')}"),),
+                    recommendation="The draft runs eager (slower drafting); the log line says which setting "
+                                   "caused it.", sources=(source,)))
+    return findings
