@@ -1,20 +1,23 @@
 """One log in, one verdict out: known signature, unclassified crash, or clean; each crash with its family,
 its exception line and last frames, and advice in the flags of the release that wrote the log."""
+import bisect
 import re
 
 from probes.crashlog import families, releases
-from probes.crashlog.crashes import MARKERS, find_crashes
+from probes.crashlog.crashes import CANDIDATE_WORDS, MARKERS, find_crashes
 from probes.crashlog.normalize import logical_lines
 from probes.crashlog.redact import redact_line
 from probes.crashlog.table import SIGNATURES
 
 MAX_CRASHES = 20
+MAX_ANALYSED = 200      # crashes looked at in detail; a log with more is counted, not read further
 MAX_QUOTED = 12
 MAX_TEXT = 300
 LAST_FRAMES = 3
 READY = re.compile(r"The server is fired up and ready to roll|Uvicorn running on|Application startup complete")
 CAPTURE_BEGIN = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph begin")
 CAPTURE_END = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph end")
+CAPTURE_EVENT = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph (?:begin|end)")
 DFLASH = re.compile(r"DFLASH|dflash", re.I)
 DFLASH_DISABLED = re.compile(r"Disable DFLASH draft cuda graph because (?P<reason>.*)")
 OUTCOMES = ("known_signature", "unclassified_crash", "clean")
@@ -45,38 +48,101 @@ def render_advice(template, words):
         return template
 
 
+class LogIndex(object):
+    """The log's lines and their joined text, so a pattern is searched once over the whole text (in C)
+    and its hits mapped back to lines, instead of once per line."""
+
+    def __init__(self, lines):
+        self.lines = lines
+        self.whole = "\n".join(line.text for line in lines)
+        self._low = None
+        self.starts, offset = [], 0
+        for line in lines:
+            self.starts.append(offset)
+            offset += len(line.text) + 1
+
+    @property
+    def low(self):
+        if self._low is None:
+            self._low = self.whole.lower()
+        return self._low
+
+    def line_at(self, offset):
+        return self.lines[bisect.bisect_right(self.starts, offset) - 1]
+
+    def first(self, pattern):
+        found = pattern.search(self.whole)
+        return self.line_at(found.start()) if found else None
+
+    def every(self, pattern):
+        return [self.line_at(m.start()) for m in pattern.finditer(self.whole)]
+
+    def numbers_with(self, words):
+        """Numbers of the lines holding any of the words (plain substrings, found at memchr speed)."""
+        found = set()
+        for word in words:
+            at = self.whole.find(word)
+            while at >= 0:
+                line = self.line_at(at)
+                found.add(line.number)
+                at = self.whole.find(word, self.starts[line.number - 1] + len(line.text) + 1)
+        return found
+
+
+class Entry(object):
+    """A signature with its patterns compiled; what it needs from the whole log is looked up once, on demand
+    (a log without crashes never pays for it)."""
+
+    def __init__(self, index, entry, match, requires, context):
+        self.index, self.entry, self.match = index, entry, match
+        self._requires, self._context = requires, context
+        self._required = self._lines = None
+
+    def required(self):
+        if self._required is None:
+            self._required = all(p.search(self.index.whole) for p in self._requires)
+        return self._required
+
+    def context_lines(self):
+        if self._lines is None:
+            self._lines = [l for l in (self.index.first(p) for p in self._context) if l is not None]
+        return list(self._lines)
+
+
 def classify(text, table=None, installed_release=None):
-    lines = logical_lines(text)
-    whole = "\n".join(line.text for line in lines)
+    index = LogIndex(logical_lines(text))
+    lines, whole = index.lines, index.whole
     release = releases.infer_release(whole, installed_release)
     words = releases.flag_words(release["generation"], release.get("release"))
-    compiled = _compile(SIGNATURES if table is None else table)
-    ready = next((line for line in lines if READY.search(line.text)), None)
-    crashes = find_crashes(lines)
-    reports = [_report(crash, lines, whole, compiled, words, ready) for crash in crashes]
+    compiled = [Entry(index, *parts) for parts in _compile(SIGNATURES if table is None else table)]
+    ready = index.first(READY)
+    captures = [(l.number, l.stream, bool(CAPTURE_BEGIN.search(l.text)))
+                for l in index.every(CAPTURE_EVENT)]
+    crashes = find_crashes(lines, index.numbers_with(CANDIDATE_WORDS))
+    reports = [_report(crash, captures, compiled, words, ready) for crash in crashes[:MAX_ANALYSED]]
     reports = _merge_ranks(reports)
-    stalled = _capture_unfinished(lines) if not reports and not ready else None
+    stalled = _capture_unfinished(lines, captures) if not reports and not ready else None
     if stalled:
         reports.append(_stall_report(lines, stalled))
-    notes = _notes(lines, whole, compiled, words)
+    notes = _notes(index, compiled, words)
     signed = [r for r in reports if r["signature"]]
     outcome = "known_signature" if signed else "unclassified_crash" if reports else "clean"
     return {"outcome": outcome, "lines": len(lines),
             "ready_line": ready.number if ready else None,
             "release": release, "advice_assumes": releases.assumed(release),
-            "crashes": reports[:MAX_CRASHES], "crashes_total": len(reports),
-            "notes": notes, "dflash_draft_graph": _dflash(lines, whole, reports)}
+            "crashes": reports[:MAX_CRASHES], "crashes_total": len(reports) + max(0, len(crashes) - MAX_ANALYSED),
+            "notes": notes, "dflash_draft_graph": _dflash(index, reports)}
 
 
-def _capture_unfinished(lines):
+def _capture_unfinished(lines, captures):
     """The first line of a capture that began and never ended (a log that stops mid-capture), or None."""
     open_at = {}
-    for line in lines:
-        if CAPTURE_BEGIN.search(line.text):
-            open_at[line.stream] = line
-        elif CAPTURE_END.search(line.text):
-            open_at.pop(line.stream, None)
-    return min(open_at.values(), key=lambda l: l.number) if open_at else None
+    for number, stream, begins in captures:
+        if begins:
+            open_at[stream] = number
+        else:
+            open_at.pop(stream, None)
+    return lines[min(open_at.values()) - 1] if open_at else None
 
 
 def _stall_report(lines, begun):
@@ -91,18 +157,14 @@ def _stall_report(lines, begun):
     return out
 
 
-def _capture_open_before(lines, crash):
-    begun = None
-    for line in lines:
-        if line.number >= crash.first_line:
+def _capture_open_before(captures, crash):
+    begun = False
+    for number, stream, begins in captures:
+        if number >= crash.first_line:
             break
-        if line.stream != crash.stream:
-            continue
-        if CAPTURE_BEGIN.search(line.text):
-            begun = line.number
-        elif CAPTURE_END.search(line.text):
-            begun = None
-    return begun is not None
+        if stream == crash.stream:
+            begun = begins
+    return begun
 
 
 def _accepts(entry, family):
@@ -113,16 +175,16 @@ def _accepts(entry, family):
     return family in wanted or family in ("unclassified", "native_crash")
 
 
-def _report(crash, lines, whole, compiled, words, ready):
-    family, detail = families.family_of(crash, _capture_open_before(lines, crash))
+def _report(crash, captures, compiled, words, ready):
+    family, detail = families.family_of(crash, _capture_open_before(captures, crash))
     signature, matched = None, []
-    for entry, match, requires, context in compiled:
-        if not _accepts(entry, family) or not all(p.search(whole) for p in requires):
+    for candidate in compiled:
+        entry = candidate.entry
+        if not _accepts(entry, family) or not candidate.required():
             continue
-        matched = [line for line in crash.lines if any(p.search(line.text) for p in match)]
+        matched = [line for line in crash.lines if any(p.search(line.text) for p in candidate.match)]
         if matched:
-            context_lines = [next((l for l in lines if p.search(l.text)), None) for p in context]
-            matched = [l for l in context_lines if l is not None] + matched
+            matched = candidate.context_lines() + matched
             signature = entry
             break
     exception = crash.exception_or_earlier
@@ -196,13 +258,15 @@ def _rank_order(stream):
     return (re.sub(r"\d", "", stream), int(digits) if digits else -1)
 
 
-def _notes(lines, whole, compiled, words):
+def _notes(index, compiled, words):
     """Signatures that are not crashes (DFlash draft graph skipped, acceptance stuck at 1.00)."""
     notes = []
-    for entry, match, requires, _ in compiled:
-        if entry.get("family") or not all(p.search(whole) for p in requires):
+    for candidate in compiled:
+        entry = candidate.entry
+        if entry.get("family") or not candidate.required():
             continue
-        hit = next((line for line in lines if any(p.search(line.text) for p in match)), None)
+        hits = [line for line in (index.first(p) for p in candidate.match) if line is not None]
+        hit = min(hits, key=lambda l: l.number) if hits else None
         if hit is not None:
             notes.append({"name": entry.get("name"), "severity": entry.get("severity") or "info",
                           "meaning": entry.get("meaning"), "reference": entry.get("reference"),
@@ -211,15 +275,16 @@ def _notes(lines, whole, compiled, words):
     return notes
 
 
-def _dflash(lines, whole, reports):
+def _dflash(index, reports):
     """What the log says about DFlash's draft CUDA graph; None when the log never mentions DFlash."""
-    if not DFLASH.search(whole):
+    whole = index.whole
+    if "dflash" not in index.low:
         return None
-    for line in lines:
+    line = index.first(DFLASH_DISABLED) if "Disable DFLASH" in whole else None
+    if line is not None:
         found = DFLASH_DISABLED.search(line.text)
-        if found:
-            return {"state": "disabled", "line": line.number, "text": quote(line)["text"],
-                    "reason": redact_line(found.group("reason").strip())[:MAX_TEXT]}
+        return {"state": "disabled", "line": line.number, "text": quote(line)["text"],
+                "reason": redact_line(found.group("reason").strip())[:MAX_TEXT]}
     served = re.search(r"speculative_algorithm='?DFLASH|--speculative-algorithm[ =]DFLASH", whole, re.I)
     for report in reports:
         crash_text = " ".join(q["text"] for q in report["quoted"]) + " ".join(f["file"] for f in report["last_frames"])

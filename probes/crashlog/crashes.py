@@ -27,6 +27,11 @@ MARKERS = re.compile("|".join((
     r"Initialization failed\.",
     r"^Killed$",
 )), re.IGNORECASE)
+# Words on every line that can start or end a crash (see MARKERS and EXCEPTION_LINE); other lines are read
+# only while a crash is open.
+CANDIDATE_WORDS = ("Traceback", "most recent call", 'File "', "Error", "error", "ERROR", "Exception", "Exit",
+                   "Interrupt", "Failure", "Fatal", "fault", "SIG", "Abort", "abort", "terminate called", "sigquit",
+                   "atchdog", "Killed", "Initialization failed", "core dumped", "KeyboardInterrupt")
 ATTACH_WITHIN = 40      # a marker this many lines after a crash of the same stream belongs to it
 TAIL_LINES = 8          # message lines kept after an exception line ("Possible solutions", CUDA hints)
 
@@ -81,62 +86,78 @@ def _frames_before(recent):
     return list(reversed(taken))
 
 
-def find_crashes(lines):
-    """Crashes in order of their first line. `lines` come from normalize.logical_lines."""
+def find_crashes(lines, candidates=None):
+    """Crashes in order of their first line. `lines` come from normalize.logical_lines; `candidates`, when
+    given, holds the numbers of the lines CANDIDATE matches (found once over the whole text)."""
     crashes, active, recent = [], {}, {}
+    busy = False
     for line in lines:
-        owner = _interleaved_owner(active, line)
-        if owner is not None:
-            line.stream = owner       # a traceback line printed after another rank's record header
-        before = recent.setdefault(line.stream, [])
-        before.append(line)
-        del before[:-ATTACH_WITHIN]
-        crash = active.get(line.stream)
-        text = line.text
-        starts = TRACEBACK.search(text) or FAULTHANDLER.search(text)
-        if crash is not None and crash.open and not starts:
-            if _take_traceback_line(crash, line):
-                continue
-        if starts:
-            if crash is not None and crash.open and crash.exception is None:
-                crash.lines.append(line)      # a chained traceback after "During handling of …"
-                continue
-            if crash is not None and not crash.open and crash.exception is not None and \
-                    line.number - crash.last_line <= 2 and _chained(crash):
-                crash.lines.append(line)
-                crash.open = True
-                continue
-            crash = Crash(line.stream, line)
-            crashes.append(crash)
-            active[line.stream] = crash
+        if candidates is not None and not busy and line.number not in candidates:
             continue
-        if crash is not None and crash.tail > 0 and not line.header and text.strip():
-            crash.lines.append(line)
-            crash.tail -= 1
-            if CHAIN.match(text):
-                crash.open = True
-                crash.exception = None
-            continue
-        if MARKERS.search(text) or (not line.header and EXCEPTION_LINE.match(text.strip()) and
-                                    not text[:1].isspace()) or (line.header and EXCEPTION_LINE.match(text)):
-            if crash is None or line.number - crash.last_line > ATTACH_WITHIN:
-                crash = crashes[-1] if crashes else None     # the parent reporting a child's crash
-            if crash is not None and line.number - crash.last_line <= ATTACH_WITHIN:
-                crash.lines.append(line)
-                if EXCEPTION_LINE.match(text.strip()):
-                    crash.exception = crash.exception or line
-                continue
-            crash = Crash(line.stream, line)
-            crash.open = False
-            if EXCEPTION_LINE.match(text.strip()):
-                crash.exception = line
-                crash.tail = TAIL_LINES
-                head = _frames_before(before[:-1])
-                crash.lines[:0] = head
-                crash.frames = [_frame(l) for l in head if FRAME.match(l.text)]
-            crashes.append(crash)
-            active[line.stream] = crash
+        _step(line, crashes, active, recent)
+        busy = _busy(active, line.number)
     return crashes
+
+
+def _step(line, crashes, active, recent):
+    owner = _interleaved_owner(active, line)
+    if owner is not None:
+        line.stream = owner       # a traceback line printed after another rank's record header
+    before = recent.setdefault(line.stream, [])
+    before.append(line)
+    del before[:-ATTACH_WITHIN]
+    crash = active.get(line.stream)
+    if crash is not None and line.header:
+        crash.tail = 0            # a new record of the same stream ends the message lines
+    text = line.text
+    starts = TRACEBACK.search(text) or FAULTHANDLER.search(text)
+    if crash is not None and crash.open and not starts:
+        if _take_traceback_line(crash, line):
+            return
+    if starts:
+        if crash is not None and crash.open and crash.exception is None:
+            crash.lines.append(line)      # a chained traceback after "During handling of …"
+            return
+        if crash is not None and not crash.open and crash.exception is not None and \
+                line.number - crash.last_line <= 2 and _chained(crash):
+            crash.lines.append(line)
+            crash.open = True
+            return
+        crash = Crash(line.stream, line)
+        crashes.append(crash)
+        active[line.stream] = crash
+        return
+    if crash is not None and crash.tail > 0 and not line.header and text.strip():
+        crash.lines.append(line)
+        crash.tail -= 1
+        if CHAIN.match(text):
+            crash.open = True
+            crash.exception = None
+        return
+    if MARKERS.search(text) or (not line.header and EXCEPTION_LINE.match(text.strip()) and
+                                not text[:1].isspace()) or (line.header and EXCEPTION_LINE.match(text)):
+        if crash is None or line.number - crash.last_line > ATTACH_WITHIN:
+            crash = crashes[-1] if crashes else None     # the parent reporting a child's crash
+        if crash is not None and line.number - crash.last_line <= ATTACH_WITHIN:
+            crash.lines.append(line)
+            if EXCEPTION_LINE.match(text.strip()):
+                crash.exception = crash.exception or line
+            return
+        crash = Crash(line.stream, line)
+        crash.open = False
+        if EXCEPTION_LINE.match(text.strip()):
+            crash.exception = line
+            crash.tail = TAIL_LINES
+            head = _frames_before(before[:-1])
+            crash.lines[:0] = head
+            crash.frames = [_frame(l) for l in head if FRAME.match(l.text)]
+        crashes.append(crash)
+        active[line.stream] = crash
+
+
+def _busy(active, number):
+    """Whether some stream's crash may still take the next line (an open traceback, or message lines)."""
+    return any(c.open or (c.tail > 0 and number - c.last_line <= 2 * TAIL_LINES) for c in active.values())
 
 
 def _interleaved_owner(active, line):

@@ -9,23 +9,40 @@ from 0.5.14 and gone by 0.5.20.
 import re
 
 SPLIT = (0, 5, 14)
-VERSION = re.compile(r"(?:\bsglang(?:[ =:]=?|-| version:? )v?|\bsglang\s+v)(\d+\.\d+\.\d+)(?:\.post\d+|rc\d+)?", re.I)
-# Files and names that exist only from 0.5.14 on (among the wheels read), or only before it.
+VERSION = re.compile(r"sglang(?:[ =:]=?|-| version:? |\s+)v?(\d+\.\d+\.\d+)(?:\.post\d+|rc\d+)?")
+# Text that exists only from 0.5.14 on (among the wheels read), or only before it. Plain substrings: a log
+# is megabytes, and a substring test is a memchr where a regular expression walks every character.
 NEW_MARKERS = (
-    (re.compile(r"dflash_worker_v2\.py"), "dflash_worker_v2.py"),
-    (re.compile(r"model_executor/runner_backend(_utils)?/"), "model_executor/runner_backend*/"),
-    (re.compile(r"model_executor/runner_utils/"), "model_executor/runner_utils/"),
-    (re.compile(r"model_executor/model_runner_components/"), "model_executor/model_runner_components/"),
-    (re.compile(r"\bcuda_graph_max_bs_decode=|--cuda-graph-max-bs-decode\b"), "cuda_graph_max_bs_decode"),
-    (re.compile(r"\bdisable_prefill_cuda_graph=|--disable-prefill-cuda-graph\b"), "disable_prefill_cuda_graph"),
+    ("dflash_worker_v2.py", "dflash_worker_v2.py"),
+    ("model_executor/runner_backend", "model_executor/runner_backend*/"),
+    ("model_executor/runner_utils/", "model_executor/runner_utils/"),
+    ("model_executor/model_runner_components/", "model_executor/model_runner_components/"),
+    ("cuda_graph_max_bs_decode", "cuda_graph_max_bs_decode"),
+    ("cuda-graph-max-bs-decode", "cuda_graph_max_bs_decode"),
+    ("disable_prefill_cuda_graph", "disable_prefill_cuda_graph"),
+    ("disable-prefill-cuda-graph", "disable_prefill_cuda_graph"),
 )
 OLD_MARKERS = (
-    (re.compile(r"model_executor/cuda_graph_runner\.py"), "model_executor/cuda_graph_runner.py"),
-    (re.compile(r"model_executor/(piecewise|breakable)_cuda_graph_runner\.py"), "*_cuda_graph_runner.py"),
-    (re.compile(r"speculative/dflash_worker\.py"), "speculative/dflash_worker.py"),
-    (re.compile(r"speculative/eagle_worker\.py"), "speculative/eagle_worker.py"),
-    (re.compile(r"\benable_piecewise_cuda_graph=|--enable-piecewise-cuda-graph\b"), "enable_piecewise_cuda_graph"),
+    ("model_executor/cuda_graph_runner.py", "model_executor/cuda_graph_runner.py"),
+    ("model_executor/piecewise_cuda_graph_runner.py", "*_cuda_graph_runner.py"),
+    ("model_executor/breakable_cuda_graph_runner.py", "*_cuda_graph_runner.py"),
+    ("speculative/dflash_worker.py", "speculative/dflash_worker.py"),
+    ("speculative/eagle_worker.py", "speculative/eagle_worker.py"),
+    ("enable_piecewise_cuda_graph", "enable_piecewise_cuda_graph"),
+    ("enable-piecewise-cuda-graph", "enable_piecewise_cuda_graph"),
 )
+
+
+def _version_in(text):
+    """The first "sglang X.Y.Z" (sglang==, sglang-, sglang:, "sglang version") in the text, any case."""
+    low = text.lower()
+    at = low.find("sglang")
+    while at >= 0:
+        found = VERSION.match(low, at)
+        if found and parse_version(found.group(1)):
+            return found.group(1)
+        at = low.find("sglang", at + 6)
+    return None
 
 
 def parse_version(text):
@@ -37,17 +54,16 @@ def parse_version(text):
 
 def infer_release(text, installed=None):
     """{release, generation: "0.5.14+"|"before 0.5.14"|None, basis}."""
-    found = VERSION.search(text)
-    if found and parse_version(found.group(1)):
-        version = found.group(1)
+    version = _version_in(text)
+    if version:
         return {"release": version, "generation": _generation(parse_version(version)),
                 "basis": "the log names sglang %s" % version}
-    for pattern, name in NEW_MARKERS:
-        if pattern.search(text):
+    for marker, name in NEW_MARKERS:
+        if marker in text:
             return {"release": None, "generation": "0.5.14+",
                     "basis": "the log shows %s, which sglang has from 0.5.14 on" % name}
-    for pattern, name in OLD_MARKERS:
-        if pattern.search(text):
+    for marker, name in OLD_MARKERS:
+        if marker in text:
             return {"release": None, "generation": "before 0.5.14",
                     "basis": "the log shows %s, which sglang has only before 0.5.14" % name}
     if installed and parse_version(installed):
