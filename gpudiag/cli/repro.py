@@ -134,8 +134,8 @@ def _print_host(console: Console, item: summary.HostRepro) -> None:
         console.print(Text.assemble((item.host, "bold"), f": could not run the repro: {item.reason}"), style="red")
         return
     table = Table(title=Text(f"{item.host}: {item.environment_line()}"), title_justify="left")
-    for column in ("path", "bs", "draft", "status", "what happened"):
-        table.add_column(column)
+    for column in summary.COLUMNS:
+        table.add_column(column, overflow="fold")
     for row in summary.cell_rows(item):
         table.add_row(*(Text(str(value)) for value in row))
     console.print(table)

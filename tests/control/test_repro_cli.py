@@ -27,6 +27,12 @@ def test_localhost_without_cuda_exits_4_and_stores_skipped_cells(tmp_path):
                    "--batch-sizes", "1,4", "--draft-tokens", "2-8", "--max-mem-mib", "2048")
     assert proc.returncode == 4, proc.stderr
     assert "nothing ran: no CUDA device" in proc.stderr
+    # One row per replay path: its algorithm, the batch sizes and draft tokens it covers, the count and reason.
+    rows = [line for line in proc.stderr.splitlines() if "skipped ×2" in line]
+    assert len(rows) == 3, proc.stderr
+    assert [row.split("│")[1].strip() for row in rows] == ["DFLASH", "EAGLE", "EAGLE"]
+    assert all(row.split("│")[3].strip() == "1,4" and row.split("│")[4].strip() == "8" for row in rows)
+    assert all("no CUDA" in row for row in rows)
     run_dir = tmp_path / "runs" / (tmp_path / "latest").read_text().strip()
     run = json.loads((run_dir / "run.json").read_text())
     assert run["kind"] == "repro" and run["repro"]["outcome"] == "nothing_ran"
