@@ -20,7 +20,7 @@ from rich.text import Text
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import inventory_option, load_hosts, reports_dir_option
 from gpudiag.cli.runs import StoredRun, transports
-from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
+from gpudiag.orchestrator import Orchestrator, ScanRequest
 from gpudiag.render.console import ScanProgress
 from gpudiag.repro import logrun
 from gpudiag.repro import plan as plan_mod
