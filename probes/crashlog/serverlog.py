@@ -17,6 +17,7 @@ TAIL_BYTES = 8 * 1024 * 1024
 JOURNAL_LINES = 200000
 COMMAND_TIMEOUT = 20.0
 LOG_FLAGS = ("log_file", "log_path", "server_log", "log_output")
+SPECIAL = re.compile(r"^(pipe|socket|anon_inode):")
 UNIT = re.compile(r"/([^/\s]+\.service)(?:/|$)")
 
 
@@ -67,12 +68,20 @@ def _stdio(proc_root, pid):
         link = os.path.join(proc_root, str(pid), "fd", str(fd))
         try:
             target = os.readlink(link)
-            info = os.stat(link)
         except OSError as exc:
             reasons.append("%s unreadable (%s)" % (name, exc.strerror or exc))
             continue
+        special = SPECIAL.match(target)
+        if special:
+            reasons.append("%s is %s" % (name, special.group(1)))
+            continue
+        try:
+            info = os.stat(link)
+        except OSError as exc:
+            reasons.append("%s (%s) unreadable (%s)" % (name, target, exc.strerror or exc))
+            continue
         if not stat.S_ISREG(info.st_mode):
-            reasons.append("%s is %s" % (name, target.split(":", 1)[0] if ":" in target else target))
+            reasons.append("%s is %s, not a file" % (name, target))
             continue
         if (info.st_dev, info.st_ino) in seen:
             continue
