@@ -4,7 +4,8 @@ only the verdict and the matched lines (redacted) travel back.
 Where a log is found, in order: the inventory's `server_log` (a path, `journal:UNIT` or `docker:NAME`),
 a log-file flag on the server's command line, the server's stdout/stderr when they are regular files
 (/proc/PID/fd/1 and 2: readable even when the file was deleted or lives in another mount namespace),
-and the journal of the systemd unit the process runs in (/proc/PID/cgroup).
+the journal of the systemd unit the process runs in, and `docker logs` (`podman logs`) of the container
+it runs in (both from /proc/PID/cgroup).
 """
 import os
 import re
@@ -19,6 +20,8 @@ COMMAND_TIMEOUT = 20.0
 LOG_FLAGS = ("log_file", "log_path", "server_log", "log_output")
 SPECIAL = re.compile(r"^(pipe|socket|anon_inode):")
 UNIT = re.compile(r"/([^/\s]+\.service)(?:/|$)")
+# A container's cgroup: /docker/ID, /system.slice/docker-ID.scope, /kubepods/.../cri-containerd-ID.scope, ...
+CONTAINER = re.compile(r"(?:/docker/|docker-|libpod-)([0-9a-f]{12,64})(?:\.scope)?(?:/|$)", re.M)
 
 
 def read_server_logs(servers, proc_root="/proc", configured=None, run=run_command):
@@ -51,6 +54,7 @@ def _sources(server, proc_root, configured, run):
                                                               "path": value})
     yield lambda: _stdio(proc_root, pid)
     yield lambda: _journal_of(proc_root, pid, run)
+    yield lambda: _container_of(proc_root, pid, run)
 
 
 def _configured(spec, run):
@@ -111,15 +115,30 @@ def _meta(source, read, cut):
     return {"source": source, "bytes_read": read, "truncated": cut}
 
 
-def _journal_of(proc_root, pid, run):
+def _cgroup(proc_root, pid):
     try:
         with open(os.path.join(proc_root, str(pid), "cgroup")) as fh:
-            found = UNIT.search(fh.read())
+            return fh.read()
     except OSError:
-        found = None
-    if not found:
+        return ""
+
+
+def _journal_of(proc_root, pid, run):
+    text = _cgroup(proc_root, pid)
+    found = UNIT.search(text)
+    if not found or CONTAINER.search(text):
         return None, None, "not in a systemd unit"
     return _journal(found.group(1), run, "cgroup")
+
+
+def _container_of(proc_root, pid, run):
+    """A server in a docker or podman container on this host: its engine's log of the container."""
+    text = _cgroup(proc_root, pid)
+    found = CONTAINER.search(text)
+    if not found:
+        return None, None, "not in a container seen from here"
+    engine = "podman" if "libpod-" in text else "docker"
+    return _container_logs(engine, found.group(1), run)
 
 
 def _journal(unit, run, how):

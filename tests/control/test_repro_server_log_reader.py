@@ -84,3 +84,16 @@ def test_no_log_says_why_for_each_place_looked(tmp_path):
     assert record["reason"].endswith("name it with server_log: in the inventory")
     missing = serverlog.read_one({"pid": 4242}, fake_proc(tmp_path / "m"), str(tmp_path / "gone.log"), no_commands)
     assert "gone.log: No such file or directory" in missing["reason"]
+
+
+def test_a_server_in_a_container_on_this_host_is_read_through_its_engine(tmp_path):
+    calls = []
+
+    def run(argv, timeout=None):
+        calls.append(argv)
+        return {"ok": True, "stdout": "", "stderr": OOM, "error": None}   # the container's stderr
+    cid = "4f3c2a1b9e8d7c6b5a4f3c2a1b9e8d7c6b5a4f3c2a1b9e8d7c6b5a4f3c2a1b9e8d"[:64]
+    proc = fake_proc(tmp_path, cgroup="0::/system.slice/docker-%s.scope\n" % cid)
+    record = serverlog.read_one({"pid": 4242}, proc, None, run)
+    assert calls == [["docker", "logs", "--tail", str(serverlog.JOURNAL_LINES), cid]]
+    assert record["source"]["kind"] == "docker" and record["crashes"][0]["family"] == "oom_in_capture"
