@@ -208,7 +208,7 @@ def classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
     """What `gpudiag repro cuda-graph-crash --log FILE` found (a run of kind "log", with no hosts)."""
     block = as_dict(manifest_extra.get("log"))
     if not block.get("outcome"):
-        return []
+        return _legacy_classified_log(manifest_extra)
     source = str(block.get("source") or "log")
     crashes = [c for c in as_list(block.get("crashes")) if isinstance(c, dict)]
     if not crashes:
@@ -220,6 +220,32 @@ def classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
                                "the log does not show the server coming up"))),),
                         recommendation="Nothing to do for this log.", sources=("run.json/log",))]
     return [log_crash_finding(crash, block, source, ()) for crash in crashes]
+
+
+def _legacy_classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
+    """Runs stored before log runs had their own kind: signatures matched in `repro.matches`."""
+    repro = as_dict(manifest_extra.get("repro"))
+    if not repro.get("log"):
+        return []
+    findings = []
+    for match in (m for m in as_list(repro.get("matches")) if isinstance(m, dict)):
+        quoted = [q for q in as_list(match.get("lines")) if isinstance(q, dict)]
+        first = quoted[0].get("line") if quoted else None
+        severity = str(match.get("severity") or "error")
+        findings.append(Finding(
+            id="cuda_graph.log_signature", severity=severity if severity in SEVERITY_RANK else "error",
+            title=f"log {str(repro['log']).rsplit('/', 1)[-1]} matches the CUDA-graph failure {match.get('name')}",
+            hosts=(),
+            evidence=(Evidence(kind="text", text=f"{match.get('meaning') or match.get('name')} — "
+                                                 f"{len(quoted)} matching line(s) in {repro['log']} "
+                                                 f"({match.get('reference') or 'no reference'})",
+                               file=str(repro["log"]), line=first if isinstance(first, int) else None,
+                               # Several matched lines: each keeps its own number, as in the crash-log appendix.
+                               snippet="\n".join(f"{q.get('line')}: {q.get('text')}" if len(quoted) > 1
+                                                 else str(q.get("text")) for q in quoted[:5]) or None),),
+            recommendation=str(match.get("recommendation") or "Compare with the referenced report."),
+            sources=(f"run.json/repro/{match.get('name')}",)))
+    return findings
 
 
 def _name(source: str) -> str:

@@ -101,3 +101,28 @@ def describe(block: dict[str, Any]) -> list[str]:
     if dflash and dflash.get("state") == "disabled":
         out.append(f"DFlash draft graph disabled at startup: {dflash.get('text')} (line {dflash.get('line')})")
     return out
+
+
+def appendix(extra: dict[str, Any]) -> list[str]:
+    """The markdown appendix of a log run: the verdict, then each crash with its numbered lines and advice."""
+    from gpudiag.render.blocks import fenced     # render helpers, only when a report is written
+
+    block = extra.get("log")
+    if not isinstance(block, dict) or not block.get("outcome"):
+        return []
+    source = str(block.get("source") or "log")
+    lines = ["## Appendix: crash log", "", describe(block)[0].replace(f"{source}: ", f"Log `{source}`: ", 1), ""]
+    for index, crash in enumerate(c for c in block.get("crashes") or [] if isinstance(c, dict)):
+        lines += [f"### Crash {index + 1}: {crash.get('family')}"
+                  + (f" ({crash['detail']})" if crash.get("detail") else ""), "", str(crash.get("summary")), ""]
+        quoted = [q for q in crash.get("quoted") or [] if isinstance(q, dict)]
+        if quoted:
+            width = len(str(max(int(q.get("line") or 0) for q in quoted)))
+            lines += fenced(source, quoted[0].get("line"), "\n".join(
+                f"{str(q.get('line', '?')).rjust(width)}: {q.get('text', '')}" for q in quoted), "text")
+        signature = crash.get("signature") or {}
+        if signature:
+            lines += [f"{signature.get('meaning')}", "",
+                      f"**Advice** (assumes {block.get('advice_assumes')}): {signature.get('recommendation')} "
+                      f"({signature.get('reference')})", ""]
+    return lines

@@ -50,7 +50,10 @@ def logical_lines(text):
     """Every line of `text` as a Line; continuation lines inherit the stream of the record they follow."""
     out = []
     current = {"": ""}   # wrapper stream -> rank of the last record header seen in it
-    for number, raw in enumerate(text.replace("\r\n", "\n").split("\n"), 1):
+    physical = text.replace("\r\n", "\n").split("\n")
+    if physical and physical[-1] == "":
+        physical.pop()            # the newline that ends the last line does not start another
+    for number, raw in enumerate(physical, 1):
         line = shown = clean(raw)
         wrapper = ""
         match = WRAPPER.match(line)

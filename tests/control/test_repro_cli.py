@@ -52,7 +52,7 @@ def test_log_with_a_known_signature_quotes_lines_gives_release_advice_and_exits_
     proc = gpudiag("repro", "cuda-graph-crash", "--log", str(log), "--reports-dir", str(tmp_path))
     assert proc.returncode == 1, proc.stderr
     out = proc.stdout.splitlines()
-    assert out[0].startswith(f"{log}: known signature: 1 crash in 18 lines; advice assumes sglang 0.5.14+")
+    assert out[0].startswith(f"{log}: known signature: 1 crash in 17 lines; advice assumes sglang 0.5.14+")
     assert out[1].startswith("crash 1: capture_end_no_active_capture at line 15: RuntimeError: num_active_captures_")
     assert f"  {log}:7: --speculative-algorithm DFLASH \\" in out
     assert "  advice: Run DFlash without prefill CUDA graphs (--disable-prefill-cuda-graph) until the release " \
@@ -99,7 +99,7 @@ def test_clean_log_from_stdin_exits_0_and_reports_the_dflash_decision(tmp_path):
                           input=text, capture_output=True, timeout=120, cwd=str(ROOT))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode().splitlines()
-    assert out[0] == "stdin: clean: no crash in 6 lines; the server came up at line 4"
+    assert out[0] == "stdin: clean: no crash in 5 lines; the server came up at line 4"
     assert "DFlash draft graph disabled at startup: [2026-03-10 07:21:40 TP0] Disable DFLASH draft cuda graph " \
            "because the draft attention backend does not support TARGET_VERIFY capture. (line 2)" in out
     run_dir, = (tmp_path / "runs").iterdir()
