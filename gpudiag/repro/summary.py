@@ -88,7 +88,7 @@ ALGORITHM_OF_PATH = {"eagle_draft": "EAGLE", "eagle_draft_extend": "EAGLE", "dfl
 
 
 def _values(cells: list[dict[str, Any]], key: str) -> str:
-    found = sorted({c.get(key) for c in cells if isinstance(c.get(key), int)})
+    found = sorted({value for value in (c.get(key) for c in cells) if isinstance(value, int)})
     return ",".join(str(v) for v in found) or "?"
 
 

@@ -7,6 +7,7 @@ a log-file flag on the server's command line, the server's stdout/stderr when th
 the journal of the systemd unit the process runs in, and `docker logs` (`podman logs`) of the container
 it runs in (both from /proc/PID/cgroup).
 """
+import glob
 import os
 import re
 import stat
@@ -36,11 +37,29 @@ def read_one(server, proc_root, configured, run):
         if text is None:
             tried.append(why)
             continue
-        result = classify(text)
+        result = classify(text, None, installed_release(server))
         result.update(meta)
         return result
     return {"source": None, "outcome": None,
             "reason": "no log found: " + "; ".join(tried) + "; name it with server_log: in the inventory"}
+
+
+def installed_release(server):
+    """The sglang release installed for the server's interpreter (its dist-info), for advice when the log
+    itself does not say; None for a server in another container or without an installed release."""
+    python = server.get("python")
+    if not python or server.get("same_root") is False:
+        return None
+    prefixes = [os.path.dirname(os.path.dirname(python))]
+    if prefixes[0] == "/usr":
+        prefixes.append("/usr/local")
+    for prefix in prefixes:
+        for pattern in ("lib/python3*/site-packages/sglang-*.dist-info", "lib/python3*/dist-packages/sglang-*.dist-info"):
+            for found in sorted(glob.glob(os.path.join(prefix, pattern))):
+                version = re.match(r"sglang-(\d+\.\d+\.\d+)", os.path.basename(found))
+                if version:
+                    return version.group(1)
+    return None
 
 
 def _sources(server, proc_root, configured, run):

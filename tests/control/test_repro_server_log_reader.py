@@ -97,3 +97,18 @@ def test_a_server_in_a_container_on_this_host_is_read_through_its_engine(tmp_pat
     record = serverlog.read_one({"pid": 4242}, proc, None, run)
     assert calls == [["docker", "logs", "--tail", str(serverlog.JOURNAL_LINES), cid]]
     assert record["source"]["kind"] == "docker" and record["crashes"][0]["family"] == "oom_in_capture"
+
+
+def test_advice_falls_back_to_the_release_installed_for_the_servers_python(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "lib" / "python3.11" / "site-packages" / "sglang-0.5.23.dist-info").mkdir(parents=True)
+    log = tmp_path / "gloo.log"
+    # The log itself does not say which release wrote it (sglang #5883's one line).
+    log.write_text("Exception: Capture cuda graph failed: [/pytorch/third_party/gloo/gloo/transport/tcp/"
+                   "unbound_buffer.cc:133] Timed out waiting 1800000ms for send operation to complete\n")
+    server = {"pid": 4242, "python": str(venv / "bin" / "python3"), "same_root": True}
+    record = serverlog.read_one(server, fake_proc(tmp_path, stdout=log), None, no_commands)
+    assert record["release"]["release"] == "0.5.23" and record["advice_assumes"] == "sglang 0.5.23 (0.5.14+)"
+    assert "installed release" in record["release"]["basis"]
+    assert serverlog.installed_release(dict(server, same_root=False)) is None
