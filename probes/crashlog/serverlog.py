@@ -54,7 +54,8 @@ def installed_release(server):
     if prefixes[0] == "/usr":
         prefixes.append("/usr/local")
     for prefix in prefixes:
-        for pattern in ("lib/python3*/site-packages/sglang-*.dist-info", "lib/python3*/dist-packages/sglang-*.dist-info"):
+        for folder in ("site-packages", "dist-packages"):
+            pattern = "lib/python3*/%s/sglang-*.dist-info" % folder
             for found in sorted(glob.glob(os.path.join(prefix, pattern))):
                 version = re.match(r"sglang-(\d+\.\d+\.\d+)", os.path.basename(found))
                 if version:

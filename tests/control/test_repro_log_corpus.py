@@ -118,7 +118,8 @@ def test_every_advice_names_flags_that_exist_in_the_release_it_assumes(generatio
 
 def test_advice_for_an_unknown_release_gives_both_spellings_each_of_a_real_release():
     words = releases.flag_words(None)
-    assert "--cuda-graph-max-bs-decode (0.5.14+)" in words["max_bs"] and "--cuda-graph-max-bs (before" in words["max_bs"]
+    assert "--cuda-graph-max-bs-decode (0.5.14+)" in words["max_bs"]
+    assert "--cuda-graph-max-bs (before 0.5.14)" in words["max_bs"]
     assert "--cuda-graph-max-bs-decode" in wheel_flags("0.5.23") and "--cuda-graph-max-bs" in wheel_flags("0.5.11")
     assert "--disable-prefill-cuda-graph" in wheel_flags("0.5.14")
     assert "--enable-piecewise-cuda-graph" in wheel_flags("0.5.11")
