@@ -2,6 +2,7 @@
 (the DFlash draft-graph guards are in dflash.py)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, number, probe, source
@@ -300,7 +301,11 @@ def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
             source = f"server pid {pid} log ({where.get('where') or where.get('kind')}" + (
                 f" → {where['path']}" if where.get("path") and where.get("path") != where.get("where") else "") + ")"
             for crash in (c for c in as_list(block.get("crashes")) if isinstance(c, dict)):
-                findings.append(log_crash_finding(crash, block, source, (host.name,)))
+                finding = log_crash_finding(crash, block, source, (host.name,))
+                if str(crash.get("when") or "").startswith("before the server last came up"):
+                    # The live server started again after this crash: history worth knowing, not its state.
+                    finding = replace(finding, severity="warning", title=f"earlier run: {finding.title}")
+                findings.append(finding)
             dflash = as_dict(block.get("dflash_draft_graph"))
             if dflash.get("state") == "disabled":
                 findings.append(Finding(

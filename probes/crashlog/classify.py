@@ -115,11 +115,12 @@ def classify(text, table=None, installed_release=None):
     release = releases.infer_release(whole, installed_release)
     words = releases.flag_words(release["generation"], release.get("release"))
     compiled = [Entry(index, *parts) for parts in _compile(SIGNATURES if table is None else table)]
-    ready = index.first(READY)
+    ready_lines = [l.number for l in index.every(READY)]
+    ready = lines[ready_lines[0] - 1] if ready_lines else None
     captures = [(l.number, l.stream, bool(CAPTURE_BEGIN.search(l.text)))
                 for l in index.every(CAPTURE_EVENT)]
     crashes = find_crashes(lines, index.numbers_with(CANDIDATE_WORDS))
-    reports = [_report(crash, captures, compiled, words, ready) for crash in crashes[:MAX_ANALYSED]]
+    reports = [_report(crash, captures, compiled, words, ready_lines) for crash in crashes[:MAX_ANALYSED]]
     reports = _merge_ranks(reports)
     stalled = _capture_unfinished(lines, captures) if not reports and not ready else None
     if stalled:
@@ -129,6 +130,7 @@ def classify(text, table=None, installed_release=None):
     outcome = "known_signature" if signed else "unclassified_crash" if reports else "clean"
     return {"outcome": outcome, "lines": len(lines),
             "ready_line": ready.number if ready else None,
+            "last_ready_line": ready_lines[-1] if ready_lines else None,
             "release": release, "advice_assumes": releases.assumed(release),
             "crashes": reports[:MAX_CRASHES], "crashes_total": len(reports) + max(0, len(crashes) - MAX_ANALYSED),
             "notes": notes, "dflash_draft_graph": _dflash(index, reports)}
@@ -175,7 +177,17 @@ def _accepts(entry, family):
     return family in wanted or family in ("unclassified", "native_crash")
 
 
-def _report(crash, captures, compiled, words, ready):
+def _when(number, ready_lines):
+    """Where a crash sits against the server's "ready" lines: a crash followed by a later start-up belongs
+    to an earlier run of the server."""
+    if any(r > number for r in ready_lines):
+        return "before the server last came up (an earlier run)"
+    if ready_lines:
+        return "after the server was ready"
+    return "during start-up"
+
+
+def _report(crash, captures, compiled, words, ready_lines):
     family, detail = families.family_of(crash, _capture_open_before(captures, crash))
     signature, matched = None, []
     for candidate in compiled:
@@ -202,7 +214,7 @@ def _report(crash, captures, compiled, words, ready):
         if line.text.lstrip().startswith("File ") and any(f["line"] == n for f in frames for n in (line.number,)):
             chosen.setdefault(line.number, line)
     first = crash.lines[0]
-    where = "after the server was ready" if ready and first.number > ready.number else "during start-up"
+    where = _when(first.number, ready_lines)
     out = {"line": crash.first_line, "last_line": crash.last_line, "streams": [crash.stream] if crash.stream else [],
            "family": family, "detail": detail, "when": where,
            "exception": quote(exception) if exception is not None else None,

@@ -1,4 +1,6 @@
 """CUDA-graph rules (5, 6) on minimal hand-written results."""
+from pathlib import Path
+
 from gpudiag.findings import cuda_graph
 from gpudiag.models import HostResult, ProbeResult
 
@@ -171,3 +173,18 @@ def test_several_matched_log_lines_keep_their_own_numbers():
     assert finding.evidence[0].snippet.splitlines() == [
         "12: CUDA error: an illegal memory access was encountered",
         "40: RuntimeError: CUDA error: an illegal memory access"]
+
+
+def test_a_live_servers_logged_crash_is_an_error_unless_the_server_came_up_again_after_it():
+    from probes.crashlog.classify import classify
+    corpus = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus"
+    text = "\n".join(l for l in (corpus / "sglang_5285_capture_oom_deepep.log").read_text().splitlines()
+                     if not l.startswith("#fixture "))
+    ready = "[2026-01-01 00:00:00] The server is fired up and ready to roll!"
+    for log_text, severity in ((text, "error"), (text + "\n" + ready, "warning")):
+        block = dict(classify(log_text), source={"kind": "stdout", "where": "/proc/7/fd/1", "path": "/var/log/s.log"})
+        h = host(deployment={"servers": [], "server_logs": {"7": block}})
+        [finding] = cuda_graph.server_log_findings([h])
+        assert finding.severity == severity and "oom_during_capture" in finding.title
+        assert finding.hosts == (h.name,)
+        assert "server pid 7 log (/proc/7/fd/1 → /var/log/s.log)" in finding.evidence[0].file

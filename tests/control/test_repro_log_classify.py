@@ -90,3 +90,11 @@ def test_a_clean_log_says_whether_the_server_came_up():
     assert up["outcome"] == "clean" and up["ready_line"] == 8
     partial = classify("\n".join(log("clean_sglang_10088_eagle_graph_capture.log")))
     assert partial["outcome"] == "clean" and partial["ready_line"] is None
+
+
+def test_a_crash_followed_by_a_later_start_up_belongs_to_an_earlier_run():
+    crash = log("sglang_5285_capture_oom_deepep.log")
+    startup = log("clean_sglang_2468_startup.log")
+    result = classify("\n".join(crash + startup))
+    assert result["crashes"][0]["when"] == "before the server last came up (an earlier run)"
+    assert result["last_ready_line"] == len(crash) + 9
