@@ -123,7 +123,7 @@ def test_a_scan_answers_the_dflash_question_from_the_live_servers_log(tmp_path, 
 
 def test_over_ssh_the_inventory_names_the_log(sshd_fleet, tmp_path, standins):
     log_file = tmp_path / "named.log"
-    log_file.write_text(corpus_text("sglang_5285_capture_oom_deepep.log"))
+    log_file.write_text(corpus_text("sglang_35437_dflash_breakable_capture_end.log"))
     os.chmod(tmp_path, 0o755)
     server = standins("named", "not the log\n", stdout=subprocess.PIPE)
     inventory = sshd_fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"],
@@ -135,5 +135,7 @@ def test_over_ssh_the_inventory_names_the_log(sshd_fleet, tmp_path, standins):
     logs = hosts["h0"]["probes"]["deployment"]["data"]["server_logs"]
     mine = logs[str(server.proc.pid)]
     assert mine["source"] == {"kind": "inventory", "where": "server_log", "path": str(log_file)}
-    assert mine["crashes"][0]["family"] == "oom_in_capture"
-    assert mine["crashes"][0]["signature"]["name"] == "oom_during_capture"
+    assert mine["crashes"][0]["family"] == "capture_failure"
+    assert mine["crashes"][0]["signature"]["name"] == "capture_end_no_active_capture"
+    assert mine["dflash_draft_graph"]["state"] == "capture_failed"
+    assert "--disable-prefill-cuda-graph" in mine["crashes"][0]["signature"]["recommendation"]
