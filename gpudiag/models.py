@@ -84,6 +84,7 @@ class Host:
     python_explicit: bool = False     # given by --python or the inventory, not defaulted
     container: str | None = None      # e.g. "docker:sglang", "podman:sglang", "kubectl:pod-name"
     jump: str | None = None           # ProxyJump spec: [user@]host[:port]
+    server_log: str | None = None     # the live server's log: a path, journal:UNIT or docker:NAME (inventory)
     groups: tuple[str, ...] = ()
     source: str = ""                  # where this host was defined (file:line or "command line")
     vars: tuple[tuple[str, Any], ...] = ()
@@ -110,7 +111,8 @@ class Host:
         return {"name": self.name, "address": self.address, "transport": self.transport,
                 "user": self.user, "port": self.port, "identity_file": self.identity_file,
                 "python": self.python, "python_explicit": self.python_explicit,
-                "container": self.container, "jump": self.jump, "groups": list(self.groups),
+                "container": self.container, "jump": self.jump, "server_log": self.server_log,
+                "groups": list(self.groups),
                 "source": self.source}
 
 

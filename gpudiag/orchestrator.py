@@ -156,7 +156,8 @@ class Orchestrator:
         if self._stopping.is_set():
             return _interrupted(host)
         self.on_start(host)
-        options = dict(self.request.options, python=host.python, python_explicit=host.python_explicit)
+        options = dict(self.request.options, python=host.python, python_explicit=host.python_explicit,
+                       server_log=host.server_log)
         payload = bundle.build_payload(self.request.probes, options, host=host.name,
                                        timeouts=self.request.probe_timeouts,
                                        probe_timeout=self.request.probe_timeout,

@@ -41,7 +41,7 @@ class RunWriter:
     """Writes one run as it happens; thread-safe (hosts finish on pool threads)."""
 
     def __init__(self, root: Path, kind: str, argv: list[str], extra: dict[str, Any] | None = None,
-                 run_id: str | None = None):
+                 run_id: str | None = None, mark_latest: bool = True):
         self.root = root
         self.run_id = run_id or new_run_id()
         self.dir = root / "runs" / self.run_id
@@ -53,7 +53,8 @@ class RunWriter:
         try:
             (self.dir / "hosts").mkdir(parents=True, exist_ok=True)
             self._write_manifest()
-            write_text_atomic(root / "latest", self.run_id + "\n")
+            if mark_latest:   # a run without hosts (a classified log) never becomes the default report
+                write_text_atomic(root / "latest", self.run_id + "\n")
         except OSError as exc:
             raise StoreError(f"{_failed_path(exc, self.dir)}: cannot create the run: {_why(exc)}") from None
 

@@ -7,6 +7,7 @@ process, a process that just exited) are skipped. Options: deployment.proc_root 
 import os
 import sys
 
+from probes.crashlog.serverlog import read_server_logs
 from probes.hostinfo import sglang_cmdline as cmdline
 from probes.hostinfo.system import read_bytes, read_text
 
@@ -17,7 +18,8 @@ def collect(ctx):
     proc_root = (ctx.option("deployment", {}) or {}).get("proc_root", "/proc")
     servers, scanned = find_servers(proc_root)
     return {"servers": servers, "processes_scanned": scanned,
-            "interpreter": choose_interpreter(ctx.options, servers)}
+            "interpreter": choose_interpreter(ctx.options, servers),
+            "server_logs": read_server_logs(servers, proc_root, ctx.options.get("server_log"))}
 
 
 def _pids(proc_root):

@@ -1,13 +1,15 @@
 """`gpudiag repro cuda-graph-crash`: reproduce CUDA-graph failures on the EAGLE / DFlash paths, or
-classify a crash log someone already has (`--log FILE`, no host contact).
+classify a crash log someone already has (`--log FILE`, `--log -` for stdin; no host contact).
 
-Exit codes: 0 nothing failed (or, with --log, no crash signature matched); 1 a failing cell or a crash
-signature; 2 bad input; 3 a host, or some cells, could not run the repro (unreachable, bad config);
-4 nothing ran (every cell skipped: no CUDA).
+Exit codes: 0 nothing failed; 1 a failing cell; 2 bad input; 3 a host, or some cells, could not run the
+repro (unreachable, bad config); 4 nothing ran (every cell skipped: no CUDA).
+With --log: 0 clean (no crash in the log); 1 a crash (a known signature or an unclassified crash);
+2 the log cannot be read.
 """
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -18,11 +20,13 @@ from rich.text import Text
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, Seconds, inventory_option, load_hosts, reports_dir_option
 from gpudiag.cli.runs import StoredRun, transports
-from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
+from gpudiag.orchestrator import Orchestrator, ScanRequest
 from gpudiag.render.console import ScanProgress
+from gpudiag.repro import logrun
 from gpudiag.repro import plan as plan_mod
 from gpudiag.repro import signatures as sig_mod
 from gpudiag.repro import summary
+from gpudiag.store import RunWriter, StoreError
 
 REPRO_PROBES = ["env", "deployment", "sglang_source", "cuda_graph"]
 DEFAULT_HOST_TIMEOUT = 3600.0
@@ -61,8 +65,9 @@ def repro() -> None:
               help="GPU memory cap of each synthetic child (torch's allocator); larger cells are skipped.")
 @click.option("--timeout", type=Seconds(10), default=DEFAULT_HOST_TIMEOUT, show_default=True,
               help="Deadline per host in seconds.")
-@click.option("--log", "log_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Classify this crash log instead of running anything (exit 1 when a crash signature matches).")
+@click.option("--log", "log_file", metavar="FILE|-",
+              help="Classify this server log (its last 8 MiB; - reads stdin) instead of running anything: "
+                   "exit 0 clean, 1 a crash, 2 unreadable.")
 @click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
@@ -71,7 +76,7 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
                      model: str | None, draft_model: str | None, layers: int, batch_sizes: str, draft_tokens: str,
                      tp: int, topk: int, mode: str, force: bool, model_override: str | None, judge_acceptance: bool,
                      cell_timeout: float, max_mem_mib: int, timeout: float,
-                     log_file: Path | None, accept_new: bool, known_hosts: str | None, as_json: bool,
+                     log_file: str | None, accept_new: bool, known_hosts: str | None, as_json: bool,
                      reports_dir: Path) -> int:
     """Reproduce CUDA-graph crashes on TARGETS (default localhost) or classify --log FILE."""
     try:
@@ -130,8 +135,8 @@ def _print_host(console: Console, item: summary.HostRepro) -> None:
         console.print(Text.assemble((item.host, "bold"), f": could not run the repro: {item.reason}"), style="red")
         return
     table = Table(title=Text(f"{item.host}: {item.environment_line()}"), title_justify="left")
-    for column in ("path", "bs", "draft", "status", "what happened"):
-        table.add_column(column)
+    for column in summary.COLUMNS:
+        table.add_column(column, overflow="fold")
     for row in summary.cell_rows(item):
         table.add_row(*(Text(str(value)) for value in row))
     console.print(table)
@@ -148,28 +153,23 @@ def _print_host(console: Console, item: summary.HostRepro) -> None:
         console.print(Text(f"note: {note}"), style="dim")
 
 
-def _classify_log(path: Path, as_json: bool, reports_dir: Path) -> int:
+def _classify_log(source: str, as_json: bool, reports_dir: Path) -> int:
+    """Classify a log, store it as a run of kind "log" (reports/latest keeps pointing at the last host run)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UserError(f"--log {path}: cannot read: {exc.strerror or exc}") from None
-    matches = sig_mod.classify_text(text, sig_mod.load_signatures())
-    found = sig_mod.crash_found(matches)
-    block = {"problem": "cuda-graph-crash", "log": str(path), "outcome": "failures" if found else "ok",
-             "matches": [m.to_dict() for m in matches]}
-    run = StoredRun(reports_dir, "repro", Console(stderr=True), extra={"repro": block})
-    run.finish(ScanOutcome(results=[]), extra={"repro": block})
+        block = logrun.classify_source(source)
+    except logrun.LogUnreadable as exc:
+        raise UserError(str(exc)) from None
+    try:
+        writer = RunWriter(reports_dir, logrun.RUN_KIND, sys.argv, extra={"log": block}, mark_latest=False)
+        manifest = writer.finish(extra={"log": block})
+    except StoreError as exc:
+        raise UserError(f"--reports-dir: {exc}") from None
     if as_json:
-        click.echo(json.dumps(block, indent=2, sort_keys=True))
-    elif not matches:
-        click.echo(f"{path}: no known CUDA-graph crash signature matched")
-    for match in [] if as_json else matches:
-        sig = match.signature
-        click.echo(f"{sig.name} [{sig.severity}]: {sig.meaning}")
-        for quoted in match.lines:
-            click.echo(f"  {path}:{quoted.number}: {quoted.text}")
-        click.echo(f"  advice: {sig.recommendation}")
-        click.echo(f"  reference: {sig.reference}")
-    return ExitCode.FINDINGS if found else ExitCode.OK
+        click.echo(json.dumps(dict(block, run_id=manifest.run_id), indent=2, sort_keys=True))
+    else:
+        for line in logrun.describe(block):
+            click.echo(line)
+        click.echo(f"stored: {writer.dir}  (gpudiag report {manifest.run_id})", err=True)
+    return ExitCode.FINDINGS if logrun.is_crash(block) else ExitCode.OK
 
 

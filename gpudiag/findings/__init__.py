@@ -36,6 +36,7 @@ RULES: tuple[Rule, ...] = (
     hosts.unscanned_hosts,                 # 9
     sglang.local_modifications,            # 10
     sglang.torch_other_interpreter,        # 11
+    cuda_graph.server_log_findings,        # live servers' logs, classified on the host
 )
 
 

@@ -2,6 +2,7 @@
 (the DFlash draft-graph guards are in dflash.py)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, number, probe, source
@@ -205,7 +206,25 @@ def _repro_finding(host: HostResult, key: str, failing: list[dict[str, Any]]) ->
 
 
 def classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
-    """Signatures matched in a log file by `gpudiag repro cuda-graph-crash --log FILE` (a run with no hosts)."""
+    """What `gpudiag repro cuda-graph-crash --log FILE` found (a run of kind "log", with no hosts)."""
+    block = as_dict(manifest_extra.get("log"))
+    if not block.get("outcome"):
+        return _legacy_classified_log(manifest_extra)
+    source = str(block.get("source") or "log")
+    crashes = [c for c in as_list(block.get("crashes")) if isinstance(c, dict)]
+    if not crashes:
+        ready = block.get("ready_line")
+        return [Finding(id="cuda_graph.log_clean", severity="info", title=f"log {_name(source)}: no crash",
+                        hosts=(), evidence=(Evidence(kind="text", file=source, text=(
+                            f"{block.get('lines', 0)} lines read, no crash; "
+                            + (f"the server came up at line {ready}" if ready else
+                               "the log does not show the server coming up"))),),
+                        recommendation="Nothing to do for this log.", sources=("run.json/log",))]
+    return [log_crash_finding(crash, block, source, ()) for crash in crashes]
+
+
+def _legacy_classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
+    """Runs stored before log runs had their own kind: signatures matched in `repro.matches`."""
     repro = as_dict(manifest_extra.get("repro"))
     if not repro.get("log"):
         return []
@@ -227,4 +246,73 @@ def classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
                                                  else str(q.get("text")) for q in quoted[:5]) or None),),
             recommendation=str(match.get("recommendation") or "Compare with the referenced report."),
             sources=(f"run.json/repro/{match.get('name')}",)))
+    return findings
+
+
+def _name(source: str) -> str:
+    return source.rsplit("/", 1)[-1]
+
+
+def log_crash_finding(crash: dict[str, Any], block: dict[str, Any], source: str,
+                      hosts: tuple[str, ...]) -> Finding:
+    """One crash of a classified log (a file given to `repro --log`, or a live server's log read in a scan)."""
+    signature = as_dict(crash.get("signature"))
+    family, detail = str(crash.get("family") or "unclassified"), str(crash.get("detail") or "")
+    quoted = [q for q in as_list(crash.get("quoted")) if isinstance(q, dict)]
+    frames = [f for f in as_list(crash.get("last_frames")) if isinstance(f, dict)]
+    release = as_dict(block.get("release"))
+    evidence = [Evidence(kind="text", host=hosts[0] if len(hosts) == 1 else None, file=source,
+                         line=crash.get("line") if isinstance(crash.get("line"), int) else None,
+                         text=f"{crash.get('summary')} — family {family}{f' ({detail})' if detail else ''}, "
+                              f"{crash.get('when') or ''}",
+                         snippet="\n".join(f"{q.get('line')}: {q.get('text')}" for q in quoted) or None)]
+    if frames:
+        evidence.append(Evidence(kind="text", text="last frames: " + " <- ".join(
+            f"{f.get('file')}:{f.get('line')} in {f.get('function')}" for f in reversed(frames))))
+    evidence.append(Evidence(kind="text", text=f"advice assumes {block.get('advice_assumes')}: "
+                                               f"{release.get('basis') or 'no basis recorded'}"))
+    if signature:
+        severity = str(signature.get("severity") or "error")
+        title = f"{_name(source)}: {signature.get('name')} ({family})"
+        advice = f"{signature.get('meaning')} {signature.get('recommendation')} ({signature.get('reference')})"
+    elif family == "not_a_graph_problem":
+        severity, title = "error", f"{_name(source)}: crash that is not a CUDA-graph problem ({detail})"
+        advice = "Fix this first: CUDA graphs are not involved in this crash."
+    else:
+        severity, title = "error", f"{_name(source)}: unclassified crash at line {crash.get('line')} ({family})"
+        advice = ("No known signature matches; the family says where it broke. Report the quoted lines upstream, "
+                  "and check whether it recurs with the graph flags of the release the advice assumes.")
+    return Finding(id="cuda_graph.log_crash", severity=severity if severity in SEVERITY_RANK else "error",
+                   title=title, hosts=hosts, evidence=tuple(evidence), recommendation=advice,
+                   sources=("run.json/log",) if not hosts else (source,))
+
+
+def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
+    """Crashes in each live server's log (classified on the host during the scan), and what the log says
+    about DFlash's draft CUDA graph."""
+    findings = []
+    for host in hosts:
+        logs = as_dict(dig(probe(host, "deployment"), "server_logs"))
+        for pid, block in sorted(logs.items()):
+            block = as_dict(block)
+            where = as_dict(block.get("source"))
+            if not where:
+                continue
+            source = f"server pid {pid} log ({where.get('where') or where.get('kind')}" + (
+                f" → {where['path']}" if where.get("path") and where.get("path") != where.get("where") else "") + ")"
+            for crash in (c for c in as_list(block.get("crashes")) if isinstance(c, dict)):
+                finding = log_crash_finding(crash, block, source, (host.name,))
+                if str(crash.get("when") or "").startswith("before the server last came up"):
+                    # The live server started again after this crash: history worth knowing, not its state.
+                    finding = replace(finding, severity="warning", title=f"earlier run: {finding.title}")
+                findings.append(finding)
+            dflash = as_dict(block.get("dflash_draft_graph"))
+            if dflash.get("state") == "disabled":
+                findings.append(Finding(
+                    id="cuda_graph.server_log_dflash", severity="info",
+                    title=f"DFlash draft graph disabled at startup: {dflash.get('reason')}", hosts=(host.name,),
+                    evidence=(Evidence(kind="text", host=host.name, file=source, line=dflash.get("line"),
+                                       text=f"DFlash draft graph disabled at startup: {dflash.get('text')}"),),
+                    recommendation="The draft runs eager (slower drafting); the log line says which setting "
+                                   "caused it.", sources=(source,)))
     return findings

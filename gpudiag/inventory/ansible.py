@@ -21,7 +21,7 @@ FIELDS = {"ansible_host": "address", "ansible_ssh_host": "address", "ansible_por
           "ansible_ssh_private_key_file": "identity_file", "ansible_private_key_file": "identity_file",
           "ansible_python_interpreter": "python", "ansible_connection": "local",
           "ansible_ssh_common_args": "jump", "ansible_ssh_extra_args": "jump",
-          "gpudiag_container": "container", "gpudiag_jump": "jump"}
+          "gpudiag_container": "container", "gpudiag_jump": "jump", "gpudiag_server_log": "server_log"}
 _HOST_PORT = re.compile(r"^[^:\[\]]+:\d+$")
 _PROXY_JUMP = re.compile(r"^(?:-J(?P<short>.*)|-oProxyJump=(?P<long>.*))$", re.IGNORECASE)
 

@@ -42,6 +42,7 @@ class HostSpec:
     python: str | None = None
     container: str | None = None
     jump: str | None = None
+    server_log: str | None = None      # where the server's log is: a path, journal:UNIT or docker:NAME
     local: bool | None = None          # forced by ansible_connection; None: decided by name/address
     groups: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)

@@ -123,7 +123,7 @@ class HostBuilder:
             return self.hosts[name]
         spec = self.specs[name]
         common = dict(name=safe_file_name(name), python=spec.python or DEFAULT_PYTHON,
-                      python_explicit=spec.python is not None, container=spec.container,
+                      python_explicit=spec.python is not None, container=spec.container, server_log=spec.server_log,
                       groups=tuple(spec.groups), source=f"{self.path}:{spec.line}",
                       vars=tuple(sorted(spec.vars.items())))
         if is_local(spec):

@@ -8,7 +8,7 @@ from gpudiag.inventory.base import HostSpec, YamlFile, expand_host_range, line_o
 from gpudiag.transports.container import parse_container
 
 TOP_KEYS = ("defaults", "hosts", "groups")
-SETTINGS = ("user", "port", "identity_file", "python", "container", "jump")
+SETTINGS = ("user", "port", "identity_file", "python", "container", "jump", "server_log")
 HOST_KEYS = ("address",) + SETTINGS + ("groups",)
 
 

@@ -12,6 +12,7 @@ from gpudiag.findings.cuda_graph import cells
 from gpudiag.findings.facts import host_facts
 from gpudiag.models import SEVERITIES, Evidence, Finding, HostResult
 from gpudiag.render.appendix import host_sections
+from gpudiag.repro.logrun import appendix as log_appendix
 from gpudiag.render.blocks import fenced, table
 from gpudiag.render.copy_timings import METHOD_TEXT, copy_section, methods_and_samples, timings
 from gpudiag.models import LoadedRun
@@ -112,7 +113,7 @@ def _evidence(e: Evidence) -> list[str]:
 
 
 def _appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
-    lines = _crash_log(as_dict(run.manifest.extra.get("repro")))
+    lines = log_appendix(run.manifest.extra) or _crash_log(as_dict(run.manifest.extra.get("repro")))
     if not run.hosts:
         return lines
     lines += ["## Appendix: hosts", ""]

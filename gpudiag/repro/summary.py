@@ -82,17 +82,40 @@ def run_summary(repros: list[HostRepro], plan: dict[str, Any]) -> dict[str, Any]
     return {"problem": "cuda-graph-crash", "plan": plan, "outcome": outcome(repros), "hosts": hosts}
 
 
+COLUMNS = ("algorithm", "path", "bs", "draft", "status", "what happened")
+# For cells recorded without their algorithm: EAGLE3 replays EAGLE's paths, so the path names EAGLE.
+ALGORITHM_OF_PATH = {"eagle_draft": "EAGLE", "eagle_draft_extend": "EAGLE", "dflash_verify": "DFLASH"}
+
+
+def _values(cells: list[dict[str, Any]], key: str) -> str:
+    found = sorted({value for value in (c.get(key) for c in cells) if isinstance(value, int)})
+    return ",".join(str(v) for v in found) or "?"
+
+
 def cell_rows(repro: HostRepro) -> list[tuple[str, ...]]:
-    """Matrix rows: path, batch size, draft tokens, status, what happened."""
-    rows = []
-    for cell in sorted(repro.cells, key=lambda c: (str(c.get("path")), c.get("batch_size") or 0,
-                                                   c.get("draft_tokens") or 0)):
+    """Matrix rows (COLUMNS), one per cell; skipped cells that differ only in batch size and draft tokens
+    share one row with their count and the reason."""
+    rows: list[tuple[tuple[Any, ...], tuple[str, ...]]] = []
+    skipped: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for cell in repro.cells:
+        path = str(cell.get("path", "?"))
+        algorithm = str(cell.get("algorithm") or ALGORITHM_OF_PATH.get(path, "?"))
+        if cell.get("status") == "skipped":
+            skipped.setdefault((algorithm, path, str(cell.get("detail") or "no reason given")), []).append(cell)
+            continue
         signature = (cell.get("signature") or {}).get("name")
         what = cell.get("detail") or ""
         if cell.get("max_abs_diff") is not None and cell.get("status") in ("ok", "mismatch"):
             what = (what + f" max|diff| {cell['max_abs_diff']:.2g}").strip()
         if signature:
             what = f"[{signature}] {what}"
-        rows.append((str(cell.get("path", "?")), str(cell.get("batch_size", "?")), str(cell.get("draft_tokens", "?")),
-                     str(cell.get("status", "?")), what[:160]))
-    return rows
+        key = (algorithm, path, cell.get("batch_size") or 0, cell.get("draft_tokens") or 0)
+        rows.append((key, (algorithm, path, str(cell.get("batch_size", "?")), str(cell.get("draft_tokens", "?")),
+                           str(cell.get("status", "?")), what[:160])))
+    for (algorithm, path, reason), group in skipped.items():
+        first = min((c.get("batch_size") or 0 for c in group), default=0)
+        status = "skipped" if len(group) == 1 else f"skipped ×{len(group)}"
+        rows.append(((algorithm, path, first, -1), (algorithm, path, _values(group, "batch_size"),
+                                                     _values(group, "draft_tokens"), status, reason[:160])))
+    return [row for _, row in sorted(rows, key=lambda r: tuple(str(k) if isinstance(k, str) else f"{k:09d}"
+                                                                 for k in r[0]))]

@@ -1,4 +1,6 @@
 """CUDA-graph rules (5, 6) on minimal hand-written results."""
+from pathlib import Path
+
 from gpudiag.findings import cuda_graph
 from gpudiag.models import HostResult, ProbeResult
 
@@ -74,14 +76,17 @@ def test_signature_severity_raises_a_failure_and_log_classification_becomes_find
     data["cells"][0]["signature"] = {"name": "nccl-hang", "severity": "critical", "recommendation": "r"}
     [finding] = cuda_graph.repro_failures([host(cuda_graph=data)])
     assert finding.severity == "critical"
-    extra = {"repro": {"problem": "cuda-graph-crash", "log": "/var/log/sglang.log", "outcome": "failures",
-                       "matches": [{"name": "dflash_prefill_capture_assert", "severity": "error",
-                                    "meaning": "capture_end assert", "recommendation": "Disable prefill graphs.",
-                                    "reference": "sglang #35437",
-                                    "lines": [{"line": 120, "text": "INTERNAL ASSERT FAILED num_active_captures_ > 0"}]}]}}
+    crash = {"line": 120, "family": "capture_failure", "detail": "capture", "when": "during start-up",
+             "summary": "capture_end_no_active_capture at line 120: RuntimeError: num_active_captures_ > 0",
+             "quoted": [{"line": 120, "text": "RuntimeError: num_active_captures_ > 0 INTERNAL ASSERT FAILED"}],
+             "last_frames": [], "signature": {"name": "capture_end_no_active_capture", "severity": "error",
+                                              "meaning": "capture_end assert.", "reference": "sglang #35437",
+                                              "recommendation": "Disable prefill graphs."}}
+    extra = {"log": {"source": "/var/log/sglang.log", "outcome": "known_signature", "crashes": [crash],
+                     "advice_assumes": "sglang 0.5.14+", "release": {"basis": "dflash_worker_v2.py"}}}
     [logged] = cuda_graph.classified_log(extra)
-    assert (logged.id, logged.severity, logged.recommendation) == ("cuda_graph.log_signature", "error",
-                                                                    "Disable prefill graphs.")
+    assert (logged.id, logged.severity) == ("cuda_graph.log_crash", "error")
+    assert logged.recommendation == "capture_end assert. Disable prefill graphs. (sglang #35437)"
     assert logged.evidence[0].file == "/var/log/sglang.log" and logged.evidence[0].line == 120
     assert cuda_graph.classified_log({}) == []
 
@@ -158,12 +163,28 @@ def test_repro_failure_without_a_signature_advises_the_releases_max_bs_flag():
 
 def test_several_matched_log_lines_keep_their_own_numbers():
     from gpudiag.findings.cuda_graph import classified_log
-    extra = {"repro": {"log": "/var/log/sglang.log", "matches": [{
-        "name": "illegal_memory_access", "severity": "error", "meaning": "illegal address during replay",
-        "lines": [{"line": 12, "text": "CUDA error: an illegal memory access was encountered"},
-                  {"line": 40, "text": "RuntimeError: CUDA error: an illegal memory access"}]}]}}
+    crash = {"line": 12, "family": "device_fault", "detail": "replay", "summary": "illegal_memory_access_replay",
+             "quoted": [{"line": 12, "text": "CUDA error: an illegal memory access was encountered"},
+                        {"line": 40, "text": "RuntimeError: CUDA error: an illegal memory access"}],
+             "signature": {"name": "illegal_memory_access_replay", "severity": "critical"}}
+    extra = {"log": {"source": "/var/log/sglang.log", "outcome": "known_signature", "crashes": [crash]}}
     (finding,) = classified_log(extra)
     assert finding.evidence[0].line == 12
     assert finding.evidence[0].snippet.splitlines() == [
         "12: CUDA error: an illegal memory access was encountered",
         "40: RuntimeError: CUDA error: an illegal memory access"]
+
+
+def test_a_live_servers_logged_crash_is_an_error_unless_the_server_came_up_again_after_it():
+    from probes.crashlog.classify import classify
+    corpus = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus"
+    text = "\n".join(l for l in (corpus / "sglang_5285_capture_oom_deepep.log").read_text().splitlines()
+                     if not l.startswith("#fixture "))
+    ready = "[2026-01-01 00:00:00] The server is fired up and ready to roll!"
+    for log_text, severity in ((text, "error"), (text + "\n" + ready, "warning")):
+        block = dict(classify(log_text), source={"kind": "stdout", "where": "/proc/7/fd/1", "path": "/var/log/s.log"})
+        h = host(deployment={"servers": [], "server_logs": {"7": block}})
+        [finding] = cuda_graph.server_log_findings([h])
+        assert finding.severity == severity and "oom_during_capture" in finding.title
+        assert finding.hosts == (h.name,)
+        assert "server pid 7 log (/proc/7/fd/1 → /var/log/s.log)" in finding.evidence[0].file

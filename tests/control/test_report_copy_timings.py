@@ -151,12 +151,13 @@ def test_a_classified_log_shows_path_numbered_lines_and_advice(tmp_path):
     classify = subprocess.run([sys.executable, "-m", "gpudiag", "repro", "cuda-graph-crash", "--log", str(log),
                                "--reports-dir", str(reports)], capture_output=True, text=True, timeout=120)
     assert classify.returncode == 1, classify.stderr
-    result = CliRunner().invoke(cli, ["report", "--reports-dir", str(reports), "--markdown"])
+    run_id = classify.stderr.split("gpudiag report ")[1].split(")")[0]    # a log run is never reports/latest
+    result = CliRunner().invoke(cli, ["report", run_id, "--reports-dir", str(reports), "--markdown"])
     assert result.exit_code == 1, result.output
     appendix = result.output.split("## Appendix: crash log")[1].split("## Methodology")[0]
-    assert f"Log `{log}` classified on this machine: outcome failures, 1 signature(s) matched." in appendix
+    assert f"Log `{log}`: known signature: 1 crash in 4 lines" in appendix
     assert f"```text\n# {log}:2\n2: RuntimeError: num_active_captures_ > 0 INTERNAL ASSERT FAILED\n" \
            "4: RuntimeError: num_active_captures_ > 0 INTERNAL ASSERT FAILED\n```" in appendix
-    assert "**Advice:** Run DFlash without prefill / piecewise CUDA graphs" in appendix
+    assert "Run DFlash without prefill CUDA graphs" in appendix
     assert "No hosts: this run read a file on this machine and contacted none." in result.output
     assert "## Appendix: hosts" not in result.output

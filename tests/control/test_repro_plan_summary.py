@@ -69,5 +69,17 @@ def test_summary_and_matrix_rows():
     assert block["hosts"][1] == {"host": "gpu2", "ran": False, "reason": "down", "environment": "",
                                  "cell_counts": {}, "boundaries": [], "signatures": [], "advice": []}
     rows = summary.cell_rows(repros[0])
-    assert rows[0] == ("dflash_verify", "4", "9", "device_fault", "[native_crash] child killed by SIGSEGV")
-    assert rows[1][4] == "max|diff| 0"
+    assert rows[0] == ("DFLASH", "dflash_verify", "4", "9", "device_fault", "[native_crash] child killed by SIGSEGV")
+    assert rows[1][5] == "max|diff| 0"
+
+
+def test_identical_skipped_rows_collapse_into_one_with_count_and_reason():
+    reason = "no CUDA device visible to torch 2.13.0+cpu"
+    cells = [{"path": p, "algorithm": a, "batch_size": b, "draft_tokens": 8, "status": "skipped", "detail": reason}
+             for a, p in (("EAGLE", "eagle_draft"), ("DFLASH", "dflash_verify")) for b in (1, 4, 16)]
+    cells.append({"path": "dflash_verify", "algorithm": "DFLASH", "batch_size": 64, "draft_tokens": 8,
+                  "status": "skipped", "detail": "over the memory cap of 4096 MiB"})
+    rows = summary.cell_rows(summary.HostRepro("gpu1", True, "", {"cells": cells}))
+    assert rows == [("DFLASH", "dflash_verify", "1,4,16", "8", "skipped ×3", reason),
+                    ("DFLASH", "dflash_verify", "64", "8", "skipped", "over the memory cap of 4096 MiB"),
+                    ("EAGLE", "eagle_draft", "1,4,16", "8", "skipped ×3", reason)]

@@ -1,5 +1,5 @@
-"""The signature table as data, and classification of recorded crash logs with quoted line numbers."""
-import json
+"""The signature table as data: validated on load, most specific first, and the older recorded logs
+(tests/fixtures/logs/*.log) still named by their signature and line."""
 from pathlib import Path
 
 import pytest
@@ -8,51 +8,40 @@ from gpudiag.repro import signatures as sig
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
-# fixture -> (primary signature, 1-based line of its first quoted line)
+# fixture -> (primary signature, first line of the crash)
 EXPECTED = {
-    "dflash_capture_end_assert.log": ("capture_end_no_active_capture", 18),
-    "eagle_capture_failed_oom.log": ("oom_during_capture", 12),
-    "eagle_capture_failed.log": ("capture_failed", 15),
-    "dflash_illegal_memory_access.log": ("illegal_memory_access_replay", 13),
-    "eagle3_replay_none_copy.log": ("replay_input_copy_none", 9),
+    "dflash_capture_end_assert.log": ("capture_end_no_active_capture", 9),
+    "eagle_capture_failed_oom.log": ("oom_during_capture", 6),
+    "eagle_capture_failed.log": ("capture_failed", 4),
+    "dflash_illegal_memory_access.log": ("illegal_memory_access_replay", 6),
+    "eagle3_replay_none_copy.log": ("replay_input_copy_none", 2),
     "tp2_nccl_graph_hang.log": ("nccl_in_graph_hang", 4),
-    "b300_eagle_draft_capture.log": ("sm103_eagle_draft_capture", 7),
+    "b300_eagle_draft_capture.log": ("sm103_eagle_draft_capture", 4),
 }
 
 
-@pytest.fixture(scope="module")
-def table():
-    return sig.load_signatures()
-
-
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_each_fixture_names_its_signature_and_line(table, name):
-    text = (LOGS / name).read_text()
-    matches = sig.classify_text(text, table)
+def test_each_recorded_log_names_its_signature_and_line(name):
+    result = sig.classify_log((LOGS / name).read_text())
     signature, line = EXPECTED[name]
-    assert matches[0].signature.name == signature
-    assert matches[0].lines[0].number == line
-    assert matches[0].lines[0].text == text.splitlines()[line - 1].strip()[:300]
-    assert sig.crash_found(matches)
+    assert result["outcome"] == "known_signature"
+    assert result["crashes"][0]["signature"]["name"] == signature
+    assert result["crashes"][0]["line"] == line
 
 
-def test_clean_and_info_only_logs_are_not_crashes(table):
-    assert sig.classify_text((LOGS / "clean_eagle_server.log").read_text(), table) == []
-    info = sig.classify_text((LOGS / "dflash_draft_graph_disabled.log").read_text(), table)
-    assert [m.signature.name for m in info] == ["dflash_draft_graph_disabled"]
-    assert not sig.crash_found(info)
+def test_clean_and_info_only_logs_are_not_crashes():
+    assert sig.classify_log((LOGS / "clean_eagle_server.log").read_text())["outcome"] == "clean"
+    info = sig.classify_log((LOGS / "dflash_draft_graph_disabled.log").read_text())
+    assert info["outcome"] == "clean"
+    assert [n["name"] for n in info["notes"]] == ["dflash_draft_graph_disabled"]
+    assert info["dflash_draft_graph"]["state"] == "disabled"
+    assert info["dflash_draft_graph"]["reason"].startswith("the draft attention backend does not support")
 
 
-def test_oom_capture_also_shows_the_generic_capture_advice(table):
-    names = [m.signature.name for m in sig.classify_text((LOGS / "eagle_capture_failed_oom.log").read_text(), table)]
-    assert names[:2] == ["oom_during_capture", "capture_failed"]
-
-
-def test_acceptance_stuck_at_one_is_a_warning(table):
-    text = "[TP0] Decode batch. #running-req: 8, #token: 900, token usage: 0.00, accept len: 1.00, cuda graph: True"
-    matches = sig.classify_text(text, table)
-    assert [m.signature.name for m in matches] == ["acceptance_stuck_at_one"]
-    assert not sig.crash_found(matches)
+def test_acceptance_stuck_at_one_is_a_note_not_a_crash():
+    text = "[2026-01-01 00:00:00 TP0] Decode batch. #running-req: 8, #token: 900, token usage: 0.00, accept len: 1.00"
+    result = sig.classify_log(text)
+    assert result["outcome"] == "clean" and [n["name"] for n in result["notes"]] == ["acceptance_stuck_at_one"]
 
 
 def test_every_required_reference_is_in_the_table():
@@ -61,15 +50,18 @@ def test_every_required_reference_is_in_the_table():
         assert ref in references
 
 
-def test_bad_tables_name_the_file_and_entry(tmp_path):
-    bad = tmp_path / "s.json"
-    bad.write_text(json.dumps({"signatures": [{"name": "x", "match": ["("], "meaning": "m",
-                                               "recommendation": "r", "reference": "f"}]}))
-    with pytest.raises(sig.SignatureError, match=r"s.json: signatures\[0\]: bad pattern"):
-        sig.load_signatures(bad)
-    bad.write_text(json.dumps({"signatures": [{"name": "x"}]}))
-    with pytest.raises(sig.SignatureError, match="missing 'match'"):
-        sig.load_table(bad)
-    bad.write_text("{")
-    with pytest.raises(sig.SignatureError, match="s.json:1: not valid JSON"):
-        sig.load_table(bad)
+def test_the_table_sent_to_the_probe_has_no_unfilled_flag_words():
+    for entry in sig.load_table():
+        assert "{" not in entry["recommendation"], entry["name"]
+
+
+def test_bad_tables_name_the_entry_and_the_field():
+    good = {"name": "x", "match": ["a"], "meaning": "m", "recommendation": "r", "reference": "f"}
+    with pytest.raises(sig.SignatureError, match=r"entry 0 \(x\): bad pattern '\('"):
+        sig.load_table([dict(good, match=["("])])
+    with pytest.raises(sig.SignatureError, match=r"entry 1 \(y\): missing match, meaning"):
+        sig.load_table([good, {"name": "y", "recommendation": "r", "reference": "f"}])
+    with pytest.raises(sig.SignatureError, match="severity 'fatal' is not one of"):
+        sig.load_table([dict(good, severity="fatal")])
+    with pytest.raises(sig.SignatureError, match="requires must be a list of strings"):
+        sig.load_table([dict(good, requires="a")])

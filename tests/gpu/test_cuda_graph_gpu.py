@@ -1,10 +1,10 @@
 """The synthetic CUDA-graph matrix on a real GPU, printed; and child isolation of a poisoned context."""
-import json
 import os
 import time
 
 import pytest
 
+from probes.crashlog.table import SIGNATURES
 from probes import cuda_graph
 from probes.context import ProbeContext
 from probes.graphrepro import specs
@@ -14,7 +14,7 @@ from probes.graphrepro.worker import Worker
 pytestmark = pytest.mark.gpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TABLE = json.load(open(os.path.join(ROOT, "gpudiag", "data", "signatures.json")))["signatures"]
+TABLE = SIGNATURES   # the signature table, as the control side sends it
 CELL_STATUSES = ("ok", "capture_failed", "replay_failed", "mismatch", "device_fault", "timeout", "skipped",
                  "error")
 

@@ -10,11 +10,12 @@ import subprocess
 import sys
 import time
 
+from probes.crashlog.table import SIGNATURES
 from probes.graphrepro import launch_plan, launcher, sglang_repro, traffic
 from tests.probes.test_cuda_graph_support import STANDIN_SERVER, group_members, wait_group_empty
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TABLE = json.load(open(os.path.join(ROOT, "gpudiag", "data", "signatures.json")))["signatures"]
+TABLE = SIGNATURES   # the signature table, as the control side sends it
 
 
 def release_flags(version):

@@ -4,13 +4,14 @@ import os
 
 import pytest
 
+from probes.crashlog.table import SIGNATURES
 from probes import cuda_graph
 from probes.context import ProbeContext
 from probes.graphrepro import gpus, specs, synthetic
 from probes.graphrepro.signatures import match_signatures, primary_signature
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TABLE = json.load(open(os.path.join(ROOT, "gpudiag", "data", "signatures.json")))["signatures"]
+TABLE = SIGNATURES   # the signature table, as the control side sends it
 LOGS = os.path.join(ROOT, "tests", "fixtures", "logs")
 
 

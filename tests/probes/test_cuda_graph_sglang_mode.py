@@ -3,19 +3,19 @@
 The stand-in answers `-m sglang.launch_server ...` like a server that crashes on concurrent requests
 when draft tokens > 8, and checks the reduced config.json and draft config it is given.
 """
-import json
 import os
 import stat
 import sys
 
 import pytest
 
+from probes.crashlog.table import SIGNATURES
 from probes import cuda_graph
 from probes.context import ProbeContext
 from tests.probes.test_cuda_graph_support import STANDIN_SERVER
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TABLE = json.load(open(os.path.join(ROOT, "gpudiag", "data", "signatures.json")))["signatures"]
+TABLE = SIGNATURES   # the signature table, as the control side sends it
 
 FAKE_SGLANG = r'''#!%(python)s
 import json, os, sys

@@ -1,0 +1,307 @@
+"""One log in, one verdict out: known signature, unclassified crash, or clean; each crash with its family,
+its exception line and last frames, and advice in the flags of the release that wrote the log."""
+import bisect
+import re
+
+from probes.crashlog import families, releases
+from probes.crashlog.crashes import CANDIDATE_WORDS, MARKERS, find_crashes
+from probes.crashlog.normalize import logical_lines
+from probes.crashlog.redact import redact_line
+from probes.crashlog.table import SIGNATURES
+
+MAX_CRASHES = 20
+MAX_ANALYSED = 200      # crashes looked at in detail; a log with more is counted, not read further
+MAX_QUOTED = 12
+MAX_TEXT = 300
+LAST_FRAMES = 3
+READY = re.compile(r"The server is fired up and ready to roll|Uvicorn running on|Application startup complete")
+CAPTURE_BEGIN = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph begin")
+CAPTURE_END = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph end")
+CAPTURE_EVENT = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph (?:begin|end)")
+DFLASH = re.compile(r"DFLASH|dflash", re.I)
+DFLASH_DISABLED = re.compile(r"Disable DFLASH draft cuda graph because (?P<reason>.*)")
+OUTCOMES = ("known_signature", "unclassified_crash", "clean")
+
+
+def _compile(table):
+    out = []
+    for entry in table:
+        if not isinstance(entry, dict):
+            continue
+        try:
+            out.append((entry, [re.compile(p, re.I) for p in entry.get("match") or []],
+                        [re.compile(p, re.I) for p in entry.get("requires") or []],
+                        [re.compile(p, re.I) for p in entry.get("context") or []]))
+        except re.error:
+            continue    # a bad pattern sent by an older control side never breaks classification
+    return out
+
+
+def quote(line):
+    return {"line": line.number, "text": redact_line(line.shown.strip())[:MAX_TEXT]}
+
+
+def render_advice(template, words):
+    try:
+        return template.format(**words)
+    except (KeyError, IndexError, ValueError):
+        return template
+
+
+class LogIndex(object):
+    """The log's lines and their joined text, so a pattern is searched once over the whole text (in C)
+    and its hits mapped back to lines, instead of once per line."""
+
+    def __init__(self, lines):
+        self.lines = lines
+        self.whole = "\n".join(line.text for line in lines)
+        self._low = None
+        self.starts, offset = [], 0
+        for line in lines:
+            self.starts.append(offset)
+            offset += len(line.text) + 1
+
+    @property
+    def low(self):
+        if self._low is None:
+            self._low = self.whole.lower()
+        return self._low
+
+    def line_at(self, offset):
+        return self.lines[bisect.bisect_right(self.starts, offset) - 1]
+
+    def first(self, pattern):
+        found = pattern.search(self.whole)
+        return self.line_at(found.start()) if found else None
+
+    def every(self, pattern):
+        return [self.line_at(m.start()) for m in pattern.finditer(self.whole)]
+
+    def numbers_with(self, words):
+        """Numbers of the lines holding any of the words (plain substrings, found at memchr speed)."""
+        found = set()
+        for word in words:
+            at = self.whole.find(word)
+            while at >= 0:
+                line = self.line_at(at)
+                found.add(line.number)
+                at = self.whole.find(word, self.starts[line.number - 1] + len(line.text) + 1)
+        return found
+
+
+class Entry(object):
+    """A signature with its patterns compiled; what it needs from the whole log is looked up once, on demand
+    (a log without crashes never pays for it)."""
+
+    def __init__(self, index, entry, match, requires, context):
+        self.index, self.entry, self.match = index, entry, match
+        self._requires, self._context = requires, context
+        self._required = self._lines = None
+
+    def required(self):
+        if self._required is None:
+            self._required = all(p.search(self.index.whole) for p in self._requires)
+        return self._required
+
+    def context_lines(self):
+        if self._lines is None:
+            self._lines = [l for l in (self.index.first(p) for p in self._context) if l is not None]
+        return list(self._lines)
+
+
+def classify(text, table=None, installed_release=None):
+    index = LogIndex(logical_lines(text))
+    lines, whole = index.lines, index.whole
+    release = releases.infer_release(whole, installed_release)
+    words = releases.flag_words(release["generation"], release.get("release"))
+    compiled = [Entry(index, *parts) for parts in _compile(SIGNATURES if table is None else table)]
+    ready_lines = [l.number for l in index.every(READY)]
+    ready = lines[ready_lines[0] - 1] if ready_lines else None
+    captures = [(l.number, l.stream, bool(CAPTURE_BEGIN.search(l.text)))
+                for l in index.every(CAPTURE_EVENT)]
+    crashes = find_crashes(lines, index.numbers_with(CANDIDATE_WORDS))
+    reports = [_report(crash, captures, compiled, words, ready_lines) for crash in crashes[:MAX_ANALYSED]]
+    reports = _merge_ranks(reports)
+    stalled = _capture_unfinished(lines, captures) if not reports and not ready else None
+    if stalled:
+        reports.append(_stall_report(lines, stalled))
+    notes = _notes(index, compiled, words)
+    signed = [r for r in reports if r["signature"]]
+    outcome = "known_signature" if signed else "unclassified_crash" if reports else "clean"
+    return {"outcome": outcome, "lines": len(lines),
+            "ready_line": ready.number if ready else None,
+            "last_ready_line": ready_lines[-1] if ready_lines else None,
+            "release": release, "advice_assumes": releases.assumed(release),
+            "crashes": reports[:MAX_CRASHES], "crashes_total": len(reports) + max(0, len(crashes) - MAX_ANALYSED),
+            "notes": notes, "dflash_draft_graph": _dflash(index, reports)}
+
+
+def _capture_unfinished(lines, captures):
+    """The first line of a capture that began and never ended (a log that stops mid-capture), or None."""
+    open_at = {}
+    for number, stream, begins in captures:
+        if begins:
+            open_at[stream] = number
+        else:
+            open_at.pop(stream, None)
+    return lines[min(open_at.values()) - 1] if open_at else None
+
+
+def _stall_report(lines, begun):
+    last = max((l for l in lines if l.text.strip()), key=lambda l: l.number)
+    out = {"line": begun.number, "last_line": last.number, "streams": [begun.stream] if begun.stream else [],
+           "family": "capture_hang", "detail": "capture", "when": "during start-up", "exception": None,
+           "first_line_text": "CUDA-graph capture began here; the log ends %d lines later (line %d) without its "
+                              "end, a crash or the server coming up: hung in capture, killed, or still capturing"
+                              % (last.number - begun.number, last.number),
+           "last_frames": [], "quoted": [quote(begun), quote(last)], "signature": None}
+    out["summary"] = summary(out)
+    return out
+
+
+def _capture_open_before(captures, crash):
+    begun = False
+    for number, stream, begins in captures:
+        if number >= crash.first_line:
+            break
+        if stream == crash.stream:
+            begun = begins
+    return begun
+
+
+def _accepts(entry, family):
+    """A signature names a crash of its own families only, or one whose family is not known better."""
+    wanted = entry.get("families") or ([entry["family"]] if entry.get("family") else [])
+    if not wanted:
+        return False            # notes (info, warning) never name a crash
+    return family in wanted or family in ("unclassified", "native_crash")
+
+
+def _when(number, ready_lines):
+    """Where a crash sits against the server's "ready" lines: a crash followed by a later start-up belongs
+    to an earlier run of the server."""
+    if any(r > number for r in ready_lines):
+        return "before the server last came up (an earlier run)"
+    if ready_lines:
+        return "after the server was ready"
+    return "during start-up"
+
+
+def _report(crash, captures, compiled, words, ready_lines):
+    family, detail = families.family_of(crash, _capture_open_before(captures, crash))
+    signature, matched = None, []
+    for candidate in compiled:
+        entry = candidate.entry
+        if not _accepts(entry, family) or not candidate.required():
+            continue
+        matched = [line for line in crash.lines if any(p.search(line.text) for p in candidate.match)]
+        if matched:
+            matched = candidate.context_lines() + matched
+            signature = entry
+            break
+    exception = crash.exception_or_earlier
+    frames = [{"file": _short(path), "line": number, "function": func}
+              for path, number, func in crash.frames[-LAST_FRAMES:]]
+    chosen = {line.number: line for line in matched}
+    if exception is not None:
+        chosen.setdefault(exception.number, exception)
+    for line in crash.lines:       # how the process ended: signals, watchdogs, "Killed", the parent's sigquit
+        if len(chosen) < MAX_QUOTED - LAST_FRAMES and MARKERS.search(line.text):
+            chosen.setdefault(line.number, line)
+    for line in crash.lines:
+        if len(chosen) >= MAX_QUOTED:
+            break
+        if line.text.lstrip().startswith("File ") and any(f["line"] == n for f in frames for n in (line.number,)):
+            chosen.setdefault(line.number, line)
+    first = crash.lines[0]
+    where = _when(first.number, ready_lines)
+    out = {"line": crash.first_line, "last_line": crash.last_line, "streams": [crash.stream] if crash.stream else [],
+           "family": family, "detail": detail, "when": where,
+           "exception": quote(exception) if exception is not None else None,
+           "first_line_text": quote(first)["text"],
+           "key": redact_line((exception or first).text.strip())[:MAX_TEXT],
+           "last_frames": frames,
+           "quoted": [quote(chosen[n]) for n in sorted(chosen)][:MAX_QUOTED],
+           "signature": None}
+    if signature is not None:
+        out["signature"] = {"name": signature.get("name"), "kind": signature.get("kind"),
+                            "severity": signature.get("severity") or "error", "meaning": signature.get("meaning"),
+                            "recommendation": render_advice(str(signature.get("recommendation") or ""), words),
+                            "reference": signature.get("reference")}
+    out["summary"] = summary(out)
+    return out
+
+
+def _short(path):
+    """A traceback path from sglang/ or torch/ on (site-packages prefixes say nothing and may hold user names)."""
+    for anchor in ("/sglang/", "/torch/", "/sgl_kernel/", "/flashinfer/", "/vllm/"):
+        index = path.rfind(anchor)
+        if index >= 0:
+            return path[index + 1:]
+    return path.rsplit("/", 2)[-1] if path.count("/") > 2 else path
+
+
+def summary(report):
+    what = report["exception"]["text"] if report["exception"] else report["first_line_text"]
+    ranks = (" [%s]" % ", ".join(report["streams"])) if report["streams"] else ""
+    if report["signature"]:
+        return "%s at line %d%s: %s" % (report["signature"]["name"], report["line"], ranks, what)
+    return "unclassified crash at line %d%s (%s): %s" % (report["line"], ranks, report["family"], what)
+
+
+def _merge_ranks(reports):
+    """The same crash on several ranks (one traceback per TP rank) is one report listing the ranks."""
+    merged, seen = [], {}
+    for report in reports:
+        key = (report["family"], report.pop("key", None) or report["first_line_text"],
+               (report["signature"] or {}).get("name"))
+        if key in seen and report["line"] - seen[key]["last_line"] < 400:
+            seen[key]["streams"] = sorted(set(seen[key]["streams"]) | set(report["streams"]), key=_rank_order)
+            seen[key]["last_line"] = report["last_line"]
+            seen[key]["summary"] = summary(seen[key])
+            continue
+        seen[key] = report
+        merged.append(report)
+    return merged
+
+
+def _rank_order(stream):
+    digits = re.sub(r"\D", "", stream)
+    return (re.sub(r"\d", "", stream), int(digits) if digits else -1)
+
+
+def _notes(index, compiled, words):
+    """Signatures that are not crashes (DFlash draft graph skipped, acceptance stuck at 1.00)."""
+    notes = []
+    for candidate in compiled:
+        entry = candidate.entry
+        if entry.get("family") or not candidate.required():
+            continue
+        hits = [line for line in (index.first(p) for p in candidate.match) if line is not None]
+        hit = min(hits, key=lambda l: l.number) if hits else None
+        if hit is not None:
+            notes.append({"name": entry.get("name"), "severity": entry.get("severity") or "info",
+                          "meaning": entry.get("meaning"), "reference": entry.get("reference"),
+                          "recommendation": render_advice(str(entry.get("recommendation") or ""), words),
+                          "quoted": [quote(hit)]})
+    return notes
+
+
+def _dflash(index, reports):
+    """What the log says about DFlash's draft CUDA graph; None when the log never mentions DFlash."""
+    whole = index.whole
+    if "dflash" not in index.low:
+        return None
+    line = index.first(DFLASH_DISABLED) if "Disable DFLASH" in whole else None
+    if line is not None:
+        found = DFLASH_DISABLED.search(line.text)
+        return {"state": "disabled", "line": line.number, "text": quote(line)["text"],
+                "reason": redact_line(found.group("reason").strip())[:MAX_TEXT]}
+    served = re.search(r"speculative_algorithm='?DFLASH|--speculative-algorithm[ =]DFLASH", whole, re.I)
+    for report in reports:
+        crash_text = " ".join(q["text"] for q in report["quoted"]) + " ".join(f["file"] for f in report["last_frames"])
+        if report["detail"] == "capture" and (served or DFLASH.search(crash_text)):
+            return {"state": "capture_failed", "line": report["line"], "text": report["summary"][:MAX_TEXT],
+                    "reason": report["family"]}
+    return {"state": "not_logged", "line": None, "text": None,
+            "reason": "the log mentions DFlash but no draft-graph decision"}

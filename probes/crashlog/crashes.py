@@ -1,0 +1,205 @@
+"""Finds the crashes in a log: Python tracebacks (chained ones joined), fatal native errors, signals,
+watchdog timeouts and bare exception lines, each kept per stream so `[TP0]…[TP7]` interleaving never
+mixes two ranks' tracebacks.
+"""
+import re
+
+TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+FAULTHANDLER = re.compile(r"(Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):")
+FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>[\w<>.]+)')
+CHAIN = re.compile(r"^(During handling of the above exception|The above exception was the direct cause)")
+# An exception line as Python prints it: a dotted name ending in Error/Exception/Exit/Interrupt, maybe a message.
+EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?::.*)?$"
+                            r"|^(?:Exception|KeyboardInterrupt|AssertionError)\b.*$")
+# Lines that show a crash even without a traceback before them.
+MARKERS = re.compile("|".join((
+    r"Fatal Python error",
+    r"Segmentation fault",
+    r"\bSIG(?:SEGV|ABRT|BUS|ILL|KILL)\b",
+    r"Aborted \(core dumped\)",
+    r"terminate called after throwing",
+    r"Received sigquit from a child process",
+    r"Watchdog caught collective operation timeout",
+    r"watchdog (?:thread terminated|got stuck|timeout)",
+    r"^\[?PG ID .*watchdog: ",
+    r"\bCUDA error: ",
+    r"^ERROR: +\[Errno \d+\]",
+    r"Initialization failed\.",
+    r"^Killed$",
+)), re.IGNORECASE)
+# Words on every line that can start or end a crash (see MARKERS and EXCEPTION_LINE); other lines are read
+# only while a crash is open.
+CANDIDATE_WORDS = ("Traceback", "most recent call", 'File "', "Error", "error", "ERROR", "Exception", "Exit",
+                   "Interrupt", "Failure", "Fatal", "fault", "SIG", "Abort", "abort", "terminate called", "sigquit",
+                   "atchdog", "Killed", "Initialization failed", "core dumped", "KeyboardInterrupt")
+ATTACH_WITHIN = 40      # a marker this many lines after a crash of the same stream belongs to it
+TAIL_LINES = 8          # message lines kept after an exception line ("Possible solutions", CUDA hints)
+
+
+class Crash(object):
+    def __init__(self, stream, first):
+        self.stream = stream
+        self.lines = [first]
+        self.frames = []          # (file, line, function), outermost first, across chained tracebacks
+        self.exception = None     # the last exception line (the one that ended the process)
+        self.tail = 0             # message lines still to take after the exception line
+        self.open = True          # inside a traceback: frames and code lines still belong here
+
+    @property
+    def first_line(self):
+        return self.lines[0].number
+
+    @property
+    def last_line(self):
+        return self.lines[-1].number
+
+    @property
+    def exception_or_earlier(self):
+        return self.exception or next((l for l in reversed(self.lines) if EXCEPTION_LINE.match(l.text.strip())), None)
+
+    def text(self):
+        return "\n".join(line.text for line in self.lines)
+
+
+def _is_continuation(text):
+    return not text.strip() or text[:1].isspace() or text.lstrip().startswith(("^", "~"))
+
+
+def _frames_before(recent):
+    """The frame lines (each with the code lines under it) just above a bare exception line: a traceback
+    whose head was cut off. Indented lines with no frame above them (a wrapped command line) stop it."""
+    taken, index = [], len(recent) - 1
+    while index >= 0:
+        line = recent[index]
+        if FRAME.match(line.text):
+            taken.append(line)
+            index -= 1
+            continue
+        start = index
+        while start >= 0 and not FRAME.match(recent[start].text) and recent[start].text[:1].isspace() \
+                and index - start < 3:
+            start -= 1
+        if start < 0 or not FRAME.match(recent[start].text):
+            break
+        taken.extend(recent[start + 1:index + 1][::-1])
+        index = start
+    return list(reversed(taken))
+
+
+def find_crashes(lines, candidates=None):
+    """Crashes in order of their first line. `lines` come from normalize.logical_lines; `candidates`, when
+    given, holds the numbers of the lines CANDIDATE matches (found once over the whole text)."""
+    crashes, active, recent = [], {}, {}
+    busy = False
+    for line in lines:
+        if candidates is not None and not busy and line.number not in candidates:
+            continue
+        _step(line, crashes, active, recent)
+        busy = _busy(active, line.number)
+    return crashes
+
+
+def _step(line, crashes, active, recent):
+    owner = _interleaved_owner(active, line)
+    if owner is not None:
+        line.stream = owner       # a traceback line printed after another rank's record header
+    before = recent.setdefault(line.stream, [])
+    before.append(line)
+    del before[:-ATTACH_WITHIN]
+    crash = active.get(line.stream)
+    if crash is not None and line.header:
+        crash.tail = 0            # a new record of the same stream ends the message lines
+    text = line.text
+    starts = TRACEBACK.search(text) or FAULTHANDLER.search(text)
+    if crash is not None and crash.open and not starts:
+        if _take_traceback_line(crash, line):
+            return
+    if starts:
+        if crash is not None and crash.open and crash.exception is None:
+            crash.lines.append(line)      # a chained traceback after "During handling of …"
+            return
+        if crash is not None and not crash.open and crash.exception is not None and \
+                line.number - crash.last_line <= 2 and _chained(crash):
+            crash.lines.append(line)
+            crash.open = True
+            return
+        crash = Crash(line.stream, line)
+        crashes.append(crash)
+        active[line.stream] = crash
+        return
+    if crash is not None and crash.tail > 0 and not line.header and text.strip():
+        crash.lines.append(line)
+        crash.tail -= 1
+        if CHAIN.match(text):
+            crash.open = True
+            crash.exception = None
+        return
+    if MARKERS.search(text) or (not line.header and EXCEPTION_LINE.match(text.strip()) and
+                                not text[:1].isspace()) or (line.header and EXCEPTION_LINE.match(text)):
+        if crash is None or line.number - crash.last_line > ATTACH_WITHIN:
+            crash = crashes[-1] if crashes else None     # the parent reporting a child's crash
+        if crash is not None and line.number - crash.last_line <= ATTACH_WITHIN:
+            crash.lines.append(line)
+            if EXCEPTION_LINE.match(text.strip()):
+                crash.exception = crash.exception or line
+            return
+        crash = Crash(line.stream, line)
+        crash.open = False
+        if EXCEPTION_LINE.match(text.strip()):
+            crash.exception = line
+            crash.tail = TAIL_LINES
+            head = _frames_before(before[:-1])
+            crash.lines[:0] = head
+            crash.frames = [_frame(l) for l in head if FRAME.match(l.text)]
+        crashes.append(crash)
+        active[line.stream] = crash
+
+
+def _busy(active, number):
+    """Whether some stream's crash may still take the next line (an open traceback, or message lines)."""
+    return any(c.open or (c.tail > 0 and number - c.last_line <= 2 * TAIL_LINES) for c in active.values())
+
+
+def _interleaved_owner(active, line):
+    """The stream whose open traceback a header-less frame line continues, when its own stream has none."""
+    if line.header or not FRAME.match(line.text) and not (line.text[:1].isspace() and line.text.strip()):
+        return None
+    own = active.get(line.stream)
+    if own is not None and own.open:
+        return None
+    open_elsewhere = [c for c in active.values() if c.open and c.exception is None]
+    return open_elsewhere[-1].stream if len(open_elsewhere) == 1 else None
+
+
+def _chained(crash):
+    return any(CHAIN.match(line.text) for line in crash.lines[-3:])
+
+
+def _frame(line):
+    frame = FRAME.match(line.text)
+    return frame.group("file"), int(frame.group("line")), frame.group("func")
+
+
+def _take_traceback_line(crash, line):
+    """True when the line belongs to the open traceback of its stream."""
+    text = line.text
+    frame = FRAME.match(text)
+    if frame:
+        crash.lines.append(line)
+        crash.frames.append((frame.group("file"), int(frame.group("line")), frame.group("func")))
+        return True
+    if CHAIN.match(text):
+        crash.lines.append(line)
+        crash.exception = None
+        return True
+    if _is_continuation(text) and not line.header:
+        crash.lines.append(line)
+        return True
+    if crash.exception is None and text.strip():
+        crash.lines.append(line)          # the exception line closes the traceback
+        crash.exception = line
+        crash.open = False
+        crash.tail = TAIL_LINES
+        return True
+    crash.open = False
+    return False

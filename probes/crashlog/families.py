@@ -1,0 +1,81 @@
+"""The family of a crash, from its exception, markers and frames, so a crash without a known signature
+still lands in the right place. Precedence (first that holds): not a graph problem, OOM in capture,
+device fault, collective (NCCL/Gloo) error or hang, capture failure, replay failure, other OOM, native crash.
+"""
+import re
+
+FAMILIES = ("not_a_graph_problem", "oom_in_capture", "device_fault", "nccl", "capture_failure", "replay_failure",
+            "capture_hang", "out_of_memory", "native_crash", "unclassified")
+# capture_hang: capture began and the log ends without its end, a crash or the server coming up.
+GRAPH_FAMILIES = ("oom_in_capture", "device_fault", "nccl", "capture_failure", "replay_failure", "capture_hang")
+
+NOT_GRAPH = (
+    ("import_error", re.compile(r"\b(ModuleNotFoundError|ImportError)\b|undefined symbol|cannot import name")),
+    ("model_config", re.compile(r"Model architectures? .*not supported|Unsupported architectures?|does not recognize "
+                                r"this architecture|model type .* (is not|not) (supported|recognized)|"
+                                r"(config\.json|tokenizer_config\.json).*(not found|No such file)|"
+                                r"Can't load the configuration of|is not a local folder and is not a valid model")),
+    ("port_in_use", re.compile(r"Address already in use|EADDRINUSE|error while attempting to bind|"
+                               r"port\b.* is (not available|already in use)|is used by a process already")),
+)
+OOM = re.compile(r"out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", re.I)
+DEVICE_FAULT = re.compile(r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|illegal address|"
+                          r"misaligned address|cudaErrorMisalignedAddress|unspecified launch failure|"
+                          r"cudaErrorLaunchFailure|device-side assert(ion)? triggered|Xid \d+", re.I)
+COLLECTIVE = re.compile(r"NCCL|Watchdog caught collective|ProcessGroup\w*|DistBackendError|gloo|"
+                        r"collective operation timeout|all_?reduce.*(timed out|timeout)", re.I)
+COLLECTIVE_FAILURE = re.compile(r"NCCL (error|WARN)|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|"
+                                r"Watchdog caught collective|watchdog (thread terminated|got stuck)|DistBackendError|"
+                                r"gloo.*(Timed out|Connection closed|Connection reset)|gloo/transport/|"
+                                r"collective operation timeout|NCCL.*(timed out|timeout)", re.I)
+CAPTURE_FUNCS = frozenset(("capture", "capture_one_batch_size", "init_cuda_graphs", "capture_end", "capture_one",
+                           "capture_decode_graph", "capture_cuda_graphs", "_end_current_segment",
+                           "init_all_cuda_graphs", "capture_begin"))
+CAPTURE_TEXT = re.compile(r"Capture (cuda|CUDA|draft cuda|target \w+ CUDA) graph failed|stream is capturing|"
+                          r"StreamCapture|capture_end|num_active_captures_", re.I)
+REPLAY_FUNCS = frozenset(("replay", "replay_prepare", "populate_from_forward_batch", "fill_from", "load_batch"))
+NATIVE = re.compile(r"Fatal Python error|Segmentation fault|SIG(SEGV|ABRT|BUS|ILL)|Aborted \(core dumped\)|"
+                    r"terminate called after throwing|core dumped", re.I)
+
+
+def _frame_funcs(crash):
+    return [func.split(".")[-1] for _, _, func in crash.frames]
+
+
+def in_capture(crash):
+    funcs = _frame_funcs(crash)
+    return any(f in CAPTURE_FUNCS for f in funcs) or bool(CAPTURE_TEXT.search(crash.text()))
+
+
+def in_replay(crash):
+    for path, _, func in crash.frames:
+        name = func.split(".")[-1]
+        if name in REPLAY_FUNCS or (name == "execute" and "graph" in path.lower()):
+            return True
+    return False
+
+
+def family_of(crash, capture_open=False):
+    """(family, detail): detail names the sub-kind of `not_a_graph_problem` and the phase of a fault."""
+    text = crash.text()
+    exception = crash.exception.text if crash.exception else ""
+    for kind, pattern in NOT_GRAPH:
+        if pattern.search(text) and not in_capture(crash):
+            return "not_a_graph_problem", kind
+    capturing = in_capture(crash) or capture_open
+    phase = "capture" if capturing else "replay" if in_replay(crash) else ""
+    if OOM.search(text) and capturing:
+        return "oom_in_capture", "capture"
+    if DEVICE_FAULT.search(text):
+        return "device_fault", phase
+    if COLLECTIVE_FAILURE.search(text) or (COLLECTIVE.search(exception) and "Error" in exception):
+        return "nccl", phase
+    if capturing:
+        return "capture_failure", "capture"
+    if phase == "replay":
+        return "replay_failure", "replay"
+    if OOM.search(text):
+        return "out_of_memory", ""
+    if NATIVE.search(text):
+        return "native_crash", ""
+    return "unclassified", ""
