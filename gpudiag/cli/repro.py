@@ -169,7 +169,7 @@ def _classify_log(source: str, as_json: bool, reports_dir: Path) -> int:
     else:
         for line in logrun.describe(block):
             click.echo(line)
-        click.echo(f"stored: {writer.dir}  (gpudiag report {manifest.run_id})", err=True)
+        click.echo(f"results: {writer.dir}  (gpudiag report {manifest.run_id})")
     return ExitCode.FINDINGS if logrun.is_crash(block) else ExitCode.OK
 
 
