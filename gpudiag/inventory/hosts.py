@@ -54,17 +54,18 @@ class HopResolver:
         if not match:
             raise InventoryError(f"jump {hop!r}: expected [user@]host[:port] or an inventory host name")
         alias = match.group("v6") or match.group("host")
-        settings = _lookup(self.ssh, alias)
-        port = int(match.group("port")) if match.group("port") else settings.port
+        given_port = int(match.group("port")) if match.group("port") else None
+        settings = _lookup(self.ssh, alias, match.group("user"), given_port)
+        port = given_port or settings.port
         spec = endpoint(settings.hostname, match.group("user") or settings.user, port)
         if settings.proxy_jump and settings.proxy_jump not in (hop, alias):  # `Host * ProxyJump x` hits x too
             return f"{self.resolve(settings.proxy_jump, stack + (hop,))},{spec}"
         return spec
 
 
-def _lookup(ssh: SshConfig, alias: str) -> SshSettings:
+def _lookup(ssh: SshConfig, alias: str, user: str | None = None, port: int | None = None) -> SshSettings:
     try:
-        return ssh.lookup(alias)
+        return ssh.lookup(alias, user=user, port=port)
     except SshConfigError as exc:
         raise InventoryError(str(exc)) from None
 
@@ -72,7 +73,7 @@ def _lookup(ssh: SshConfig, alias: str) -> SshSettings:
 def ssh_host(name: str, address: str, *, user: str | None, port: int | None, identity_file: str | None,
              jump: str | None, hops: HopResolver, jump_stack: tuple[str, ...] = (), **rest: object) -> Host:
     """An ssh Host: ssh_config fills what was not given; HostName always maps the alias."""
-    settings = _lookup(hops.ssh, address)
+    settings = _lookup(hops.ssh, address, user, port)
     raw_jump = jump if jump is not None else settings.proxy_jump
     if raw_jump in (address, name):   # a catch-all `Host * ProxyJump bastion` also matches the bastion
         raw_jump = None
