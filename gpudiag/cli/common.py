@@ -10,6 +10,7 @@ import click
 
 from gpudiag.cli import UserError
 from gpudiag.inventory import InventoryError, load_inventory, resolve_targets
+from gpudiag.inventory.patterns import PatternError
 from gpudiag.models import Host
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
 
@@ -22,23 +23,48 @@ def reports_dir_option(f: Any) -> Any:
                         help="Where runs are stored (env GPUDIAG_REPORTS).")(f)
 
 
+LIMIT_KEY = "gpudiag.limit"
+
+
 def inventory_option(f: Any) -> Any:
+    """`-i FILE` and `--limit PATTERN`; the limit rides on the click context, read by load_hosts."""
+    f = click.option("--limit", metavar="PATTERN", expose_value=False, callback=_remember_limit,
+                     help="Keep only the hosts this pattern also selects, as Ansible's --limit "
+                          "(a:b, a:!b, a:&b, wildcards, ranges, @FILE of names).")(f)
     return click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
-                        help="Inventory file (gpudiag or Ansible YAML form).")(f)
+                        help="Inventory file: gpudiag's YAML form, or an Ansible inventory (YAML or INI).")(f)
+
+
+def _remember_limit(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    ctx.meta[LIMIT_KEY] = value
+    return value
 
 
 def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | None) -> list[Host]:
-    """Resolve targets; an explicit or default inventory file is used when present."""
+    """Resolve targets (and --limit); `-i FILE`, else ./inventory.yaml when present, is the inventory.
+
+    A broken ./inventory.yaml that -i did not name is only a warning: ad-hoc targets need no inventory.
+    """
+    ctx = click.get_current_context(silent=True)
+    limit = ctx.meta.get(LIMIT_KEY) if ctx is not None else None
+    unused = ""
     try:
-        inventory = None
-        path = inventory_path or (DEFAULT_INVENTORY if Path(DEFAULT_INVENTORY).is_file() else None)
-        if path:
-            inventory = load_inventory(path)
+        inventory = load_inventory(inventory_path) if inventory_path else None
+        if inventory is None and Path(DEFAULT_INVENTORY).is_file():
+            try:
+                inventory = load_inventory(DEFAULT_INVENTORY)
+            except InventoryError as exc:
+                unused = str(exc)
+                click.echo(f"gpudiag: warning: {DEFAULT_INVENTORY} not used: {unused}", err=True)
+        if not targets and limit and inventory is not None:
+            targets = ("all",)
         if not targets:
             raise UserError("no targets given (try `localhost`, a host, a group, or `all` with -i)")
-        return resolve_targets(list(targets), inventory, python)
+        return resolve_targets(list(targets), inventory, python, limit=limit)
     except InventoryError as exc:
-        raise UserError(str(exc)) from None
+        relevant = unused and not isinstance(exc, PatternError)   # a bad range is wrong with or without it
+        because = f" ({DEFAULT_INVENTORY} was not used: it does not load)" if relevant else ""
+        raise UserError(f"{exc}{because}") from None
 
 
 def warn_ignored_ssh_settings(hosts: list[Host]) -> None:

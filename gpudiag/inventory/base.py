@@ -197,26 +197,11 @@ def kind_of(node: yaml.Node) -> str:
             "tag:yaml.org,2002:str": "a string"}.get(node.tag, "a scalar")
 
 
-_RANGE = re.compile(r"^(?P<head>.*?)\[(?P<start>[0-9]+|[a-z]):(?P<end>[0-9]+|[a-z])(?::(?P<step>[0-9]+))?\]"
-                    r"(?P<tail>.*)$")
-
-
 def expand_host_range(doc: "YamlFile", name: str, node: yaml.Node) -> list[str]:
-    """`gpu-[01:04]` → gpu-01 … gpu-04 (Ansible's host ranges: numeric keeps the zero padding, or a:z)."""
-    match = _RANGE.match(name)
-    if not match:
-        return [name]
-    start, end, step = match.group("start"), match.group("end"), int(match.group("step") or 1)
-    if start.isdigit() != end.isdigit() or step < 1:
-        raise doc.error(node, f"host range {name!r}: expected [START:END] or [START:END:STEP]")
-    if start.isdigit():
-        width = len(start) if start.startswith("0") else 0
-        items = [str(n).zfill(width) for n in range(int(start), int(end) + 1, step)]
-    else:
-        items = [chr(c) for c in range(ord(start), ord(end) + 1, step)]
-    if not items:
-        raise doc.error(node, f"host range {name!r} is empty (start after end)")
-    if len(items) > MAX_RANGE:
-        raise doc.error(node, f"host range {name!r} has {len(items)} hosts; at most {MAX_RANGE}")
-    return [host for item in items
-            for host in expand_host_range(doc, f"{match.group('head')}{item}{match.group('tail')}", node)]
+    """`gpu-[01:04]` (Ansible) or `gpu-[01-03,07]` (pdsh) → every host it stands for; errors name file:line."""
+    from gpudiag.inventory.patterns import PatternError, expand_range   # patterns imports this module
+
+    try:
+        return expand_range(name)
+    except PatternError as exc:
+        raise doc.error(node, str(exc)) from None

@@ -186,7 +186,8 @@ def test_implausible_target_with_inventory_suggests_close_names():
 
 def test_wildcard_pattern_selects_matching_hosts():
     inv = load_inventory(NATIVE)
-    assert [h.name for h in resolve_targets(["gpu-0[34]"], inv)] == ["gpu-03", "gpu-04"]
+    assert [h.name for h in resolve_targets(["gpu-0[3-4]"], inv)] == ["gpu-03", "gpu-04"]   # a pdsh range
+    assert [h.name for h in resolve_targets(["gpu-0?"], inv)] == [h for h in inv.hosts if h.startswith("gpu-0")]
     with pytest.raises(InventoryError, match="matches no host"):
         resolve_targets(["tpu-*"], inv)
     assert resolve_targets(["root@[::1]:2200"], inv)[0].address == "::1"   # brackets of an IPv6 target
