@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from gpudiag.cli import UserError
-from gpudiag.inventory import InventoryError, load_inventory, resolve_targets
+from gpudiag.inventory import Inventory, InventoryError, load_inventory, resolve_targets
 from gpudiag.inventory.patterns import PatternError
 from gpudiag.models import Host
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
@@ -47,7 +47,7 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
     """
     ctx = click.get_current_context(silent=True)
     limit = ctx.meta.get(LIMIT_KEY) if ctx is not None else None
-    unused = ""
+    unused, inventory = "", None
     try:
         inventory = load_inventory(inventory_path) if inventory_path else None
         if inventory is None and Path(DEFAULT_INVENTORY).is_file():
@@ -60,11 +60,23 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
             targets = ("all",)
         if not targets:
             raise UserError("no targets given (try `localhost`, a host, a group, or `all` with -i)")
-        return resolve_targets(list(targets), inventory, python, limit=limit)
+        hosts = resolve_targets(list(targets), inventory, python, limit=limit)
     except InventoryError as exc:
         relevant = unused and not isinstance(exc, PatternError)   # a bad range is wrong with or without it
         because = f" ({DEFAULT_INVENTORY} was not used: it does not load)" if relevant else ""
         raise UserError(f"{exc}{because}") from None
+    _warn_unhonoured(hosts, inventory)
+    return hosts
+
+
+def _warn_unhonoured(hosts: list[Host], inventory: Inventory | None) -> None:
+    """One stderr line per targeted host and inventory setting gpudiag cannot honour; a skipped host says
+    why it will not be scanned. Hosts that were not targeted stay silent."""
+    for host in hosts:
+        for note in inventory.notes.get(host.name, []) if inventory is not None else []:
+            click.echo(f"gpudiag: warning: {host.name}: {note}", err=True)
+        if host.skip_reason:
+            click.echo(f"gpudiag: warning: {host.name}: not scanned: {host.skip_reason}", err=True)
 
 
 def warn_ignored_ssh_settings(hosts: list[Host]) -> None:

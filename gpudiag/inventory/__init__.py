@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from gpudiag.inventory.ansible import GROUP_KEYS, parse_ansible
+from gpudiag.inventory.ansible_ini import looks_like_ini, read_ini
 from gpudiag.inventory.adhoc import default_ssh_config, parse_adhoc
 from gpudiag.inventory.base import Inventory, InventoryError, YamlFile
 from gpudiag.inventory.hosts import HostBuilder
@@ -24,14 +25,25 @@ __all__ = ["Inventory", "InventoryError", "load_inventory", "parse_adhoc", "reso
 
 def load_inventory(path: str | Path, ssh_config: SshConfig | None = None) -> Inventory:
     """Read an inventory in either form; every host comes back resolved (ssh_config applied)."""
-    doc = YamlFile(path)
+    doc = _read(path)
     if doc.root is None:
         raise InventoryError(f"{doc.path}:1: the inventory is empty (expected `hosts:` or Ansible's `all:`)")
     ansible = _looks_like_ansible(doc.root)
     specs, groups = parse_ansible(doc) if ansible else parse_native(doc)
-    hosts = HostBuilder(specs, doc.path, ssh_config or default_ssh_config()).build()
+    builder = HostBuilder(specs, doc.path, ssh_config or default_ssh_config(), lenient=ansible)
+    hosts = builder.build()
     groups["all"] = list(hosts)
-    return Inventory(path=doc.path, hosts=hosts, groups=groups, form="ansible" if ansible else "gpudiag")
+    return Inventory(path=doc.path, hosts=hosts, groups=groups, form="ansible" if ansible else "gpudiag",
+                     notes=builder.notes)
+
+
+def _read(path: str | Path) -> YamlFile:
+    """The YAML forms, or Ansible's INI form (read into the same node tree)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return YamlFile(path)   # reports the problem in the one place that words it
+    return read_ini(path, text) if looks_like_ini(text) else YamlFile(path)
 
 
 def _looks_like_ansible(root: yaml.Node) -> bool:

@@ -28,6 +28,17 @@ class Inventory:
     hosts: dict[str, Host] = field(default_factory=dict)      # name as written → resolved Host
     groups: dict[str, list[str]] = field(default_factory=dict)  # group → host names (flattened, ordered)
     form: str = "gpudiag"                                       # gpudiag | ansible
+    notes: dict[str, list[str]] = field(default_factory=dict)  # host name → settings not honoured (warn)
+
+
+@dataclass(frozen=True)
+class Unhonoured:
+    """A setting gpudiag cannot honour, found on a host or one of its groups. `blocking`: the host
+    cannot be reached correctly without it, so it is skipped (when targeted) with this reason."""
+    key: str
+    reason: str          # "FILE:LINE: ..." one line, never the value of a secret
+    blocking: bool
+    field: str = ""      # the host field it would have set ("python": --python makes it moot)
 
 
 @dataclass
@@ -43,6 +54,8 @@ class HostSpec:
     container: str | None = None
     jump: str | None = None
     local: bool | None = None          # forced by ansible_connection; None: decided by name/address
+    connection: str | None = None      # ansible_connection when it names a container engine
+    problems: list[Unhonoured] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
 

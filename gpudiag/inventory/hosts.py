@@ -99,11 +99,15 @@ def is_local(spec: HostSpec) -> bool:
 class HostBuilder:
     """Builds every Host of one inventory; jumps naming other inventory hosts are resolved on demand."""
 
-    def __init__(self, specs: list[HostSpec], path: str, ssh: SshConfig):
+    def __init__(self, specs: list[HostSpec], path: str, ssh: SshConfig, lenient: bool = False):
         self.specs = {s.name: s for s in specs}
         self.path = path
         self.hosts: dict[str, Host] = {}
         self.hops = HopResolver(ssh, self._inventory_hop)
+        # lenient (Ansible inventories): a host that cannot be built is skipped with the reason, so a
+        # host nobody targets never blocks the command
+        self.lenient = lenient
+        self.notes: dict[str, list[str]] = {}
 
     def build(self) -> dict[str, Host]:
         file_names: dict[str, str] = {}
@@ -136,9 +140,20 @@ class HostBuilder:
                                 identity_file=spec.identity_file, jump=jump, hops=self.hops,
                                 jump_stack=stack, **common)  # type: ignore[arg-type]
             except InventoryError as exc:
-                if str(exc).startswith(self.path):
-                    raise
-                raise self._error(spec, str(exc)) from None
+                error = exc if str(exc).startswith(self.path) else self._error(spec, str(exc))
+                if not self.lenient:
+                    raise error from None
+                host = Host(address=spec.address or name, transport="ssh", skip_reason=str(error),
+                            **common)  # type: ignore[arg-type]
+        where = f"{self.path}:{spec.line}: "
+        reasons = [(p.reason if p.reason.startswith(self.path) else where + p.reason, p.blocking)
+                   for p in spec.problems]
+        blocking = [reason for reason, blocks in reasons if blocks]
+        if blocking:
+            host = host.with_(skip_reason="; ".join(blocking))
+        notes = [reason for reason, blocks in reasons if not blocks]
+        if notes:
+            self.notes[host.name] = notes
         self.hosts[name] = host
         return host
 
@@ -146,6 +161,8 @@ class HostBuilder:
         if hop not in self.specs:
             return None
         host = self._host(hop, stack)
+        if host.skip_reason:
+            raise InventoryError(f"jump host {hop!r} is skipped ({host.skip_reason})")
         if host.transport != "ssh":
             raise InventoryError(f"jump host {hop!r} is reached locally, not over ssh")
         spec = endpoint(host.address, host.user, host.port)

@@ -179,7 +179,7 @@ class _Resolution:
             return socket.getservbyname(value, "tcp")
         except OSError:
             if record:
-                self.notes.append(f"Port {value!r} is not a port number (ignored; port 22 is used)")
+                self.notes.append(f"Port {value!r} is not a number (ignored; port 22 is used)")
             return None
 
     def _build(self, hostname: str) -> SshSettings:
@@ -196,7 +196,8 @@ class _Resolution:
         for key, label in NOT_HONOURED.items():
             found = self.options.values.get("proxy" if key == "proxycommand" else key)
             if found and found[0] == key and found[1].lower() not in _OFF_VALUES:
-                self.notes.append(f"{label} {' '.join(found[1:])!r} is not supported (ignored)")
+                hint = "; use ProxyJump" if key == "proxycommand" else ""
+                self.notes.append(f"{label} is not supported (ignored{hint})")
         return SshSettings(hostname=hostname, user=user, port=port, identity_file=identity, proxy_jump=jump,
                            ignored=tuple(dict.fromkeys(self.notes)),
                            identity_files=tuple(self.options.identity_files))
