@@ -171,7 +171,8 @@ class AnsibleReader:
         ungrouped = [h for h in self.host_vars if h not in grouped]
         if ungrouped or "ungrouped" in self.groups:
             group = self.groups.setdefault("ungrouped", Group("ungrouped", 1, parents=["all"]))
-            group.hosts += [h for h in ungrouped if h not in group.hosts]
+            # as Ansible reconciles it: a host that has a group of its own leaves `ungrouped`
+            group.hosts = [h for h in dict.fromkeys(group.hosts + ungrouped) if h not in grouped]
             if "ungrouped" not in self.groups["all"].children:
                 self.groups["all"].children.append("ungrouped")
 

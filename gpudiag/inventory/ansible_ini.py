@@ -23,12 +23,15 @@ _MAP = "tag:yaml.org,2002:map"
 
 
 def looks_like_ini(text: str) -> bool:
-    """The first meaningful line is a `[section]`, or a host line with `key=value` and no YAML colon."""
+    """The first meaningful line is a `[section]` or a host line (`gpu-01`, `gpu-01:2222 k=v`): no YAML
+    `key:` mapping, list item or flow collection."""
     for raw in text.splitlines():
         line = raw.strip()
-        if not line or line.startswith(("#", ";", "---")):
+        if not line or line.startswith(("#", ";")):
             continue
-        return bool(_SECTION.match(line)) or ("=" in line and not re.match(r"^[\w.-]+:\s", line))
+        if _SECTION.match(line):
+            return True
+        return not line.startswith(("-", "{", "[", "%", "!", "&", "*", "'", '"')) and not re.search(r":(\s|$)", line)
     return False
 
 

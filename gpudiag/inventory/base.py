@@ -3,7 +3,6 @@ that keep line numbers (every error names file:line)."""
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -89,12 +88,11 @@ class YamlFile:
             mark = exc.problem_mark or exc.context_mark
             line = min(mark.line + 1, len(text.splitlines()) or 1) if mark else 1   # EOF errors: the last line
             problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
-            raise InventoryError(f"{self.path}:{line}: YAML syntax error: {problem}{_ini_hint(text)}") from None
+            raise InventoryError(f"{self.path}:{line}: YAML syntax error: {problem}") from None
         except yaml.YAMLError as exc:
             raise InventoryError(f"{self.path}:1: YAML error: {' '.join(str(exc).split())}") from None
         if self.root is not None and not isinstance(self.root, yaml.MappingNode):
-            raise self.error(self.root, f"the inventory must be a mapping, not {kind_of(self.root)}"
-                                        f"{_ini_hint(text)}")
+            raise self.error(self.root, f"the inventory must be a mapping, not {kind_of(self.root)}")
 
     def error(self, node: yaml.Node | None, message: str) -> InventoryError:
         return InventoryError(f"{self.path}:{line_of(node)}: {message}")
@@ -178,18 +176,6 @@ class YamlFile:
                 raise self.error(item, f"{what}: each entry must be a name, not {kind_of(item)}")
             out.append((name, item))
         return out
-
-
-_INI_SECTION = re.compile(r"^\[[\w.:-]+\]\s*$")
-
-
-def _ini_hint(text: str) -> str:
-    """A pointer to the YAML form when the file looks like an Ansible INI inventory."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(("#", ";"))]
-    if lines and (_INI_SECTION.match(lines[0]) or any(_INI_SECTION.match(ln) for ln in lines[1:])):
-        return ("; this looks like an INI inventory: gpudiag reads the YAML form "
-                "(`ansible-inventory -i FILE --list -y` prints it)")
-    return ""
 
 
 def line_of(node: yaml.Node | None) -> int:

@@ -17,7 +17,7 @@ from gpudiag.inventory.ansible import FIELDS, SECRET_KEYS, WARN_ONLY
 
 INI = Path(__file__).resolve().parents[1] / "fixtures" / "inventory" / "ini"
 ANSIBLE_INVENTORY = shutil.which("ansible-inventory")
-ORACLE_FILES = ["cluster.ini", "nested.ini", "connections.ini"]
+ORACLE_FILES = ["cluster.ini", "nested.ini", "connections.ini", "plain_hosts.ini"]
 
 
 @pytest.fixture(autouse=True)
