@@ -97,8 +97,10 @@ def ignored_ssh_settings(hosts: list[Host]) -> list[str]:
     for host in ssh_hosts:
         # The alias the user wrote is the host's name or its address before HostName mapped it.
         notes = dict.fromkeys(config.ignored(host.name) + config.ignored(host.address))
-        if notes:
-            lines.append(f"{host.name}: {config.path}: {'; '.join(notes)}")
+        # a note from the config itself says `line N`; one from an included file keeps that file's name
+        shown = [f"line {n[len(str(config.path)) + 1:]}" if n.startswith(f"{config.path}:") else n for n in notes]
+        if shown:
+            lines.append(f"{host.name}: {config.path}: {'; '.join(shown)}")
     return lines
 
 

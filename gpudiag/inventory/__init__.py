@@ -34,7 +34,7 @@ def load_inventory(path: str | Path, ssh_config: SshConfig | None = None) -> Inv
     hosts = builder.build()
     groups["all"] = list(hosts)
     return Inventory(path=doc.path, hosts=hosts, groups=groups, form="ansible" if ansible else "gpudiag",
-                     notes=builder.notes)
+                     notes=builder.notes, python_skips=builder.python_skips)
 
 
 def _read(path: str | Path) -> YamlFile:

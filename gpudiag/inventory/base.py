@@ -28,6 +28,7 @@ class Inventory:
     groups: dict[str, list[str]] = field(default_factory=dict)  # group → host names (flattened, ordered)
     form: str = "gpudiag"                                       # gpudiag | ansible
     notes: dict[str, list[str]] = field(default_factory=dict)  # host name → settings not honoured (warn)
+    python_skips: set[str] = field(default_factory=set)        # skipped only for their interpreter setting
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,7 @@ class HostBuilder:
         # host nobody targets never blocks the command
         self.lenient = lenient
         self.notes: dict[str, list[str]] = {}
+        self.python_skips: set[str] = set()   # `--python` makes their one problem moot
 
     def build(self) -> dict[str, Host]:
         file_names: dict[str, str] = {}
@@ -151,6 +152,8 @@ class HostBuilder:
         blocking = [reason for reason, blocks in reasons if blocks]
         if blocking:
             host = host.with_(skip_reason="; ".join(blocking))
+            if all(p.field == "python" for p in spec.problems if p.blocking):
+                self.python_skips.add(host.name)
         notes = [reason for reason, blocks in reasons if not blocks]
         if notes:
             self.notes[host.name] = notes

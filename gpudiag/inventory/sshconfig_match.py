@@ -101,7 +101,7 @@ def connection_tokens(hostname: str, original: str, user: str | None, port: int 
     port_text = str(port or DEFAULT_PORT)
     return {"h": hostname, "n": original, "r": remote_user, "p": port_text, "u": local_user(),
             "d": str(Path.home()), "l": local, "L": local.split(".")[0], "i": str(os.getuid()),
-            "k": hostname,
+            "k": original,   # HostKeyAlias (not honoured) else the host as given
             "C": hashlib.sha1(f"{local}{hostname}{port_text}{remote_user}".encode()).hexdigest()}
 
 
@@ -128,6 +128,8 @@ def match_line(directive: Directive, ctx: MatchContext, evaluate_exec: bool = Tr
         negated = word.startswith("!")
         name = (word[1:] if negated else word).lower()
         if name not in CRITERIA:
+            if not result:   # an earlier criterion already failed: this one cannot change the answer
+                return False
             ctx.notes.append(f"{directive.where}: Match {name} is not supported (the block is not applied)")
             return False
         if name in _NO_ARGUMENT:

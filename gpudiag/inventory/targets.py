@@ -28,7 +28,9 @@ def resolve_targets(targets: list[str], inventory: Inventory | None, python: str
     for target in targets:
         for host in resolver.resolve(target):
             if python:
-                host = host.with_(python=python, python_explicit=True)
+                moot = inventory is not None and host.name in inventory.python_skips
+                host = host.with_(python=python, python_explicit=True,
+                                  skip_reason=None if moot else host.skip_reason)
             _add_unique(by_name, host)
     selected = list(by_name.values())
     if limit is not None:
