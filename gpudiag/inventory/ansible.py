@@ -89,7 +89,7 @@ class AnsibleReader:
                 for child, child_key, child_node in self.doc.mapping(value, f"group {name!r}: children"):
                     self._group(child, child_key, child_node, parent=name)
 
-    def _ensure(self, name: str, node: yaml.Node) -> Group:
+    def _ensure(self, name: str, node: yaml.Node | None) -> Group:
         return self.groups.setdefault(name, Group(name, line_of(node)))
 
     def _host(self, written: str, key_node: yaml.Node, node: yaml.Node, group: Group) -> None:

@@ -10,7 +10,7 @@ import ast
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -141,15 +141,15 @@ def _value(text: str) -> Any:
 
 
 def _mark(line: int) -> yaml.Mark:
-    return yaml.Mark("inventory", 0, line - 1, 0, None, None)
+    return yaml.Mark("inventory", 0, line - 1, 0, None, 0)  # type: ignore[arg-type]  # no buffer to quote
 
 
 def _key(name: str, line: int) -> yaml.ScalarNode:
     return yaml.ScalarNode(_STR, name, start_mark=_mark(line), end_mark=_mark(line))
 
 
-def _mapping(items: list[tuple[yaml.Node, yaml.Node]], line: int) -> yaml.MappingNode:
-    return yaml.MappingNode(_MAP, items, start_mark=_mark(line), end_mark=_mark(line))
+def _mapping(items: Sequence[tuple[yaml.Node, yaml.Node]], line: int) -> yaml.MappingNode:
+    return yaml.MappingNode(_MAP, list(items), start_mark=_mark(line), end_mark=_mark(line))
 
 
 def _scalar(value: Any, line: int) -> yaml.Node:

@@ -66,7 +66,7 @@ def host_line_matches(host: str, args: list[str]) -> bool:
 def local_user() -> str:
     try:
         return getpass.getuser()
-    except Exception:   # no passwd entry and no LOGNAME: OpenSSH would refuse; keep a stable name
+    except (KeyError, OSError):   # no passwd entry and no LOGNAME: OpenSSH would refuse; keep a stable name
         return str(os.getuid())
 
 

@@ -1,11 +1,10 @@
 """Ansible's YAML inventory form: detection, vars inheritance, children, ungrouped, connection vars."""
 import os
-
 import re
 
 import pytest
 
-from gpudiag.inventory import InventoryError, load_inventory, resolve_targets
+from gpudiag.inventory import load_inventory, resolve_targets
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "inventory")
 ANSIBLE = os.path.join(FIXTURES, "ansible.yaml")

@@ -72,8 +72,8 @@ def test_unexpandable_range_is_a_one_line_usage_error(tmp_path):
     result, _ = scan("gpu-[01:xx]")
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
-    assert lines == ["gpudiag: error: host range 'gpu-[01:xx]': cannot expand [01:xx] "
-                     "(expected [01-03,07] or [01:08])"]
+    assert lines == [("gpudiag: error: host range 'gpu-[01:xx]': cannot expand [01:xx] "
+                      "(expected [01-03,07] or [01:08])")]
 
 
 def test_broken_default_inventory_only_warns_for_adhoc_targets(tmp_path):
@@ -82,8 +82,8 @@ def test_broken_default_inventory_only_warns_for_adhoc_targets(tmp_path):
     assert result.exit_code == 0, result.output
     assert manifest["hosts"][0]["status"] == "ok"
     warning = [line for line in result.stderr.splitlines() if "warning" in line]
-    assert warning == ["gpudiag: warning: inventory.yaml not used: inventory.yaml:2: YAML syntax error: "
-                       "expected the node content, but found '<stream end>'"]
+    assert warning == [("gpudiag: warning: inventory.yaml not used: inventory.yaml:2: YAML syntax error: "
+                        "expected the node content, but found '<stream end>'")]
 
 
 def test_broken_inventory_named_by_i_is_an_error(tmp_path):

@@ -26,7 +26,7 @@ def test_ansible_ini_inventory_scans_a_group(sshd_fleet, tmp_path):
                                   "--reports-dir", str(reports), timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr          # the winrm host is not targeted
-    run, hosts = sshd_fleet.load_run(proc, reports=reports)
+    _, hosts = sshd_fleet.load_run(proc, reports=reports)
     assert sorted(hosts) == sorted(names)
     for name in names:
         assert hosts[name]["status"] == "ok", hosts[name]
