@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
@@ -24,7 +24,7 @@ class InventoryError(ValueError):
 @dataclass
 class Inventory:
     path: str | None = None
-    hosts: dict[str, Host] = field(default_factory=dict)      # name as written → resolved Host
+    hosts: Mapping[str, Host] = field(default_factory=dict)   # name as written → resolved Host
     groups: dict[str, list[str]] = field(default_factory=dict)  # group → host names (flattened, ordered)
     form: str = "gpudiag"                                       # gpudiag | ansible
     notes: dict[str, list[str]] = field(default_factory=dict)  # host name → settings not honoured (warn)

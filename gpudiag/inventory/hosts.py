@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator, Mapping
 
 from gpudiag.inventory.base import LOCAL_NAMES, HostSpec, InventoryError
 from gpudiag.models import Host, safe_file_name
@@ -110,7 +110,9 @@ class HostBuilder:
         self.notes: dict[str, list[str]] = {}
         self.python_skips: set[str] = set()   # `--python` makes their one problem moot
 
-    def build(self) -> dict[str, Host]:
+    def build(self) -> Mapping[str, Host]:
+        """Every host, built now (gpudiag's form: the whole file is checked) or, when lenient, on first
+        use: ssh config (its `Match exec` commands included) is applied only to hosts a command targets."""
         file_names: dict[str, str] = {}
         for name, spec in self.specs.items():
             safe = safe_file_name(name)
@@ -118,8 +120,11 @@ class HostBuilder:
                 raise self._error(spec, f"hosts {file_names[safe]!r} and {name!r} would share the file name "
                                         f"{safe!r}; rename one")
             file_names[safe] = name
-            self._host(name, (name,))
-        return {name: self.hosts[name] for name in self.specs}
+        hosts = LazyHosts(self)
+        if not self.lenient:
+            for name in self.specs:
+                self.host(name)
+        return hosts
 
     def _error(self, spec: HostSpec, message: str) -> InventoryError:
         return InventoryError(f"{self.path}:{spec.line}: host {spec.name!r}: {message}")
@@ -160,6 +165,9 @@ class HostBuilder:
         self.hosts[name] = host
         return host
 
+    def host(self, name: str) -> Host:
+        return self._host(name, (name,))
+
     def _inventory_hop(self, hop: str, stack: tuple[str, ...]) -> str | None:
         if hop not in self.specs:
             return None
@@ -170,3 +178,27 @@ class HostBuilder:
             raise InventoryError(f"jump host {hop!r} is reached locally, not over ssh")
         spec = endpoint(host.address, host.user, host.port)
         return f"{host.jump},{spec}" if host.jump else spec
+
+
+class LazyHosts(Mapping[str, Host]):
+    """Inventory name → Host, in file order; each Host is built the first time it is looked up."""
+
+    def __init__(self, builder: HostBuilder):
+        self._builder = builder
+
+    def __getitem__(self, name: str) -> Host:
+        if name not in self._builder.specs:
+            raise KeyError(name)
+        return self._builder.host(name)
+
+    def __contains__(self, name: object) -> bool:   # Mapping's default would build the host
+        return name in self._builder.specs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._builder.specs)
+
+    def __len__(self) -> int:
+        return len(self._builder.specs)
+
+    def __repr__(self) -> str:
+        return f"LazyHosts({list(self._builder.specs)})"

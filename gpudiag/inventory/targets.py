@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpudiag.inventory.adhoc import default_ssh_config, may_be_typo, parse_adhoc, split_target
@@ -52,6 +53,14 @@ def _add_unique(by_name: dict[str, Host], host: Host) -> None:
     by_name[name] = host.with_(name=name)
 
 
+@dataclass(frozen=True)
+class _Pick:
+    """A host a pattern term selects, by the name its Host will carry, before it is resolved."""
+    name: str
+    key: str             # the inventory name, or the ad-hoc target as written
+    in_inventory: bool
+
+
 class _Resolver:
     def __init__(self, inventory: Inventory | None, ssh_config: SshConfig | None):
         self.inventory = inventory
@@ -95,13 +104,16 @@ class _Resolver:
             raise InventoryError(f"target {target!r}: {bad!r} is not a host name or [user@]host[:port]")
         return None
 
-    def _exact(self, name: str) -> list[Host] | None:
-        """A group's hosts, plus a host of the same name; None: the inventory has no such name."""
+    def _exact_names(self, name: str) -> list[str] | None:
+        """A group's host names, plus a host of the same name; None: the inventory has no such name."""
         inv = self.inventory
         if inv is None or (name not in inv.groups and name not in inv.hosts):
             return None
-        names = list(inv.groups.get(name, [])) + ([name] if name in inv.hosts else [])
-        return [inv.hosts[n] for n in dict.fromkeys(names)]
+        return list(dict.fromkeys(list(inv.groups.get(name, [])) + ([name] if name in inv.hosts else [])))
+
+    def _exact(self, name: str) -> list[Host] | None:
+        names = self._exact_names(name)
+        return None if names is None or self.inventory is None else [self.inventory.hosts[n] for n in names]
 
     def _adhoc(self, target: str) -> Host:
         inv = self.inventory
@@ -113,44 +125,48 @@ class _Resolver:
         return parse_adhoc(target, ssh_config=self.ssh)
 
     def _pattern(self, pattern: str) -> list[Host]:
-        """Ansible's order: the union of the plain terms (or `all`), then `&` terms, then `!` terms."""
+        """Ansible's order: the union of the plain terms (or `all`), then `&` terms, then `!` terms.
+        Names are combined first; only the hosts left are resolved (ssh config applied)."""
         terms = split_pattern(pattern)
         plain = [t for t in terms if not t.op]
-        if plain:
-            selected = [h for t in plain for h in self._term_hosts(t.text, pattern)]
-        else:
-            selected = self._term_hosts("all", pattern)
+        picks = [p for t in plain for p in self._term_picks(t.text, pattern)] if plain \
+            else self._term_picks("all", pattern)
         for term in [t for t in terms if t.op == "&"] + [t for t in terms if t.op == "!"]:
-            names = self._term_names(term, pattern, selected)
-            selected = [h for h in selected if (h.name in names) == (term.op == "&")]
-        return list({h.name: h for h in selected}.values())
+            names = self._term_names(term, pattern, [p.name for p in picks])
+            picks = [p for p in picks if (p.name in names) == (term.op == "&")]
+        unique = {p.name: p for p in picks}.values()
+        return [self.inventory.hosts[p.key] if p.in_inventory and self.inventory is not None
+                else self._adhoc(p.key) for p in unique]
 
-    def _term_hosts(self, text: str, pattern: str) -> list[Host]:
-        exact = self._exact(text)
+    def _term_picks(self, text: str, pattern: str) -> list[_Pick]:
+        exact = self._exact_names(text)
         if exact is not None:
-            return exact
+            return [_Pick(safe_file_name(n), n, True) for n in exact]
         if is_wildcard(text):
-            names = self._wildcard(text, pattern)
-            return [h for name in names for h in self._exact(name) or []]
+            return [p for name in self._wildcard(text, pattern) for p in self._term_picks(name, pattern)]
         if text == "all":
             raise InventoryError(f"pattern {pattern!r}: 'all' needs an inventory: pass -i FILE")
-        if text in LOCAL_NAMES or split_target(text) is not None:
-            return [self._adhoc(text)]
+        if text in LOCAL_NAMES:
+            return [_Pick("localhost", text, False)]
+        if split_target(text) is not None:
+            return [_Pick(safe_file_name(text), text, False)]
         if has_range(text):
-            return [h for name in expand_range(text) for h in self._term_hosts(name, pattern)]
+            return [p for name in expand_range(text) for p in self._term_picks(name, pattern)]
         where = f"target {text!r}:" if text == pattern else f"pattern {pattern!r}: {text!r} is"
         raise InventoryError(f"{where} not {self._known_kinds()}a host name or [user@]host[:port]"
                              f"{self._suggest(text, 0.6)}")
 
-    def _term_names(self, term: Term, pattern: str, selected: list[Host]) -> set[str]:
-        """The host names a `&`/`!` term (or a --limit term) stands for."""
+    def _term_names(self, term: Term, pattern: str, candidates: list[str]) -> set[str]:
+        """The host names a `&`/`!` term (or a --limit term) stands for; candidates: names so far."""
         text = term.text
-        if self._exact(text) is not None:
-            return {h.name for h in self._exact(text) or []}
+        exact = self._exact_names(text)
+        if exact is not None:
+            return {safe_file_name(n) for n in exact}
         if is_wildcard(text):
-            found = {h.name for h in selected if fnmatch.fnmatchcase(h.name, text)}
+            found = {name for name in candidates if fnmatch.fnmatchcase(name, text)}
             if self.inventory is not None:
-                found |= {h.name for n in self._wildcard(text, pattern, required=False) for h in self._exact(n) or []}
+                found |= {safe_file_name(h) for n in self._wildcard(text, pattern, required=False)
+                          for h in self._exact_names(n) or []}
             return found
         names = expand_range(text) if has_range(text) else [text]
         return {safe_file_name(n) for n in names}
@@ -175,11 +191,12 @@ class _Resolver:
             return {safe_file_name(line.strip()) for line in lines if line.strip()}
         terms = split_pattern(limit)
         plain = [t for t in terms if not t.op]
-        keep = set().union(*(self._term_names(t, limit, selected) for t in plain)) if plain \
-            else {h.name for h in selected}
+        candidates = [h.name for h in selected]
+        keep = set().union(*(self._term_names(t, limit, candidates) for t in plain)) if plain \
+            else set(candidates)
         for term in terms:
             if term.op:
-                names = self._term_names(term, limit, selected)
+                names = self._term_names(term, limit, candidates)
                 keep = keep & names if term.op == "&" else keep - names
         return keep
 

@@ -93,3 +93,17 @@ def test_one_warning_per_host_names_every_setting_not_honoured(home, tmp_path):
     for words in ("ProxyCommand", "IdentityFile: 2 files", "CertificateFile", "Match localnetwork"):
         assert words in first
     assert "Match localnetwork" not in next(w for w in warnings if "gpu-2:" in w)
+
+
+def test_match_exec_runs_only_for_the_hosts_a_command_targets(home, tmp_path, monkeypatch):
+    from gpudiag.inventory import load_inventory, resolve_targets
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    path = config(tmp_path, f'Match exec "touch {marks}/%n"\n  User matched\n')
+    monkeypatch.setenv("GPUDIAG_SSH_CONFIG", str(path))
+    inventory = tmp_path / "hosts"
+    inventory.write_text("[gpus]\ngpu-01\ngpu-02\n[cpus]\ncpu-01\n")
+    hosts = resolve_targets(["gpus:!gpu-02"], load_inventory(inventory))
+    assert [(h.name, h.user) for h in hosts] == [("gpu-01", "matched")]
+    assert sorted(p.name for p in marks.iterdir()) == ["gpu-01"]   # excluded or untargeted: never resolved
