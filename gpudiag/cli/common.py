@@ -24,6 +24,7 @@ def reports_dir_option(f: Any) -> Any:
 
 
 LIMIT_KEY = "gpudiag.limit"
+SSH_NOTES_KEY = "gpudiag.ssh_notes"
 
 
 def inventory_option(f: Any) -> Any:
@@ -47,12 +48,12 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
     """
     ctx = click.get_current_context(silent=True)
     limit = ctx.meta.get(LIMIT_KEY) if ctx is not None else None
-    unused, inventory = "", None
+    unused, inventory, ssh = "", None, _ssh_config()
     try:
-        inventory = load_inventory(inventory_path) if inventory_path else None
+        inventory = load_inventory(inventory_path, ssh) if inventory_path else None
         if inventory is None and Path(DEFAULT_INVENTORY).is_file():
             try:
-                inventory = load_inventory(DEFAULT_INVENTORY)
+                inventory = load_inventory(DEFAULT_INVENTORY, ssh)
             except InventoryError as exc:
                 unused = str(exc)
                 click.echo(f"gpudiag: warning: {DEFAULT_INVENTORY} not used: {unused}", err=True)
@@ -60,13 +61,24 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
             targets = ("all",)
         if not targets:
             raise UserError("no targets given (try `localhost`, a host, a group, or `all` with -i)")
-        hosts = resolve_targets(list(targets), inventory, python, limit=limit)
+        hosts = resolve_targets(list(targets), inventory, python, ssh_config=ssh, limit=limit)
     except InventoryError as exc:
         relevant = unused and not isinstance(exc, PatternError)   # a bad range is wrong with or without it
         because = f" ({DEFAULT_INVENTORY} was not used: it does not load)" if relevant else ""
         raise UserError(f"{exc}{because}") from None
     _warn_unhonoured(hosts, inventory)
+    if ctx is not None and ssh is not None:
+        ctx.meta[SSH_NOTES_KEY] = ssh.notes_by_host
     return hosts
+
+
+def _ssh_config() -> SshConfig | None:
+    """The user's ssh config, read once per command; None when unreadable (the error is raised where an
+    ssh host needs it, so `localhost` never depends on it)."""
+    try:
+        return SshConfig()
+    except SshConfigError:
+        return None
 
 
 def _warn_unhonoured(hosts: list[Host], inventory: Inventory | None) -> None:
@@ -93,10 +105,14 @@ def ignored_ssh_settings(hosts: list[Host]) -> list[str]:
         config = SshConfig()
     except SshConfigError:
         return []   # an unreadable config already stopped resolution with its own error
+    ctx = click.get_current_context(silent=True)
+    recorded = ctx.meta.get(SSH_NOTES_KEY) if ctx is not None else None
     lines = []
     for host in ssh_hosts:
-        # The alias the user wrote is the host's name or its address before HostName mapped it.
-        notes = dict.fromkeys(config.ignored(host.name) + config.ignored(host.address))
+        if recorded is not None:   # what load_hosts' own lookups found: no second lookup, no second exec
+            notes = dict.fromkeys(recorded.get(host.name, ()))
+        else:   # the alias the user wrote is the host's name or its address before HostName mapped it
+            notes = dict.fromkeys(config.ignored(host.name) + config.ignored(host.address))
         # a note from the config itself says `line N`; one from an included file keeps that file's name
         shown = [f"line {n[len(str(config.path)) + 1:]}" if n.startswith(f"{config.path}:") else n for n in notes]
         if shown:

@@ -74,6 +74,8 @@ def ssh_host(name: str, address: str, *, user: str | None, port: int | None, ide
              jump: str | None, hops: HopResolver, jump_stack: tuple[str, ...] = (), **rest: object) -> Host:
     """An ssh Host: ssh_config fills what was not given; HostName always maps the alias."""
     settings = _lookup(hops.ssh, address, user, port)
+    if settings.ignored:
+        hops.ssh.notes_by_host[name] = settings.ignored
     raw_jump = jump if jump is not None else settings.proxy_jump
     if raw_jump in (address, name):   # a catch-all `Host * ProxyJump bastion` also matches the bastion
         raw_jump = None

@@ -69,6 +69,8 @@ class SshConfig:
         self.path = Path(path) if path is not None else config_path()
         self._root: ConfigFile = read_config(self.path) if self.path.is_file() else ConfigFile(str(self.path), [])
         self._cache: dict[tuple[str, str | None, int | None], SshSettings] = {}
+        # Host name → what its own lookup could not honour (filled as hosts are built, warned once each)
+        self.notes_by_host: dict[str, tuple[str, ...]] = {}
 
     @classmethod
     def from_text(cls, text: str) -> "SshConfig":

@@ -107,3 +107,13 @@ def test_match_exec_runs_only_for_the_hosts_a_command_targets(home, tmp_path, mo
     hosts = resolve_targets(["gpus:!gpu-02"], load_inventory(inventory))
     assert [(h.name, h.user) for h in hosts] == [("gpu-01", "matched")]
     assert sorted(p.name for p in marks.iterdir()) == ["gpu-01"]   # excluded or untargeted: never resolved
+
+
+def test_a_command_runs_each_match_exec_once_per_host(home, tmp_path):
+    marks = tmp_path / "marks"
+    path = config(tmp_path, f'Match exec "echo %n >> {marks}"\n  ProxyCommand nc %h %p\n')
+    result = CliRunner().invoke(cli, ["hosts", "gpu-1", "gpu-2", "--json"],
+                                env={"GPUDIAG_SSH_CONFIG": str(path), "HOME": str(home)})
+    assert result.exit_code == 0, result.output
+    assert sorted(marks.read_text().split()) == ["gpu-1", "gpu-2"]
+    assert sum("ProxyCommand" in line for line in result.stderr.splitlines()) == 2
