@@ -97,7 +97,7 @@ class _Resolver:
             if len(split_pattern(target)) == 1:
                 raise
             return None
-        if all(self._exact(n) is not None or n in LOCAL_NAMES or split_target(n) is not None for n in names):
+        if all(self._exact_names(n) is not None or n in LOCAL_NAMES or split_target(n) is not None for n in names):
             return names
         if len(split_pattern(target)) == 1:
             bad = next(n for n in names if split_target(n) is None)

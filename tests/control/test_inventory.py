@@ -203,3 +203,14 @@ def test_empty_group_selects_nothing_and_says_so(tmp_path):
     path = write(tmp_path, "hosts:\n  a:\ngroups:\n  empty: []\n")
     with pytest.raises(InventoryError, match="selects no hosts"):
         resolve_targets(["empty"], load_inventory(path))
+
+
+def test_pdsh_ranges_in_gpudiag_inventories(tmp_path):
+    path = tmp_path / "inv.yaml"
+    path.write_text("hosts:\n  'gpu-[01-03,07]':\n    user: ops\ngroups:\n  gpus: [gpu-01, gpu-07]\n")
+    inv = load_inventory(path)
+    assert list(inv.hosts) == ["gpu-01", "gpu-02", "gpu-03", "gpu-07"]
+    assert [h.user for h in resolve_targets(["gpus"], inv)] == ["ops", "ops"]
+    path.write_text("hosts:\n  'gpu-[01-xx]':\n")
+    with pytest.raises(InventoryError, match=rf"^{path}:2: host range 'gpu-\[01-xx\]'"):
+        load_inventory(path)

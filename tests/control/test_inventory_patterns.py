@@ -61,7 +61,8 @@ def test_ansible_ranges(text, expected):
     assert expand_range(text) == expected
 
 
-@pytest.mark.parametrize("text", ["gpu-[01:xx]", "gpu-[1-2", "gpu-[]", "gpu-]1[", "gpu-[1:3]]", "gpu-[[1-2]]", "gpu-[1:a]"])
+@pytest.mark.parametrize("text", ["gpu-[01:xx]", "gpu-[1-2", "gpu-[]", "gpu-]1[", "gpu-[1:3]]", "gpu-[[1-2]]",
+                                  "gpu-[1:a]"])
 def test_unexpandable_brackets_are_errors(text):
     with pytest.raises(PatternError, match="host range"):
         expand_range(text)
@@ -79,6 +80,10 @@ def test_range_on_the_command_line_is_that_many_hosts():
     assert [h.name for h in hosts] == ["gpu-01", "gpu-02", "gpu-03"]
     hosts = resolve_targets(["ops@gpu-[1:2]:2222"], None)
     assert [(h.user, h.address, h.port) for h in hosts] == [("ops", "gpu-1", 2222), ("ops", "gpu-2", 2222)]
+
+
+def test_comma_list_without_inventory_is_several_adhoc_hosts():
+    assert [h.name for h in resolve_targets(["gpu-a,gpu-[1-2]"], None)] == ["gpu-a", "gpu-1", "gpu-2"]
 
 
 def test_bad_bracket_on_the_command_line_is_an_error_not_a_host():
