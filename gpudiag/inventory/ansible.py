@@ -23,10 +23,10 @@ CONTAINER_CONNECTIONS = {"docker": "docker", "community.docker.docker": "docker"
                          "containers.podman.podman": "podman", "kubectl": "kubectl",
                          "kubernetes.core.kubectl": "kubectl", "community.kubernetes.kubectl": "kubectl"}
 # set but not honoured: gpudiag runs as the login user and authenticates with keys and the agent
-WARN_ONLY = {"ansible_become": "gpudiag does not escalate privileges (the probes run as the login user)",
-             "ansible_ssh_pass": "gpudiag does not log in with passwords (keys and the ssh agent only)",
-             "ansible_password": "gpudiag does not log in with passwords (keys and the ssh agent only)",
-             "ansible_ssh_password": "gpudiag does not log in with passwords (keys and the ssh agent only)"}
+_NO_BECOME = "gpudiag does not escalate privileges; the probes run as the login user"
+_NO_PASSWORD = "gpudiag does not log in with passwords; it uses keys and the ssh agent"
+WARN_ONLY = {"ansible_become": _NO_BECOME, "ansible_ssh_pass": _NO_PASSWORD, "ansible_password": _NO_PASSWORD,
+             "ansible_ssh_password": _NO_PASSWORD}
 SECRET_KEYS = ("pass", "password", "secret", "token")
 # inventory variable → HostSpec field
 FIELDS = {"ansible_host": "address", "ansible_ssh_host": "address", "ansible_port": "port",
@@ -121,7 +121,7 @@ class AnsibleReader:
             value = doc.value(node)
             if value in (None, False, "", "no", "false", "False"):
                 return None
-            return Unhonoured(key, f"{where}: {key} is set; {WARN_ONLY[key]} (ignored)", blocking=False)
+            return Unhonoured(key, f"{where}: {key} is set but not honoured: {WARN_ONLY[key]}", blocking=False)
         if target is None:
             if any(word in key.lower() for word in SECRET_KEYS):
                 return None   # a secret gpudiag has no use for is never kept
