@@ -1,5 +1,6 @@
-"""Ansible INI inventories read as Ansible reads them: `ansible-inventory -i FILE --list` is the oracle
-for groups (flattened), host variables and the connection settings gpudiag takes from them."""
+"""Ansible inventories (INI, and the YAML fixtures too) read as Ansible reads them: `ansible-inventory -i
+FILE --list` is the oracle for groups (flattened), host variables and the connection settings gpudiag
+takes from them."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,8 @@ from gpudiag.inventory.ansible import FIELDS, SECRET_KEYS, WARN_ONLY
 
 INI = Path(__file__).resolve().parents[1] / "fixtures" / "inventory" / "ini"
 ANSIBLE_INVENTORY = shutil.which("ansible-inventory")
-ORACLE_FILES = ["cluster.ini", "nested.ini", "connections.ini", "plain_hosts.ini"]
+ORACLE_FILES = ["cluster.ini", "nested.ini", "connections.ini", "plain_hosts.ini", "../ansible.yaml",
+                "../ansible_no_all.yaml"]
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +59,12 @@ def test_groups_and_host_settings_equal_ansible_inventory(name):
         assert host.port == variables.get("ansible_port"), host_name
         assert host.user == variables.get("ansible_user"), host_name
         assert host.identity_file == variables.get("ansible_ssh_private_key_file"), host_name
-        assert host.python == variables.get("ansible_python_interpreter", "python3"), host_name
+        interpreter = variables.get("ansible_python_interpreter", "python3")
+        if interpreter.startswith("auto"):   # Ansible's discovery: gpudiag's default interpreter
+            interpreter = "python3"
+        assert host.python == interpreter, host_name
+        if "ansible_ssh_common_args" in variables:
+            assert host.jump and host.jump in variables["ansible_ssh_common_args"], host_name
         # settings gpudiag does not honour are notes, and secrets are never kept
         others = {k: v for k, v in variables.items() if k not in FIELDS and k not in WARN_ONLY
                   and not any(word in k for word in SECRET_KEYS)}

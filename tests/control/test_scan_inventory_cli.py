@@ -66,6 +66,9 @@ def test_patterns_and_limit_select_hosts_for_a_scan(tmp_path):
     result, manifest = scan("all:!windows", "-i", "hosts", "--limit", "box*:!box1")
     assert result.exit_code == 0, result.output
     assert [h["name"] for h in manifest["hosts"]] == ["box2"]
+    result, manifest = scan("-i", "hosts", "--limit", "box1")   # --limit alone: from `all`, as Ansible
+    assert result.exit_code == 0, result.output
+    assert [h["name"] for h in manifest["hosts"]] == ["box1"]
 
 
 def test_unexpandable_range_is_a_one_line_usage_error(tmp_path):
