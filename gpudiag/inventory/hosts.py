@@ -39,6 +39,9 @@ class HopResolver:
     def __init__(self, ssh: SshConfig, inventory_hop: Callable[[str, tuple[str, ...]], str | None] | None = None):
         self.ssh = ssh
         self.inventory_hop = inventory_hop
+        self.notes: list[str] = []   # settings of ssh-config hops gpudiag cannot honour (the caller warns)
+        self.hop_keys: list[tuple[str, str]] = []   # (hop alias, its IdentityFile): jump hosts get the
+                                                     # destination's key, the agent and the default keys
 
     def resolve(self, jump: str, stack: tuple[str, ...] = ()) -> str:
         return ",".join(self._hop(part.strip(), stack) for part in jump.split(",") if part.strip())
@@ -57,6 +60,9 @@ class HopResolver:
         given_port = int(match.group("port")) if match.group("port") else None
         settings = _lookup(self.ssh, alias, match.group("user"), given_port)
         port = given_port or settings.port
+        self.notes += [f"jump {alias}: {note}" for note in settings.ignored]
+        if settings.identity_file:
+            self.hop_keys.append((alias, settings.identity_file))
         spec = endpoint(settings.hostname, match.group("user") or settings.user, port)
         if settings.proxy_jump and settings.proxy_jump not in (hop, alias):  # `Host * ProxyJump x` hits x too
             return f"{self.resolve(settings.proxy_jump, stack + (hop,))},{spec}"
@@ -74,14 +80,19 @@ def ssh_host(name: str, address: str, *, user: str | None, port: int | None, ide
              jump: str | None, hops: HopResolver, jump_stack: tuple[str, ...] = (), **rest: object) -> Host:
     """An ssh Host: ssh_config fills what was not given; HostName always maps the alias."""
     settings = _lookup(hops.ssh, address, user, port)
-    if settings.ignored:
-        hops.ssh.notes_by_host[name] = settings.ignored
     raw_jump = jump if jump is not None else settings.proxy_jump
     if raw_jump in (address, name):   # a catch-all `Host * ProxyJump bastion` also matches the bastion
         raw_jump = None
+    hops.notes, hops.hop_keys = [], []
     resolved_jump = hops.resolve(raw_jump, jump_stack) if raw_jump else None
+    key = _expand_home(identity_file) or settings.identity_file
+    hop_keys = [f"jump {alias}: IdentityFile {path} is not used (a jump host is offered the destination's key, "
+                f"the agent and the default keys)" for alias, path in hops.hop_keys if path != key]
+    notes = tuple(dict.fromkeys(settings.ignored + tuple(hops.notes) + tuple(hop_keys)))
+    if notes:
+        hops.ssh.notes_by_host[name] = notes
     return Host(name=name, address=settings.hostname, transport="ssh", user=user or settings.user,
-                port=port or settings.port, identity_file=_expand_home(identity_file) or settings.identity_file,
+                port=port or settings.port, identity_file=key,
                 jump=resolved_jump or None, **rest)  # type: ignore[arg-type]
 
 

@@ -117,3 +117,22 @@ def test_a_command_runs_each_match_exec_once_per_host(home, tmp_path):
     assert result.exit_code == 0, result.output
     assert sorted(marks.read_text().split()) == ["gpu-1", "gpu-2"]
     assert sum("ProxyCommand" in line for line in result.stderr.splitlines()) == 2
+
+
+def test_jump_host_settings_gpudiag_cannot_honour_are_named_for_the_host(home, tmp_path):
+    path = config(tmp_path, "Host gpu-*\n  ProxyJump bastion\nHost bastion\n  HostName bastion.example\n"
+                            "  IdentityFile ~/.ssh/bastion_key\n  ProxyCommand nc %h %p\n")
+    result = CliRunner().invoke(cli, ["hosts", "gpu-1", "--json"],
+                                env={"GPUDIAG_SSH_CONFIG": str(path), "HOME": str(home)})
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1
+    assert "jump bastion: ProxyCommand" in warnings[0] and "jump bastion: IdentityFile" in warnings[0]
+
+
+def test_jump_host_with_the_destinations_key_needs_no_warning(home, tmp_path):
+    path = config(tmp_path, "Host gpu-* bastion\n  IdentityFile ~/.ssh/shared\nHost gpu-*\n  ProxyJump bastion\n")
+    result = CliRunner().invoke(cli, ["hosts", "gpu-1", "--json"],
+                                env={"GPUDIAG_SSH_CONFIG": str(path), "HOME": str(home)})
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
