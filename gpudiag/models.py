@@ -88,6 +88,7 @@ class Host:
     groups: tuple[str, ...] = ()
     source: str = ""                  # where this host was defined (file:line or "command line")
     vars: tuple[tuple[str, Any], ...] = ()
+    skip_reason: str | None = None    # not scanned: it cannot be reached correctly (inventory setting)
 
     def with_(self, **changes: Any) -> "Host":
         return replace(self, **changes)

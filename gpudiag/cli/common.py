@@ -10,7 +10,8 @@ import click
 from rich.console import Console
 
 from gpudiag.cli import UserError
-from gpudiag.inventory import InventoryError, load_inventory, resolve_targets
+from gpudiag.inventory import Inventory, InventoryError, load_inventory, resolve_targets
+from gpudiag.inventory.patterns import PatternError
 from gpudiag.models import Host
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
 
@@ -50,23 +51,72 @@ def reports_dir_option(f: Any) -> Any:
                         help="Where runs are stored (env GPUDIAG_REPORTS).")(f)
 
 
+LIMIT_KEY = "gpudiag.limit"
+SSH_NOTES_KEY = "gpudiag.ssh_notes"
+
+
 def inventory_option(f: Any) -> Any:
+    """`-i FILE` and `--limit PATTERN`; the limit rides on the click context, read by load_hosts."""
+    f = click.option("--limit", metavar="PATTERN", expose_value=False, callback=_remember_limit,
+                     help="Keep only the hosts this pattern also selects, as Ansible's --limit "
+                          "(a:b, a:!b, a:&b, wildcards, ranges, @FILE of names).")(f)
     return click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
-                        help="Inventory file (gpudiag or Ansible YAML form).")(f)
+                        help="Inventory file: gpudiag's YAML form, or an Ansible inventory (YAML or INI).")(f)
+
+
+def _remember_limit(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    ctx.meta[LIMIT_KEY] = value
+    return value
 
 
 def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | None) -> list[Host]:
-    """Resolve targets; an explicit or default inventory file is used when present."""
+    """Resolve targets (and --limit); `-i FILE`, else ./inventory.yaml when present, is the inventory.
+
+    A broken ./inventory.yaml that -i did not name is only a warning: ad-hoc targets need no inventory.
+    """
+    ctx = click.get_current_context(silent=True)
+    limit = ctx.meta.get(LIMIT_KEY) if ctx is not None else None
+    unused, inventory, ssh = "", None, _ssh_config()
     try:
-        inventory = None
-        path = inventory_path or (DEFAULT_INVENTORY if Path(DEFAULT_INVENTORY).is_file() else None)
-        if path:
-            inventory = load_inventory(path)
+        inventory = load_inventory(inventory_path, ssh) if inventory_path else None
+        if inventory is None and Path(DEFAULT_INVENTORY).is_file():
+            try:
+                inventory = load_inventory(DEFAULT_INVENTORY, ssh)
+            except InventoryError as exc:
+                unused = str(exc)
+                click.echo(f"gpudiag: warning: {DEFAULT_INVENTORY} not used: {unused}", err=True)
+        if not targets and limit and inventory is not None:
+            targets = ("all",)
         if not targets:
             raise UserError("no targets given (try `localhost`, a host, a group, or `all` with -i)")
-        return resolve_targets(list(targets), inventory, python)
+        hosts = resolve_targets(list(targets), inventory, python, ssh_config=ssh, limit=limit)
     except InventoryError as exc:
-        raise UserError(str(exc)) from None
+        relevant = unused and not isinstance(exc, PatternError)   # a bad range is wrong with or without it
+        because = f" ({DEFAULT_INVENTORY} was not used: it does not load)" if relevant else ""
+        raise UserError(f"{exc}{because}") from None
+    _warn_unhonoured(hosts, inventory)
+    if ctx is not None and ssh is not None:
+        ctx.meta[SSH_NOTES_KEY] = ssh.notes_by_host
+    return hosts
+
+
+def _ssh_config() -> SshConfig | None:
+    """The user's ssh config, read once per command; None when unreadable (the error is raised where an
+    ssh host needs it, so `localhost` never depends on it)."""
+    try:
+        return SshConfig()
+    except SshConfigError:
+        return None
+
+
+def _warn_unhonoured(hosts: list[Host], inventory: Inventory | None) -> None:
+    """One stderr line per targeted host and inventory setting gpudiag cannot honour; a skipped host says
+    why it will not be scanned. Hosts that were not targeted stay silent."""
+    for host in hosts:
+        for note in inventory.notes.get(host.name, []) if inventory is not None else []:
+            click.echo(f"gpudiag: warning: {host.name}: {note}", err=True)
+        if host.skip_reason:
+            click.echo(f"gpudiag: warning: {host.name}: not scanned: {host.skip_reason}", err=True)
 
 
 def warn_ignored_ssh_settings(hosts: list[Host]) -> None:
@@ -83,12 +133,18 @@ def ignored_ssh_settings(hosts: list[Host]) -> list[str]:
         config = SshConfig()
     except SshConfigError:
         return []   # an unreadable config already stopped resolution with its own error
+    ctx = click.get_current_context(silent=True)
+    recorded = ctx.meta.get(SSH_NOTES_KEY) if ctx is not None else None
     lines = []
     for host in ssh_hosts:
-        # The alias the user wrote is the host's name or its address before HostName mapped it.
-        notes = dict.fromkeys(config.ignored(host.name) + config.ignored(host.address))
-        if notes:
-            lines.append(f"{host.name}: {config.path}: {'; '.join(notes)}")
+        if recorded is not None:   # what load_hosts' own lookups found: no second lookup, no second exec
+            notes = dict.fromkeys(recorded.get(host.name, ()))
+        else:   # the alias the user wrote is the host's name or its address before HostName mapped it
+            notes = dict.fromkeys(config.ignored(host.name) + config.ignored(host.address))
+        # a note from the config itself says `line N`; one from an included file keeps that file's name
+        shown = [f"line {n[len(str(config.path)) + 1:]}" if n.startswith(f"{config.path}:") else n for n in notes]
+        if shown:
+            lines.append(f"{host.name}: {config.path}: {'; '.join(shown)}")
     return lines
 
 

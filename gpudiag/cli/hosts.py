@@ -16,6 +16,10 @@ def python_label(host: Host) -> str:
     return host.python if host.python_explicit else f"{host.python} (default)"
 
 
+def route(host: Host) -> str:
+    return f"not scanned: {host.skip_reason}" if host.skip_reason else host.describe_route()
+
+
 @click.command()
 @click.argument("targets", nargs=-1)
 @inventory_option
@@ -24,13 +28,15 @@ def python_label(host: Host) -> str:
 def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | None, as_json: bool) -> None:
     """Show what TARGETS (default: every inventory host) resolve to and how each is reached.
 
-    Nothing connects: the route is read from the inventory, ~/.ssh/config (or GPUDIAG_SSH_CONFIG)
-    and the target itself.
+    Nothing connects: the route is read from the inventory, ~/.ssh/config (or GPUDIAG_SSH_CONFIG,
+    resolved as `ssh -G` resolves it, `Match exec` commands included) and the target itself. TARGETS
+    may be ranges (gpu-[01-08]) and Ansible patterns (gpus:!gpu-02, a:&b, gpu-0*).
     """
     resolved = load_hosts(targets or ("all",), inventory_path, python)
     warn_ignored_ssh_settings(resolved)
     if as_json:
-        click.echo(json.dumps([dict(h.to_dict(), route=h.describe_route()) for h in resolved], indent=2))
+        click.echo(json.dumps([dict(h.to_dict(), route=route(h), skip_reason=h.skip_reason) for h in resolved],
+                              indent=2))
         return
     ssh_config = config_path()
     table = Table(title=f"gpudiag hosts ({len(resolved)})",
@@ -39,7 +45,7 @@ def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | No
         table.add_column(column, overflow="fold", no_wrap=column in ("name", "defined at"))
     for h in resolved:
         # Every cell comes from the inventory or ssh config: plain Text, never parsed as rich markup.
-        cells = (h.name, h.describe_route(), python_label(h), ",".join(h.groups) or "-", h.source)
+        cells = (h.name, route(h), python_label(h), ",".join(h.groups) or "-", h.source)
         table.add_row(*(Text(cell) for cell in cells))
     ResultConsole().print(table)
 

@@ -1,5 +1,7 @@
-"""Ansible's YAML inventory form, read as Ansible reads it: `all:` with `hosts` / `vars` / `children`
-(recursive), group vars inherited (child groups over parents, host vars over groups), `ungrouped`."""
+"""Ansible's inventory (YAML form, or INI read into the same tree), read as Ansible reads it: `all:` with
+`hosts` / `vars` / `children` (recursive), group vars inherited (child groups over parents, host vars
+over groups), `ungrouped`. A setting gpudiag cannot honour is recorded on the host, never raised: a
+host nobody targets never blocks the command."""
 from __future__ import annotations
 
 import re
@@ -9,17 +11,28 @@ from typing import Any
 
 import yaml
 
-from gpudiag.inventory.base import MAX_PORT, HostSpec, YamlFile, expand_host_range, line_of, suggest
+from gpudiag.inventory.base import (MAX_PORT, HostSpec, InventoryError, Unhonoured, YamlFile, expand_host_range,
+                                    line_of, suggest)
 from gpudiag.transports.container import parse_container
 
 GROUP_KEYS = ("hosts", "vars", "children")
 LOCAL_CONNECTIONS = ("local", "ansible.builtin.local")
 SSH_CONNECTIONS = ("ssh", "smart", "paramiko", "paramiko_ssh", "ansible.builtin.ssh", "ansible.builtin.paramiko_ssh")
+# ansible_connection plugins that exec into a container from this machine → gpudiag's container engine
+CONTAINER_CONNECTIONS = {"docker": "docker", "community.docker.docker": "docker", "podman": "podman",
+                         "containers.podman.podman": "podman", "kubectl": "kubectl",
+                         "kubernetes.core.kubectl": "kubectl", "community.kubernetes.kubectl": "kubectl"}
+# set but not honoured: gpudiag runs as the login user and authenticates with keys and the agent
+_NO_BECOME = "gpudiag does not escalate privileges; the probes run as the login user"
+_NO_PASSWORD = "gpudiag does not log in with passwords; it uses keys and the ssh agent"
+WARN_ONLY = {"ansible_become": _NO_BECOME, "ansible_ssh_pass": _NO_PASSWORD, "ansible_password": _NO_PASSWORD,
+             "ansible_ssh_password": _NO_PASSWORD}
+SECRET_KEYS = ("pass", "password", "secret", "token")
 # inventory variable → HostSpec field
 FIELDS = {"ansible_host": "address", "ansible_ssh_host": "address", "ansible_port": "port",
           "ansible_ssh_port": "port", "ansible_user": "user", "ansible_ssh_user": "user",
           "ansible_ssh_private_key_file": "identity_file", "ansible_private_key_file": "identity_file",
-          "ansible_python_interpreter": "python", "ansible_connection": "local",
+          "ansible_python_interpreter": "python", "ansible_connection": "connection",
           "ansible_ssh_common_args": "jump", "ansible_ssh_extra_args": "jump",
           "gpudiag_container": "container", "gpudiag_jump": "jump", "gpudiag_server_log": "server_log"}
 _HOST_PORT = re.compile(r"^[^:\[\]]+:\d+$")
@@ -76,7 +89,7 @@ class AnsibleReader:
                 for child, child_key, child_node in self.doc.mapping(value, f"group {name!r}: children"):
                     self._group(child, child_key, child_node, parent=name)
 
-    def _ensure(self, name: str, node: yaml.Node) -> Group:
+    def _ensure(self, name: str, node: yaml.Node | None) -> Group:
         return self.groups.setdefault(name, Group(name, line_of(node)))
 
     def _host(self, written: str, key_node: yaml.Node, node: yaml.Node, group: Group) -> None:
@@ -94,8 +107,24 @@ class AnsibleReader:
         return {key: self._var(key, value, what) for key, _, value in self.doc.mapping(node, what)}
 
     def _var(self, key: str, node: yaml.Node, what: str) -> Any:
+        """The value as gpudiag uses it, or an Unhonoured record (kept with the host, warned about or
+        skipped only if the host is targeted)."""
+        try:
+            return self._checked_var(key, node, what)
+        except InventoryError as exc:
+            return Unhonoured(key, str(exc), blocking=True, field=FIELDS.get(key, ""))
+
+    def _checked_var(self, key: str, node: yaml.Node, what: str) -> Any:
         doc, target = self.doc, FIELDS.get(key)
+        where = f"{doc.path}:{line_of(node)}"
+        if key in WARN_ONLY:
+            value = doc.value(node)
+            if value in (None, False, "", "no", "false", "False"):
+                return None
+            return Unhonoured(key, f"{where}: {key} is set but not honoured: {WARN_ONLY[key]}", blocking=False)
         if target is None:
+            if any(word in key.lower() for word in SECRET_KEYS):
+                return None   # a secret gpudiag has no use for is never kept
             return doc.value(node)
         if target == "port":
             return doc.port(node, f"{what}: {key}", allow_digit_string=True)
@@ -104,12 +133,14 @@ class AnsibleReader:
             return None
         if key in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
             return _proxy_jump_from_args(doc, node, value)   # other ssh options do not concern gpudiag
-        if "{{" in value:
-            raise doc.error(node, f"{what}: {key} is a Jinja template, which gpudiag does not evaluate")
+        if "{{" in value or "{%" in value:
+            return Unhonoured(key, f"{where}: {key} is a Jinja template ({_short(value)}), which gpudiag does "
+                                   f"not evaluate", blocking=True, field=target)
         if key == "ansible_connection":
-            if value not in LOCAL_CONNECTIONS + SSH_CONNECTIONS:
-                raise doc.error(node, f"{what}: ansible_connection {value!r} is not supported (local or ssh)")
-            return value in LOCAL_CONNECTIONS
+            if value in LOCAL_CONNECTIONS + SSH_CONNECTIONS or value in CONTAINER_CONNECTIONS:
+                return value
+            return Unhonoured(key, f"{where}: ansible_connection {value!r} is not supported (local, ssh, "
+                                   f"docker, podman or kubectl)", blocking=True, field="connection")
         if key == "ansible_python_interpreter" and value.startswith("auto"):
             return None   # Ansible's interpreter discovery; gpudiag's default applies
         if target == "container":
@@ -140,7 +171,8 @@ class AnsibleReader:
         ungrouped = [h for h in self.host_vars if h not in grouped]
         if ungrouped or "ungrouped" in self.groups:
             group = self.groups.setdefault("ungrouped", Group("ungrouped", 1, parents=["all"]))
-            group.hosts += [h for h in ungrouped if h not in group.hosts]
+            # as Ansible reconciles it: a host that has a group of its own leaves `ungrouped`
+            group.hosts = [h for h in dict.fromkeys(group.hosts + ungrouped) if h not in grouped]
             if "ungrouped" not in self.groups["all"].children:
                 self.groups["all"].children.append("ungrouped")
 
@@ -167,11 +199,44 @@ class AnsibleReader:
                         groups=sorted(g for g in containing if g != "all"))
         for key, value in merged.items():
             target = FIELDS.get(key)
-            if target is None:
-                spec.vars[key] = value
+            if isinstance(value, Unhonoured):
+                spec.problems.append(value)
+            elif target is None:
+                if value is not None:
+                    spec.vars[key] = value
+            elif target == "connection" and value is not None:
+                spec.local = value not in SSH_CONNECTIONS
+                spec.connection = value
             elif value is not None:
                 setattr(spec, target, value)
+        _apply_container_connection(spec, merged)
         return spec
+
+
+def _apply_container_connection(spec: HostSpec, merged: dict[str, Any]) -> None:
+    """docker/podman/kubectl connections exec from this machine into the container Ansible would use:
+    ansible_host (else the inventory name) names the container or pod."""
+    engine = CONTAINER_CONNECTIONS.get(spec.connection or "")
+    if engine is None:
+        return
+    name = spec.address or spec.name
+    if engine == "kubectl":
+        name = merged.get("ansible_kubectl_pod") or name
+        namespace = merged.get("ansible_kubectl_namespace")
+        name = f"{namespace}/{name}" if namespace else name
+        if merged.get("ansible_kubectl_container"):
+            spec.problems.append(Unhonoured("ansible_kubectl_container", f"host {spec.name!r}: "
+                                            f"ansible_kubectl_container is not supported (the pod's default "
+                                            f"container is used)", blocking=True))
+    if spec.user and engine != "kubectl":
+        spec.problems.append(Unhonoured("ansible_user", f"host {spec.name!r}: ansible_user {spec.user!r} for a "
+                                        f"{engine} connection is not supported (the container's default user "
+                                        f"runs the probes)", blocking=False))
+    spec.container, spec.address, spec.user, spec.port = f"{engine}:{name}", None, None, None
+
+
+def _short(value: str) -> str:
+    return repr(value if len(value) <= 60 else value[:57] + "...")
 
 
 def _proxy_jump_from_args(doc: YamlFile, node: yaml.Node, args: str) -> str | None:

@@ -3,10 +3,9 @@ that keep line numbers (every error names file:line)."""
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
@@ -25,9 +24,21 @@ class InventoryError(ValueError):
 @dataclass
 class Inventory:
     path: str | None = None
-    hosts: dict[str, Host] = field(default_factory=dict)      # name as written → resolved Host
+    hosts: Mapping[str, Host] = field(default_factory=dict)   # name as written → resolved Host
     groups: dict[str, list[str]] = field(default_factory=dict)  # group → host names (flattened, ordered)
     form: str = "gpudiag"                                       # gpudiag | ansible
+    notes: dict[str, list[str]] = field(default_factory=dict)  # host name → settings not honoured (warn)
+    python_skips: set[str] = field(default_factory=set)        # skipped only for their interpreter setting
+
+
+@dataclass(frozen=True)
+class Unhonoured:
+    """A setting gpudiag cannot honour, found on a host or one of its groups. `blocking`: the host
+    cannot be reached correctly without it, so it is skipped (when targeted) with this reason."""
+    key: str
+    reason: str          # "FILE:LINE: ..." one line, never the value of a secret
+    blocking: bool
+    field: str = ""      # the host field it would have set ("python": --python makes it moot)
 
 
 @dataclass
@@ -44,6 +55,8 @@ class HostSpec:
     jump: str | None = None
     server_log: str | None = None      # where the server's log is: a path, journal:UNIT or docker:NAME
     local: bool | None = None          # forced by ansible_connection; None: decided by name/address
+    connection: str | None = None      # ansible_connection when it names a container engine
+    problems: list[Unhonoured] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
 
@@ -77,12 +90,11 @@ class YamlFile:
             mark = exc.problem_mark or exc.context_mark
             line = min(mark.line + 1, len(text.splitlines()) or 1) if mark else 1   # EOF errors: the last line
             problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
-            raise InventoryError(f"{self.path}:{line}: YAML syntax error: {problem}{_ini_hint(text)}") from None
+            raise InventoryError(f"{self.path}:{line}: YAML syntax error: {problem}") from None
         except yaml.YAMLError as exc:
             raise InventoryError(f"{self.path}:1: YAML error: {' '.join(str(exc).split())}") from None
         if self.root is not None and not isinstance(self.root, yaml.MappingNode):
-            raise self.error(self.root, f"the inventory must be a mapping, not {kind_of(self.root)}"
-                                        f"{_ini_hint(text)}")
+            raise self.error(self.root, f"the inventory must be a mapping, not {kind_of(self.root)}")
 
     def error(self, node: yaml.Node | None, message: str) -> InventoryError:
         return InventoryError(f"{self.path}:{line_of(node)}: {message}")
@@ -168,18 +180,6 @@ class YamlFile:
         return out
 
 
-_INI_SECTION = re.compile(r"^\[[\w.:-]+\]\s*$")
-
-
-def _ini_hint(text: str) -> str:
-    """A pointer to the YAML form when the file looks like an Ansible INI inventory."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(("#", ";"))]
-    if lines and (_INI_SECTION.match(lines[0]) or any(_INI_SECTION.match(ln) for ln in lines[1:])):
-        return ("; this looks like an INI inventory: gpudiag reads the YAML form "
-                "(`ansible-inventory -i FILE --list -y` prints it)")
-    return ""
-
-
 def line_of(node: yaml.Node | None) -> int:
     return node.start_mark.line + 1 if node is not None and node.start_mark is not None else 1
 
@@ -198,26 +198,11 @@ def kind_of(node: yaml.Node) -> str:
             "tag:yaml.org,2002:str": "a string"}.get(node.tag, "a scalar")
 
 
-_RANGE = re.compile(r"^(?P<head>.*?)\[(?P<start>[0-9]+|[a-z]):(?P<end>[0-9]+|[a-z])(?::(?P<step>[0-9]+))?\]"
-                    r"(?P<tail>.*)$")
-
-
 def expand_host_range(doc: "YamlFile", name: str, node: yaml.Node) -> list[str]:
-    """`gpu-[01:04]` → gpu-01 … gpu-04 (Ansible's host ranges: numeric keeps the zero padding, or a:z)."""
-    match = _RANGE.match(name)
-    if not match:
-        return [name]
-    start, end, step = match.group("start"), match.group("end"), int(match.group("step") or 1)
-    if start.isdigit() != end.isdigit() or step < 1:
-        raise doc.error(node, f"host range {name!r}: expected [START:END] or [START:END:STEP]")
-    if start.isdigit():
-        width = len(start) if start.startswith("0") else 0
-        items = [str(n).zfill(width) for n in range(int(start), int(end) + 1, step)]
-    else:
-        items = [chr(c) for c in range(ord(start), ord(end) + 1, step)]
-    if not items:
-        raise doc.error(node, f"host range {name!r} is empty (start after end)")
-    if len(items) > MAX_RANGE:
-        raise doc.error(node, f"host range {name!r} has {len(items)} hosts; at most {MAX_RANGE}")
-    return [host for item in items
-            for host in expand_host_range(doc, f"{match.group('head')}{item}{match.group('tail')}", node)]
+    """`gpu-[01:04]` (Ansible) or `gpu-[01-03,07]` (pdsh) → every host it stands for; errors name file:line."""
+    from gpudiag.inventory.patterns import PatternError, expand_range   # patterns imports this module
+
+    try:
+        return expand_range(name)
+    except PatternError as exc:
+        raise doc.error(node, str(exc)) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator, Mapping
 
 from gpudiag.inventory.base import LOCAL_NAMES, HostSpec, InventoryError
 from gpudiag.models import Host, safe_file_name
@@ -39,6 +39,9 @@ class HopResolver:
     def __init__(self, ssh: SshConfig, inventory_hop: Callable[[str, tuple[str, ...]], str | None] | None = None):
         self.ssh = ssh
         self.inventory_hop = inventory_hop
+        self.notes: list[str] = []   # settings of ssh-config hops gpudiag cannot honour (the caller warns)
+        self.hop_keys: list[tuple[str, str]] = []   # (hop alias, its IdentityFile): jump hosts get the
+                                                     # destination's key, the agent and the default keys
 
     def resolve(self, jump: str, stack: tuple[str, ...] = ()) -> str:
         return ",".join(self._hop(part.strip(), stack) for part in jump.split(",") if part.strip())
@@ -54,17 +57,21 @@ class HopResolver:
         if not match:
             raise InventoryError(f"jump {hop!r}: expected [user@]host[:port] or an inventory host name")
         alias = match.group("v6") or match.group("host")
-        settings = _lookup(self.ssh, alias)
-        port = int(match.group("port")) if match.group("port") else settings.port
+        given_port = int(match.group("port")) if match.group("port") else None
+        settings = _lookup(self.ssh, alias, match.group("user"), given_port)
+        port = given_port or settings.port
+        self.notes += [f"jump {alias}: {note}" for note in settings.ignored]
+        if settings.identity_file:
+            self.hop_keys.append((alias, settings.identity_file))
         spec = endpoint(settings.hostname, match.group("user") or settings.user, port)
         if settings.proxy_jump and settings.proxy_jump not in (hop, alias):  # `Host * ProxyJump x` hits x too
             return f"{self.resolve(settings.proxy_jump, stack + (hop,))},{spec}"
         return spec
 
 
-def _lookup(ssh: SshConfig, alias: str) -> SshSettings:
+def _lookup(ssh: SshConfig, alias: str, user: str | None = None, port: int | None = None) -> SshSettings:
     try:
-        return ssh.lookup(alias)
+        return ssh.lookup(alias, user=user, port=port)
     except SshConfigError as exc:
         raise InventoryError(str(exc)) from None
 
@@ -72,13 +79,20 @@ def _lookup(ssh: SshConfig, alias: str) -> SshSettings:
 def ssh_host(name: str, address: str, *, user: str | None, port: int | None, identity_file: str | None,
              jump: str | None, hops: HopResolver, jump_stack: tuple[str, ...] = (), **rest: object) -> Host:
     """An ssh Host: ssh_config fills what was not given; HostName always maps the alias."""
-    settings = _lookup(hops.ssh, address)
+    settings = _lookup(hops.ssh, address, user, port)
     raw_jump = jump if jump is not None else settings.proxy_jump
     if raw_jump in (address, name):   # a catch-all `Host * ProxyJump bastion` also matches the bastion
         raw_jump = None
+    hops.notes, hops.hop_keys = [], []
     resolved_jump = hops.resolve(raw_jump, jump_stack) if raw_jump else None
+    key = _expand_home(identity_file) or settings.identity_file
+    hop_keys = [f"jump {alias}: IdentityFile {path} is not used (a jump host is offered the destination's key, "
+                f"the agent and the default keys)" for alias, path in hops.hop_keys if path != key]
+    notes = tuple(dict.fromkeys(settings.ignored + tuple(hops.notes) + tuple(hop_keys)))
+    if notes:
+        hops.ssh.notes_by_host[name] = notes
     return Host(name=name, address=settings.hostname, transport="ssh", user=user or settings.user,
-                port=port or settings.port, identity_file=_expand_home(identity_file) or settings.identity_file,
+                port=port or settings.port, identity_file=key,
                 jump=resolved_jump or None, **rest)  # type: ignore[arg-type]
 
 
@@ -98,13 +112,20 @@ def is_local(spec: HostSpec) -> bool:
 class HostBuilder:
     """Builds every Host of one inventory; jumps naming other inventory hosts are resolved on demand."""
 
-    def __init__(self, specs: list[HostSpec], path: str, ssh: SshConfig):
+    def __init__(self, specs: list[HostSpec], path: str, ssh: SshConfig, lenient: bool = False):
         self.specs = {s.name: s for s in specs}
         self.path = path
         self.hosts: dict[str, Host] = {}
         self.hops = HopResolver(ssh, self._inventory_hop)
+        # lenient (Ansible inventories): a host that cannot be built is skipped with the reason, so a
+        # host nobody targets never blocks the command
+        self.lenient = lenient
+        self.notes: dict[str, list[str]] = {}
+        self.python_skips: set[str] = set()   # `--python` makes their one problem moot
 
-    def build(self) -> dict[str, Host]:
+    def build(self) -> Mapping[str, Host]:
+        """Every host, built now (gpudiag's form: the whole file is checked) or, when lenient, on first
+        use: ssh config (its `Match exec` commands included) is applied only to hosts a command targets."""
         file_names: dict[str, str] = {}
         for name, spec in self.specs.items():
             safe = safe_file_name(name)
@@ -112,8 +133,11 @@ class HostBuilder:
                 raise self._error(spec, f"hosts {file_names[safe]!r} and {name!r} would share the file name "
                                         f"{safe!r}; rename one")
             file_names[safe] = name
-            self._host(name, (name,))
-        return {name: self.hosts[name] for name in self.specs}
+        hosts = LazyHosts(self)
+        if not self.lenient:
+            for name in self.specs:
+                self.host(name)
+        return hosts
 
     def _error(self, spec: HostSpec, message: str) -> InventoryError:
         return InventoryError(f"{self.path}:{spec.line}: host {spec.name!r}: {message}")
@@ -135,17 +159,59 @@ class HostBuilder:
                                 identity_file=spec.identity_file, jump=jump, hops=self.hops,
                                 jump_stack=stack, **common)  # type: ignore[arg-type]
             except InventoryError as exc:
-                if str(exc).startswith(self.path):
-                    raise
-                raise self._error(spec, str(exc)) from None
+                error = exc if str(exc).startswith(self.path) else self._error(spec, str(exc))
+                if not self.lenient:
+                    raise error from None
+                host = Host(address=spec.address or name, transport="ssh", skip_reason=str(error),
+                            **common)  # type: ignore[arg-type]
+        where = f"{self.path}:{spec.line}: "
+        reasons = [(p.reason if p.reason.startswith(self.path) else where + p.reason, p.blocking)
+                   for p in spec.problems]
+        blocking = [reason for reason, blocks in reasons if blocks]
+        if blocking:
+            host = host.with_(skip_reason="; ".join(blocking))
+            if all(p.field == "python" for p in spec.problems if p.blocking):
+                self.python_skips.add(host.name)
+        notes = [reason for reason, blocks in reasons if not blocks]
+        if notes:
+            self.notes[host.name] = notes
         self.hosts[name] = host
         return host
+
+    def host(self, name: str) -> Host:
+        return self._host(name, (name,))
 
     def _inventory_hop(self, hop: str, stack: tuple[str, ...]) -> str | None:
         if hop not in self.specs:
             return None
         host = self._host(hop, stack)
+        if host.skip_reason:
+            raise InventoryError(f"jump host {hop!r} is skipped ({host.skip_reason})")
         if host.transport != "ssh":
             raise InventoryError(f"jump host {hop!r} is reached locally, not over ssh")
         spec = endpoint(host.address, host.user, host.port)
         return f"{host.jump},{spec}" if host.jump else spec
+
+
+class LazyHosts(Mapping[str, Host]):
+    """Inventory name → Host, in file order; each Host is built the first time it is looked up."""
+
+    def __init__(self, builder: HostBuilder):
+        self._builder = builder
+
+    def __getitem__(self, name: str) -> Host:
+        if name not in self._builder.specs:
+            raise KeyError(name)
+        return self._builder.host(name)
+
+    def __contains__(self, name: object) -> bool:   # Mapping's default would build the host
+        return name in self._builder.specs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._builder.specs)
+
+    def __len__(self) -> int:
+        return len(self._builder.specs)
+
+    def __repr__(self) -> str:
+        return f"LazyHosts({list(self._builder.specs)})"

@@ -1,19 +1,31 @@
-"""OpenSSH client config (~/.ssh/config, or the file env GPUDIAG_SSH_CONFIG names) read through
-paramiko.SSHConfig: HostName, User, Port, IdentityFile and ProxyJump for a host alias. Settings that
-cannot be honoured (ProxyCommand, a bad Port) are returned as data for the command line to warn about."""
+"""OpenSSH client config (~/.ssh/config, or the file env GPUDIAG_SSH_CONFIG names), resolved as
+`ssh -G` resolves it: `Include`, `Host` and `Match` blocks in file order, the first value obtained for
+an option wins (IdentityFile accumulates), a second pass when a `Match final` asks for it, %-tokens.
+Yields HostName, User, Port, IdentityFile and ProxyJump; settings gpudiag cannot honour come back
+as notes for the command line to warn about, one line each."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import socket
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from gpudiag.inventory.sshconfig_file import ConfigFile, Directive, SshConfigError, parse_text, read_config
+from gpudiag.inventory.sshconfig_match import (MatchContext, TokenError, connection_tokens, expand_tokens,
+                                               host_line_matches, match_line)
+
+__all__ = ["ENV_VAR", "SshConfig", "SshConfigError", "SshSettings", "config_path"]
 
 ENV_VAR = "GPUDIAG_SSH_CONFIG"
-
-
-class SshConfigError(ValueError):
-    """The ssh config file cannot be read; one line, naming the file."""
+# Settings that change how a host is reached and that gpudiag's ssh transport does not implement.
+NOT_HONOURED = {"proxycommand": "ProxyCommand", "hostkeyalias": "HostKeyAlias",
+                "certificatefile": "CertificateFile", "pkcs11provider": "PKCS11Provider",
+                "securitykeyprovider": "SecurityKeyProvider", "canonicalizehostname": "CanonicalizeHostname",
+                "bindaddress": "BindAddress", "bindinterface": "BindInterface",
+                "identitiesonly": "IdentitiesOnly", "identityagent": "IdentityAgent"}
+# Values of those settings that mean "off", i.e. nothing to honour.
+_OFF_VALUES = {"none", "no", "false"}
+_FIRST_WINS = ("hostname", "user", "port", "proxy") + tuple(NOT_HONOURED)
 
 
 @dataclass(frozen=True)
@@ -21,9 +33,10 @@ class SshSettings:
     hostname: str
     user: str | None = None
     port: int | None = None
-    identity_file: str | None = None
+    identity_file: str | None = None      # the first IdentityFile, ~ and tokens expanded
     proxy_jump: str | None = None
-    ignored: tuple[str, ...] = ()     # settings found but not honoured, one phrase each (callers warn)
+    ignored: tuple[str, ...] = ()          # settings found but not honoured, one phrase each (callers warn)
+    identity_files: tuple[str, ...] = ()   # every IdentityFile as written (what `ssh -G` prints)
 
 
 def config_path() -> Path:
@@ -31,49 +44,61 @@ def config_path() -> Path:
     return Path(override).expanduser() if override else Path("~/.ssh/config").expanduser()
 
 
+@dataclass
+class _Options:
+    """One resolution's state: first value per option, identity files in order."""
+    values: dict[str, list[str]] = field(default_factory=dict)
+    identity_files: list[str] = field(default_factory=list)
+
+    def apply(self, directive: Directive) -> None:
+        key = "proxy" if directive.keyword in ("proxyjump", "proxycommand") else directive.keyword
+        if key == "identityfile":
+            self.identity_files += directive.args[:1]
+        elif key in _FIRST_WINS and key not in self.values and directive.args:
+            self.values[key] = [directive.keyword] + directive.args
+
+    def first(self, key: str) -> str | None:
+        found = self.values.get(key)
+        return " ".join(found[1:]) if found else None
+
+
 class SshConfig:
-    """The parsed config; a missing file is an empty config (as for OpenSSH)."""
+    """A parsed config; a missing file is an empty config (as for OpenSSH)."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else config_path()
-        # paramiko loads only when there is a config to read: a localhost scan needs no SSH at all.
-        self._config: Any = None
-        if self.path.is_file():
-            import paramiko
-            try:
-                self._config = paramiko.SSHConfig.from_path(str(self.path))
-            except (OSError, UnicodeDecodeError, ValueError, paramiko.ssh_exception.ConfigParseError) as exc:
-                raise SshConfigError(f"{self.path}: cannot read ssh config: {' '.join(str(exc).split())}") \
-                    from None
+        self._root: ConfigFile = read_config(self.path) if self.path.is_file() else ConfigFile(str(self.path), [])
+        self._cache: dict[tuple[str, str | None, int | None], SshSettings] = {}
+        # Host name → what its own lookup could not honour (filled as hosts are built, warned once each)
+        self.notes_by_host: dict[str, tuple[str, ...]] = {}
 
     @classmethod
     def from_text(cls, text: str) -> "SshConfig":
-        import paramiko
         config = cls(path=os.devnull)
-        config._config = paramiko.SSHConfig.from_text(text)
+        config._root = parse_text(text)
         return config
 
     def aliases(self) -> set[str]:
         """The `Host` patterns that name one host exactly (no wildcard, no negation)."""
-        if self._config is None:
-            return set()
-        return {h for h in self._config.get_hostnames() if not any(c in h for c in "*?!")}
+        found: set[str] = set()
 
-    def lookup(self, alias: str) -> SshSettings:
-        if self._config is None:
-            return SshSettings(hostname=alias, user=None, port=None, identity_file=None, proxy_jump=None)
-        try:
-            found = self._config.lookup(alias)
-        except Exception as exc:  # paramiko raises assorted errors for odd Match/token lines
-            raise SshConfigError(f"{self.path}: cannot apply ssh config to {alias!r}: {exc}") from None
-        port = found.get("port")
-        identity = found.get("identityfile") or [None]
-        jump = found.get("proxyjump")
-        return SshSettings(hostname=found.get("hostname") or alias, user=found.get("user"),
-                           port=int(port) if port and str(port).isdigit() else None,
-                           identity_file=identity[0],
-                           proxy_jump=None if not jump or jump.lower() == "none" else jump,
-                           ignored=_not_honoured(found))
+        def visit(config: ConfigFile) -> None:
+            for directive in config.directives:
+                if directive.keyword == "host":
+                    found.update(a for a in directive.args if not any(c in a for c in "*?!"))
+                for sub in directive.included:
+                    visit(sub)
+
+        visit(self._root)
+        return found
+
+    def lookup(self, alias: str, user: str | None = None, port: int | None = None) -> SshSettings:
+        """What `ssh -G [-l user] [-p port] alias` would use; user and port given here win, as on ssh's
+        command line."""
+        key = (alias, user, port)
+        if key not in self._cache:
+            self._cache[key] = _Resolution(self._root, alias, user, port).settings()
+        return self._cache[key]
 
     def ignored(self, alias: str) -> tuple[str, ...]:
         """The settings for `alias` that gpudiag does not honour; () when none or the lookup fails
@@ -84,12 +109,104 @@ class SshConfig:
             return ()
 
 
-def _not_honoured(found: dict[str, Any]) -> tuple[str, ...]:
-    notes = []
-    proxy = found.get("proxycommand")
-    if proxy and str(proxy).lower() != "none":
-        notes.append("ProxyCommand is not supported (ignored; use ProxyJump)")
-    port = found.get("port")
-    if port and not str(port).isdigit():
-        notes.append(f"Port {port!r} is not a number (ignored; port 22 is used)")
-    return tuple(notes)
+class _Resolution:
+    def __init__(self, root: ConfigFile, alias: str, user: str | None, port: int | None):
+        self.root, self.alias = root, alias
+        self.options = _Options()
+        if user:
+            self.options.values["user"] = ["user", user]
+        if port:
+            self.options.values["port"] = ["port", str(port)]
+        self.notes: list[str] = []
+
+    def settings(self) -> SshSettings:
+        ctx = self._context(self.alias, final_pass=False)
+        self._walk(self.root, ctx, self.alias, never_match=False)
+        hostname = self._hostname()
+        if ctx.wants_final_pass:
+            # As ssh does: the hostname is fixed, then every block is read again with `final` true and
+            # Host lines matched against that hostname; first values still win.
+            self.options.values["hostname"] = ["hostname", hostname.replace("%", "%%")]
+            final = self._context(hostname, final_pass=True)
+            self._walk(self.root, final, hostname, never_match=False)
+            self.notes += final.notes
+        self.notes = ctx.notes + self.notes
+        return self._build(hostname)
+
+    def _context(self, host: str, final_pass: bool) -> MatchContext:
+        return MatchContext(host=host, original=self.alias, user=None, port=None, final_pass=final_pass)
+
+    def _walk(self, config: ConfigFile, ctx: MatchContext, host: str, never_match: bool) -> None:
+        """One file in order; an Include inside a block that does not apply reads its files as never
+        matching, and the including block's state comes back after it (OpenSSH's NEVERMATCH)."""
+        active = not never_match
+        for directive in config.directives:
+            if directive.keyword == "host":
+                active = not never_match and host_line_matches(host, directive.args)
+            elif directive.keyword == "match":
+                self._refresh(ctx)
+                matched = match_line(directive, ctx, evaluate_exec=not never_match)
+                active = matched and not never_match
+            elif directive.keyword == "include":
+                for sub in directive.included:
+                    self._walk(sub, ctx, host, never_match=never_match or not active)
+            elif active:
+                self.options.apply(directive)
+
+    def _refresh(self, ctx: MatchContext) -> None:
+        """Match host/user/exec see the values obtained so far."""
+        hostname = self.options.first("hostname")
+        if hostname is not None:
+            ctx.host = self._expand_hostname(hostname)
+        ctx.user = self.options.first("user")
+        ctx.port = self._port(record=False)
+
+    def _expand_hostname(self, value: str) -> str:
+        try:
+            return expand_tokens(value, {"h": self.alias}, "HostName")
+        except TokenError as exc:
+            raise SshConfigError(f"cannot apply ssh config to {self.alias!r}: {exc}") from None
+
+    def _hostname(self) -> str:
+        value = self.options.first("hostname")
+        return (self._expand_hostname(value) if value is not None else self.alias).lower()
+
+    def _port(self, record: bool) -> int | None:
+        value = self.options.first("port")
+        if value is None:
+            return None
+        if value.isdigit() and 0 < int(value) < 65536:
+            return int(value)
+        try:
+            return socket.getservbyname(value, "tcp")
+        except OSError:
+            if record:
+                self.notes.append(f"Port {value!r} is not a number (ignored; port 22 is used)")
+            return None
+
+    def _build(self, hostname: str) -> SshSettings:
+        port, user = self._port(record=True), self.options.first("user")
+        jump = None
+        proxy = self.options.values.get("proxy")
+        if proxy and proxy[0] == "proxyjump" and proxy[1].lower() != "none":
+            jump = proxy[1]
+        identity = self._identity(self.options.identity_files[0], hostname, user, port) \
+            if self.options.identity_files else None
+        if len(self.options.identity_files) > 1:
+            self.notes.append(f"IdentityFile: {len(self.options.identity_files)} files given; gpudiag offers "
+                              f"the first ({self.options.identity_files[0]}), then agent and default keys")
+        for key, label in NOT_HONOURED.items():
+            found = self.options.values.get("proxy" if key == "proxycommand" else key)
+            if found and found[0] == key and found[1].lower() not in _OFF_VALUES:
+                hint = "; use ProxyJump" if key == "proxycommand" else ""
+                self.notes.append(f"{label} is not supported (ignored{hint})")
+        return SshSettings(hostname=hostname, user=user, port=port, identity_file=identity, proxy_jump=jump,
+                           ignored=tuple(dict.fromkeys(self.notes)),
+                           identity_files=tuple(self.options.identity_files))
+
+    def _identity(self, written: str, hostname: str, user: str | None, port: int | None) -> str:
+        try:
+            return expand_tokens(os.path.expanduser(written),
+                                 connection_tokens(hostname, self.alias, user, port), "IdentityFile")
+        except TokenError as exc:
+            raise SshConfigError(f"cannot apply ssh config to {self.alias!r}: {exc}") from None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from gpudiag.models import CommandResult, Host
+from gpudiag.models import UNREACHABLE, CommandResult, Host
 
 
 class TransportError(Exception):
@@ -29,6 +29,8 @@ def transport_for(host: Host, **ssh_options: object) -> Transport:
     from gpudiag.transports.local import LocalTransport
 
     base: Transport
+    if host.skip_reason:   # the inventory asks for something gpudiag cannot do: never connect
+        raise TransportError(UNREACHABLE, f"not scanned: {host.skip_reason}")
     if host.transport == "local":
         base = LocalTransport()
     elif host.transport == "ssh":

@@ -186,7 +186,8 @@ def test_implausible_target_with_inventory_suggests_close_names():
 
 def test_wildcard_pattern_selects_matching_hosts():
     inv = load_inventory(NATIVE)
-    assert [h.name for h in resolve_targets(["gpu-0[34]"], inv)] == ["gpu-03", "gpu-04"]
+    assert [h.name for h in resolve_targets(["gpu-0[3-4]"], inv)] == ["gpu-03", "gpu-04"]   # a pdsh range
+    assert [h.name for h in resolve_targets(["gpu-0?"], inv)] == [h for h in inv.hosts if h.startswith("gpu-0")]
     with pytest.raises(InventoryError, match="matches no host"):
         resolve_targets(["tpu-*"], inv)
     assert resolve_targets(["root@[::1]:2200"], inv)[0].address == "::1"   # brackets of an IPv6 target
@@ -202,3 +203,14 @@ def test_empty_group_selects_nothing_and_says_so(tmp_path):
     path = write(tmp_path, "hosts:\n  a:\ngroups:\n  empty: []\n")
     with pytest.raises(InventoryError, match="selects no hosts"):
         resolve_targets(["empty"], load_inventory(path))
+
+
+def test_pdsh_ranges_in_gpudiag_inventories(tmp_path):
+    path = tmp_path / "inv.yaml"
+    path.write_text("hosts:\n  'gpu-[01-03,07]':\n    user: ops\ngroups:\n  gpus: [gpu-01, gpu-07]\n")
+    inv = load_inventory(path)
+    assert list(inv.hosts) == ["gpu-01", "gpu-02", "gpu-03", "gpu-07"]
+    assert [h.user for h in resolve_targets(["gpus"], inv)] == ["ops", "ops"]
+    path.write_text("hosts:\n  'gpu-[01-xx]':\n")
+    with pytest.raises(InventoryError, match=rf"^{path}:2: host range 'gpu-\[01-xx\]'"):
+        load_inventory(path)

@@ -1,9 +1,10 @@
 """Ansible's YAML inventory form: detection, vars inheritance, children, ungrouped, connection vars."""
 import os
+import re
 
 import pytest
 
-from gpudiag.inventory import InventoryError, load_inventory, resolve_targets
+from gpudiag.inventory import load_inventory, resolve_targets
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "inventory")
 ANSIBLE = os.path.join(FIXTURES, "ansible.yaml")
@@ -163,5 +164,23 @@ all:
 
 def test_unbalanced_quotes_in_ssh_args_name_the_line(tmp_path):
     path = write(tmp_path, "all:\n  hosts:\n    h:\n      ansible_ssh_common_args: '-o \"ProxyJump=x'\n")
-    with pytest.raises(InventoryError, match=rf"^{path}:4: ssh arguments .*No closing quotation"):
-        load_inventory(path)
+    reason = load_inventory(path).hosts["h"].skip_reason
+    assert re.match(rf"^{path}:4: ssh arguments .*No closing quotation", reason)
+
+
+def test_templated_interpreter_skips_the_host_unless_python_is_given(tmp_path):
+    path = write(tmp_path, "all:\n  hosts:\n    h:\n      ansible_python_interpreter: '{{ venv }}/bin/python'\n")
+    inv = load_inventory(path)
+    assert "ansible_python_interpreter is a Jinja template" in resolve_targets(["h"], inv)[0].skip_reason
+    host = resolve_targets(["h"], inv, python="/srv/venv/bin/python")[0]
+    assert host.skip_reason is None and host.python == "/srv/venv/bin/python"
+
+
+def test_docker_and_templated_hosts_do_not_block_other_targets(tmp_path):
+    path = write(tmp_path, "all:\n  children:\n    gpus:\n      hosts:\n        g1:\n          ansible_host: 10.0.0.1\n"
+                           "    odd:\n      hosts:\n        c1:\n          ansible_connection: docker\n"
+                           "        t1:\n          ansible_host: '{{ x }}'\n")
+    inv = load_inventory(path)
+    assert [h.address for h in resolve_targets(["gpus"], inv)] == ["10.0.0.1"]
+    assert (inv.hosts["c1"].transport, inv.hosts["c1"].container) == ("local", "docker:c1")
+    assert inv.hosts["t1"].skip_reason.startswith(f"{path}:12: ")

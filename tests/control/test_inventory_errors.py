@@ -38,7 +38,13 @@ CASES = [
     ("jump local", "hosts:\n  localhost:\n  a:\n    jump: localhost\n", 3, "reached locally"),
     ("bad jump", "hosts:\n  a:\n    jump: 'no such:host'\n", 2, "expected [user@]host[:port]"),
     ("empty file", "", 1, "the inventory is empty"),
-    ("scalar", "just text\n", 1, "must be a mapping, not a string"),
+    ("scalar", "just text\n", 1, "host 'just': expected key=value, not 'text'"),   # as Ansible reads INI
+    ("ini section kind", "[gpus]\na\n[gpus:foo]\nb\n", 3, "section [gpus:foo]: expected [gpus]"),
+    ("ini host var", "[gpus]\na ansible_port=22 oops\n", 2, "host 'a': expected key=value, not 'oops'"),
+    ("ini quotes", "[gpus]\na ansible_user='x\n", 2, "cannot read host line"),
+    ("ini group vars", "[gpus:vars]\nnot a pair\n", 2, "[gpus:vars]: expected key=value"),
+    ("ini range", "[gpus]\ngpu-[01:xx]\n", 2, "host range 'gpu-[01:xx]'"),
+    ("yaml scalar", "--- just text\n", 1, "must be a mapping, not a string"),
     ("no hosts", "defaults:\n  user: x\n", 1, "no `hosts:` section"),
     ("bad range", "hosts:\n  gpu[1:a]:\n", 2, "host range 'gpu[1:a]'"),
     ("huge range", "hosts:\n  gpu[1:100000]:\n", 2, "at most"),
@@ -46,18 +52,33 @@ CASES = [
     ("file name clash", "hosts:\n  'a b':\n  'a_b':\n", 3, "would share the file name 'a_b'"),
     ("range twice", "hosts:\n  g[1:2]:\n  g2:\n", 3, "'g2' is defined twice"),
     ("ansible bad key", "all:\n  host:\n    a:\n", 2, "group 'all': unknown key 'host' (did you mean hosts?)"),
-    ("ansible port", "all:\n  hosts:\n    a:\n      ansible_port: twenty\n", 4, "ansible_port must be an integer"),
-    ("ansible connection", "all:\n  hosts:\n    a:\n      ansible_connection: winrm\n", 4,
-     "ansible_connection 'winrm' is not supported"),
-    ("ansible jinja", "all:\n  hosts:\n    a:\n      ansible_host: '{{ x }}'\n", 4, "Jinja template"),
     ("ansible cycle", "all:\n  children:\n    a:\n      children:\n        b:\n          children:\n            a:\n",
      3, "groups form a cycle: a → b → a"),
     ("ansible hosts list", "all:\n  hosts:\n    - a\n", 3, "hosts must be a mapping, not a list"),
     ("ansible vars list", "all:\n  vars: [1]\n", 2, "vars must be a mapping"),
-    ("ini inventory", "[gpus]\ngpu-01 ansible_host=10.0.0.1\n", 2, "looks like an INI inventory"),
-    ("ini plain hosts", "gpu-01\ngpu-02\n\n[gpus]\ngpu-01\n", 1, "looks like an INI inventory"),
-    ("ansible container", "all:\n  hosts:\n    a:\n      gpudiag_container: 'lxc:x'\n", 4, "engine must be"),
 ]
+
+
+# An Ansible inventory is read as it is: a host whose settings gpudiag cannot honour is skipped with the
+# reason (file:line), and never stops the other hosts from loading.
+SKIPPED = [
+    ("ansible port", "      ansible_port: twenty\n", "ansible_port must be an integer"),
+    ("ansible connection", "      ansible_connection: winrm\n", "ansible_connection 'winrm' is not supported"),
+    ("ansible jinja", "      ansible_host: '{{ x }}'\n", "Jinja template ('{{ x }}')"),
+    ("ansible container", "      gpudiag_container: 'lxc:x'\n", "engine must be"),
+    ("ssh args quotes", "      ansible_ssh_common_args: '-o \"ProxyJump=x'\n", "No closing quotation"),
+    ("jump template", "      ansible_ssh_common_args: '-J {{ hop }}'\n", "is a Jinja template"),
+]
+
+
+@pytest.mark.parametrize("name, setting, words", SKIPPED, ids=[c[0] for c in SKIPPED])
+def test_ansible_host_that_cannot_be_honoured_is_skipped_with_file_line(tmp_path, name, setting, words):
+    path = tmp_path / "inv.yaml"
+    path.write_text("all:\n  hosts:\n    good:\n    a:\n" + setting)
+    inv = load_inventory(path)
+    assert inv.hosts["good"].skip_reason is None
+    reason = inv.hosts["a"].skip_reason
+    assert reason.startswith(f"{path}:5: ") and words in reason and "\n" not in reason
 
 
 @pytest.mark.parametrize("name, text, line, words", CASES, ids=[c[0] for c in CASES])

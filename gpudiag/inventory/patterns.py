@@ -1,0 +1,122 @@
+"""Host ranges and Ansible host patterns, read as pdsh and Ansible read them.
+
+Ranges: pdsh/Slurm `gpu-[01-03,07]` and Ansible `gpu-[01:08]`, `[a:f]`, `[1:9:2]`; several brackets
+multiply, zero padding follows the first bound. A bracket that is neither is an error, never a host.
+Patterns: terms joined by `,` or `:` (outside brackets); `!term` removes, `&term` intersects, the plain
+terms are a union (Ansible evaluates them in that order, and starts from `all` when only `!`/`&` terms
+are given); a term is a group, a host, a range or a shell wildcard.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gpudiag.inventory.base import MAX_RANGE, InventoryError
+
+_ANSIBLE_RANGE = re.compile(r"^(?P<start>[0-9]+|[a-zA-Z]):(?P<end>[0-9]+|[a-zA-Z])(?::(?P<step>[0-9]+))?$")
+_PDSH_ITEM = re.compile(r"^(?P<lo>[0-9]+)(?:-(?P<hi>[0-9]+))?$")
+
+
+class PatternError(InventoryError):
+    """A range or pattern that cannot be expanded; a usage error."""
+
+
+def has_range(text: str) -> bool:
+    return "[" in text or "]" in text
+
+
+def expand_range(text: str) -> list[str]:
+    """Every name a ranged name stands for, in order; a name without brackets is itself."""
+    names = _expand(text, text)
+    if len(names) > MAX_RANGE:
+        raise PatternError(f"host range {text!r} has {len(names)} hosts; at most {MAX_RANGE}")
+    return names
+
+
+def _expand(text: str, whole: str) -> list[str]:
+    start = text.find("[")
+    close = text.find("]")
+    if start < 0:
+        if close >= 0:
+            raise PatternError(f"host range {whole!r}: ']' without '['")
+        return [text]
+    end = text.find("]", start)
+    if end < 0 or "[" in text[start + 1:end]:
+        raise PatternError(f"host range {whole!r}: '[' without its ']'")
+    if 0 <= close < start:
+        raise PatternError(f"host range {whole!r}: ']' without '['")
+    head, body, tail = text[:start], text[start + 1:end], text[end + 1:]
+    items = _bracket(body, whole)
+    rest = _expand(tail, whole)
+    if len(items) * len(rest) > MAX_RANGE:
+        raise PatternError(f"host range {whole!r} has too many hosts (at most {MAX_RANGE})")
+    return [f"{head}{item}{after}" for item in items for after in rest]
+
+
+def _bracket(body: str, whole: str) -> list[str]:
+    ansible = _ANSIBLE_RANGE.match(body)
+    if ansible:
+        return _ansible_items(ansible, whole)
+    items: list[str] = []
+    for part in body.split(","):
+        match = _PDSH_ITEM.match(part.strip())
+        if not match:
+            raise PatternError(f"host range {whole!r}: cannot expand [{body}] (expected [01-03,07] or "
+                               f"[01:08])")
+        lo, hi = match.group("lo"), match.group("hi") or match.group("lo")
+        if int(hi) < int(lo):
+            raise PatternError(f"host range {whole!r}: {lo}-{hi} runs backwards")
+        width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
+        items += [str(n).zfill(width) for n in range(int(lo), int(hi) + 1)]
+        if len(items) > MAX_RANGE:
+            raise PatternError(f"host range {whole!r} has too many hosts (at most {MAX_RANGE})")
+    return items
+
+
+def _ansible_items(match: re.Match[str], whole: str) -> list[str]:
+    start, end, step = match.group("start"), match.group("end"), int(match.group("step") or 1)
+    if start.isdigit() != end.isdigit() or step < 1:
+        raise PatternError(f"host range {whole!r}: expected [START:END] or [START:END:STEP]")
+    if start.isdigit():
+        width = len(start) if start.startswith("0") and len(start) > 1 else 0
+        if int(end) - int(start) > MAX_RANGE * step:
+            raise PatternError(f"host range {whole!r} has too many hosts (at most {MAX_RANGE})")
+        items = [str(n).zfill(width) for n in range(int(start), int(end) + 1, step)]
+    else:
+        items = [chr(c) for c in range(ord(start), ord(end) + 1, step)]
+    if not items:
+        raise PatternError(f"host range {whole!r} is empty (start after end)")
+    return items
+
+
+@dataclass(frozen=True)
+class Term:
+    text: str
+    op: str     # "" union, "!" exclude, "&" intersect
+
+
+def split_pattern(pattern: str) -> list[Term]:
+    """`a:b,!c:&d` → terms; separators inside brackets belong to the range."""
+    terms, depth, word = [], 0, ""
+    for c in pattern + ",":
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth = max(0, depth - 1)
+        if c in ",:" and depth == 0:
+            if word.strip():
+                text = word.strip()
+                op = text[0] if text[0] in "!&" else ""
+                if op and not text[1:].strip():
+                    raise PatternError(f"pattern {pattern!r}: {op!r} with no name after it")
+                terms.append(Term(text[1:].strip() if op else text, op))
+            word = ""
+        else:
+            word += c
+    if not terms:
+        raise PatternError(f"pattern {pattern!r} names nothing")
+    return terms
+
+
+def is_wildcard(text: str) -> bool:
+    return "*" in text or "?" in text

@@ -1,0 +1,209 @@
+"""Command-line targets → Hosts: inventory groups and hosts, host ranges, Ansible patterns
+(`a:b`, `group:!host`, `a:&b`, wildcards), ad-hoc hosts, and `--limit`."""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpudiag.inventory.adhoc import default_ssh_config, may_be_typo, parse_adhoc, split_target
+from gpudiag.inventory.base import LOCAL_NAMES, Inventory, InventoryError, suggest
+from gpudiag.inventory.patterns import PatternError, Term, expand_range, has_range, is_wildcard, split_pattern
+from gpudiag.inventory.sshconfig import SshConfig
+from gpudiag.models import Host, safe_file_name
+
+# how close a bare word must be to an inventory name to be taken for a typo rather than a new host
+TYPO_CUTOFF = 0.8
+
+
+def resolve_targets(targets: list[str], inventory: Inventory | None, python: str | None = None,
+                    ssh_config: SshConfig | None = None, limit: str | None = None) -> list[Host]:
+    """Each target as inventory group, host, range or pattern, or ad-hoc host; duplicates removed, order
+    kept; `limit` (a pattern, or @FILE of host names) keeps only the hosts it also selects.
+
+    `--python` (python) overrides every host's interpreter. Names stay unique: a different host that
+    would share a name gets a `-2`, `-3` suffix.
+    """
+    resolver = _Resolver(inventory, ssh_config)
+    by_name: dict[str, Host] = {}
+    for target in targets:
+        for host in resolver.resolve(target):
+            if python:
+                moot = inventory is not None and host.name in inventory.python_skips
+                host = host.with_(python=python, python_explicit=True,
+                                  skip_reason=None if moot else host.skip_reason)
+            _add_unique(by_name, host)
+    selected = list(by_name.values())
+    if limit is not None:
+        keep = resolver.limit_names(limit, selected)
+        selected = [h for h in selected if h.name in keep]
+        if not selected:
+            raise InventoryError(f"--limit {limit!r} leaves none of {' '.join(targets)}")
+    if not selected:
+        raise InventoryError(f"{' '.join(targets) or 'no targets'}: selects no hosts")
+    return selected
+
+
+def _add_unique(by_name: dict[str, Host], host: Host) -> None:
+    name, n = host.name, 2
+    while name in by_name:
+        if by_name[name] == host.with_(name=name):
+            return   # the same host, selected again
+        name, n = f"{host.name}-{n}", n + 1
+    by_name[name] = host.with_(name=name)
+
+
+@dataclass(frozen=True)
+class _Pick:
+    """A host a pattern term selects, by the name its Host will carry, before it is resolved."""
+    name: str
+    key: str             # the inventory name, or the ad-hoc target as written
+    in_inventory: bool
+
+
+class _Resolver:
+    def __init__(self, inventory: Inventory | None, ssh_config: SshConfig | None):
+        self.inventory = inventory
+        self._ssh = ssh_config
+
+    @property
+    def ssh(self) -> SshConfig:
+        if self._ssh is None:
+            self._ssh = default_ssh_config()
+        return self._ssh
+
+    def resolve(self, target: str) -> list[Host]:
+        if not target.strip():
+            raise InventoryError("empty target")
+        exact = self._exact(target)
+        if exact is not None:
+            return exact
+        if target == "all":
+            raise InventoryError("target 'all' needs an inventory: pass -i FILE (or have inventory.yaml here)")
+        if target in LOCAL_NAMES or split_target(target) is not None:
+            return [self._adhoc(target)]
+        if has_range(target):
+            names = self._range_names(target)
+            if names is not None:
+                return [host for name in names for host in self.resolve(name)]
+        return self._pattern(target)
+
+    def _range_names(self, target: str) -> list[str] | None:
+        """A ranged target whose every name is a host (`gpu-[01-03]`, `ops@gpu-[1:4]:2222`); None when
+        it is a pattern holding ranges (`gpu-[01:04]:!gpu-02`)."""
+        try:
+            names = expand_range(target)
+        except PatternError:
+            if len(split_pattern(target)) == 1:
+                raise
+            return None
+        if all(self._exact_names(n) is not None or n in LOCAL_NAMES or split_target(n) is not None for n in names):
+            return names
+        if len(split_pattern(target)) == 1:
+            bad = next(n for n in names if split_target(n) is None)
+            raise InventoryError(f"target {target!r}: {bad!r} is not a host name or [user@]host[:port]")
+        return None
+
+    def _exact_names(self, name: str) -> list[str] | None:
+        """A group's host names, plus a host of the same name; None: the inventory has no such name."""
+        inv = self.inventory
+        if inv is None or (name not in inv.groups and name not in inv.hosts):
+            return None
+        return list(dict.fromkeys(list(inv.groups.get(name, [])) + ([name] if name in inv.hosts else [])))
+
+    def _exact(self, name: str) -> list[Host] | None:
+        names = self._exact_names(name)
+        return None if names is None or self.inventory is None else [self.inventory.hosts[n] for n in names]
+
+    def _adhoc(self, target: str) -> Host:
+        inv = self.inventory
+        if inv is not None and may_be_typo(target) and target not in self.ssh.aliases():
+            hint = self._suggest(target, TYPO_CUTOFF)
+            if hint:
+                raise InventoryError(f"target {target!r} is not a host or group in {inv.path}{hint}; "
+                                     f"write {target}:22 to reach it as a plain ssh host")
+        return parse_adhoc(target, ssh_config=self.ssh)
+
+    def _pattern(self, pattern: str) -> list[Host]:
+        """Ansible's order: the union of the plain terms (or `all`), then `&` terms, then `!` terms.
+        Names are combined first; only the hosts left are resolved (ssh config applied)."""
+        terms = split_pattern(pattern)
+        plain = [t for t in terms if not t.op]
+        picks = [p for t in plain for p in self._term_picks(t.text, pattern)] if plain \
+            else self._term_picks("all", pattern)
+        for term in [t for t in terms if t.op == "&"] + [t for t in terms if t.op == "!"]:
+            names = self._term_names(term, pattern, [p.name for p in picks])
+            picks = [p for p in picks if (p.name in names) == (term.op == "&")]
+        unique = {p.name: p for p in picks}.values()
+        return [self.inventory.hosts[p.key] if p.in_inventory and self.inventory is not None
+                else self._adhoc(p.key) for p in unique]
+
+    def _term_picks(self, text: str, pattern: str) -> list[_Pick]:
+        exact = self._exact_names(text)
+        if exact is not None:
+            return [_Pick(safe_file_name(n), n, True) for n in exact]
+        if is_wildcard(text):
+            return [p for name in self._wildcard(text, pattern) for p in self._term_picks(name, pattern)]
+        if text == "all":
+            raise InventoryError(f"pattern {pattern!r}: 'all' needs an inventory: pass -i FILE")
+        if text in LOCAL_NAMES:
+            return [_Pick("localhost", text, False)]
+        if split_target(text) is not None:
+            return [_Pick(safe_file_name(text), text, False)]
+        if has_range(text):
+            return [p for name in expand_range(text) for p in self._term_picks(name, pattern)]
+        where = f"target {text!r}:" if text == pattern else f"pattern {pattern!r}: {text!r} is"
+        raise InventoryError(f"{where} not {self._known_kinds()}a host name or [user@]host[:port]"
+                             f"{self._suggest(text, 0.6)}")
+
+    def _term_names(self, term: Term, pattern: str, candidates: list[str]) -> set[str]:
+        """The host names a `&`/`!` term (or a --limit term) stands for; candidates: names so far."""
+        text = term.text
+        exact = self._exact_names(text)
+        if exact is not None:
+            return {safe_file_name(n) for n in exact}
+        if is_wildcard(text):
+            found = {name for name in candidates if fnmatch.fnmatchcase(name, text)}
+            if self.inventory is not None:
+                found |= {safe_file_name(h) for n in self._wildcard(text, pattern, required=False)
+                          for h in self._exact_names(n) or []}
+            return found
+        names = expand_range(text) if has_range(text) else [text]
+        return {safe_file_name(n) for n in names}
+
+    def _wildcard(self, text: str, pattern: str, required: bool = True) -> list[str]:
+        inv = self.inventory
+        if inv is None:
+            raise InventoryError(f"pattern {pattern!r}: the wildcard {text!r} needs an inventory: pass -i FILE")
+        names = [g for g in inv.groups if fnmatch.fnmatchcase(g, text)]
+        names += [h for h in inv.hosts if fnmatch.fnmatchcase(h, text)]
+        if not names and required:
+            raise InventoryError(f"pattern {text!r} matches no host or group in {inv.path}")
+        return names
+
+    def limit_names(self, limit: str, selected: list[Host]) -> set[str]:
+        """The host names `--limit` keeps: a pattern evaluated like a target, or `@FILE` (one name a line)."""
+        if limit.startswith("@"):
+            try:
+                lines = Path(limit[1:]).read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InventoryError(f"--limit {limit}: cannot read: {exc}") from None
+            return {safe_file_name(line.strip()) for line in lines if line.strip()}
+        terms = split_pattern(limit)
+        plain = [t for t in terms if not t.op]
+        candidates = [h.name for h in selected]
+        keep = set().union(*(self._term_names(t, limit, candidates) for t in plain)) if plain \
+            else set(candidates)
+        for term in terms:
+            if term.op:
+                names = self._term_names(term, limit, candidates)
+                keep = keep & names if term.op == "&" else keep - names
+        return keep
+
+    def _known_kinds(self) -> str:
+        return "an inventory host or group, nor " if self.inventory is not None else ""
+
+    def _suggest(self, target: str, cutoff: float) -> str:
+        if self.inventory is None:
+            return ""
+        return suggest(target, list(self.inventory.hosts) + list(self.inventory.groups), cutoff)
