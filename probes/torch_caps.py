@@ -139,7 +139,12 @@ def check_device(torch, device, has_foreach):
     result["mixed_pairs_one_call"] = _guarded(lambda: _mixed(torch, device))
     result["non_contiguous"] = _guarded(lambda: _non_contiguous(torch, device))
     result["mismatched_shapes"] = _guarded(lambda: _mismatched(torch, device))
-    result["non_blocking"] = _guarded(lambda: _non_blocking(torch, device))
+    if device == "cpu":
+        result["non_blocking"] = NON_BLOCKING_CPU
+    else:
+        directions = _guarded_dict(lambda: non_blocking_directions(torch, device))
+        result["non_blocking_directions"] = directions
+        result["non_blocking"] = summarize_non_blocking(directions)
     return result
 
 
@@ -148,6 +153,13 @@ def _guarded(check):
         return check()
     except Exception as exc:  # building the inputs failed: say so, keep the other checks
         return "could not run: %s" % _fail(exc)[len("raises: "):]
+
+
+def _guarded_dict(check):
+    try:
+        return check()
+    except Exception as exc:
+        return {"error": "could not run: %s" % _fail(exc)[len("raises: "):]}
 
 
 def _mixed(torch, device):
@@ -177,10 +189,36 @@ def _mismatched(torch, device):
     return "ok"
 
 
-def _non_blocking(torch, device):
-    src = _sources(torch, "int64", device)
-    dst = [torch.zeros_like(s) for s in src]
-    return _attempt(torch, dst, src, True, non_blocking=True)
+NON_BLOCKING_CPU = ("not applicable on the CPU: non_blocking matters for copies between pinned host memory and "
+                    "a CUDA device, checked on each idle CUDA device")
+
+
+def summarize_non_blocking(directions):
+    """'ok' when both directions were right, else what went wrong in which direction."""
+    wrong = ["%s %s" % (k, v) for k, v in sorted(directions.items()) if v != "ok"]
+    return "; ".join(wrong) if wrong else "ok"
+
+
+def non_blocking_directions(torch, device):
+    """{host_to_device, device_to_host}: `_foreach_copy_(non_blocking=True)` between pinned host tensors and
+    the device, the case non_blocking exists for (sglang's seq_lens); synchronised before comparing."""
+    host = [s.pin_memory() for s in _sources(torch, "int64", "cpu") + _sources(torch, "float32", "cpu")]
+    if not all(s.is_pinned() for s in host):
+        why = "could not run: pin_memory() gave pageable memory"
+        return {"host_to_device": why, "device_to_host": why}
+    on_device = [torch.zeros_like(s, device=device) for s in host]
+    back = [torch.zeros_like(s).pin_memory() for s in host]
+    return {"host_to_device": _synced_attempt(torch, device, on_device, host),
+            "device_to_host": _synced_attempt(torch, device, back, [s.to(device) for s in host])}
+
+
+def _synced_attempt(torch, device, dst, src):
+    try:
+        torch._foreach_copy_(dst, src, non_blocking=True)
+        torch.cuda.synchronize(device)  # the copy may still be in flight: wait before reading it
+    except Exception as exc:
+        return _fail(exc)
+    return _verify(torch, [t.cpu() for t in dst], [s.cpu() for s in src])
 
 
 def cuda_checks(ctx, torch, has_foreach):

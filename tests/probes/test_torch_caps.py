@@ -173,3 +173,16 @@ def test_idleness_from_nvidia_smi_when_env_did_not_run(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", "%s:/usr/bin:/bin" % tmp_path)
     busy = torch_caps.busy_devices(ProbeContext(), {})
     assert len(busy) == 8 and all("sglang::scheduler_TP" not in r and "pid 482" in r for r in busy.values())
+
+
+def test_non_blocking_is_a_host_device_check_not_applicable_on_the_cpu():
+    cpu = torch_caps.check_device(torch, "cpu", True)
+    assert cpu["non_blocking"] == torch_caps.NON_BLOCKING_CPU and "pinned host memory" in cpu["non_blocking"]
+    assert "non_blocking_directions" not in cpu
+
+
+def test_non_blocking_summary_names_the_direction_that_went_wrong():
+    assert torch_caps.summarize_non_blocking({"host_to_device": "ok", "device_to_host": "ok"}) == "ok"
+    summary = torch_caps.summarize_non_blocking({"host_to_device": "ok", "device_to_host": "wrong: tensor 1"})
+    assert summary == "device_to_host wrong: tensor 1"
+    assert torch_caps.summarize_non_blocking({"error": "could not run: x"}) == "error could not run: x"
