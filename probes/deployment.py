@@ -5,8 +5,8 @@ control side, else the live server's, else the probing Python. Unreadable /proc 
 process, a process that just exited) are skipped. Options: deployment.proc_root (default /proc).
 """
 import os
-import sys
 
+from probes.hostinfo import interpreter
 from probes.hostinfo import sglang_cmdline as cmdline
 from probes.hostinfo.system import read_bytes, read_text
 
@@ -178,17 +178,5 @@ def _age_s(proc_root, start_ticks):
 
 
 def choose_interpreter(options, servers):
-    """{path, why: explicit|live_server|default}: the Python whose sglang install the source probe reads."""
-    requested = options.get("python")
-    if options.get("python_explicit"):
-        return {"path": sys.executable or requested, "why": "explicit", "requested": requested}
-    usable = [s for s in servers if s.get("python") and s.get("python_exists") and s.get("same_root") is not False]
-    if usable:
-        pythons = sorted(set(s["python"] for s in usable))
-        return {"path": usable[0]["python"], "why": "live_server", "pid": usable[0]["pid"],
-                "candidates": pythons, "requested": requested}
-    note = None
-    if servers:
-        note = "a server runs, but its interpreter is not usable from here (another container or vanished)"
-    return {"path": sys.executable or requested or "python3", "why": "default", "requested": requested,
-            "note": note}
+    """The host's one interpreter choice (probes/hostinfo/interpreter.py), recorded with the servers."""
+    return interpreter.choose(options, servers)

@@ -5,8 +5,8 @@ one call mixing pairs, non-contiguous sources, mismatched shapes. Without `_fore
 checked through the per-tensor `copy_` loop sglang falls back to. `paths` says, per list kind, whether
 the call ran the fused multi-tensor kernel or fell back to a copy per tensor (torch.profiler on CUDA).
 
-When the live sglang server runs under another Python (deployment's choice), the checks run in a child
-under that Python, so they describe the torch that serves; `interpreter` says which Python ran them.
+The checks run in a child of the host's chosen interpreter (--python, else the live server's, else the
+probing Python), so they describe the torch that serves; `interpreter` says which Python ran them and why.
 Options (`--set torch_caps.KEY=VALUE`): cuda (auto|true|false, default auto: idle GPUs only unless
 --force), busy_memory_mib (default 1024), profile (false: no profiler, paths unknown on CUDA),
 child_timeout (s, default 120).
@@ -26,26 +26,12 @@ CHILD_TIMEOUT_S = 120.0
 
 
 def collect(ctx):
-    """The checks under the serving Python when that is another one, else (or when that fails) here."""
-    wanted = interpreter.target(ctx)
-    fallback = None
-    if interpreter.is_other(wanted["path"]):
-        options = ctx.option("torch_caps", {}) or {}
-        timeout = min(float(options.get("child_timeout", CHILD_TIMEOUT_S)), max(5.0, ctx.time_left() * 0.7))
-        data, fallback = interpreter.run_child(wanted["path"], "probes.torch_caps:child_main", ctx.modules, timeout,
-                                               options=ctx.options, results=_shared_results(ctx))
-        if data is not None:
-            data["interpreter"] = dict(wanted, ran="child")
-            return data
-    try:
-        data = collect_here(ctx)
-    except Skip as exc:
-        raise Skip("%s%s" % (exc, "; under the server's Python: " + fallback if fallback else ""))
-    if fallback:
-        data["interpreter"] = {"path": sys.executable, "why": "fallback", "ran": "here", "wanted": wanted,
-                               "reason": "could not run under the server's Python: " + fallback}
-    else:
-        data["interpreter"] = {"path": sys.executable, "why": wanted["why"], "ran": "here"}
+    """The checks in a child of the host's chosen interpreter (the serving one when a server runs)."""
+    options = ctx.option("torch_caps", {}) or {}
+    timeout = min(float(options.get("child_timeout", CHILD_TIMEOUT_S)), max(5.0, ctx.time_left() * 0.8))
+    data, chosen = interpreter.torch_child(ctx, "probes.torch_caps:child_main", timeout,
+                                           options=ctx.options, results=_shared_results(ctx))
+    data["interpreter"] = dict(interpreter.summary(chosen), ran="child")
     return data
 
 

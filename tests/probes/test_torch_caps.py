@@ -38,7 +38,7 @@ def probing_python_serves(monkeypatch):
 
 def collect_with(monkeypatch, fake, options=None):
     monkeypatch.setitem(sys.modules, "torch", fake)
-    return torch_caps.collect(ProbeContext(options=options or {}))
+    return torch_caps.collect_here(ProbeContext(options=options or {}))
 
 
 def test_real_cpu_torch_verifies_every_pair():
@@ -57,7 +57,8 @@ def test_real_cpu_torch_verifies_every_pair():
     assert set(cpu["paths"]) == {"contiguous_same_dtype", "non_contiguous", "mixed_pairs_one_call"}
     assert {p["path"] for p in cpu["paths"].values()} == {"per_tensor"}
     assert "foreach_tensor_copy_list_kernel_slow_" in cpu["paths"]["non_contiguous"]["source"]
-    assert data["interpreter"] == {"path": sys.executable, "why": "default", "ran": "here"}
+    # Run by the probe in a child of the chosen interpreter: the probe's own process imports no torch.
+    assert data["interpreter"] == {"path": sys.executable, "why": "default", "ran": "child"}
 
 
 def test_without_foreach_copy_reports_the_loop_fallback(monkeypatch):
@@ -97,7 +98,7 @@ def test_a_foreach_copy_that_rejects_mixed_dtypes_is_recorded(monkeypatch):
 def test_no_torch_is_a_skip(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(Skip, match="torch is not importable"):
-        torch_caps.collect(ProbeContext())
+        torch_caps.collect_here(ProbeContext())
 
 
 def env_result(devices, status="ok"):
@@ -151,13 +152,13 @@ def test_only_idle_gpus_are_checked_and_force_overrides(monkeypatch):
                {"uuid": "GPU-b", "processes": [], "memory_used_mib": 0}]
     fake = TorchView(replaced={"cuda": FakeCuda(["a", "GPU-b"])})
     monkeypatch.setitem(sys.modules, "torch", fake)
-    checks = torch_caps.collect(ProbeContext(results=env_result(devices)))["checks"]
+    checks = torch_caps.collect_here(ProbeContext(results=env_result(devices)))["checks"]
     assert checks["cuda:0"]["status"] == "skipped" and "pid 11" in checks["cuda:0"]["reason"]
     # cuda:1 is idle, so it was attempted (on this CPU-only torch the tensors cannot be made there).
     assert checks["cuda:1"]["status"] == "ok" and checks["cuda:1"]["ok"] is False
-    forced = torch_caps.collect(ProbeContext(options={"force": True}, results=env_result(devices)))["checks"]
+    forced = torch_caps.collect_here(ProbeContext(options={"force": True}, results=env_result(devices)))["checks"]
     assert forced["cuda:0"].get("reason") is None and "pairs" in forced["cuda:0"]
-    off = torch_caps.collect(ProbeContext(options={"torch_caps": {"cuda": False}}))["checks"]
+    off = torch_caps.collect_here(ProbeContext(options={"torch_caps": {"cuda": False}}))["checks"]
     assert list(off) == ["cpu"]
 
 
