@@ -118,3 +118,9 @@ def _validate(s):
     if s["sweep_min_bytes"] > s["sweep_max_bytes"]:
         raise OptionError("copy_bench.sweep_min_bytes is larger than sweep_max_bytes")
     return s
+
+
+def resolve_isolate(raw):
+    """copy_bench.isolate as given (True/False), None when not given; a bad value is an OptionError."""
+    value = (raw or {}).get("isolate")
+    return None if value is None else _bool("isolate", value)

@@ -37,6 +37,13 @@ def _grouped_foreach_copy_(dsts, srcs):
 '''
 
 
+@pytest.fixture(autouse=True)
+def probing_python_serves(monkeypatch):
+    """The probing Python is the chosen one: a stand-in server of another test must not move the child."""
+    from probes.hostinfo import interpreter
+    monkeypatch.setattr(interpreter, "target", lambda ctx: {"path": sys.executable, "why": "default"})
+
+
 @pytest.fixture
 def fake_sglang(tmp_path, monkeypatch):
     """A stand-in sglang with two definitions (one of them wrong) and a module that fails to import."""
@@ -95,7 +102,7 @@ def test_an_env_gated_fast_path_is_timed_on_and_off(tmp_path, monkeypatch):
     monkeypatch.delenv("SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH", raising=False)
     try:
         data = copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY, paths=["dflash_verify"],
-                                                                           batch_sizes=[2])}))
+                                                                           batch_sizes=[2], isolate=False)}))
         seen = set(sys.modules["sglang.srt.model_executor.cuda_graph_buffer_registry"].SEEN)
     finally:
         for name in [m for m in sys.modules if m == "sglang" or m.startswith("sglang.")]:
@@ -123,7 +130,8 @@ def source_facts():
 
 
 def test_installed_definitions_are_measured_as_the_release_calls_them(fake_sglang):
-    ctx = ProbeContext(options={"copy_bench": dict(TINY, paths=["eagle_draft_extend", "dflash_verify"])},
+    ctx = ProbeContext(options={"copy_bench": dict(TINY, paths=["eagle_draft_extend", "dflash_verify"],
+                                                   isolate=False)},
                        results={"sglang_source": source_facts()})
     data = copy_bench.collect(ctx)
     extend, verify = data["gpus"][0]["workloads"]
@@ -145,7 +153,10 @@ def test_installed_definitions_are_measured_as_the_release_calls_them(fake_sglan
 
 def test_probe_data_shape_on_the_cpu():
     data = copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY, paths=["eagle_draft"])}))
-    assert data["device"] == "cpu" and data["method"] == "perf_counter" and data["isolated"] is False
+    # Run by default in a child of the chosen interpreter, on the CPU too.
+    assert data["device"] == "cpu" and data["method"] == "perf_counter" and data["isolated"] is True
+    assert data["interpreter"] == {"path": sys.executable, "why": "default", "ran": "child"}
+    assert data["python"] == sys.executable and data["torch_version"] == torch.__version__
     (cpu,) = data["gpus"]
     assert cpu["status"] == "ok" and cpu["name"] == "cpu" and cpu["threads"] == 1
     assert [r["bytes"] for r in cpu["sweep"]] == [1024, 4096, 16384]
@@ -166,6 +177,17 @@ def test_bad_options_raise_a_one_line_error():
     if not torch.cuda.is_available():
         with pytest.raises(Skip, match="device=cuda but torch"):
             copy_bench.collect(ProbeContext(options={"copy_bench": {"device": "cuda"}}))
+
+
+def test_an_interpreter_without_torch_is_a_skip_naming_it(tmp_path, monkeypatch):
+    from probes.hostinfo import interpreter
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\nexec %s -S "$@"\n' % sys.executable)   # -S: no site-packages, no torch
+    python.chmod(0o755)
+    monkeypatch.setattr(interpreter, "target", lambda ctx: {"path": str(python), "why": "live_server"})
+    with pytest.raises(Skip) as caught:
+        copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY, paths=["eagle_draft"])}))
+    assert str(caught.value).startswith("under %s (live_server): skipped: torch is not importable" % python)
 
 
 def test_a_crashing_child_becomes_an_error_result_not_a_crash():
