@@ -16,7 +16,7 @@ class FakeWorker(object):
     calls, envs = [], []
     devices, memory_error = [], None
 
-    def __init__(self, modules=None, env=None):
+    def __init__(self, modules=None, env=None, python=None):
         FakeWorker.envs.append(env)
 
     def call(self, handler, args, timeout):

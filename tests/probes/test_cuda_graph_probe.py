@@ -207,7 +207,7 @@ def test_synthetic_sweep_gives_each_cell_the_memory_cap_and_only_the_time_left(m
     calls = []
 
     class CellWorker(object):
-        def __init__(self, modules=None, env=None):
+        def __init__(self, modules=None, env=None, python=None):
             pass
 
         def call(self, handler, args, timeout):
