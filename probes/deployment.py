@@ -1,12 +1,13 @@
 """Running sglang servers on this host, read from /proc: their interpreter, flags and allow-listed env.
 
-Also chooses the interpreter whose installed sglang the sglang_source probe reads: the one given on the
-control side, else the live server's, else the probing Python. Unreadable /proc entries (another user's
+Per server: its interpreter and the sglang that interpreter imports (read once per interpreter, shared by the
+servers that use it), and what names it (pid, port, GPUs). Also records the host's one interpreter choice
+(probes/hostinfo/interpreter.py): --python, else the live server's, else the probing Python. Unreadable /proc entries (another user's
 process, a process that just exited) are skipped. Options: deployment.proc_root (default /proc).
 """
 import os
 
-from probes.hostinfo import interpreter
+from probes.hostinfo import interpreter, serving
 from probes.hostinfo import sglang_cmdline as cmdline
 from probes.hostinfo.system import read_bytes, read_text
 
@@ -16,7 +17,12 @@ MAX_ANCESTRY = 64
 def collect(ctx):
     proc_root = (ctx.option("deployment", {}) or {}).get("proc_root", "/proc")
     servers, scanned = find_servers(proc_root)
-    return {"servers": servers, "processes_scanned": scanned,
+    found = serving.interpreters(servers, timeout=min(20.0, ctx.time_left() / 4))
+    for server in servers:  # each server's own sglang, read once per interpreter
+        shared = [g for g in found if g["path"] == server.get("python")]
+        server["sglang"] = dict(shared[0]["sglang"]) if shared else {"found": None, "reason": "interpreter unknown"}
+        server["identity"] = serving.server_identity(server)
+    return {"servers": servers, "processes_scanned": scanned, "interpreters": found,
             "interpreter": choose_interpreter(ctx.options, servers)}
 
 
