@@ -2,8 +2,9 @@
 
 Per server: its interpreter and the sglang that interpreter imports (read once per interpreter, shared by the
 servers that use it), and what names it (pid, port, GPUs). Also records the host's one interpreter choice
-(probes/hostinfo/interpreter.py): --python, else the live server's, else the probing Python. Unreadable /proc entries (another user's
-process, a process that just exited) are skipped. Options: deployment.proc_root (default /proc).
+(probes/hostinfo/interpreter.py): --python, else the live server's, else the probing Python. Unreadable /proc
+entries (another user's process, a process that just exited) are skipped. Options: deployment.proc_root
+(default $GPUDIAG_PROC_ROOT, else /proc).
 """
 import os
 
@@ -14,8 +15,14 @@ from probes.hostinfo.system import read_bytes, read_text
 MAX_ANCESTRY = 64
 
 
+def proc_root_of(ctx):
+    """deployment.proc_root, else $GPUDIAG_PROC_ROOT on the host (a container that sees the host's /proc
+    mounted elsewhere), else /proc."""
+    return (ctx.option("deployment", {}) or {}).get("proc_root") or os.environ.get("GPUDIAG_PROC_ROOT") or "/proc"
+
+
 def collect(ctx):
-    proc_root = (ctx.option("deployment", {}) or {}).get("proc_root", "/proc")
+    proc_root = proc_root_of(ctx)
     servers, scanned = find_servers(proc_root)
     found = serving.interpreters(servers, timeout=min(20.0, ctx.time_left() / 4))
     for server in servers:  # each server's own sglang, read once per interpreter

@@ -71,8 +71,7 @@ def target(ctx):
     chosen = (ctx.results.get("deployment") or {}).get("interpreter")
     if not chosen:
         from probes import deployment  # lazily: deployment reads /proc, which only this path needs
-        proc_root = (ctx.option("deployment", {}) or {}).get("proc_root", "/proc")
-        servers, _ = deployment.find_servers(proc_root)
+        servers, _ = deployment.find_servers(deployment.proc_root_of(ctx))
         chosen = choose(ctx.options, servers)
     return dict(chosen, why=chosen.get("why") or "default")
 
