@@ -92,7 +92,7 @@ def collect(ctx):
     python = chosen["path"]
     info_worker = Worker(modules=ctx.modules or None, env=placement.child_env(), python=python)
     try:
-        info = info_worker.call("probes.graphrepro.synthetic:device_info", {"memory": idle["devices"] is None},
+        info = info_worker.call("probes.graphrepro.synthetic:device_info", {"memory": False},
                                 min(INFO_TIMEOUT, max(1.0, ctx.time_left() - RESERVE_SECONDS)))
     finally:
         info_worker.close()

@@ -108,8 +108,8 @@ def run_child(python, entry, modules, timeout, **fields):
     return (data, None) if why is None else (None, "%s: %s" % (python, why))
 
 
-def _run(python, entry, modules, timeout, **fields):
-    answer_doc, why = child.run_once(python, entry, modules, timeout, MARK,
+def _run(python, entry, modules, timeout, env=None, **fields):
+    answer_doc, why = child.run_once(python, entry, modules, timeout, MARK, env=env,
                                      budget_s=max(1.0, timeout - STARTUP_MARGIN_S), **fields)
     if answer_doc is None:
         return None, why
@@ -118,11 +118,11 @@ def _run(python, entry, modules, timeout, **fields):
     return answer_doc.get("data"), None
 
 
-def torch_child(ctx, entry, timeout, **fields):
+def torch_child(ctx, entry, timeout, env=None, **fields):
     """(data, chosen) from `entry` run under the host's chosen interpreter; a Skip naming that interpreter
     and why it was chosen when it gave nothing (missing, crashed, hung, no torch)."""
     chosen = target(ctx)
-    data, why = _run(chosen["path"], entry, ctx.modules, timeout, **fields)
+    data, why = _run(chosen["path"], entry, ctx.modules, timeout, env=env, **fields)
     if why is not None:
         raise Skip("under %s (%s): %s" % (chosen["path"], chosen.get("reason") or chosen["why"], why))
     return data, chosen
