@@ -7,10 +7,10 @@ the copy_()/foreach crossover from a size sweep; host→device seq_lens copies.
 Everything torch does runs in a child of the host's chosen interpreter (the serving venv when a server
 runs), so a CUDA fault or hang cannot take the runner down; on CUDA every GPU is checked idle first.
 """
-import os
 import sys
 import time
 
+from probes import gpu_layer
 from probes.context import Skip
 from probes.copybench import analysis, options, strategies, workloads
 from probes.hostinfo import interpreter
@@ -42,6 +42,15 @@ def choose_device(info, wanted):
         raise Skip("copy_bench.device=cuda but torch %s under %s sees no CUDA device"
                    % (info["torch_version"], info["executable"]))
     return "cuda" if info["cuda_available"] else "cpu"
+
+
+def gpu_policy(seen, servers, force, limit, count):
+    """The GPU layer's verdicts for the benchmark child, by uuid (torch's order may differ from nvidia-smi's);
+    without a GPU list, which indices live servers hold (the child numbers GPUs in PCI bus order)."""
+    if seen["devices"] is None:
+        return {"table": None, "why": seen["why"],
+                "protected": sorted(gpu_layer.protected_gpus(servers, {}, range(count)))}
+    return {"table": gpu_layer.verdicts(seen["devices"], servers, force, limit), "source": seen["source"]}
 
 
 def build_job(settings, device, results):
@@ -81,13 +90,13 @@ def collect(ctx):
     job["force"] = bool(ctx.option("force"))
     deadline = time.monotonic() + ctx.time_left() - 2.0
     if device == "cuda":
-        from probes.copybench.politeness import smi_snapshot
         count = info["device_count"]
         job["gpus"] = sorted(set(g for g in (settings["gpus"] or range(count)) if g < count))
         if not job["gpus"]:
             raise Skip("copy_bench.gpus=%s: no such GPU (torch sees %d)" % (settings["gpus"], count))
-        job["smi"] = smi_snapshot()   # before the benchmark's own CUDA contexts exist
-        job["probe_pids"] = [os.getpid()]
+        servers = (ctx.results.get("deployment") or {}).get("servers") or []
+        job["gpu_policy"] = gpu_policy(gpu_layer.snapshot(ctx), servers, job["force"], settings["idle_used_mib"],
+                                       count)
     if in_process:
         from probes.copybench.devices import bench_all
         devices = bench_all(dict(job, budget_s=max(1.0, deadline - time.monotonic())))

@@ -31,6 +31,13 @@ def query(timeout=DEFAULT_SMI_TIMEOUT):
     return devices, None
 
 
+def snapshot_here(timeout=DEFAULT_SMI_TIMEOUT):
+    """The snapshot shape from nvidia-smi asked here (no earlier probe results)."""
+    devices, error = query(timeout)
+    return {"devices": devices or None, "source": "nvidia-smi" if devices else None,
+            "why": None if devices else "nvidia-smi: %s" % (error or "no GPU listed")}
+
+
 def snapshot(ctx):
     """{devices, source, why}: env's GPU list when it came from nvidia-smi, else one asked here with env's
     command timeout; devices None when neither can say."""

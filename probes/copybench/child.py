@@ -48,8 +48,9 @@ class Child(object):
     def __init__(self, python, modules, payload):
         self.stderr_tail = collections.deque(maxlen=3)
         self.lines = queue.Queue()
+        # GPUs numbered as nvidia-smi numbers them (PCI bus order), as the probe's GPU indices are.
         self.proc = spawn(python, "probes.copybench.child:child_main", modules, payload_fields=payload,
-                          close_stdin=True)
+                          close_stdin=True, env=dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID"))
         threading.Thread(target=self._read_stdout, daemon=True).start()
         self.stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self.stderr_reader.start()

@@ -219,11 +219,35 @@ class FakeCuda(object):
 
 
 def test_a_busy_gpu_is_refused_before_anything_is_allocated():
+    from probes import gpu_layer
     from probes.copybench.devices import bench_one
     fake = types.SimpleNamespace(cuda=FakeCuda())
-    job = {"idle_used_mib": 1024, "max_mem_mib": 2048, "force": False, "smi": {"error": "nvidia-smi: not found"}}
+    uuid = "GPU-6513270e-269e-4d37-b2a7-4de452e6b438"
+    busy = [{"index": 0, "uuid": uuid, "memory_used_mib": 61000,
+             "processes": [{"pid": 3141, "name": "python3", "used_memory_mib": 61000}]}]
+    job = {"idle_used_mib": 1024, "max_mem_mib": 2048, "force": False,
+           "gpu_policy": copy_bench.gpu_policy({"devices": busy, "source": "env"}, [], False, 1024, 1)}
     result = bench_one(fake, job, 0, None, None, None)
     assert result["status"] == "skipped" and result["device"] == "cuda" and result["compute_capability"] == "sm_90"
-    assert result["reason"].startswith("GPU 0 looks busy: 133120 MiB in use with this probe's context")
-    assert result["idle_check"]["source"] == "torch.cuda.mem_get_info"
-    assert fake.cuda.calls == ["mem_get_info"]
+    assert result["reason"] == "GPU 0: busy: 1 compute process(es): python3 (pid 3141); " + gpu_layer.FORCE_HINT
+    assert result["idle_check"]["kind"] == "busy" and fake.cuda.calls == []
+
+
+def test_a_live_servers_gpu_is_never_benchmarked_even_forced_and_unknown_idleness_is_busy():
+    from probes import gpu_layer
+    from probes.copybench.devices import bench_one
+    fake = types.SimpleNamespace(cuda=FakeCuda())
+    idle = [{"index": 0, "uuid": "GPU-6513270e-269e-4d37-b2a7-4de452e6b438", "memory_used_mib": 2, "processes": []}]
+    servers = [{"pid": 77, "cuda_visible_devices": "0", "args": {"port": 30000}}]
+    job = {"idle_used_mib": 1024, "max_mem_mib": 2048, "force": True,
+           "gpu_policy": copy_bench.gpu_policy({"devices": idle, "source": "env"}, servers, True, 1024, 1)}
+    result = bench_one(fake, job, 0, None, None, None)
+    assert result["status"] == "skipped"
+    assert result["reason"] == "GPU 0: serving sglang (pid 77, port 30000): " + gpu_layer.NEVER
+    unknown = copy_bench.gpu_policy({"devices": None, "why": "nvidia-smi: not found"}, servers, False, 1024, 2)
+    assert unknown == {"table": None, "why": "nvidia-smi: not found", "protected": [0]}
+    job = dict(job, force=False, gpu_policy=unknown)
+    assert "never touched" in bench_one(fake, job, 0, None, None, None)["reason"]
+    refused = bench_one(fake, job, 1, None, None, None)
+    assert refused["reason"].startswith("GPU 1: busy: its compute processes cannot be listed (nvidia-smi: not found)")
+    assert fake.cuda.calls == []
