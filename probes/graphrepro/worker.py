@@ -12,6 +12,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 import traceback
 
 from probes.child import FramedWriter, LogTail, kill_group, signal_name, spawn, watch_parent  # noqa: F401
@@ -78,7 +79,6 @@ class Worker(object):
         lines.put(None)  # end of output: the child is gone
 
     def _send(self, doc):
-        self.proc.payload_writer.join()  # the modules line goes first, whole
         self.proc.stdin.write((json.dumps(doc) + "\n").encode("utf-8"))
         self.proc.stdin.flush()
 
@@ -86,8 +86,20 @@ class Worker(object):
         """Run handler(args) in the child; always returns a dict with at least `status`."""
         if self.proc is None or self.proc.poll() is not None:
             self.close()
-            self._start()
+            try:
+                self._start()
+            except OSError as exc:  # a missing or unrunnable interpreter: that is the cell's answer
+                self.close()
+                return {"status": "died", "detail": "cannot start %s: %s" % (self.python, exc.strerror or exc),
+                        "signal": None, "exit_code": None, "log_tail": ""}
         offset = self.log.size()
+        started = time.monotonic()
+        self.proc.payload_writer.join(timeout)  # the modules line goes first, whole; a hung child never reads it
+        if self.proc.payload_writer.is_alive():
+            self.close()
+            return {"status": "timeout", "detail": "%s read no input within %.0f s; child killed" % (
+                self.python, timeout), "log_tail": self.log_tail(offset)}
+        timeout = max(0.1, timeout - (time.monotonic() - started))
         try:
             self._send({"handler": handler, "args": args})
         except (BrokenPipeError, OSError):
