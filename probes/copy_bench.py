@@ -107,6 +107,9 @@ def collect(ctx):
         raise Skip("; ".join("GPU %s: %s" % (d.get("index"), d.get("reason")) for d in devices[:4]))
     data = assemble(info, device, job, settings, sources, devices, not in_process)
     data["interpreter"] = dict(interpreter.summary(chosen), ran="here" if in_process else "child")
+    server = interpreter.chosen_server(ctx.results)
+    if server is not None:  # whose flags (topk, steps) and interpreter the numbers describe
+        data["server"] = server.get("identity") or {"pid": server.get("pid")}
     return data
 
 

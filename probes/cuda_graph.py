@@ -103,6 +103,9 @@ def collect(ctx):
     modes = choose_mode(settings["mode"], python, min(60.0, max(1.0, ctx.time_left() - RESERVE_SECONDS)))
     data["mode"], data["modes"] = modes[0], modes
     apply_deployment(settings, ctx.results.get("deployment") or {}, data["notes"])
+    server = interpreter.chosen_server(ctx.results)
+    if server is not None:  # the answers describe this server's interpreter and model
+        data["server"] = server.get("identity") or {"pid": server.get("pid")}
     hidden_size_from_model(settings, "hidden_size" in options, data["notes"])
     reason = no_cuda_reason(info, python)
     picked = None
@@ -128,18 +131,19 @@ def collect(ctx):
 
 
 def apply_deployment(settings, deployment, notes):
-    """Default --model / --draft-model to the live server's directories (config.json only is read)."""
-    servers = deployment.get("servers") or []
-    if not servers:
+    """Default --model / --draft-model to the directories of the live server whose interpreter is used
+    (config.json only is read)."""
+    server = interpreter.chosen_server({"deployment": deployment})
+    if server is None:
         return
-    args = servers[0].get("args") or {}
+    args = server.get("args") or {}
     for key, arg in (("model", "model_path"), ("draft_model", "speculative_draft_model_path")):
         value = args.get(arg)
         if settings.get(key) or not value:
             continue
         if os.path.isfile(os.path.join(str(value), "config.json")):
             settings[key] = str(value)
-            notes.append("%s: config.json of the live server (pid %s): %s" % (key, servers[0].get("pid"), value))
+            notes.append("%s: config.json of the live server (pid %s): %s" % (key, server.get("pid"), value))
         else:
             notes.append("%s: the live server's %s is not a local directory with config.json" % (key, value))
     if settings.get("draft_model") and args.get("speculative_algorithm"):

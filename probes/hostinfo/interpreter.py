@@ -76,6 +76,20 @@ def target(ctx):
     return dict(chosen, why=chosen.get("why") or "default")
 
 
+def chosen_server(results):
+    """The live server whose interpreter was chosen (the one the torch facts describe), else the first one
+    under the same Python, else the first server; None without servers."""
+    deployment = (results or {}).get("deployment") or {}
+    servers = [s for s in deployment.get("servers") or [] if isinstance(s, dict)]
+    chosen = deployment.get("interpreter") or {}
+    for match in (lambda s: chosen.get("pid") is not None and s.get("pid") == chosen.get("pid"),
+                  lambda s: s.get("python") == chosen.get("path"), lambda s: True):
+        found = [s for s in servers if match(s)]
+        if found:
+            return found[0]
+    return None
+
+
 def summary(chosen):
     """What a probe records about where its torch work ran."""
     return {key: chosen.get(key) for key in ("path", "why", "reason", "pid", "note") if chosen.get(key) is not None}

@@ -174,3 +174,17 @@ def test_through_the_probe_cli_a_live_server_in_a_venv(tmp_path):
     caps = probes["torch_caps"]["data"]
     assert expected.items() <= caps["interpreter"].items() and caps["interpreter"]["pid"] == server.pid
     assert caps["executable"] == python and caps["checks"]["cpu"]["ok"]
+
+
+def test_the_chosen_server_is_the_one_whose_interpreter_is_used():
+    servers = [{"pid": 5, "python": "/a/python", "args": {"speculative_eagle_topk": 4}},
+               {"pid": 9, "python": "/b/python", "args": {"speculative_eagle_topk": 8}}]
+    by_pid = {"deployment": {"servers": servers, "interpreter": {"path": "/b/python", "pid": 9}}}
+    assert interpreter.chosen_server(by_pid)["pid"] == 9
+    by_path = {"deployment": {"servers": servers, "interpreter": {"path": "/b/python", "why": "explicit"}}}
+    assert interpreter.chosen_server(by_path)["pid"] == 9
+    other = {"deployment": {"servers": servers, "interpreter": {"path": "/c/python", "why": "explicit"}}}
+    assert interpreter.chosen_server(other)["pid"] == 5
+    assert interpreter.chosen_server({}) is None
+    from probes.copybench import options
+    assert options.server_args(by_pid) == {"speculative_eagle_topk": 8}
