@@ -163,6 +163,10 @@ def test_deep_scan_without_python_runs_torch_work_in_the_serving_venv(layout, tm
     assert data["environment"]["torch"] == torch.__version__
     assert "no CUDA device" in data["skip_reason"] and wanted in data["skip_reason"]
     assert data["cells"] and all(c["status"] == "skipped" for c in data["cells"])
+    # The answers name the live server whose interpreter they describe.
+    first = min(layout["servers"], key=lambda s: s.pid)
+    assert data["server"]["pid"] == first.pid and data["server"]["port"] in (30000, 31000)
+    assert bench["data"]["server"] == data["server"]
 
 
 def test_repro_without_python_runs_in_the_serving_venv(layout, tmp_path):
@@ -182,6 +186,7 @@ def test_repro_without_python_runs_in_the_serving_venv(layout, tmp_path):
     assert "no CUDA device" in graph["data"]["skip_reason"]
     assert "torch does not import" not in json.dumps(probes)
     assert "no CUDA device" in proc.stdout + proc.stderr
+    assert "interpreter: %s (the live sglang server's interpreter); live server pid" % wanted in proc.stderr
 
 
 def test_an_explicit_python_other_than_the_servers_is_used_and_both_are_shown(layout, tmp_path):
