@@ -3,9 +3,10 @@
 Child side: `watch_parent` (a killed runner takes its children with it) and `FramedWriter` (answers on the
 real stdout as `MARK {json}` lines, everything else the child or its libraries print goes to stderr).
 Parent side: `spawn` (own process group, bounded stdin payload, stderr to a log file or a pipe),
-`parse_frame`, `LogTail`, `kill_group` (TERM, then KILL, then reap) and `run_once` (the supervisor for a
+`parse_frame`, `LogTail` and `StderrTail`, `kill_group` (TERM, then KILL, then reap) and `run_once` (the supervisor for a
 child that gives one answer before a deadline). Standard library only.
 """
+import collections
 import json
 import os
 import signal
@@ -160,23 +161,46 @@ def signal_name(returncode):
 
 def run_once(python, entry, modules, timeout, mark, env=None, **fields):
     """Run a one-answer child under `python`: (answer dict, None) or (None, why there is none: missing
-    interpreter, crash with its signal and stderr tail, or no answer before `timeout`)."""
-    log = LogTail()
+    interpreter, crash with its signal and stderr tail, or no answer before `timeout`). Its stderr is kept in
+    memory (a bounded tail), so a light probe's child writes nothing to disk."""
     try:
+        proc = spawn(python, entry, modules, env=env, payload_fields=fields, close_stdin=True)
+    except OSError as exc:
+        return None, "cannot start: %s" % (exc.strerror or exc)
+    tail = StderrTail(proc)
+    found = _first_frame(proc, mark, timeout)
+    tail.reader.join(2.0)
+    close_streams(proc)
+    if found == "timeout":
+        return None, "no answer within %.0f s (killed)%s" % (timeout, tail.note())
+    if found is not None:
+        return found, None
+    sig = signal_name(proc.returncode)
+    how = "killed by %s" % sig if sig else "exit %s" % proc.returncode
+    return None, "%s without an answer%s" % (how, tail.note())
+
+
+class StderrTail(object):
+    """The last lines a child wrote on its stderr pipe, read by a thread, bounded in memory."""
+
+    def __init__(self, proc, lines=20, width=500):
+        self.lines = collections.deque(maxlen=lines)
+        self.width = width
+        self.reader = threading.Thread(target=self._read, args=(proc.stderr,), daemon=True)
+        self.reader.start()
+
+    def _read(self, stream):
         try:
-            proc = spawn(python, entry, modules, env=env, stderr=log.file, payload_fields=fields, close_stdin=True)
-        except OSError as exc:
-            return None, "cannot start: %s" % (exc.strerror or exc)
-        found = _first_frame(proc, mark, timeout)
-        if found == "timeout":
-            return None, "no answer within %.0f s (killed)%s" % (timeout, _tail_note(log))
-        if found is not None:
-            return found, None
-        sig = signal_name(proc.returncode)
-        how = "killed by %s" % sig if sig else "exit %s" % proc.returncode
-        return None, "%s without an answer%s" % (how, _tail_note(log))
-    finally:
-        log.remove()
+            for raw in iter(stream.readline, b""):
+                text = raw.decode("utf-8", "replace").strip()
+                if text:
+                    self.lines.append(text[:self.width])
+        except (OSError, ValueError):
+            pass
+
+    def note(self, count=2):
+        tail = list(self.lines)[-count:]
+        return " | " + " | ".join(t[:300] for t in tail) if tail else ""
 
 
 def _first_frame(proc, mark, timeout):
@@ -189,14 +213,8 @@ def _first_frame(proc, mark, timeout):
     timed_out = reader.is_alive()
     kill_group(proc, grace=1.0 if timed_out else 0.2)
     reader.join(2.0)
-    close_streams(proc)
     for line in reversed(b"".join(chunks).decode("utf-8", "replace").splitlines()):
         found = parse_frame(mark, line)
         if found is not None:
             return found
     return "timeout" if timed_out else None
-
-
-def _tail_note(log, lines=2):
-    tail = [t.strip() for t in log.tail().strip().splitlines()[-lines:] if t.strip()]
-    return " | " + " | ".join(t[:300] for t in tail) if tail else ""
