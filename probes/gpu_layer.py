@@ -23,11 +23,11 @@ def query(timeout=DEFAULT_SMI_TIMEOUT):
     binary = which("nvidia-smi")
     if binary is None:
         return None, "nvidia-smi not found on PATH"
-    devices, error, _ = smi_gpus._query_gpus(binary, timeout)
+    devices, error, _ = smi_gpus.query_gpus(binary, timeout)
     if error is not None:
         return None, error
     block = {"devices": devices}
-    smi_gpus._attach_processes(binary, timeout, block)
+    smi_gpus.attach_processes(binary, timeout, block)
     return devices, None
 
 

@@ -38,7 +38,7 @@ def collect_gpus(timeout, torch_fallback=True):
             reason = "nvidia-smi not found on PATH"
             return skipped_gpus(reason), skipped_topology(reason)
         return gpus_from_torch()
-    devices, error, legacy = _query_gpus(binary, timeout)
+    devices, error, legacy = query_gpus(binary, timeout)
     if error is not None:
         # A hung or failing nvidia-smi would fail the same way again: ask it nothing more.
         return skipped_gpus(error, "nvidia-smi"), skipped_topology("no GPU information: " + error)
@@ -49,11 +49,11 @@ def collect_gpus(timeout, torch_fallback=True):
             "driver_version": devices[0].get("driver_version"), "cuda_version": None,
             "count": len(devices), "devices": devices, "processes_error": None}
     gpus["cuda_version"] = _cuda_version(binary, timeout)
-    _attach_processes(binary, timeout, gpus)
+    attach_processes(binary, timeout, gpus)
     return gpus, _topology(binary, timeout, len(devices))
 
 
-def _query_gpus(binary, timeout):
+def query_gpus(binary, timeout):
     """(devices, error, legacy): the query with compute_cap, or without it when the driver refuses the field."""
     text, error = _smi(binary, [QUERY_GPU, CSV], timeout)
     legacy = error is not None and nvidia_smi.rejected_field(error) == "compute_cap"
@@ -78,7 +78,7 @@ def _cuda_version(binary, timeout):
     return None
 
 
-def _attach_processes(binary, timeout, gpus):
+def attach_processes(binary, timeout, gpus):
     """Each device gets `processes`: a list, or None when nvidia-smi could not say (never a false idle)."""
     text, error = _smi(binary, [QUERY_APPS, CSV], timeout)
     processes = None
