@@ -11,8 +11,7 @@ import shutil
 import tempfile
 
 from probes.context import run_command
-from probes.graphrepro import configs, placement, specs, sweep, synthetic
-from probes.graphrepro import sglang_repro
+from probes.graphrepro import configs, placement, sglang_repro, specs, sweep, synthetic
 from probes.graphrepro.signatures import match_signatures
 from probes.graphrepro.worker import Worker
 from probes.hostinfo import interpreter

@@ -10,7 +10,15 @@ import subprocess
 import threading
 import time
 
-from probes.child import FramedWriter, close_streams, flush_std, kill_group, parse_frame, spawn, watch_parent
+from probes.child import (
+    FramedWriter,
+    close_streams,
+    flush_std,
+    kill_group,
+    parse_frame,
+    spawn,
+    watch_parent,
+)
 
 MARK = "COPYBENCH-DEVICE "
 # Past its share of the time, a device gets this much longer before the parent calls it hung: a workload

@@ -15,7 +15,14 @@ import threading
 import time
 import traceback
 
-from probes.child import FramedWriter, LogTail, kill_group, signal_name, spawn, watch_parent  # noqa: F401
+from probes.child import (
+    FramedWriter,
+    LogTail,
+    kill_group,
+    signal_name,
+    spawn,
+    watch_parent,
+)
 
 RESULT_PREFIX = "GRAPHREPRO-RESULT "
 
