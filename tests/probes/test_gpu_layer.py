@@ -53,3 +53,22 @@ def test_one_mapping_for_indices_uuids_and_prefixes():
     assert gpu_layer.visible_index("GPU-", uuids) is None             # ambiguous
     assert gpu_layer.server_gpus({"args": {"tp_size": 2, "dp_size": 2, "base_gpu_id": 4}}) == [4, 5, 6, 7]
     assert gpu_layer.verdict_for({}, "GPU-x")["kind"] == "busy"       # unknown to nvidia-smi: busy
+
+
+def test_without_nvidia_smi_torch_reads_the_gpus_in_a_child_of_the_chosen_python(tmp_path, monkeypatch):
+    import sys
+
+    from probes.hostinfo import gpus
+    monkeypatch.setenv("PATH", str(tmp_path))          # no nvidia-smi
+    no_torch = tmp_path / "python"
+    no_torch.write_text('#!/bin/sh\nexec %s -S "$@"\n' % sys.executable)   # -S: no site-packages, no torch
+    no_torch.chmod(0o755)
+    listed, topology = gpus.collect_gpus(5.0, torch_fallback=True, python=str(no_torch))
+    assert listed["status"] == "skipped" and topology["status"] == "skipped"
+    assert listed["reason"].startswith("nvidia-smi not found on PATH; torch not importable")
+    assert listed["reason"].endswith("(torch.cuda under %s)" % no_torch)
+    missing, _ = gpus.collect_gpus(5.0, torch_fallback=True, python=str(tmp_path / "gone"))
+    assert missing["reason"].startswith("nvidia-smi not found on PATH; torch.cuda under %s: cannot start"
+                                        % (tmp_path / "gone"))
+    with_torch, _ = gpus.collect_gpus(5.0, torch_fallback=True, python=sys.executable)
+    assert with_torch["status"] == "skipped" and "torch sees no CUDA device" in with_torch["reason"]
