@@ -2,9 +2,9 @@
 
 Child side: `watch_parent` (a killed runner takes its children with it) and `FramedWriter` (answers on the
 real stdout as `MARK {json}` lines, everything else the child or its libraries print goes to stderr).
-Parent side: `spawn` (own process group, bounded stdin payload, stderr to a log file or a pipe),
-`parse_frame`, `LogTail` and `StderrTail`, `kill_group` (TERM, then KILL, then reap) and `run_once` (the supervisor for a
-child that gives one answer before a deadline). Standard library only.
+Parent side: `spawn` (own process group, its stdin payload written by a thread, stderr to a log file or a
+pipe), `parse_frame`, `LogTail` (a log file) and `StderrTail` (in memory), `kill_group` (TERM, then KILL, then
+reap) and `run_once` (the supervisor of a child that gives one answer before a deadline). Standard library only.
 """
 import collections
 import json

@@ -62,7 +62,8 @@ def bench_one(torch, job, index, budget, installed, extra):
             torch.set_num_threads(threads)
     props = torch.cuda.get_device_properties(index)
     head = {"index": index, "name": props.name, "uuid": str(getattr(props, "uuid", "") or ""),
-            "device": "cuda", "torch_device": "cuda:%d" % index, "compute_capability": "sm_%d%d" % (props.major, props.minor)}
+            "device": "cuda", "torch_device": "cuda:%d" % index,
+            "compute_capability": "sm_%d%d" % (props.major, props.minor)}
     head["idle_check"] = gpu_verdict(job, index, head["uuid"])
     if not head["idle_check"]["use"]:
         return dict(head, status="skipped", reason="GPU %d: %s" % (index, gpu_layer.refusal(head["idle_check"])))

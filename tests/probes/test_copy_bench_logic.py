@@ -203,7 +203,8 @@ def test_gpu_policy_refuses_a_gpu_serving_sglang_and_accepts_an_idle_one():
     free = nvidia_smi.parse_query_gpu(fixture("b300x8-query-gpu-idle-fields.csv"), nvidia_smi.LEGACY_QUERY_GPU_FIELDS)
     for device in free:
         device["processes"] = []
-    verdict = gpu_layer.verdict_for(gpu_layer.verdicts(free, [], False, 1024), "GPU-907a70c3-1012-4037-b64c-e4228c38fb29")
+    table = gpu_layer.verdicts(free, [], False, 1024)
+    verdict = gpu_layer.verdict_for(table, "GPU-907a70c3-1012-4037-b64c-e4228c38fb29")
     assert verdict["use"] is True and verdict["kind"] == "idle"
 
 
