@@ -46,6 +46,9 @@ def snapshot(ctx):
         return {"devices": env_gpus["devices"], "source": "env", "why": None}
     why = "the env probe gave no nvidia-smi GPU list" if not env_gpus else (
         "the env probe's GPU list: %s" % (env_gpus.get("reason") or env_gpus.get("source") or "empty"))
+    if env_gpus.get("source") == "nvidia-smi" and env_gpus.get("status") != "ok":
+        # env's nvidia-smi failed or hung: asking again would fail the same way, after the same wait.
+        return {"devices": None, "source": None, "why": why}
     timeout = float((ctx.option("env", {}) or {}).get("command_timeout", DEFAULT_SMI_TIMEOUT))
     devices, error = query(max(0.5, min(timeout, ctx.time_left() / 4)))
     if devices:
