@@ -76,8 +76,8 @@ def test_without_nvidia_smi_torch_reads_the_gpus_in_a_child_of_the_chosen_python
 
 def test_an_nvidia_smi_that_failed_for_env_is_not_asked_again(tmp_path, monkeypatch):
     stand_in_smi(tmp_path, monkeypatch, "touch %s/asked\nexit 9\n" % tmp_path)
-    failed = {"env": {"gpus": {"status": "skipped", "source": "nvidia-smi", "reason": "nvidia-smi: no answer within 10 s",
-                               "devices": []}}}
+    failed = {"env": {"gpus": {"status": "skipped", "source": "nvidia-smi", "devices": [],
+                               "reason": "nvidia-smi: no answer within 10 s"}}}
     seen = gpu_layer.snapshot(ProbeContext(results=failed))
     assert seen["devices"] is None and "no answer within 10 s" in seen["why"]
     assert not (tmp_path / "asked").exists()
