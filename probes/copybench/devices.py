@@ -66,7 +66,7 @@ def bench_one(torch, job, index, budget, installed, extra):
             "compute_capability": "sm_%d%d" % (props.major, props.minor)}
     head["idle_check"] = gpu_verdict(job, index, head["uuid"])
     if not head["idle_check"]["use"]:
-        return dict(head, status="skipped", reason="GPU %d: %s" % (index, gpu_layer.refusal(head["idle_check"])))
+        return dict(head, status="skipped", reason=gpu_layer.refusal(head["idle_check"]))
     torch.cuda.set_device(index)
     cap = int(job["max_mem_mib"]) * MIB
     # The allocator refuses past the cap: a wrong estimate fails a workload, it cannot crowd a server out.

@@ -229,7 +229,7 @@ def test_a_busy_gpu_is_refused_before_anything_is_allocated():
            "gpu_policy": copy_bench.gpu_policy({"devices": busy, "source": "env"}, [], False, 1024, 1)}
     result = bench_one(fake, job, 0, None, None, None)
     assert result["status"] == "skipped" and result["device"] == "cuda" and result["compute_capability"] == "sm_90"
-    assert result["reason"] == "GPU 0: busy: 1 compute process(es): python3 (pid 3141); " + gpu_layer.FORCE_HINT
+    assert result["reason"] == "busy: 1 compute process(es): python3 (pid 3141); " + gpu_layer.FORCE_HINT
     assert result["idle_check"]["kind"] == "busy" and fake.cuda.calls == []
 
 
@@ -243,11 +243,11 @@ def test_a_live_servers_gpu_is_never_benchmarked_even_forced_and_unknown_idlenes
            "gpu_policy": copy_bench.gpu_policy({"devices": idle, "source": "env"}, servers, True, 1024, 1)}
     result = bench_one(fake, job, 0, None, None, None)
     assert result["status"] == "skipped"
-    assert result["reason"] == "GPU 0: serving sglang (pid 77, port 30000): " + gpu_layer.NEVER
+    assert result["reason"] == "serving sglang (pid 77, port 30000): " + gpu_layer.NEVER
     unknown = copy_bench.gpu_policy({"devices": None, "why": "nvidia-smi: not found"}, servers, False, 1024, 2)
     assert unknown == {"table": None, "why": "nvidia-smi: not found", "protected": [0]}
     job = dict(job, force=False, gpu_policy=unknown)
     assert "never touched" in bench_one(fake, job, 0, None, None, None)["reason"]
     refused = bench_one(fake, job, 1, None, None, None)
-    assert refused["reason"].startswith("GPU 1: busy: its compute processes cannot be listed (nvidia-smi: not found)")
+    assert refused["reason"].startswith("busy: its compute processes cannot be listed (nvidia-smi: not found)")
     assert fake.cuda.calls == []
