@@ -19,7 +19,7 @@ sys.path.insert(0, ROOT)
 from probes import copy_bench  # noqa: E402
 from probes.copybench import options  # noqa: E402
 from probes.copybench.devices import bench_all  # noqa: E402
-from probes.copybench.politeness import smi_snapshot  # noqa: E402
+from probes import gpu_layer  # noqa: E402
 
 ORDER = ("loop", "grouped_foreach", "grouped_foreach_dma_split", "grouped_foreach_size_split", "packed", "installed")
 
@@ -36,7 +36,7 @@ def parse_args(argv):
 
 def build(args):
     import torch
-    device = copy_bench.choose_device(torch, args.device)
+    device = copy_bench.choose_device(copy_bench.torch_info(), args.device)
     raw = {key.replace("-", "_"): getattr(args, key.replace("-", "_"))
            for key in ("batch-sizes", "hidden-sizes", "paths", "samples")
            if getattr(args, key.replace("-", "_")) is not None}
@@ -45,7 +45,8 @@ def build(args):
     job.update(force=args.force, budget_s=3600.0)
     if device == "cuda":
         job["gpus"] = [int(g) for g in args.gpus.split(",") if g.strip()]
-        job["smi"] = smi_snapshot()
+        job["gpu_policy"] = copy_bench.gpu_policy(gpu_layer.snapshot_here(), [], args.force,
+                                                  settings["idle_used_mib"], torch.cuda.device_count())
     return torch, job
 
 

@@ -27,6 +27,8 @@ FRAME_RE_TEMPLATE = r"^GPUDIAG-BEGIN {nonce}\r?\n(.*?)\r?\nGPUDIAG-END {nonce}\r
 # Every run needs these; a probe brings the top-level modules and subpackages its code names.
 CORE_UNITS = ("runner", "context", "boot")
 _UNIT_REFERENCE = re.compile(r"\bprobes\.([A-Za-z_][A-Za-z0-9_]*)")
+# `from probes import a, b` names units too.
+_FROM_IMPORT = re.compile(r"^\s*from probes import ([A-Za-z0-9_, ]+)", re.M)
 
 
 @functools.lru_cache(maxsize=1)
@@ -70,8 +72,15 @@ def probe_modules(probes: list[str] | None = None) -> dict[str, tuple[bool, str]
             continue
         wanted.add(unit)
         for name in units[unit]:
-            pending.extend(u for u in _UNIT_REFERENCE.findall(modules[name][1]) if u in units and u not in wanted)
+            pending.extend(u for u in _referenced_units(modules[name][1]) if u in units and u not in wanted)
     return {name: modules[name] for name in modules if "." not in name or name.split(".")[1] in wanted}
+
+
+def _referenced_units(source: str) -> list[str]:
+    found = _UNIT_REFERENCE.findall(source)
+    for names in _FROM_IMPORT.findall(source):
+        found.extend(n.strip() for n in names.split(",") if n.strip())
+    return found
 
 
 @functools.lru_cache(maxsize=16)

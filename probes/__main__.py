@@ -28,8 +28,8 @@ def parse_args(argv, defaults):
                         help="a probe option (repeatable)")
     parser.add_argument("--probe-timeout", type=float, help="time limit per probe in seconds")
     parser.add_argument("--host", help="name this host in the result (default: its hostname)")
-    parser.add_argument("--python", help="interpreter the sglang probes should inspect "
-                        "(default: a live server's, else this one)")
+    parser.add_argument("--python", help="interpreter whose torch and sglang the probes use: torch work runs "
+                        "in its children (default: a live server's, else this one)")
     parser.add_argument("--nonce", help="frame marker (default: %s-<version>-<random>)" % DEFAULT_NONCE_PREFIX)
     parser.add_argument("--line-width", type=int, default=DEFAULT_LINE_WIDTH,
                         help="wrap the frame's JSON at this many characters (0: one line; default %(default)s)")

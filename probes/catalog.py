@@ -4,8 +4,8 @@ One list for both sides: the runner orders and expands a selection with it, and 
 (gpudiag/bundle.py) reads it to pack the modules a selection needs. Standard library only, no imports.
 """
 
-# Light probes touch no GPU beyond torch_caps' few-kilobyte check on idle ones. deployment runs first:
-# env, torch_caps and sglang_source follow its choice of interpreter (the live server's venv).
+# Light probes touch no GPU beyond torch_caps' few-kilobyte check on idle ones. deployment runs first: it
+# makes the host's one interpreter choice (probes/hostinfo/interpreter.py), which every later probe follows.
 LIGHT_PROBES = ("deployment", "env", "torch_caps", "sglang_source")
 DEEP_PROBES = ("copy_bench", "cuda_graph")
 ALL_PROBES = LIGHT_PROBES + DEEP_PROBES

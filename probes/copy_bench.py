@@ -4,25 +4,53 @@ Per workload (EAGLE draft, EAGLE draft-extend, DFlash verify field sets) and dev
 foreach, grouped foreach with a DMA split, packed, and the installed sglang's own function (an env-gated
 fast path timed both ways), each verified against copies of its sources saved before any strategy ran;
 the copy_()/foreach crossover from a size sweep; host→device seq_lens copies.
-On CUDA every GPU is checked idle first and the work runs in a child process; on the CPU it runs here.
+Everything torch does runs in a child of the host's chosen interpreter (the serving venv when a server
+runs), so a CUDA fault or hang cannot take the runner down; on CUDA every GPU is checked idle first.
 """
-import os
 import sys
 import time
 
+from probes import gpu_layer
 from probes.context import Skip
 from probes.copybench import analysis, options, strategies, workloads
+from probes.hostinfo import interpreter
 
 MIN_CUDA_SAMPLES = 10
+INFO_TIMEOUT_S = 120.0
 
 
-def choose_device(torch, wanted):
+def torch_info():
+    """What the benchmark needs to know before it starts: run in a child of the chosen interpreter."""
+    try:
+        import torch
+    except Exception as exc:
+        raise Skip("torch is not importable by %s: %s: %s" % (sys.executable, type(exc).__name__, exc))
+    available = bool(torch.cuda.is_available())   # counts devices through NVML; creates no context
+    return {"torch_version": torch.__version__, "has_foreach_copy": hasattr(torch, "_foreach_copy_"),
+            "cuda_available": available, "device_count": torch.cuda.device_count() if available else 0,
+            "executable": sys.executable}
+
+
+def torch_info_main(payload):
+    interpreter.answer(torch_info)
+
+
+def choose_device(info, wanted):
     if wanted == "cpu":
         return "cpu"
-    available = bool(torch.cuda.is_available())   # counts devices; creates no context here
-    if wanted == "cuda" and not available:
-        raise Skip("copy_bench.device=cuda but torch %s sees no CUDA device" % torch.__version__)
-    return "cuda" if available else "cpu"
+    if wanted == "cuda" and not info["cuda_available"]:
+        raise Skip("copy_bench.device=cuda but torch %s under %s sees no CUDA device"
+                   % (info["torch_version"], info["executable"]))
+    return "cuda" if info["cuda_available"] else "cpu"
+
+
+def gpu_policy(seen, servers, force, limit, count):
+    """The GPU layer's verdicts for the benchmark child, by uuid (torch's order may differ from nvidia-smi's);
+    without a GPU list, which indices live servers hold (the child numbers GPUs in PCI bus order)."""
+    if seen["devices"] is None:
+        return {"table": None, "why": seen["why"],
+                "protected": sorted(gpu_layer.protected_gpus(servers, {}, range(count)))}
+    return {"table": gpu_layer.verdicts(seen["devices"], servers, force, limit), "source": seen["source"]}
 
 
 def build_job(settings, device, results):
@@ -44,46 +72,55 @@ def build_job(settings, device, results):
 
 
 def collect(ctx):
-    try:
-        import torch
-    except Exception as exc:
-        raise Skip("torch is not importable by %s: %s" % (sys.executable, exc))
     raw = ctx.option("copy_bench", {}) or {}
     if not isinstance(raw, dict):
         raise options.OptionError("copy_bench options must be PROBE.KEY=VALUE pairs")
-    device = choose_device(torch, str(raw.get("device", "auto")))
+    # isolate=false runs the benchmark in this process (debugging only): the default keeps the probe's own
+    # process free of torch and runs everything under the host's chosen interpreter.
+    in_process = options.resolve_isolate(raw) is False
+    if in_process:
+        info, chosen = torch_info(), {"path": sys.executable, "why": "in_process",
+                                      "reason": "copy_bench.isolate=false: run in the probing process"}
+    else:
+        info, chosen = interpreter.torch_child(ctx, "probes.copy_bench:torch_info_main",
+                                               min(INFO_TIMEOUT_S, max(5.0, ctx.time_left() * 0.3)))
+    device = choose_device(info, str(raw.get("device", "auto")))
     settings, sources = options.resolve(raw, device, ctx.results)
     job = build_job(settings, device, ctx.results)
     job["force"] = bool(ctx.option("force"))
     deadline = time.monotonic() + ctx.time_left() - 2.0
     if device == "cuda":
-        from probes.copybench.politeness import smi_snapshot
-        count = torch.cuda.device_count()
+        count = info["device_count"]
         job["gpus"] = sorted(set(g for g in (settings["gpus"] or range(count)) if g < count))
         if not job["gpus"]:
             raise Skip("copy_bench.gpus=%s: no such GPU (torch sees %d)" % (settings["gpus"], count))
-        job["smi"] = smi_snapshot()   # before the benchmark's own CUDA contexts exist
-        job["probe_pids"] = [os.getpid()]   # the runner: an earlier probe may hold a context here
-    isolate = settings["isolate"] if settings["isolate"] is not None else device == "cuda"
-    if isolate:
-        from probes.copybench.child import run_isolated
-        devices = run_isolated(job, ctx.modules, deadline)
-    else:
+        servers = (ctx.results.get("deployment") or {}).get("servers") or []
+        job["gpu_policy"] = gpu_policy(gpu_layer.snapshot(ctx), servers, job["force"], settings["idle_used_mib"],
+                                       count)
+    if in_process:
         from probes.copybench.devices import bench_all
         devices = bench_all(dict(job, budget_s=max(1.0, deadline - time.monotonic())))
+    else:
+        from probes.copybench.child import run_isolated
+        devices = run_isolated(job, ctx.modules, deadline, python=chosen["path"])
     if devices and all(d.get("status") == "skipped" for d in devices):
         raise Skip("; ".join("GPU %s: %s" % (d.get("index"), d.get("reason")) for d in devices[:4]))
-    return assemble(torch, device, job, settings, sources, devices, isolate)
+    data = assemble(info, device, job, settings, sources, devices, not in_process)
+    data["interpreter"] = dict(interpreter.summary(chosen), ran="here" if in_process else "child")
+    server = interpreter.chosen_server(ctx.results)
+    if server is not None:  # whose flags (topk, steps) and interpreter the numbers describe
+        data["server"] = server.get("identity") or {"pid": server.get("pid")}
+    return data
 
 
-def assemble(torch, device, job, settings, sources, devices, isolate):
+def assemble(info, device, job, settings, sources, devices, isolate):
     shown = {k: v for k, v in settings.items() if k not in ("gpus",)}
     return {
         "device": device,
         "method": "cuda_events (eager) and cuda_graph_replay" if device == "cuda" else "perf_counter",
-        "torch_version": torch.__version__,
-        "has_foreach_copy": hasattr(torch, "_foreach_copy_"),
-        "python": sys.executable,
+        "torch_version": info["torch_version"],
+        "has_foreach_copy": info["has_foreach_copy"],
+        "python": info["executable"],
         "isolated": bool(isolate),
         "settings": shown,
         "settings_source": sources,

@@ -8,14 +8,13 @@ Without CUDA every planned cell is reported `skipped` with its reason.
 """
 import os
 import shutil
-import sys
 import tempfile
 
 from probes.context import run_command
-from probes.graphrepro import configs, declared, placement, specs, sweep, synthetic
-from probes.graphrepro import sglang_repro
+from probes.graphrepro import configs, declared, placement, sglang_repro, specs, sweep, synthetic
 from probes.graphrepro.signatures import match_signatures
 from probes.graphrepro.worker import Worker
+from probes.hostinfo import interpreter
 
 ALGORITHMS = declared.ALGORITHMS
 DEFAULTS = declared.DEFAULTS   # declared with their help text in probes/graphrepro/declared.py
@@ -56,16 +55,6 @@ def skipped_cells(settings, mode, reason):
             for _, algorithm, path in planned_labels(settings, mode) for bs in settings["batch_sizes"]]
 
 
-def sglang_interpreter(ctx):
-    deployment = ctx.results.get("deployment") or {}
-    source = ctx.results.get("sglang_source") or {}
-    for candidate in (deployment.get("interpreter"), source.get("interpreter")):
-        path = candidate.get("path") if isinstance(candidate, dict) else candidate
-        if path:
-            return str(path)
-    return sys.executable
-
-
 def sglang_imports(python, timeout=60.0):
     """find_spec only: importing sglang here would be slow and could initialise CUDA."""
     code = "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 1)"
@@ -95,33 +84,38 @@ def collect(ctx):
     table = options.get("signatures") or []
     force = bool(options.get("force", ctx.option("force", False)))
     idle = placement.idle_devices(ctx)
-    info_worker = Worker(modules=ctx.modules or None, env=placement.child_env())
+    # Every child (device query, synthetic cells, sglang servers) runs under the host's chosen interpreter.
+    chosen = interpreter.target(ctx)
+    python = chosen["path"]
+    info_worker = Worker(modules=ctx.modules or None, env=placement.child_env(), python=python)
     try:
-        info = info_worker.call("probes.graphrepro.synthetic:device_info", {"memory": idle["devices"] is None},
+        info = info_worker.call("probes.graphrepro.synthetic:device_info", {"memory": False},
                                 min(INFO_TIMEOUT, max(1.0, ctx.time_left() - RESERVE_SECONDS)))
     finally:
         info_worker.close()
         info_worker.remove_logs()
     data = {"settings": settings, "environment": environment(ctx, info), "cells": [], "boundaries": [],
             "boundary": None, "signatures": [], "advice": [], "notes": [], "gpu": None,
-            "memory_cap_mib": settings["max_mem_mib"]}
-    python = sglang_interpreter(ctx)
+            "memory_cap_mib": settings["max_mem_mib"], "interpreter": interpreter.summary(chosen)}
     modes = choose_mode(settings["mode"], python, min(60.0, max(1.0, ctx.time_left() - RESERVE_SECONDS)))
     data["mode"], data["modes"] = modes[0], modes
     apply_deployment(settings, ctx.results.get("deployment") or {}, data["notes"])
+    server = interpreter.chosen_server(ctx.results)
+    if server is not None:  # the answers describe this server's interpreter and model
+        data["server"] = server.get("identity") or {"pid": server.get("pid")}
     hidden_size_from_model(settings, "hidden_size" in options, data["notes"])
-    reason = no_cuda_reason(info)
-    chosen = None
+    reason = no_cuda_reason(info, python)
+    picked = None
     if reason is None:
-        chosen, reason = placement.pick_gpus(ctx, info, idle, settings, force, data["notes"])
+        picked, reason = placement.pick_gpus(ctx, info, idle, settings, force, data["notes"])
     if reason is not None:
         for mode in modes:
             data["cells"] += skipped_cells(settings, mode, reason)
         data["skip_reason"] = reason
         return data
-    device = [d for d in info["devices"] if d["index"] == chosen[0]] or [{"index": chosen[0]}]
+    device = [d for d in info["devices"] if d["index"] == picked[0]] or [{"index": picked[0]}]
     data["gpu"] = dict(device[0])
-    env = placement.child_env(",".join(str(i) for i in chosen))
+    env = placement.child_env(",".join(str(i) for i in picked))
     context = "compute capability %s" % device[0].get("compute_capability", "")
     for mode in modes:
         runner = run_sglang if mode == "sglang" else run_synthetic
@@ -134,18 +128,19 @@ def collect(ctx):
 
 
 def apply_deployment(settings, deployment, notes):
-    """Default --model / --draft-model to the live server's directories (config.json only is read)."""
-    servers = deployment.get("servers") or []
-    if not servers:
+    """Default --model / --draft-model to the directories of the live server whose interpreter is used
+    (config.json only is read)."""
+    server = interpreter.chosen_server({"deployment": deployment})
+    if server is None:
         return
-    args = servers[0].get("args") or {}
+    args = server.get("args") or {}
     for key, arg in (("model", "model_path"), ("draft_model", "speculative_draft_model_path")):
         value = args.get(arg)
         if settings.get(key) or not value:
             continue
         if os.path.isfile(os.path.join(str(value), "config.json")):
             settings[key] = str(value)
-            notes.append("%s: config.json of the live server (pid %s): %s" % (key, servers[0].get("pid"), value))
+            notes.append("%s: config.json of the live server (pid %s): %s" % (key, server.get("pid"), value))
         else:
             notes.append("%s: the live server's %s is not a local directory with config.json" % (key, value))
     if settings.get("draft_model") and args.get("speculative_algorithm"):
@@ -165,14 +160,15 @@ def hidden_size_from_model(settings, explicit, notes):
         settings["hidden_size"] = hidden
 
 
-def no_cuda_reason(info):
+def no_cuda_reason(info, python):
     if info.get("status") != "ok":
-        return "querying torch and CUDA in a child failed: %s" % (info.get("detail") or info.get("status"))
+        return "querying torch and CUDA in a child under %s failed: %s" % (
+            python, info.get("detail") or info.get("status"))
     if not info.get("torch"):
-        return info.get("reason") or "torch is not installed for %s" % sys.executable
+        return "under %s: %s" % (python, info.get("reason") or "torch is not installed")
     if not info.get("cuda_available") or not info.get("devices"):
         extra = "; " + info["reason"] if info.get("reason") else ""
-        return "no CUDA device visible to torch %s%s" % (info["torch"], extra)
+        return "no CUDA device visible to torch %s under %s%s" % (info["torch"], python, extra)
     return None
 
 
@@ -191,7 +187,7 @@ def _budget_guard(ctx, oracle):
 
 def run_synthetic(ctx, settings, data, env, table, context, python):
     values = sweep.draft_token_values(*settings["draft_tokens"])
-    worker = Worker(modules=ctx.modules or None, env=env)
+    worker = Worker(modules=ctx.modules or None, env=env, python=python)
     try:
         for label, algorithm, path in planned_labels(settings, "synthetic"):
             def oracle(batch_size, draft_tokens, path=path, algorithm=algorithm):

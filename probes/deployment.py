@@ -1,23 +1,36 @@
 """Running sglang servers on this host, read from /proc: their interpreter, flags and allow-listed env.
 
-Also chooses the interpreter whose installed sglang the sglang_source probe reads: the one given on the
-control side, else the live server's, else the probing Python. Unreadable /proc entries (another user's
-process, a process that just exited) are skipped. Options: deployment.proc_root (default /proc).
+Per server: its interpreter and the sglang that interpreter imports (read once per interpreter, shared by the
+servers that use it), and what names it (pid, port, GPUs). Also records the host's one interpreter choice
+(probes/hostinfo/interpreter.py): --python, else the live server's, else the probing Python. Unreadable /proc
+entries (another user's process, a process that just exited) are skipped. Options: deployment.proc_root
+(default $GPUDIAG_PROC_ROOT, else /proc).
 """
 import os
-import sys
 
 from probes.crashlog.serverlog import read_server_logs
+from probes.hostinfo import interpreter, serving
 from probes.hostinfo import sglang_cmdline as cmdline
 from probes.hostinfo.system import read_bytes, read_text
 
 MAX_ANCESTRY = 64
 
 
+def proc_root_of(ctx):
+    """deployment.proc_root, else $GPUDIAG_PROC_ROOT on the host (a container that sees the host's /proc
+    mounted elsewhere), else /proc."""
+    return (ctx.option("deployment", {}) or {}).get("proc_root") or os.environ.get("GPUDIAG_PROC_ROOT") or "/proc"
+
+
 def collect(ctx):
-    proc_root = (ctx.option("deployment", {}) or {}).get("proc_root", "/proc")
+    proc_root = proc_root_of(ctx)
     servers, scanned = find_servers(proc_root)
-    return {"servers": servers, "processes_scanned": scanned,
+    found = serving.interpreters(servers, timeout=min(20.0, ctx.time_left() / 4))
+    for server in servers:  # each server's own sglang, read once per interpreter
+        shared = [g for g in found if g["path"] == server.get("python")]
+        server["sglang"] = dict(shared[0]["sglang"]) if shared else {"found": None, "reason": "interpreter unknown"}
+        server["identity"] = serving.server_identity(server)
+    return {"servers": servers, "processes_scanned": scanned, "interpreters": found,
             "interpreter": choose_interpreter(ctx.options, servers),
             "server_logs": read_server_logs(servers, proc_root, ctx.options.get("server_log"))}
 
@@ -180,17 +193,5 @@ def _age_s(proc_root, start_ticks):
 
 
 def choose_interpreter(options, servers):
-    """{path, why: explicit|live_server|default}: the Python whose sglang install the source probe reads."""
-    requested = options.get("python")
-    if options.get("python_explicit"):
-        return {"path": sys.executable or requested, "why": "explicit", "requested": requested}
-    usable = [s for s in servers if s.get("python") and s.get("python_exists") and s.get("same_root") is not False]
-    if usable:
-        pythons = sorted(set(s["python"] for s in usable))
-        return {"path": usable[0]["python"], "why": "live_server", "pid": usable[0]["pid"],
-                "candidates": pythons, "requested": requested}
-    note = None
-    if servers:
-        note = "a server runs, but its interpreter is not usable from here (another container or vanished)"
-    return {"path": sys.executable or requested or "python3", "why": "default", "requested": requested,
-            "note": note}
+    """The host's one interpreter choice (probes/hostinfo/interpreter.py), recorded with the servers."""
+    return interpreter.choose(options, servers)

@@ -5,54 +5,49 @@ one call mixing pairs, non-contiguous sources, mismatched shapes. Without `_fore
 checked through the per-tensor `copy_` loop sglang falls back to. `paths` says, per list kind, whether
 the call ran the fused multi-tensor kernel or fell back to a copy per tensor (torch.profiler on CUDA).
 
-When the live sglang server runs under another Python (deployment's choice), the checks run in a child
-under that Python, so they describe the torch that serves; `interpreter` says which Python ran them.
+The checks run in a child of the host's chosen interpreter (--python, else the live server's, else the
+probing Python), so they describe the torch that serves; `interpreter` says which Python ran them and why.
 Options (`--set torch_caps.KEY=VALUE`): cuda (auto|true|false, default auto: idle GPUs only unless
 --force), busy_memory_mib (default 1024), profile (false: no profiler, paths unknown on CUDA),
 child_timeout (s, default 120).
 """
+import os
 import sys
 
+from probes import gpu_layer
 from probes.context import ProbeContext, Skip
 from probes.hostinfo import foreach_path, interpreter
-from probes.hostinfo.gpus import collect_gpus
 
 # (source dtype, destination dtype): sglang's CUDA-graph inputs (ids, positions, lengths, hidden states).
 PAIRS = (("int64", "int64"), ("int32", "int32"), ("int32", "int64"), ("int64", "int32"),
          ("float32", "bfloat16"), ("bfloat16", "float32"), ("bfloat16", "bfloat16"), ("float32", "float32"))
 SHAPES = ((3,), (2, 5), (7,))
-BUSY_MEMORY_MIB = 1024
 CHILD_TIMEOUT_S = 120.0
 
 
 def collect(ctx):
-    """The checks under the serving Python when that is another one, else (or when that fails) here."""
-    wanted = interpreter.target(ctx)
-    fallback = None
-    if interpreter.is_other(wanted["path"]):
-        options = ctx.option("torch_caps", {}) or {}
-        timeout = min(float(options.get("child_timeout", CHILD_TIMEOUT_S)), max(5.0, ctx.time_left() * 0.7))
-        data, fallback = interpreter.run_child(wanted["path"], "probes.torch_caps:child_main", ctx.modules, timeout,
-                                               options=ctx.options, results=_shared_results(ctx))
-        if data is not None:
-            data["interpreter"] = dict(wanted, ran="child")
-            return data
-    try:
-        data = collect_here(ctx)
-    except Skip as exc:
-        raise Skip("%s%s" % (exc, "; under the server's Python: " + fallback if fallback else ""))
-    if fallback:
-        data["interpreter"] = {"path": sys.executable, "why": "fallback", "ran": "here", "wanted": wanted,
-                               "reason": "could not run under the server's Python: " + fallback}
-    else:
-        data["interpreter"] = {"path": sys.executable, "why": wanted["why"], "ran": "here"}
+    """The checks in a child of the host's chosen interpreter (the serving one when a server runs)."""
+    options = ctx.option("torch_caps", {}) or {}
+    timeout = min(float(options.get("child_timeout", CHILD_TIMEOUT_S)), max(5.0, ctx.time_left() * 0.8))
+    data, chosen = interpreter.torch_child(ctx, "probes.torch_caps:child_main", timeout,
+                                           env=dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID"),
+                                           options=ctx.options, results=_shared_results(ctx))
+    data["interpreter"] = dict(interpreter.summary(chosen), ran="child")
     return data
 
 
 def _shared_results(ctx):
-    """What the child needs of earlier probes: env's GPU list, so it judges idleness without nvidia-smi."""
+    """What the child needs of earlier probes: env's GPU list (idleness without asking nvidia-smi again) and
+    the live servers (whose GPUs are never touched)."""
+    shared = {}
     gpus = (ctx.results.get("env") or {}).get("gpus")
-    return {"env": {"gpus": gpus}} if gpus else {}
+    if gpus:
+        shared["env"] = {"gpus": gpus}
+    servers = (ctx.results.get("deployment") or {}).get("servers")
+    if servers:
+        shared["deployment"] = {"servers": [{k: s.get(k) for k in ("pid", "cuda_visible_devices", "args")}
+                                            for s in servers]}
+    return shared
 
 
 def child_main(payload):
@@ -139,7 +134,12 @@ def check_device(torch, device, has_foreach):
     result["mixed_pairs_one_call"] = _guarded(lambda: _mixed(torch, device))
     result["non_contiguous"] = _guarded(lambda: _non_contiguous(torch, device))
     result["mismatched_shapes"] = _guarded(lambda: _mismatched(torch, device))
-    result["non_blocking"] = _guarded(lambda: _non_blocking(torch, device))
+    if device == "cpu":
+        result["non_blocking"] = NON_BLOCKING_CPU
+    else:
+        directions = _guarded_dict(lambda: non_blocking_directions(torch, device))
+        result["non_blocking_directions"] = directions
+        result["non_blocking"] = summarize_non_blocking(directions)
     return result
 
 
@@ -148,6 +148,13 @@ def _guarded(check):
         return check()
     except Exception as exc:  # building the inputs failed: say so, keep the other checks
         return "could not run: %s" % _fail(exc)[len("raises: "):]
+
+
+def _guarded_dict(check):
+    try:
+        return check()
+    except Exception as exc:
+        return {"error": "could not run: %s" % _fail(exc)[len("raises: "):]}
 
 
 def _mixed(torch, device):
@@ -177,14 +184,41 @@ def _mismatched(torch, device):
     return "ok"
 
 
-def _non_blocking(torch, device):
-    src = _sources(torch, "int64", device)
-    dst = [torch.zeros_like(s) for s in src]
-    return _attempt(torch, dst, src, True, non_blocking=True)
+NON_BLOCKING_CPU = ("not applicable on the CPU: non_blocking matters for copies between pinned host memory and "
+                    "a CUDA device, checked on each idle CUDA device")
+
+
+def summarize_non_blocking(directions):
+    """'ok' when both directions were right, else what went wrong in which direction."""
+    wrong = ["%s %s" % (k, v) for k, v in sorted(directions.items()) if v != "ok"]
+    return "; ".join(wrong) if wrong else "ok"
+
+
+def non_blocking_directions(torch, device):
+    """{host_to_device, device_to_host}: `_foreach_copy_(non_blocking=True)` between pinned host tensors and
+    the device, the case non_blocking exists for (sglang's seq_lens); synchronised before comparing."""
+    host = [s.pin_memory() for s in _sources(torch, "int64", "cpu") + _sources(torch, "float32", "cpu")]
+    if not all(s.is_pinned() for s in host):
+        why = "could not run: pin_memory() gave pageable memory"
+        return {"host_to_device": why, "device_to_host": why}
+    on_device = [torch.zeros_like(s, device=device) for s in host]
+    back = [torch.zeros_like(s).pin_memory() for s in host]
+    return {"host_to_device": _synced_attempt(torch, device, on_device, host),
+            "device_to_host": _synced_attempt(torch, device, back, [s.to(device) for s in host])}
+
+
+def _synced_attempt(torch, device, dst, src):
+    try:
+        torch._foreach_copy_(dst, src, non_blocking=True)
+        torch.cuda.synchronize(device)  # the copy may still be in flight: wait before reading it
+    except Exception as exc:
+        return _fail(exc)
+    return _verify(torch, [t.cpu() for t in dst], [s.cpu() for s in src])
 
 
 def cuda_checks(ctx, torch, has_foreach):
-    """Checks on each CUDA device torch sees, only where the GPU looks idle (or --force / cuda=true)."""
+    """Checks on each CUDA device torch sees that the GPU policy lets this probe touch (probes/gpu_layer.py):
+    idle ones, busy ones only with --force (or cuda=true), a live server's never."""
     options = ctx.option("torch_caps", {}) or {}
     mode = str(options.get("cuda", "auto")).lower()
     if mode in ("false", "0", "no", "off"):
@@ -196,16 +230,13 @@ def cuda_checks(ctx, torch, has_foreach):
     if not count:
         return {}
     force = bool(ctx.option("force", False)) or mode in ("true", "1", "yes", "on")
-    busy = {} if force else busy_devices(ctx, options)
+    uuids = [_uuid(torch, index) for index in range(count)]
+    refusals = gpu_refusals(ctx, options, uuids, force)
     checks = {}
     for index in range(count):
         name = "cuda:%d" % index
-        uuid = _uuid(torch, index)
-        reason = busy.get("*") or busy.get(uuid)
-        if busy and uuid is None and not reason:
-            reason = "cannot match this device to nvidia-smi's list and some GPU is busy; --force to check anyway"
-        if reason:
-            checks[name] = {"status": "skipped", "ok": None, "reason": reason}
+        if index in refusals:
+            checks[name] = {"status": "skipped", "ok": None, "reason": refusals[index]}
             continue
         try:
             checks[name] = check_device(torch, name, has_foreach)
@@ -215,6 +246,28 @@ def cuda_checks(ctx, torch, has_foreach):
             checks[name] = {"status": "error", "ok": False, "reason": _fail(exc)}
     _quietly(torch.cuda.empty_cache)
     return checks
+
+
+def gpu_refusals(ctx, options, uuids, force):
+    """{torch index: why this probe leaves that GPU alone}, by the one GPU policy. torch's indices are in
+    PCI bus order (the child runs with CUDA_DEVICE_ORDER=PCI_BUS_ID), as nvidia-smi's are."""
+    servers = (ctx.results.get("deployment") or {}).get("servers") or []
+    limit = float(options.get("busy_memory_mib", gpu_layer.BUSY_MEMORY_MIB))
+    seen = gpu_layer.snapshot(ctx)
+    if seen["devices"] is None:
+        # No process list: every GPU counts as busy; a server's GPUs are found by index or torch's uuids.
+        by_uuid = dict((u, i) for i, u in enumerate(uuids) if u)
+        protected = gpu_layer.protected_gpus(servers, by_uuid, range(len(uuids)))
+        unknown = "busy: cannot tell whether the GPU is idle (%s); %s" % (seen["why"], gpu_layer.FORCE_HINT)
+        return dict((i, "serving sglang: " + gpu_layer.NEVER if i in protected else unknown)
+                    for i in range(len(uuids)) if i in protected or not force)
+    table = gpu_layer.verdicts(seen["devices"], servers, force, limit)
+    refusals = {}
+    for index, uuid in enumerate(uuids):
+        verdict = gpu_layer.verdict_for(table, uuid)
+        if not verdict["use"]:
+            refusals[index] = gpu_layer.refusal(verdict)
+    return refusals
 
 
 def device_paths(ctx, torch, device, has_foreach):
@@ -240,28 +293,6 @@ def _uuid(torch, index):
     except Exception:
         return None
     return uuid if uuid.startswith("GPU-") else "GPU-" + uuid
-
-
-def busy_devices(ctx, options):
-    """{gpu uuid: reason} for GPUs in use, or {"*": reason} when idleness cannot be told."""
-    gpus = (ctx.results.get("env") or {}).get("gpus")
-    if not gpus:  # env did not run: ask nvidia-smi here (an env that ran and failed would fail again)
-        gpus, _ = collect_gpus(ctx.time_left(10.0), torch_fallback=False)
-    if gpus.get("status") != "ok" or gpus.get("source") != "nvidia-smi":
-        why = gpus.get("reason") if gpus.get("status") != "ok" else "no nvidia-smi process list"
-        return {"*": "cannot tell whether the GPUs are idle (%s); --force to check anyway" % why}
-    limit = float(options.get("busy_memory_mib", BUSY_MEMORY_MIB))
-    busy = {}
-    for device in gpus.get("devices") or []:
-        processes, used = device.get("processes"), device.get("memory_used_mib")
-        if processes:
-            busy[device.get("uuid")] = "GPU busy: %d process(es), e.g. pid %s; --force to check anyway" % (
-                len(processes), processes[0].get("pid"))
-        elif processes is None:
-            busy[device.get("uuid")] = "GPU processes unknown; --force to check anyway"
-        elif used is not None and used > limit:
-            busy[device.get("uuid")] = "GPU busy: %d MiB in use; --force to check anyway" % used
-    return busy
 
 
 def _quietly(call):

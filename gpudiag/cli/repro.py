@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -149,8 +150,21 @@ def _print_host(console: Console, item: summary.HostRepro) -> None:
         console.print(Text(f"signature {signature.get('name')}: {signature.get('meaning')} "
                            f"({signature.get('reference')})"))
         console.print(Text(f"  advice: {signature.get('recommendation')}"))
+    _print_interpreter(console, item.data)
     for note in item.data.get("notes") or []:
         console.print(Text(f"note: {note}"), style="dim")
+
+
+def _print_interpreter(console: Console, data: dict[str, Any]) -> None:
+    """Which interpreter the repro ran under, why, and the live server it describes."""
+    chosen = data.get("interpreter") or {}
+    if not chosen.get("path"):
+        return
+    line = f"interpreter: {chosen['path']} ({chosen.get('reason') or chosen.get('why') or 'unknown'})"
+    server = data.get("server") or {}
+    if server.get("pid") is not None:
+        line += f"; live server pid {server['pid']}" + (f", port {server['port']}" if server.get("port") else "")
+    console.print(Text(line))
 
 
 def _classify_log(source: str, as_json: bool, reports_dir: Path) -> int:

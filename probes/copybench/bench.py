@@ -141,11 +141,12 @@ class DeviceBench(object):
             src = self.source(sweep_job["dtype"], (max(1, size // itemsize),))
             dst, refs = torch.empty_like(src), [src.clone()]
             row = {"bytes": size}
-            copy = self.run_strategy(["tensor"], lambda: dst.copy_(src), [dst], [src], refs, graph=False)
+            copy = self.run_strategy(["tensor"], lambda dst=dst, src=src: dst.copy_(src), [dst], [src], refs,
+                                     graph=False)
             row["copy"] = copy
             row["copy_us"] = copy.get("median_us") if copy["status"] == "ok" else None
             if foreach is not None:
-                fe = self.run_strategy(["tensor"], lambda: foreach([dst], [src]), [dst], [src], refs,
+                fe = self.run_strategy(["tensor"], lambda dst=dst, src=src: foreach([dst], [src]), [dst], [src], refs,
                                        graph=False)
                 row["foreach"] = fe
                 row["foreach_us"] = fe.get("median_us") if fe["status"] == "ok" else None

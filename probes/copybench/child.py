@@ -4,15 +4,21 @@ parent keeps every line it got, blames a silent device (`timeout`) or a dead chi
 device without a result, and starts a fresh child for the devices left.
 """
 import collections
-import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 import time
 
-from probes.boot import child_argv, child_payload
+from probes.child import (
+    FramedWriter,
+    close_streams,
+    flush_std,
+    kill_group,
+    parse_frame,
+    spawn,
+    watch_parent,
+)
 
 MARK = "COPYBENCH-DEVICE "
 # Past its share of the time, a device gets this much longer before the parent calls it hung: a workload
@@ -24,35 +30,19 @@ CHILD_MARGIN_S = 8.0
 
 def child_main(payload):
     """In the child: run the job, one framed line per device on the real stdout, noise on stderr."""
-    from probes.graphrepro.worker import watch_parent
     watch_parent()   # a killed runner takes this child (and its GPU work) down with it
     job = payload["job"]
     from probes.copybench.devices import bench_all
-    sys.stdout.flush()
-    frame_fd = os.dup(1)
-    os.dup2(2, 1)   # anything torch or sglang prints goes to stderr, not into the frames
-
-    def emit(result):
-        line = (MARK + json.dumps(result, default=str, sort_keys=True) + "\n").encode("utf-8")
-        while line:
-            line = line[os.write(frame_fd, line):]
-
-    results = bench_all(job, emit=emit)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    writer = FramedWriter(MARK)   # anything torch or sglang prints goes to stderr, not into the frames
+    results = bench_all(job, emit=writer.write)
+    flush_std()
     failed = results and results[-1].get("status") == "error" and len(results) < len(job.get("gpus") or [1])
     os._exit(3 if failed else 0)
 
 
 def parse_line(line):
     """The device result one framed line carries, or None for any other line."""
-    if not line.startswith(MARK):
-        return None
-    try:
-        found = json.loads(line[len(MARK):])
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
+    return parse_frame(MARK, line)
 
 
 def parse_lines(stdout):
@@ -63,19 +53,15 @@ def parse_lines(stdout):
 class Child(object):
     """One running benchmark child: its framed lines arrive on a queue, its stderr's tail is kept."""
 
-    def __init__(self, argv, payload):
+    def __init__(self, python, modules, payload):
         self.stderr_tail = collections.deque(maxlen=3)
         self.lines = queue.Queue()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+        # GPUs numbered as nvidia-smi numbers them (PCI bus order), as the probe's GPU indices are.
+        self.proc = spawn(python, "probes.copybench.child:child_main", modules, payload_fields=payload,
+                          close_stdin=True, env=dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID"))
         threading.Thread(target=self._read_stdout, daemon=True).start()
         self.stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self.stderr_reader.start()
-        try:
-            self.proc.stdin.write(payload)
-            self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass   # the child died at once; the reader reports the end of its output
 
     def _read_stdout(self):
         for raw in iter(self.proc.stdout.readline, b""):
@@ -106,13 +92,8 @@ class Child(object):
         return code
 
     def kill(self):
-        from probes.graphrepro.worker import kill_group
         kill_group(self.proc, grace=1.0)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            try:
-                stream.close()
-            except Exception:
-                pass
+        close_streams(self.proc)
 
 
 def run_isolated(job, modules, deadline, python=None):
@@ -138,7 +119,7 @@ def _run_child(job, modules, deadline, python, remaining, results):
     sub = dict(job, gpus=[t for t in remaining if t is not None], budget_s=budget,
                deadline_epoch=time.time() + budget)
     child_deadline = time.monotonic() + budget
-    child = Child(child_argv(python), child_payload("probes.copybench.child:child_main", modules, job=sub))
+    child = Child(python, modules, {"job": sub})
     try:
         while True:
             waiting = [t for t in remaining if _key(t) not in results]

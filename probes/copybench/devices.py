@@ -2,12 +2,11 @@
 everything freed after. Used in-process on the CPU and inside the isolated child on CUDA.
 """
 import gc
-import os
 import time
 
 from probes.copybench import strategies
 from probes.copybench.bench import MIB, Budget, DeviceBench, run_device
-from probes.copybench.politeness import idle_verdict
+from probes import gpu_layer
 
 
 def bench_all(job, emit=None, extra_strategies=None):
@@ -63,13 +62,11 @@ def bench_one(torch, job, index, budget, installed, extra):
             torch.set_num_threads(threads)
     props = torch.cuda.get_device_properties(index)
     head = {"index": index, "name": props.name, "uuid": str(getattr(props, "uuid", "") or ""),
-            "device": "cuda", "torch_device": "cuda:%d" % index, "compute_capability": "sm_%d%d" % (props.major, props.minor)}
-    head["idle_check"] = check_idle(torch, index, head["uuid"], job)
-    if not head["idle_check"]["idle"]:
-        if not job.get("force"):
-            return dict(head, status="skipped", reason="GPU %d looks busy: %s; pass --force to benchmark "
-                                                       "it anyway" % (index, head["idle_check"]["reason"]))
-        head["idle_check"]["forced"] = True
+            "device": "cuda", "torch_device": "cuda:%d" % index,
+            "compute_capability": "sm_%d%d" % (props.major, props.minor)}
+    head["idle_check"] = gpu_verdict(job, index, head["uuid"])
+    if not head["idle_check"]["use"]:
+        return dict(head, status="skipped", reason=gpu_layer.refusal(head["idle_check"]))
     torch.cuda.set_device(index)
     cap = int(job["max_mem_mib"]) * MIB
     # The allocator refuses past the cap: a wrong estimate fails a workload, it cannot crowd a server out.
@@ -89,12 +86,14 @@ def bench_one(torch, job, index, budget, installed, extra):
     return result
 
 
-def check_idle(torch, index, uuid, job):
-    """nvidia-smi's snapshot (taken by the probe before this process touched CUDA), else torch's figure."""
-    limit = int(job.get("idle_used_mib", 1024))
-    own = set(job.get("probe_pids") or ()) | {os.getpid()}
-    idle, reason, source = idle_verdict(uuid, job.get("smi"), limit, None, own)
-    if source == "none":
-        free, total = torch.cuda.mem_get_info(index)
-        idle, reason, source = idle_verdict(uuid, None, limit, (total - free) // MIB, own)
-    return {"idle": idle, "reason": reason, "source": source}
+def gpu_verdict(job, index, uuid):
+    """The GPU layer's verdict the probe computed (probes/gpu_layer.py); without a GPU list every GPU counts
+    as busy (--force takes it) and the live servers' indices are never taken."""
+    policy = job.get("gpu_policy") or {}
+    if policy.get("table") is not None:
+        return gpu_layer.verdict_for(policy["table"], uuid)
+    if index in (policy.get("protected") or ()):
+        return {"use": False, "kind": "server", "reason": "serving sglang: " + gpu_layer.NEVER, "index": index}
+    why = "its compute processes cannot be listed (%s)" % (policy.get("why") or "no GPU list")
+    force = bool(job.get("force"))
+    return {"use": force, "kind": "busy", "reason": why, "forced": force, "index": index}

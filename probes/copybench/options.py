@@ -58,12 +58,10 @@ def _bool(key, value):
 
 
 def server_args(results):
-    """The first live sglang server's parsed flags, from the deployment probe's data."""
-    servers = ((results or {}).get("deployment") or {}).get("servers") or []
-    for server in servers:
-        if isinstance(server, dict) and isinstance(server.get("args"), dict):
-            return server["args"]
-    return {}
+    """The parsed flags of the live server whose interpreter the probes use, from deployment's data."""
+    from probes.hostinfo.interpreter import chosen_server
+    server = chosen_server(results) or {}
+    return server["args"] if isinstance(server.get("args"), dict) else {}
 
 
 def resolve(raw, device, results=None):
@@ -110,3 +108,9 @@ def _validate(s):
     if s["sweep_min_bytes"] > s["sweep_max_bytes"]:
         raise OptionError("copy_bench.sweep_min_bytes is larger than sweep_max_bytes")
     return s
+
+
+def resolve_isolate(raw):
+    """copy_bench.isolate as given (True/False), None when not given; a bad value is an OptionError."""
+    value = (raw or {}).get("isolate")
+    return None if value is None else _bool("isolate", value)

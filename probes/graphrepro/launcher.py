@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.request
 
-from probes.graphrepro.worker import kill_group
+from probes.child import kill_group
 
 SUPERVISOR = r'''import os, signal, subprocess, sys, threading
 child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)

@@ -30,15 +30,19 @@ def _smi(binary, args, timeout):
     return None, message or result["error"] or "nvidia-smi failed"
 
 
-def collect_gpus(timeout, torch_fallback=True):
-    """(gpus, topology) dicts in the probe-data shape; a host without GPUs gives two `skipped` dicts."""
+def collect_gpus(timeout, torch_fallback=True, python=None, modules=None):
+    """(gpus, topology) dicts in the probe-data shape; a host without GPUs gives two `skipped` dicts.
+    Without nvidia-smi, torch.cuda reads the devices: in a child of `python` (the host's chosen interpreter,
+    with the bundle's `modules`) when given, so the probes' own process never imports torch."""
     binary = which("nvidia-smi")
     if binary is None:
         if not torch_fallback:
             reason = "nvidia-smi not found on PATH"
             return skipped_gpus(reason), skipped_topology(reason)
+        if python:
+            return gpus_from_torch_child(python, modules, timeout)
         return gpus_from_torch()
-    devices, error, legacy = _query_gpus(binary, timeout)
+    devices, error, legacy = query_gpus(binary, timeout)
     if error is not None:
         # A hung or failing nvidia-smi would fail the same way again: ask it nothing more.
         return skipped_gpus(error, "nvidia-smi"), skipped_topology("no GPU information: " + error)
@@ -49,11 +53,11 @@ def collect_gpus(timeout, torch_fallback=True):
             "driver_version": devices[0].get("driver_version"), "cuda_version": None,
             "count": len(devices), "devices": devices, "processes_error": None}
     gpus["cuda_version"] = _cuda_version(binary, timeout)
-    _attach_processes(binary, timeout, gpus)
+    attach_processes(binary, timeout, gpus)
     return gpus, _topology(binary, timeout, len(devices))
 
 
-def _query_gpus(binary, timeout):
+def query_gpus(binary, timeout):
     """(devices, error, legacy): the query with compute_cap, or without it when the driver refuses the field."""
     text, error = _smi(binary, [QUERY_GPU, CSV], timeout)
     legacy = error is not None and nvidia_smi.rejected_field(error) == "compute_cap"
@@ -78,7 +82,7 @@ def _cuda_version(binary, timeout):
     return None
 
 
-def _attach_processes(binary, timeout, gpus):
+def attach_processes(binary, timeout, gpus):
     """Each device gets `processes`: a list, or None when nvidia-smi could not say (never a false idle)."""
     text, error = _smi(binary, [QUERY_APPS, CSV], timeout)
     processes = None
@@ -145,6 +149,22 @@ def gpus_from_torch():
         topology = {"status": "ok", "reason": None, "gpus": ["GPU0"], "matrix": {"GPU0": {"GPU0": "X"}},
                     "summary": "single", "link_counts": {}, "affinity": {}, "nics": []}
     return gpus, topology
+
+
+def gpus_from_torch_child(python, modules, timeout):
+    """gpus_from_torch() run under `python`; its failure (missing, crashed, hung, no torch) is the reason."""
+    from probes.hostinfo import interpreter  # lazily: only hosts without nvidia-smi need a child
+    data, why = interpreter.run_child(python, "probes.hostinfo.gpus:torch_child_main", modules, max(timeout, 30.0))
+    if data is None:
+        reason = "nvidia-smi not found on PATH; torch.cuda under %s" % why
+        return skipped_gpus(reason), skipped_topology("nvidia-smi not found on PATH")
+    data["gpus"]["reason"] = "%s (torch.cuda under %s)" % (data["gpus"].get("reason"), python)
+    return data["gpus"], data["topology"]
+
+
+def torch_child_main(payload):
+    from probes.hostinfo import interpreter
+    interpreter.answer(lambda: dict(zip(("gpus", "topology"), gpus_from_torch())))
 
 
 def _torch_bus_id(props):

@@ -1,28 +1,98 @@
-"""The Python whose torch the probes should describe (the live server's, as deployment chooses it), and a
-child process that runs a probe function under it and answers with one framed JSON line on stdout.
+"""The one interpreter choice per host: an explicit `--python`, else the live server's, else the probing
+Python. Made once (by deployment, or here when deployment did not run), recorded with its reason, and used
+by every probe that imports torch or touches a GPU: their torch work runs in a child of that interpreter,
+so the probes' own process stays stdlib-only.
 """
-import json
 import os
 import sys
 import time
 
-from probes.boot import child_argv, child_payload
-from probes.context import Skip, run_command
+import probes.child as child
+from probes.context import Skip, which
 
 MARK = "GPUDIAG-CHILD "
 STARTUP_MARGIN_S = 5.0
+WHY_TEXT = {"explicit": "given with --python", "live_server": "the live sglang server's interpreter",
+            "default": "no --python and no usable live server: the probing Python"}
+
+
+def choose(options, servers):
+    """{path, why: explicit|live_server|default, reason, ...}: the Python whose torch and sglang the probes
+    describe. With several live servers under different Pythons the lowest pid's wins; every one is listed
+    in `candidates` (with the servers that use it) so facts can say which server they describe."""
+    requested = options.get("python")
+    usable = [s for s in servers if s.get("python") and s.get("python_exists") and s.get("same_root") is not False]
+    by_python = {}
+    for server in sorted(usable, key=lambda s: s.get("pid") or 0):
+        by_python.setdefault(server["python"], []).append(server.get("pid"))
+    candidates = sorted(by_python, key=lambda path: by_python[path][0])
+    base = {"requested": requested, "candidates": candidates, "servers_by_python": by_python}
+    if options.get("python_explicit") and requested:
+        path = explicit_path(requested)
+        others = [c for c in candidates if not _same_python(c, path)]
+        chosen = dict(base, path=path, why="explicit")
+        if others:
+            chosen["differs_from_live"] = others
+            chosen["note"] = ("--python %s is not the live server's interpreter (%s): torch facts describe "
+                              "--python; each server's own interpreter is listed" % (path, ", ".join(others)))
+        return _with_reason(chosen)
+    if candidates:
+        chosen = dict(base, path=candidates[0], why="live_server", pid=by_python[candidates[0]][0])
+        if len(candidates) > 1:
+            chosen["note"] = "%d live servers use different interpreters; torch work runs under pid %s's" % (
+                len(candidates), chosen["pid"])
+        return _with_reason(chosen)
+    chosen = dict(base, path=sys.executable or requested or "python3", why="default")
+    if servers:
+        chosen["note"] = "a server runs, but its interpreter is not usable from here (another container or vanished)"
+    return _with_reason(chosen)
+
+
+def explicit_path(requested):
+    """An explicit interpreter as a path: absolute as given, a bare name found on PATH, else as given (the
+    child then fails to start and says so, naming it)."""
+    if os.path.isabs(requested) or os.sep in requested:
+        return requested
+    return which(requested) or requested
+
+
+def _same_python(a, b):
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _with_reason(chosen):
+    chosen["reason"] = WHY_TEXT[chosen["why"]]
+    return chosen
 
 
 def target(ctx):
-    """{path, why}: deployment's choice when it already ran, else the same choice made here (a probe run
+    """The host's choice: deployment's when it already ran, else the same choice made here (a probe run
     without it, e.g. from an older bundle)."""
     chosen = (ctx.results.get("deployment") or {}).get("interpreter")
     if not chosen:
         from probes import deployment  # lazily: deployment reads /proc, which only this path needs
-        proc_root = (ctx.option("deployment", {}) or {}).get("proc_root", "/proc")
-        servers, _ = deployment.find_servers(proc_root)
-        chosen = deployment.choose_interpreter(ctx.options, servers)
-    return {"path": chosen.get("path"), "why": chosen.get("why") or "default"}
+        servers, _ = deployment.find_servers(deployment.proc_root_of(ctx))
+        chosen = choose(ctx.options, servers)
+    return dict(chosen, why=chosen.get("why") or "default")
+
+
+def chosen_server(results):
+    """The live server whose interpreter was chosen (the one the torch facts describe), else the first one
+    under the same Python, else the first server; None without servers."""
+    deployment = (results or {}).get("deployment") or {}
+    servers = [s for s in deployment.get("servers") or [] if isinstance(s, dict)]
+    chosen = deployment.get("interpreter") or {}
+    for match in (lambda s: chosen.get("pid") is not None and s.get("pid") == chosen.get("pid"),
+                  lambda s: s.get("python") == chosen.get("path"), lambda s: True):
+        found = [s for s in servers if match(s)]
+        if found:
+            return found[0]
+    return None
+
+
+def summary(chosen):
+    """What a probe records about where its torch work ran."""
+    return {key: chosen.get(key) for key in ("path", "why", "reason", "pid", "note") if chosen.get(key) is not None}
 
 
 def _venv_of(python):
@@ -47,52 +117,53 @@ def is_other(python):
 
 
 def run_child(python, entry, modules, timeout, **fields):
-    """(data, None) from `entry` run under `python`, or (None, why it gave nothing)."""
-    outcome = run_command(child_argv(python), timeout=timeout,
-                          input_bytes=child_payload(entry, modules, budget_s=max(1.0, timeout - STARTUP_MARGIN_S),
-                                                    **fields))
-    answer = parse_answer(outcome["stdout"])
-    if answer is None:
-        tail = (outcome["stderr"] or "").strip().splitlines()[-2:]
-        why = outcome["error"] or "exit %s without an answer" % outcome["exit_code"]
-        return None, "%s: %s%s" % (python, why, " | " + " | ".join(tail) if tail else "")
-    if not answer.get("ok"):
-        return None, "%s: %s" % (python, answer.get("reason") or "failed")
-    return answer.get("data"), None
+    """(data, None) from `entry` run under `python`, or (None, why it gave nothing, naming `python`)."""
+    data, why = _run(python, entry, modules, timeout, **fields)
+    return (data, None) if why is None else (None, "%s: %s" % (python, why))
+
+
+def _run(python, entry, modules, timeout, env=None, **fields):
+    answer_doc, why = child.run_once(python, entry, modules, timeout, MARK, env=env,
+                                     budget_s=max(1.0, timeout - STARTUP_MARGIN_S), **fields)
+    if answer_doc is None:
+        return None, why
+    if not answer_doc.get("ok"):
+        return None, answer_doc.get("reason") or "failed"
+    return answer_doc.get("data"), None
+
+
+def torch_child(ctx, entry, timeout, env=None, **fields):
+    """(data, chosen) from `entry` run under the host's chosen interpreter; a Skip naming that interpreter
+    and why it was chosen when it gave nothing (missing, crashed, hung, no torch)."""
+    chosen = target(ctx)
+    data, why = _run(chosen["path"], entry, ctx.modules, timeout, env=env, **fields)
+    if why is not None:
+        raise Skip("under %s (%s): %s" % (chosen["path"], chosen.get("reason") or chosen["why"], why))
+    return data, chosen
 
 
 def parse_answer(stdout):
     """The child's framed answer {ok, data|reason}, or None when it printed none (crashed, killed)."""
     for line in reversed((stdout or "").splitlines()):
-        if line.startswith(MARK):
-            try:
-                answer = json.loads(line[len(MARK):])
-            except ValueError:
-                return None
-            return answer if isinstance(answer, dict) else None
+        found = child.parse_frame(MARK, line)
+        if found is not None:
+            return found
     return None
 
 
 def answer(compute):
     """In the child: run `compute()` and write its framed result on the real stdout; anything torch prints
     goes to stderr. Ends the process at once (CUDA teardown can hang or crash after the answer)."""
-    sys.stdout.flush()
-    frame_fd = os.dup(1)
-    os.dup2(2, 1)
+    child.watch_parent()
+    writer = child.FramedWriter(MARK)
     try:
         document = {"ok": True, "data": compute()}
     except Skip as exc:
         document = {"ok": False, "reason": "skipped: %s" % exc}
     except BaseException as exc:  # a broken install can raise anything, SystemExit included
         document = {"ok": False, "reason": "%s: %s" % (type(exc).__name__, str(exc)[:500])}
-    line = (MARK + json.dumps(document, default=str, sort_keys=True) + "\n").encode("utf-8")
-    while line:
-        line = line[os.write(frame_fd, line):]
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:
-        pass
+    writer.write(document)
+    child.flush_std()
     os._exit(0)
 
 

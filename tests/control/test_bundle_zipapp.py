@@ -124,3 +124,33 @@ def test_bundle_on_python_3_9_and_a_clear_frame_on_3_8(tmp_path):
         else:
             assert frame.document["probes"]["env"]["status"] == "ok"
             assert frame.document["python"]["version"].startswith("3.9.")
+
+
+def test_bundle_honours_python_for_torch_work_while_its_own_process_has_no_torch(tmp_path):
+    """Run with -S (no site-packages, so no torch) and --python naming a serving interpreter: torch_caps and
+    copy_bench run under --python, in children; the bundle's own process never needed torch."""
+    pytest.importorskip("torch")
+    pyz = build(tmp_path, "--probes", "torch_caps,copy_bench")
+    workdir = tmp_path / "host"
+    (workdir / "proc").mkdir(parents=True)
+    serving = tmp_path / "venv_sglang" / "python"
+    serving.parent.mkdir()
+    serving.write_text('#!/bin/sh\nexec %s "$@"\n' % sys.executable)
+    serving.chmod(0o755)
+    proc = run_isolated(pyz, workdir, "--python", str(serving), "--set", "deployment.proc_root=%s" % (workdir / "proc"),
+                        "--set", "env.torch=false", "--set", "torch_caps.cuda=false", "--set", "copy_bench.device=cpu",
+                        "--set", "copy_bench.batch_sizes=[1]", "--set", "copy_bench.hidden_sizes=[64]",
+                        "--set", "copy_bench.paths=[\"eagle_draft\"]", "--set", "copy_bench.samples=3",
+                        "--set", "copy_bench.sweep_max_bytes=4096", "--set", "copy_bench.max_iters=5")
+    assert proc.returncode == 0, proc.stderr
+    (frame,) = parse_text(proc.stdout).frames
+    probes = frame.document["probes"]
+    chosen = probes["deployment"]["data"]["interpreter"]
+    assert chosen["path"] == str(serving) and chosen["why"] == "explicit"
+    caps = probes["torch_caps"]
+    assert caps["status"] == "ok", caps
+    assert caps["data"]["interpreter"]["path"] == str(serving) and caps["data"]["interpreter"]["ran"] == "child"
+    assert caps["data"]["checks"]["cpu"]["ok"] is True
+    bench = probes["copy_bench"]
+    assert bench["status"] == "ok", bench
+    assert bench["data"]["interpreter"]["path"] == str(serving) and bench["data"]["gpus"][0]["status"] == "ok"

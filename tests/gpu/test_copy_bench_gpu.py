@@ -103,7 +103,7 @@ def test_a_gpu_with_another_process_is_refused():
         with pytest.raises(Skip) as refused:
             collect(dict(SETTINGS, gpus=[0], batch_sizes=[1], sweep_max_bytes=MIB), seconds=120)
         print("\nrefused:", refused.value)
-        assert "looks busy" in str(refused.value)
+        assert "busy: 1 compute process(es)" in str(refused.value) and "pass --force" in str(refused.value)
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)

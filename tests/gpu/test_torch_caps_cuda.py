@@ -31,3 +31,11 @@ def test_profiler_tells_the_fused_kernel_from_the_per_tensor_fallback():
     assert paths["non_contiguous"]["path"] == "per_tensor", paths["non_contiguous"]
     assert paths["mixed_pairs_one_call"]["path"] == "per_tensor", paths["mixed_pairs_one_call"]
     assert paths["non_contiguous"]["launches"] >= 3
+
+
+def test_non_blocking_copies_between_pinned_host_memory_and_the_device():
+    import torch
+    directions = torch_caps.non_blocking_directions(torch, "cuda:0")
+    assert directions == {"host_to_device": "ok", "device_to_host": "ok"}
+    cuda = torch_caps.check_device(torch, "cuda:0", True)
+    assert cuda["non_blocking"] == "ok" and cuda["non_blocking_directions"] == directions

@@ -5,8 +5,9 @@ import os
 import pytest
 
 from gpudiag.probe_data import probe_problem
-from probes import replay_fields
-from probes.copybench import analysis, options, politeness, workloads
+from probes import gpu_layer, replay_fields
+from probes.copybench import analysis, options, workloads
+from probes.hostinfo import nvidia_smi
 from probes.copybench.child import MARK, parse_lines
 from probes.copybench.timing import iterations_for, summarize
 
@@ -204,25 +205,22 @@ def fixture(name):
         return fh.read()
 
 
-def test_idle_verdict_refuses_a_gpu_serving_sglang_and_accepts_an_idle_one():
-    busy = politeness.snapshot_from_text(fixture("h200x8-query-gpu-idle-fields.csv"),
-                                         fixture("h200x8-compute-apps.csv"))
-    idle, reason, source = politeness.idle_verdict("6513270e-269e-4d37-b2a7-4de452e6b438", busy, 1024)
-    assert (idle, source) == (False, "nvidia-smi")
-    assert "pid 48211 (sglang::scheduler_TP0" in reason
-    free = politeness.snapshot_from_text(fixture("b300x8-query-gpu-idle-fields.csv"), "")
-    idle, reason, _ = politeness.idle_verdict("GPU-907a70c3-1012-4037-b64c-e4228c38fb29", free, 1024)
-    assert idle is True and "0 MiB in use" in reason
-    assert "error" in politeness.snapshot_from_text(fixture("driver-failed.txt"), "")
-    # The probe runner's own context (an earlier probe touched CUDA) is neither "another process" nor used memory.
-    own = {"gpus": [{"uuid": "GPU-a", "memory_used_mib": 700}],
-           "apps": [{"gpu_uuid": "GPU-a", "pid": 10, "name": "python", "used_memory_mib": 600}]}
-    assert politeness.idle_verdict("a", own, 1024, own_pids={10})[:2] == (True, "idle: no other compute process, "
-                                                                              "100 MiB in use")
-    assert politeness.idle_verdict("a", own, 1024, own_pids={11})[0] is False
-    # No nvidia-smi entry: torch's figure decides, with room for this probe's own context.
-    assert politeness.idle_verdict("x", {"error": "nvidia-smi: not found"}, 1024, torch_used_mib=900)[0] is True
-    assert politeness.idle_verdict("x", None, 1024, torch_used_mib=60000)[0] is False
+def test_gpu_policy_refuses_a_gpu_serving_sglang_and_accepts_an_idle_one():
+    busy = nvidia_smi.parse_query_gpu(fixture("h200x8-query-gpu-idle-fields.csv"),
+                                      nvidia_smi.LEGACY_QUERY_GPU_FIELDS)
+    apps = nvidia_smi.parse_compute_apps(fixture("h200x8-compute-apps.csv"))
+    for device in busy:
+        device["processes"] = [a for a in apps if a["gpu_uuid"] == device["uuid"]]
+    table = gpu_layer.verdicts(busy, [], False, 1024)
+    verdict = gpu_layer.verdict_for(table, "6513270e-269e-4d37-b2a7-4de452e6b438")
+    assert verdict["use"] is False and verdict["kind"] == "busy"
+    assert "sglang::scheduler_TP0 (pid 48211)" in verdict["reason"]
+    free = nvidia_smi.parse_query_gpu(fixture("b300x8-query-gpu-idle-fields.csv"), nvidia_smi.LEGACY_QUERY_GPU_FIELDS)
+    for device in free:
+        device["processes"] = []
+    table = gpu_layer.verdicts(free, [], False, 1024)
+    verdict = gpu_layer.verdict_for(table, "GPU-907a70c3-1012-4037-b64c-e4228c38fb29")
+    assert verdict["use"] is True and verdict["kind"] == "idle"
 
 
 def test_options_validate_with_one_line_errors_and_take_server_flags():
@@ -244,8 +242,14 @@ def test_child_lines_are_read_from_noisy_output():
     assert parse_lines(out) == [{"index": 0, "status": "ok"}]
 
 
-def test_the_idle_check_reads_an_old_driver_that_rejects_compute_cap():
-    # Drivers before R510 refuse the compute_cap field: the idle check never asks for it.
-    assert "compute_cap" not in politeness.GPU_QUERY[0]
-    snapshot = politeness.snapshot_from_text(fixture("r470-query-gpu-legacy.csv"), "")
-    assert [g["name"] for g in snapshot["gpus"]][:1] == ["Tesla V100-SXM2-32GB"]
+def test_the_gpu_query_reads_an_old_driver_that_rejects_compute_cap(tmp_path, monkeypatch):
+    """Drivers before R510 refuse the compute_cap field: the one query asks again without it."""
+    script = tmp_path / "nvidia-smi"
+    script.write_text("#!/bin/sh\ncase \"$*\" in\n"
+                      "  *compute_cap*) echo 'Field \"compute_cap\" is not a valid field to query.'; exit 2 ;;\n"
+                      "  *--query-gpu=*) cat %s ;;\n  *--query-compute-apps=*) exit 0 ;;\n  *) exit 0 ;;\nesac\n"
+                      % os.path.join(FIXTURES, "r470-query-gpu-legacy.csv"))
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:/usr/bin:/bin" % tmp_path)
+    devices, error = gpu_layer.query(5.0)
+    assert error is None and devices[0]["name"] == "Tesla V100-SXM2-32GB" and devices[0]["processes"] == []

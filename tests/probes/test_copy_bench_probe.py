@@ -37,6 +37,13 @@ def _grouped_foreach_copy_(dsts, srcs):
 '''
 
 
+@pytest.fixture(autouse=True)
+def probing_python_serves(monkeypatch):
+    """The probing Python is the chosen one: a stand-in server of another test must not move the child."""
+    from probes.hostinfo import interpreter
+    monkeypatch.setattr(interpreter, "target", lambda ctx: {"path": sys.executable, "why": "default"})
+
+
 @pytest.fixture
 def fake_sglang(tmp_path, monkeypatch):
     """A stand-in sglang with two definitions (one of them wrong) and a module that fails to import."""
@@ -95,7 +102,7 @@ def test_an_env_gated_fast_path_is_timed_on_and_off(tmp_path, monkeypatch):
     monkeypatch.delenv("SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH", raising=False)
     try:
         data = copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY, paths=["dflash_verify"],
-                                                                           batch_sizes=[2])}))
+                                                                           batch_sizes=[2], isolate=False)}))
         seen = set(sys.modules["sglang.srt.model_executor.cuda_graph_buffer_registry"].SEEN)
     finally:
         for name in [m for m in sys.modules if m == "sglang" or m.startswith("sglang.")]:
@@ -123,7 +130,8 @@ def source_facts():
 
 
 def test_installed_definitions_are_measured_as_the_release_calls_them(fake_sglang):
-    ctx = ProbeContext(options={"copy_bench": dict(TINY, paths=["eagle_draft_extend", "dflash_verify"])},
+    ctx = ProbeContext(options={"copy_bench": dict(TINY, paths=["eagle_draft_extend", "dflash_verify"],
+                                                   isolate=False)},
                        results={"sglang_source": source_facts()})
     data = copy_bench.collect(ctx)
     extend, verify = data["gpus"][0]["workloads"]
@@ -145,7 +153,10 @@ def test_installed_definitions_are_measured_as_the_release_calls_them(fake_sglan
 
 def test_probe_data_shape_on_the_cpu():
     data = copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY, paths=["eagle_draft"])}))
-    assert data["device"] == "cpu" and data["method"] == "perf_counter" and data["isolated"] is False
+    # Run by default in a child of the chosen interpreter, on the CPU too.
+    assert data["device"] == "cpu" and data["method"] == "perf_counter" and data["isolated"] is True
+    assert data["interpreter"] == {"path": sys.executable, "why": "default", "ran": "child"}
+    assert data["python"] == sys.executable and data["torch_version"] == torch.__version__
     (cpu,) = data["gpus"]
     assert cpu["status"] == "ok" and cpu["name"] == "cpu" and cpu["threads"] == 1
     assert [r["bytes"] for r in cpu["sweep"]] == [1024, 4096, 16384]
@@ -166,6 +177,17 @@ def test_bad_options_raise_a_one_line_error():
     if not torch.cuda.is_available():
         with pytest.raises(Skip, match="device=cuda but torch"):
             copy_bench.collect(ProbeContext(options={"copy_bench": {"device": "cuda"}}))
+
+
+def test_an_interpreter_without_torch_is_a_skip_naming_it(tmp_path, monkeypatch):
+    from probes.hostinfo import interpreter
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\nexec %s -S "$@"\n' % sys.executable)   # -S: no site-packages, no torch
+    python.chmod(0o755)
+    monkeypatch.setattr(interpreter, "target", lambda ctx: {"path": str(python), "why": "live_server"})
+    with pytest.raises(Skip) as caught:
+        copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY, paths=["eagle_draft"])}))
+    assert str(caught.value).startswith("under %s (live_server): skipped: torch is not importable" % python)
 
 
 def test_a_crashing_child_becomes_an_error_result_not_a_crash():
@@ -197,11 +219,35 @@ class FakeCuda(object):
 
 
 def test_a_busy_gpu_is_refused_before_anything_is_allocated():
+    from probes import gpu_layer
     from probes.copybench.devices import bench_one
     fake = types.SimpleNamespace(cuda=FakeCuda())
-    job = {"idle_used_mib": 1024, "max_mem_mib": 2048, "force": False, "smi": {"error": "nvidia-smi: not found"}}
+    uuid = "GPU-6513270e-269e-4d37-b2a7-4de452e6b438"
+    busy = [{"index": 0, "uuid": uuid, "memory_used_mib": 61000,
+             "processes": [{"pid": 3141, "name": "python3", "used_memory_mib": 61000}]}]
+    job = {"idle_used_mib": 1024, "max_mem_mib": 2048, "force": False,
+           "gpu_policy": copy_bench.gpu_policy({"devices": busy, "source": "env"}, [], False, 1024, 1)}
     result = bench_one(fake, job, 0, None, None, None)
     assert result["status"] == "skipped" and result["device"] == "cuda" and result["compute_capability"] == "sm_90"
-    assert result["reason"].startswith("GPU 0 looks busy: 133120 MiB in use with this probe's context")
-    assert result["idle_check"]["source"] == "torch.cuda.mem_get_info"
-    assert fake.cuda.calls == ["mem_get_info"]
+    assert result["reason"] == "busy: 1 compute process(es): python3 (pid 3141); " + gpu_layer.FORCE_HINT
+    assert result["idle_check"]["kind"] == "busy" and fake.cuda.calls == []
+
+
+def test_a_live_servers_gpu_is_never_benchmarked_even_forced_and_unknown_idleness_is_busy():
+    from probes import gpu_layer
+    from probes.copybench.devices import bench_one
+    fake = types.SimpleNamespace(cuda=FakeCuda())
+    idle = [{"index": 0, "uuid": "GPU-6513270e-269e-4d37-b2a7-4de452e6b438", "memory_used_mib": 2, "processes": []}]
+    servers = [{"pid": 77, "cuda_visible_devices": "0", "args": {"port": 30000}}]
+    job = {"idle_used_mib": 1024, "max_mem_mib": 2048, "force": True,
+           "gpu_policy": copy_bench.gpu_policy({"devices": idle, "source": "env"}, servers, True, 1024, 1)}
+    result = bench_one(fake, job, 0, None, None, None)
+    assert result["status"] == "skipped"
+    assert result["reason"] == "serving sglang (pid 77, port 30000): " + gpu_layer.NEVER
+    unknown = copy_bench.gpu_policy({"devices": None, "why": "nvidia-smi: not found"}, servers, False, 1024, 2)
+    assert unknown == {"table": None, "why": "nvidia-smi: not found", "protected": [0]}
+    job = dict(job, force=False, gpu_policy=unknown)
+    assert "never touched" in bench_one(fake, job, 0, None, None, None)["reason"]
+    refused = bench_one(fake, job, 1, None, None, None)
+    assert refused["reason"].startswith("busy: its compute processes cannot be listed (nvidia-smi: not found)")
+    assert fake.cuda.calls == []

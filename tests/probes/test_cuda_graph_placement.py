@@ -6,7 +6,7 @@ import stat
 
 from probes import cuda_graph
 from probes.context import ProbeContext
-from probes.graphrepro import gpus
+from probes import gpu_layer as gpus
 
 UUID0, UUID1 = "GPU-0a1b2c3d-1111-2222-3333-444455556666", "GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff"
 
@@ -16,7 +16,7 @@ class FakeWorker(object):
     calls, envs = [], []
     devices, memory_error = [], None
 
-    def __init__(self, modules=None, env=None):
+    def __init__(self, modules=None, env=None, python=None):
         FakeWorker.envs.append(env)
 
     def call(self, handler, args, timeout):
@@ -51,7 +51,7 @@ def run_collect(monkeypatch, results=None, options=None, smi=(None, "nvidia-smi 
     monkeypatch.setattr(cuda_graph, "Worker", FakeWorker)
     monkeypatch.setattr(cuda_graph, "run_synthetic", lambda ctx, settings, data, env, *rest: ran.append(env))
     if smi is not None:
-        monkeypatch.setattr(gpus, "devices_from_smi", lambda timeout: smi)
+        monkeypatch.setattr(gpus, "query", lambda timeout: smi)
     opts = dict({"mode": "synthetic", "algorithms": ["DFLASH"], "batch_sizes": [1], "draft_tokens": [2, 2]},
                 **(options or {}))
     data = cuda_graph.collect(ProbeContext(options={"cuda_graph": opts}, results=results or {}))
@@ -59,11 +59,11 @@ def run_collect(monkeypatch, results=None, options=None, smi=(None, "nvidia-smi 
 
 
 def test_without_any_idle_state_the_repro_refuses_unless_forced(monkeypatch):
-    FakeWorker.devices, FakeWorker.memory_error = torch_devices(0, 0), "mem_get_info failed: RuntimeError: x"
+    FakeWorker.devices, FakeWorker.memory_error = torch_devices(0, 0), None
     data, ran = run_collect(monkeypatch)
-    assert ran == [] and FakeWorker.calls[0][1] == {"memory": True}   # torch was asked as the last resort
-    assert data["skip_reason"].startswith("cannot tell whether the GPUs are idle (the env probe gave no GPU list")
-    assert "nvidia-smi not found" in data["skip_reason"] and "mem_get_info failed" in data["skip_reason"]
+    assert ran == [] and FakeWorker.calls[0][1] == {"memory": False}
+    assert data["skip_reason"].startswith("cannot tell whether the GPUs are idle (the env probe gave no")
+    assert "nvidia-smi not found" in data["skip_reason"]
     assert data["skip_reason"].endswith("pass --force to run anyway")
     assert all(c["status"] == "skipped" for c in data["cells"])
     data, ran = run_collect(monkeypatch, options={"force": True})
@@ -71,20 +71,24 @@ def test_without_any_idle_state_the_repro_refuses_unless_forced(monkeypatch):
     assert any("--force given: running anyway" in n for n in data["notes"])
 
 
-def test_torch_memory_use_tells_busy_from_idle_without_the_env_probe(monkeypatch):
+def test_torch_memory_use_is_no_idle_state_an_unlisted_process_counts_as_busy(monkeypatch):
+    """torch's free memory cannot list other processes: without nvidia-smi's list no GPU counts as idle."""
     FakeWorker.devices, FakeWorker.memory_error = torch_devices(30000, 420), None
     data, ran = run_collect(monkeypatch)
-    assert [env["CUDA_VISIBLE_DEVICES"] for env in ran] == ["1"]
-    assert any("torch.cuda.mem_get_info" in n for n in data["notes"])
-    data, ran = run_collect(monkeypatch, options={"tp": 2})
-    assert ran == [] and "GPU0: 30000 MiB in use" in data["skip_reason"]
+    assert ran == [] and "pass --force" in data["skip_reason"]
+    env = {"gpus": {"status": "ok", "source": "nvidia-smi", "devices": [
+        {"index": 0, "uuid": UUID0, "memory_used_mib": 2, "processes": None},
+        {"index": 1, "uuid": UUID1, "memory_used_mib": 2, "processes": []}]}}
+    data, ran = run_collect(monkeypatch, results={"env": env}, options={"tp": 2})
+    assert ran == [] and "GPU0: its compute processes cannot be listed: counted as busy" in data["skip_reason"]
 
 
 def test_children_number_gpus_in_pci_bus_order(monkeypatch):
     """nvidia-smi's indices are PCI bus order; CUDA's default (fastest first) may differ."""
     monkeypatch.setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
     FakeWorker.devices, FakeWorker.memory_error = torch_devices(300, 300), None
-    env = {"gpus": {"devices": [{"index": 0, "uuid": UUID0, "memory_used_mib": 2, "processes": []},
+    env = {"gpus": {"status": "ok", "source": "nvidia-smi",
+                    "devices": [{"index": 0, "uuid": UUID0, "memory_used_mib": 2, "processes": []},
                                 {"index": 1, "uuid": UUID1, "memory_used_mib": 2, "processes": []}]}}
     data, ran = run_collect(monkeypatch, results={"env": env})
     assert FakeWorker.calls[0][1] == {"memory": False}   # env's list suffices: no context on every GPU
@@ -94,12 +98,15 @@ def test_children_number_gpus_in_pci_bus_order(monkeypatch):
 
 def test_a_server_on_uuid_visible_devices_is_never_used_even_forced(monkeypatch):
     FakeWorker.devices, FakeWorker.memory_error = torch_devices(0, 0), None
-    env = {"gpus": {"devices": [{"index": 0, "uuid": UUID0, "memory_used_mib": 2, "processes": []},
+    env = {"gpus": {"status": "ok", "source": "nvidia-smi",
+                    "devices": [{"index": 0, "uuid": UUID0, "memory_used_mib": 2, "processes": []},
                                 {"index": 1, "uuid": UUID1, "memory_used_mib": 2, "processes": None}]}}
     deployment = {"servers": [{"pid": 4242, "cuda_visible_devices": UUID1, "args": {"tp_size": 1}}]}
     data, ran = run_collect(monkeypatch, results={"env": env, "deployment": deployment},
                             options={"tp": 2, "force": True})
     assert ran == [] and "GPU1" in data["skip_reason"] and "never used" in data["skip_reason"]
+    data, ran = run_collect(monkeypatch, results={"env": env, "deployment": deployment}, options={"tp": 2})
+    assert "GPU1: serving sglang (pid 4242): never touched, not even with --force" in data["skip_reason"]
     data, ran = run_collect(monkeypatch, results={"env": env, "deployment": deployment}, options={"force": True})
     assert ran[0]["CUDA_VISIBLE_DEVICES"] == "0"
 
@@ -114,7 +121,7 @@ def test_server_gpus_map_uuids_and_prefixes_and_protect_everything_when_unmappab
     assert gpus.server_gpus(mig, uuids) is None
     assert gpus.protected_gpus([mig], uuids, [0, 1, 2]) == {0, 1, 2}
     reasons = gpus.busy_reasons([], [mig], [0, 1])
-    assert sorted(reasons) == [0, 1] and "not matched to a GPU index" in reasons[0]
+    assert sorted(reasons) == [0, 1] and "not matched to a GPU index" in reasons[0] and gpus.NEVER in reasons[0]
     assert gpus.select_gpus([0, 1, 2], reasons, 1, True, {0, 1}) == ([2], None)
 
 
@@ -133,10 +140,10 @@ def test_nvidia_smi_is_asked_here_when_the_env_probe_did_not_run(monkeypatch, tm
     smi.write_text(NVIDIA_SMI % (UUID0, UUID0, UUID1, UUID1, UUID0, UUID0))
     smi.chmod(smi.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", "%s%s%s" % (tmp_path, os.pathsep, os.environ.get("PATH", "")))
-    devices, error = gpus.devices_from_smi()
+    devices, error = gpus.query()
     assert error is None and [d["index"] for d in devices] == [0, 1]
     assert devices[0]["processes"] == [{"pid": 3141, "name": "python3", "used_memory_mib": 61000}]
-    assert devices[1]["processes"] == [] and gpus.idle_state_known(devices)
+    assert devices[1]["processes"] == []
     FakeWorker.devices, FakeWorker.memory_error = torch_devices(0, 0), None
     data, ran = run_collect(monkeypatch, smi=None)
     assert FakeWorker.calls[0][1] == {"memory": False}

@@ -7,7 +7,8 @@ import pytest
 from probes.crashlog.table import SIGNATURES
 from probes import cuda_graph
 from probes.context import ProbeContext
-from probes.graphrepro import gpus, specs, synthetic
+from probes import gpu_layer as gpus
+from probes.graphrepro import specs, synthetic
 from probes.graphrepro.signatures import match_signatures, primary_signature
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -57,10 +58,11 @@ def test_busy_gpus_are_refused_unless_forced_and_live_server_gpus_are_busy():
                {"index": 3, "memory_used_mib": 2048, "processes": []}]
     servers = [{"pid": 99, "cuda_visible_devices": "2", "args": {"tp_size": 1}}]
     reasons = gpus.busy_reasons(devices, servers)
-    assert sorted(reasons) == [0, 2, 3] and "sglang (pid 99)" in reasons[2]
+    assert sorted(reasons) == [0, 2, 3] and reasons[2] == "serving sglang (pid 99): " + gpus.NEVER
+    assert reasons[3] == "2048 MiB in use (idle limit 1024 MiB)"
     assert gpus.select_gpus([0, 1, 2, 3], reasons, 1, False) == ([1], None)
     chosen, why = gpus.select_gpus([0, 1, 2, 3], reasons, 2, False)
-    assert chosen is None and "--force" in why and "GPU0: processes python (pid 11)" in why
+    assert chosen is None and "--force" in why and "GPU0: 1 compute process(es): python (pid 11)" in why
     assert gpus.select_gpus([0, 1, 2, 3], reasons, 2, True) == ([1, 0], None)
     protected = gpus.protected_gpus(servers)
     assert protected == {2}
@@ -259,7 +261,7 @@ def test_synthetic_sweep_gives_each_cell_the_memory_cap_and_only_the_time_left(m
     calls = []
 
     class CellWorker(object):
-        def __init__(self, modules=None, env=None):
+        def __init__(self, modules=None, env=None, python=None):
             pass
 
         def call(self, handler, args, timeout):

@@ -38,7 +38,7 @@ def probing_python_serves(monkeypatch):
 
 def collect_with(monkeypatch, fake, options=None):
     monkeypatch.setitem(sys.modules, "torch", fake)
-    return torch_caps.collect(ProbeContext(options=options or {}))
+    return torch_caps.collect_here(ProbeContext(options=options or {}))
 
 
 def test_real_cpu_torch_verifies_every_pair():
@@ -57,7 +57,8 @@ def test_real_cpu_torch_verifies_every_pair():
     assert set(cpu["paths"]) == {"contiguous_same_dtype", "non_contiguous", "mixed_pairs_one_call"}
     assert {p["path"] for p in cpu["paths"].values()} == {"per_tensor"}
     assert "foreach_tensor_copy_list_kernel_slow_" in cpu["paths"]["non_contiguous"]["source"]
-    assert data["interpreter"] == {"path": sys.executable, "why": "default", "ran": "here"}
+    # Run by the probe in a child of the chosen interpreter: the probe's own process imports no torch.
+    assert data["interpreter"] == {"path": sys.executable, "why": "default", "ran": "child"}
 
 
 def test_without_foreach_copy_reports_the_loop_fallback(monkeypatch):
@@ -97,31 +98,45 @@ def test_a_foreach_copy_that_rejects_mixed_dtypes_is_recorded(monkeypatch):
 def test_no_torch_is_a_skip(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(Skip, match="torch is not importable"):
-        torch_caps.collect(ProbeContext())
+        torch_caps.collect_here(ProbeContext())
 
 
-def env_result(devices, status="ok"):
-    return {"env": {"gpus": {"status": status, "source": "nvidia-smi", "devices": devices,
-                             "reason": None if status == "ok" else "nvidia-smi not found on PATH"}}}
+def env_result(devices, status="ok", servers=None):
+    results = {"env": {"gpus": {"status": status, "source": "nvidia-smi", "devices": devices,
+                                "reason": None if status == "ok" else "nvidia-smi not found on PATH"}}}
+    if servers:
+        results["deployment"] = {"servers": servers}
+    return results
 
 
-def test_busy_devices_from_env_results():
+def test_gpu_policy_from_env_results_and_live_servers():
     devices = [
-        {"uuid": "GPU-a", "processes": [], "memory_used_mib": 3},
-        {"uuid": "GPU-b", "processes": [{"pid": 7, "name": "python3", "used_memory_mib": 900}],
+        {"index": 0, "uuid": "GPU-a", "processes": [], "memory_used_mib": 3},
+        {"index": 1, "uuid": "GPU-b", "processes": [{"pid": 7, "name": "python3", "used_memory_mib": 900}],
          "memory_used_mib": 900},
-        {"uuid": "GPU-c", "processes": None, "memory_used_mib": 0},
-        {"uuid": "GPU-d", "processes": [], "memory_used_mib": 70000},
+        {"index": 2, "uuid": "GPU-c", "processes": None, "memory_used_mib": 0},
+        {"index": 3, "uuid": "GPU-d", "processes": [], "memory_used_mib": 70000},
+        {"index": 4, "uuid": "GPU-e", "processes": [], "memory_used_mib": 0},
     ]
-    busy = torch_caps.busy_devices(ProbeContext(results=env_result(devices)), {})
-    assert "GPU-a" not in busy
-    assert "pid 7" in busy["GPU-b"] and "unknown" in busy["GPU-c"] and "70000 MiB" in busy["GPU-d"]
+    servers = [{"pid": 99, "cuda_visible_devices": "GPU-e", "args": {"port": 30000}}]
+    uuids = ["GPU-a", "GPU-b", "GPU-c", "GPU-d", "GPU-e", "GPU-unlisted"]
+    refusals = torch_caps.gpu_refusals(ProbeContext(results=env_result(devices, servers=servers)), {}, uuids, False)
+    assert 0 not in refusals
+    assert refusals[1] == "busy: 1 compute process(es): python3 (pid 7); pass --force to use busy GPUs"
+    assert "cannot be listed: counted as busy" in refusals[2] and "70000 MiB in use" in refusals[3]
+    assert refusals[4] == "serving sglang (pid 99, port 30000): never touched, not even with --force"
+    assert "not in nvidia-smi's GPU list" in refusals[5]
+    # --force overrides "busy with something else", never a live server's GPU.
+    forced = torch_caps.gpu_refusals(ProbeContext(results=env_result(devices, servers=servers)), {}, uuids, True)
+    assert sorted(forced) == [4, 5]
 
 
-def test_unknown_idleness_blocks_every_gpu(tmp_path, monkeypatch):
+def test_unknown_idleness_blocks_every_gpu_and_force_spares_only_the_servers(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    busy = torch_caps.busy_devices(ProbeContext(results=env_result([], status="skipped")), {})
-    assert list(busy) == ["*"] and "--force" in busy["*"]
+    ctx = ProbeContext(results=env_result([], status="skipped", servers=[{"pid": 5, "cuda_visible_devices": "1"}]))
+    refusals = torch_caps.gpu_refusals(ctx, {}, ["GPU-a", "GPU-b"], False)
+    assert sorted(refusals) == [0, 1] and "--force" in refusals[0] and "never touched" in refusals[1]
+    assert sorted(torch_caps.gpu_refusals(ctx, {}, ["GPU-a", "GPU-b"], True)) == [1]
 
 
 class FakeCuda(object):
@@ -147,17 +162,17 @@ class FakeCuda(object):
 
 
 def test_only_idle_gpus_are_checked_and_force_overrides(monkeypatch):
-    devices = [{"uuid": "GPU-a", "processes": [{"pid": 11}], "memory_used_mib": 5000},
-               {"uuid": "GPU-b", "processes": [], "memory_used_mib": 0}]
+    devices = [{"index": 0, "uuid": "GPU-a", "processes": [{"pid": 11}], "memory_used_mib": 5000},
+               {"index": 1, "uuid": "GPU-b", "processes": [], "memory_used_mib": 0}]
     fake = TorchView(replaced={"cuda": FakeCuda(["a", "GPU-b"])})
     monkeypatch.setitem(sys.modules, "torch", fake)
-    checks = torch_caps.collect(ProbeContext(results=env_result(devices)))["checks"]
+    checks = torch_caps.collect_here(ProbeContext(results=env_result(devices)))["checks"]
     assert checks["cuda:0"]["status"] == "skipped" and "pid 11" in checks["cuda:0"]["reason"]
     # cuda:1 is idle, so it was attempted (on this CPU-only torch the tensors cannot be made there).
     assert checks["cuda:1"]["status"] == "ok" and checks["cuda:1"]["ok"] is False
-    forced = torch_caps.collect(ProbeContext(options={"force": True}, results=env_result(devices)))["checks"]
+    forced = torch_caps.collect_here(ProbeContext(options={"force": True}, results=env_result(devices)))["checks"]
     assert forced["cuda:0"].get("reason") is None and "pairs" in forced["cuda:0"]
-    off = torch_caps.collect(ProbeContext(options={"torch_caps": {"cuda": False}}))["checks"]
+    off = torch_caps.collect_here(ProbeContext(options={"torch_caps": {"cuda": False}}))["checks"]
     assert list(off) == ["cpu"]
 
 
@@ -171,5 +186,19 @@ def test_idleness_from_nvidia_smi_when_env_did_not_run(tmp_path, monkeypatch):
                       % (fixtures, fixtures))
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", "%s:/usr/bin:/bin" % tmp_path)
-    busy = torch_caps.busy_devices(ProbeContext(), {})
-    assert len(busy) == 8 and all("sglang::scheduler_TP" not in r and "pid 482" in r for r in busy.values())
+    uuids = [line.split(", ")[2] for line in open(os.path.join(fixtures, "h200x8-query-gpu.csv")) if line.strip()]
+    refusals = torch_caps.gpu_refusals(ProbeContext(), {}, uuids, False)
+    assert len(refusals) == 8 and all("sglang::scheduler_TP" in r and "(pid 482" in r for r in refusals.values())
+
+
+def test_non_blocking_is_a_host_device_check_not_applicable_on_the_cpu():
+    cpu = torch_caps.check_device(torch, "cpu", True)
+    assert cpu["non_blocking"] == torch_caps.NON_BLOCKING_CPU and "pinned host memory" in cpu["non_blocking"]
+    assert "non_blocking_directions" not in cpu
+
+
+def test_non_blocking_summary_names_the_direction_that_went_wrong():
+    assert torch_caps.summarize_non_blocking({"host_to_device": "ok", "device_to_host": "ok"}) == "ok"
+    summary = torch_caps.summarize_non_blocking({"host_to_device": "ok", "device_to_host": "wrong: tensor 1"})
+    assert summary == "device_to_host wrong: tensor 1"
+    assert torch_caps.summarize_non_blocking({"error": "could not run: x"}) == "error could not run: x"

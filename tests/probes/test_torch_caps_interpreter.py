@@ -1,5 +1,5 @@
-"""torch_caps and env's torch section under the live server's Python: a real child under another interpreter,
-and the fallback (with its reason) when that Python cannot answer."""
+"""torch_caps and env's torch section under the host's chosen Python: a real child under that interpreter; when
+it cannot answer (missing, crashing, hung, no torch) torch_caps is skipped with a reason naming it."""
 import json
 import os
 import stat
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from probes import env, torch_caps
-from probes.context import ProbeContext
+from probes.context import ProbeContext, Skip
 from probes.hostinfo import interpreter
 
 torch = pytest.importorskip("torch")
@@ -36,7 +36,31 @@ def test_choice_comes_from_deployment_else_from_the_same_rule(tmp_path):
     assert interpreter.target(served_by("/opt/venv/bin/python")) == {"path": "/opt/venv/bin/python",
                                                                      "why": "live_server"}
     empty_proc = ProbeContext(options={"deployment": {"proc_root": str(tmp_path)}})
-    assert interpreter.target(empty_proc) == {"path": sys.executable, "why": "default"}
+    chosen = interpreter.target(empty_proc)
+    assert chosen["path"] == sys.executable and chosen["why"] == "default" and chosen["candidates"] == []
+    assert chosen["reason"] == interpreter.WHY_TEXT["default"]
+
+
+def test_explicit_python_is_the_requested_one_not_the_probing_one(tmp_path):
+    """The bundle runs under whatever python3 started it: its --python names the interpreter to use."""
+    servers = [{"pid": 9, "python": "/srv/venv/bin/python", "python_exists": True, "same_root": True}]
+    chosen = interpreter.choose({"python": "/opt/other/python", "python_explicit": True}, servers)
+    assert chosen["path"] == "/opt/other/python" and chosen["why"] == "explicit"
+    assert chosen["differs_from_live"] == ["/srv/venv/bin/python"] and "--python" in chosen["note"]
+    bare = interpreter.choose({"python": "sh", "python_explicit": True}, [])
+    assert os.path.isabs(bare["path"]) and bare["path"].endswith("/sh")
+
+
+def test_several_servers_lowest_pid_wins_and_every_python_is_listed():
+    servers = [{"pid": 30, "python": "/b/python", "python_exists": True},
+               {"pid": 12, "python": "/a/python", "python_exists": True},
+               {"pid": 40, "python": "/a/python", "python_exists": True},
+               {"pid": 50, "python": "/gone/python", "python_exists": False}]
+    chosen = interpreter.choose({}, servers)
+    assert chosen["path"] == "/a/python" and chosen["pid"] == 12 and chosen["why"] == "live_server"
+    assert chosen["candidates"] == ["/a/python", "/b/python"]
+    assert chosen["servers_by_python"] == {"/a/python": [12, 40], "/b/python": [30]}
+    assert "2 live servers" in chosen["note"]
 
 
 def test_which_interpreters_count_as_another(tmp_path):
@@ -62,27 +86,40 @@ def test_checks_run_under_the_servers_python(tmp_path, monkeypatch):
     assert cpu["ok"] is True and cpu["paths"]["contiguous_same_dtype"]["path"] == "per_tensor"
 
 
-def test_a_python_that_cannot_answer_falls_back_here_with_the_reason(tmp_path):
+def test_the_probing_python_too_runs_the_checks_in_a_child(monkeypatch):
+    forbid_local_checks(monkeypatch)
+    data = torch_caps.collect(served_by(sys.executable, why="default"))
+    assert data["interpreter"]["ran"] == "child" and data["checks"]["cpu"]["ok"] is True
+
+
+def test_a_python_that_cannot_answer_is_a_skip_naming_it(tmp_path, monkeypatch):
     python = script(tmp_path / "python", "echo 'broken venv: libpython missing' >&2\nexit 3\n")
-    data = torch_caps.collect(served_by(python))
-    chosen = data["interpreter"]
-    assert chosen["path"] == sys.executable and chosen["why"] == "fallback" and chosen["ran"] == "here"
-    assert chosen["wanted"] == {"path": python, "why": "live_server"}
-    assert "broken venv: libpython missing" in chosen["reason"] and "exit 3" in chosen["reason"]
-    assert data["checks"]["cpu"]["ok"] is True
+    forbid_local_checks(monkeypatch)
+    with pytest.raises(Skip) as caught:
+        torch_caps.collect(served_by(python))
+    message = str(caught.value)
+    assert message.startswith("under %s (live_server): " % python)
+    assert "exit 3 without an answer" in message and "broken venv: libpython missing" in message
 
 
-def test_a_servers_python_without_torch_falls_back(tmp_path):
+def test_a_missing_python_is_a_skip_naming_it(tmp_path, monkeypatch):
+    forbid_local_checks(monkeypatch)
+    missing = str(tmp_path / "nowhere" / "python")
+    with pytest.raises(Skip, match="under %s .*cannot start" % missing):
+        torch_caps.collect(served_by(missing))
+
+
+def test_a_servers_python_without_torch_is_a_skip(tmp_path, monkeypatch):
     python = script(tmp_path / "python", 'exec %s -S "$@"\n' % sys.executable)  # -S: no site-packages, no torch
-    data = torch_caps.collect(served_by(python))
-    assert data["interpreter"]["why"] == "fallback"
-    assert "skipped: torch is not importable" in data["interpreter"]["reason"]
+    forbid_local_checks(monkeypatch)
+    with pytest.raises(Skip, match="skipped: torch is not importable"):
+        torch_caps.collect(served_by(python))
 
 
 def test_a_hung_child_is_cut_by_its_timeout(tmp_path):
     python = script(tmp_path / "python", "exec sleep 30\n")
-    data = torch_caps.collect(served_by(python, options={"torch_caps": {"cuda": False, "child_timeout": 2}}))
-    assert data["interpreter"]["why"] == "fallback" and "no answer within 2 s" in data["interpreter"]["reason"]
+    with pytest.raises(Skip, match="no answer within 2 s"):
+        torch_caps.collect(served_by(python, options={"torch_caps": {"cuda": False, "child_timeout": 2}}))
 
 
 def test_env_torch_section_follows_the_servers_python(tmp_path, monkeypatch):
@@ -158,7 +195,22 @@ def test_through_the_probe_cli_a_live_server_in_a_venv(tmp_path):
     probes = json.loads(text)["probes"]
     assert probes["deployment"]["data"]["interpreter"]["path"] == python
     expected = {"path": python, "why": "live_server", "ran": "child"}
-    assert probes["env"]["data"]["torch"]["interpreter"] == expected
+    assert expected.items() <= probes["env"]["data"]["torch"]["interpreter"].items()
     assert probes["env"]["data"]["torch"]["executable"] == python
     caps = probes["torch_caps"]["data"]
-    assert caps["interpreter"] == expected and caps["executable"] == python and caps["checks"]["cpu"]["ok"]
+    assert expected.items() <= caps["interpreter"].items() and caps["interpreter"]["pid"] == server.pid
+    assert caps["executable"] == python and caps["checks"]["cpu"]["ok"]
+
+
+def test_the_chosen_server_is_the_one_whose_interpreter_is_used():
+    servers = [{"pid": 5, "python": "/a/python", "args": {"speculative_eagle_topk": 4}},
+               {"pid": 9, "python": "/b/python", "args": {"speculative_eagle_topk": 8}}]
+    by_pid = {"deployment": {"servers": servers, "interpreter": {"path": "/b/python", "pid": 9}}}
+    assert interpreter.chosen_server(by_pid)["pid"] == 9
+    by_path = {"deployment": {"servers": servers, "interpreter": {"path": "/b/python", "why": "explicit"}}}
+    assert interpreter.chosen_server(by_path)["pid"] == 9
+    other = {"deployment": {"servers": servers, "interpreter": {"path": "/c/python", "why": "explicit"}}}
+    assert interpreter.chosen_server(other)["pid"] == 5
+    assert interpreter.chosen_server({}) is None
+    from probes.copybench import options
+    assert options.server_args(by_pid) == {"speculative_eagle_topk": 8}

@@ -1,0 +1,212 @@
+"""The one probe-side GPU layer: which GPUs there are, which of them a probe may touch, and how a server's
+CUDA_VISIBLE_DEVICES maps onto them. Used by torch_caps, copy_bench and cuda_graph alike.
+
+- One nvidia-smi query (env's, or asked here with env's command timeout and its old-driver fallback).
+- One policy: idle means no compute process and memory use under a threshold; a process list that cannot be
+  read counts as busy; a live sglang server's GPUs are never touched, not even with --force; --force
+  overrides only "busy with something else".
+- One mapping of CUDA_VISIBLE_DEVICES entries (indices, GPU-uuids and their unique prefixes) to nvidia-smi's
+  indices (PCI bus order), and the same reason strings everywhere.
+"""
+from probes.context import which
+from probes.hostinfo import gpus as smi_gpus
+
+BUSY_MEMORY_MIB = 1024   # more than this in use means someone is on the GPU
+DEFAULT_SMI_TIMEOUT = 10.0   # env's command_timeout default
+FORCE_HINT = "pass --force to use busy GPUs"
+NEVER = "never touched, not even with --force"
+
+
+# -- the query -------------------------------------------------------------------------------------------
+def query(timeout=DEFAULT_SMI_TIMEOUT):
+    """(devices, None) from nvidia-smi: each with `processes` (None when they cannot be listed), or (None, why)."""
+    binary = which("nvidia-smi")
+    if binary is None:
+        return None, "nvidia-smi not found on PATH"
+    devices, error, _ = smi_gpus.query_gpus(binary, timeout)
+    if error is not None:
+        return None, error
+    block = {"devices": devices}
+    smi_gpus.attach_processes(binary, timeout, block)
+    return devices, None
+
+
+def snapshot_here(timeout=DEFAULT_SMI_TIMEOUT):
+    """The snapshot shape from nvidia-smi asked here (no earlier probe results)."""
+    devices, error = query(timeout)
+    return {"devices": devices or None, "source": "nvidia-smi" if devices else None,
+            "why": None if devices else "nvidia-smi: %s" % (error or "no GPU listed")}
+
+
+def snapshot(ctx):
+    """{devices, source, why}: env's GPU list when it came from nvidia-smi, else one asked here with env's
+    command timeout; devices None when neither can say."""
+    env_gpus = (ctx.results.get("env") or {}).get("gpus") or {}
+    if env_gpus.get("status") == "ok" and env_gpus.get("source") == "nvidia-smi" and env_gpus.get("devices"):
+        return {"devices": env_gpus["devices"], "source": "env", "why": None}
+    why = "the env probe gave no nvidia-smi GPU list" if not env_gpus else (
+        "the env probe's GPU list: %s" % (env_gpus.get("reason") or env_gpus.get("source") or "empty"))
+    if env_gpus.get("source") == "nvidia-smi" and env_gpus.get("status") != "ok":
+        # env's nvidia-smi failed or hung: asking again would fail the same way, after the same wait.
+        return {"devices": None, "source": None, "why": why}
+    timeout = float((ctx.option("env", {}) or {}).get("command_timeout", DEFAULT_SMI_TIMEOUT))
+    devices, error = query(max(0.5, min(timeout, ctx.time_left() / 4)))
+    if devices:
+        return {"devices": devices, "source": "nvidia-smi", "why": why}
+    return {"devices": None, "source": None, "why": "%s; nvidia-smi: %s" % (why, error or "no GPU listed")}
+
+
+# -- the mapping -----------------------------------------------------------------------------------------
+def normalize_uuid(uuid):
+    text = str(uuid or "").strip().lower()
+    return text[4:] if text.startswith("gpu-") else text
+
+
+def uuid_index(devices):
+    """{'GPU-…' uuid: nvidia-smi index} from a GPU list."""
+    return {str(d["uuid"]): d["index"] for d in devices or [] if d.get("uuid") and d.get("index") is not None}
+
+
+def visible_index(part, uuids):
+    """One CUDA_VISIBLE_DEVICES entry -> index, or None. CUDA takes a unique UUID prefix too."""
+    part = part.strip()
+    if part.isdigit():
+        return int(part)
+    if not part.upper().startswith("GPU-"):
+        return None  # MIG-… or garbage
+    key = normalize_uuid(part)
+    found = [i for u, i in uuids.items() if normalize_uuid(u).startswith(key)]
+    return found[0] if len(found) == 1 else None
+
+
+def server_gpus(server, uuids=None):
+    """GPU indices a live server occupies: its CUDA_VISIBLE_DEVICES (indices or GPU-uuids), else
+    base id .. base + tp*dp. None when its CUDA_VISIBLE_DEVICES names a GPU that cannot be mapped."""
+    visible = server.get("cuda_visible_devices")
+    if visible is not None and str(visible).strip():
+        out = []
+        for part in str(visible).split(","):
+            if not part.strip():
+                continue
+            index = visible_index(part, uuids or {})
+            if index is None:
+                return None
+            out.append(index)
+        return out
+    args = server.get("args") or {}
+    try:
+        base = int(args.get("base_gpu_id") or 0)
+        count = int(args.get("tp_size") or 1) * int(args.get("dp_size") or 1)
+    except (TypeError, ValueError):
+        base, count = 0, 1
+    return list(range(base, base + count))
+
+
+def protected_gpus(servers, uuids=None, all_indices=()):
+    """GPUs of live sglang servers: never used, not even with --force (all of them when unmappable)."""
+    out = set()
+    for server in servers or []:
+        occupied = server_gpus(server, uuids)
+        out.update(all_indices if occupied is None else occupied)
+    return out
+
+
+# -- the policy ------------------------------------------------------------------------------------------
+def server_reason(server, mapped=True):
+    port = (server.get("args") or {}).get("port")
+    where = "pid %s%s" % (server.get("pid"), ", port %s" % port if port else "")
+    if mapped:
+        return "serving sglang (%s): %s" % (where, NEVER)
+    return "serving sglang (%s) on CUDA_VISIBLE_DEVICES=%s, not matched to a GPU index: every GPU counts as its, " \
+           "%s" % (where, server.get("cuda_visible_devices"), NEVER)
+
+
+def busy_reason(device, limit=BUSY_MEMORY_MIB, own_pids=()):
+    """Why a GPU is busy with something else, or None when it is idle."""
+    processes = device.get("processes")
+    if processes is None:
+        return "its compute processes cannot be listed: counted as busy"
+    others = [p for p in processes if p.get("pid") not in own_pids]
+    if others:
+        return "%d compute process(es): %s" % (len(others), ", ".join(
+            "%s (pid %s)" % (p.get("name") or "?", p.get("pid")) for p in others[:3]))
+    used = device.get("memory_used_mib")
+    if used is not None and used > limit:
+        return "%s MiB in use (idle limit %d MiB)" % (used, limit)
+    return None
+
+
+def busy_reasons(devices, servers, all_indices=(), uuids=None, limit=BUSY_MEMORY_MIB):
+    """{gpu index: why it may not be used freely}: busy with something else, or a live server's."""
+    reasons = {}
+    for device in devices or []:
+        why = busy_reason(device, limit)
+        if why:
+            reasons[device.get("index")] = why
+    uuids = uuid_index(devices) if uuids is None else uuids
+    indices = list(all_indices) or [d.get("index") for d in devices or []]
+    for server in servers or []:
+        occupied = server_gpus(server, uuids)
+        for index in (indices if occupied is None else occupied):
+            reasons[index] = server_reason(server, occupied is not None)
+    return reasons
+
+
+def verdicts(devices, servers, force=False, limit=BUSY_MEMORY_MIB):
+    """{normalized uuid: {index, use, kind: idle|busy|server, reason, forced}} for every listed GPU."""
+    uuids = uuid_index(devices)
+    indices = [d.get("index") for d in devices or []]
+    protected = protected_gpus(servers, uuids, indices)
+    server_why = {}
+    for server in servers or []:
+        occupied = server_gpus(server, uuids)
+        for index in (indices if occupied is None else occupied):
+            server_why.setdefault(index, server_reason(server, occupied is not None))
+    out = {}
+    for device in devices or []:
+        index = device.get("index")
+        if index in protected:
+            entry = {"use": False, "kind": "server", "reason": server_why.get(index, NEVER)}
+        else:
+            why = busy_reason(device, limit)
+            if why is None:
+                entry = {"use": True, "kind": "idle", "reason": "idle"}
+            else:
+                entry = {"use": bool(force), "kind": "busy", "reason": why, "forced": bool(force)}
+        out[normalize_uuid(device.get("uuid"))] = dict(entry, index=index)
+    return out
+
+
+def verdict_for(table, uuid, known=True):
+    """The verdict of one device by its uuid; a device the GPU list does not show counts as busy."""
+    found = (table or {}).get(normalize_uuid(uuid))
+    if found is not None:
+        return found
+    why = "not in nvidia-smi's GPU list (uuid %s): counted as busy" % (uuid or "unknown")
+    return {"use": False, "kind": "busy", "reason": why, "index": None} if known else None
+
+
+def refusal(verdict):
+    """The one-line reason a probe gives for leaving a GPU alone."""
+    if verdict["kind"] == "server":
+        return verdict["reason"]
+    return "busy: %s; %s" % (verdict["reason"], FORCE_HINT)
+
+
+def select_gpus(indices, reasons, count, force, protected=()):
+    """(chosen indices, None) or (None, why not). Idle GPUs first; busy ones only with force; a live
+    server's GPUs never."""
+    indices = sorted(indices)
+    idle = [i for i in indices if i not in reasons]
+    if len(idle) >= count:
+        return idle[:count], None
+    usable = [i for i in indices if i in reasons and i not in protected]
+    if force and len(idle) + len(usable) >= count:
+        return (idle + usable)[:count], None
+    if len(indices) < count:
+        return None, "needs %d GPU(s), the host has %d" % (count, len(indices))
+    if force:
+        return None, "needs %d GPU(s) besides those of live sglang servers (%s), which are never used" % (
+            count, ", ".join("GPU%d" % i for i in sorted(protected)))
+    busy = "; ".join("GPU%s: %s" % (i, reasons[i]) for i in indices if i in reasons)
+    return None, "needs %d idle GPU(s), %d idle; busy: %s (%s)" % (count, len(idle), busy, FORCE_HINT)
