@@ -17,11 +17,12 @@ from gpudiag import __version__
 
 
 class ExitCode(enum.IntEnum):
-    OK = 0                 # all hosts ok, no error-severity finding
-    FINDINGS = 1           # error-or-worse findings
+    OK = 0                 # all hosts ok, everything asked was checked, no finding at or above --fail-on
+    FINDINGS = 1           # findings at or above --fail-on (default: error)
     USAGE = 2              # usage or input error
     HOSTS_FAILED = 3       # some hosts could not be scanned
-    NOTHING_RAN = 4        # repro: every cell skipped (no CUDA / nothing to run on)
+    INCOMPLETE = 4         # a check asked for (--deep, --probes, repro) could not run on some host
+    NOTHING_RAN = 4        # the name repro used for INCOMPLETE
     INTERNAL = 70          # a bug in gpudiag itself (EX_SOFTWARE), never confused with "error findings"
     INTERRUPTED = 130      # Ctrl-C (128 + SIGINT, as shells report it)
 

@@ -170,10 +170,10 @@ def torch_other_interpreter(hosts: list[HostResult]) -> list[Finding]:
     """Rule 11: torch facts (env, torch_caps) describe another Python than the one sglang was read from."""
     findings = []
     for host in hosts:
-        if not torch_from_other_interpreter(host):
-            continue
+        version = torch_facts(host)[0]
+        if not torch_from_other_interpreter(host) or not version:
+            continue   # only a torch that was really read, in a Python other than the serving one
         (sglang_path, why), (torch_path, torch_why) = sglang_interpreter(host), torch_facts(host)[1]
-        version = torch_facts(host)[0] or "?"
         findings.append(Finding(
             id="sglang.torch_other_interpreter", severity="warning",
             title=f"torch {version} was read in {torch_path}, not in the Python whose sglang was read",
@@ -181,8 +181,8 @@ def torch_other_interpreter(hosts: list[HostResult]) -> list[Finding]:
             evidence=(Evidence(kind="text", host=host.name,
                                text=f"sglang source facts: {sglang_path} (chosen: {why}); torch facts: {torch_path} "
                                     f"({torch_why})"),),
-            recommendation=f"The torch findings (torch._foreach_copy_) are not judged for this host: they would "
-                           f"describe a torch sglang may not run with. Rescan with `gpudiag scan {host.name} --python "
+            recommendation=f"The torch findings (torch._foreach_copy_) are not judged for this host (the answers "
+                           f"say so): they would describe a torch sglang may not run with. Rescan with `gpudiag scan {host.name} --python "
                            f"{sglang_path}` so the probes run in the serving interpreter.",
             sources=(source(host, "sglang_source"), source(host, "env"), source(host, "torch_caps"))))
     return findings

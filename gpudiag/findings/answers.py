@@ -1,0 +1,316 @@
+"""The investigation's questions, answered per host with evidence, or `not checked — <reason>`.
+
+Each answer is one line built only from what the host measured or read, so identical hosts give identical lines
+(the report groups them). A reason for `not checked` is always specific: which probe, which interpreter, which
+flag would run it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe
+from gpudiag.findings.copies import copy_gpus, device_label, ok_timing, workloads
+from gpudiag.findings.dflash import dflash_guards, first_guard_holding
+from gpudiag.findings.facts import (EAGLE_FAMILY, algorithm_of, decode_graph_switch, graph_max_bs, server_args,
+                                    servers_of, sglang_interpreter, torch_facts)
+from gpudiag.models import OK, PROBE_ERROR, HostResult
+
+ANSWERED, PARTIAL, NOT_CHECKED = "answered", "partial", "not checked"
+QUESTIONS = (
+    ("Q1", "Is torch._foreach_copy_ present and correct for the replay dtype pairs, on CPU and each GPU?"),
+    ("Q2", "Which _grouped_foreach_copy_ definitions exist, with which fast paths, and which does each caller use?"),
+    ("Q3", "Do the EAGLE draft and draft-extend replays batch their copies, hidden_states on its own copy_()?"),
+    ("Q4", "Is DFlash present; is its draft CUDA graph on; if off, which guard and which flag?"),
+    ("Q5", "What does the replay copy cost per decode step on each GPU, and what would switching save?"),
+    ("Q6", "Where do CUDA graphs break (algorithm × batch size × draft tokens), with which signature?"),
+    ("Q7", "Is the installed code the released code?"),
+    ("Q8", "Does the live server run what is on disk (flags, interpreter)?"),
+    ("Q9", "What is serving now?"),
+)
+# Strategies sglang itself can run; `packed` needs one arena sglang does not allocate, so it is never advice.
+USABLE_STRATEGIES = ("grouped_foreach", "grouped_foreach_dma_split", "installed")
+FILL_FAST_PATH_ENV = "SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH"
+CALLERS = (("target decode fill", ("cuda_graph_runner", "buffer_registry")), ("EAGLE draft", ("eagle_draft_cuda",)),
+           ("EAGLE draft-extend", ("eagle_draft_extend",)), ("DFlash", ("dflash",)))
+
+
+@dataclass(frozen=True)
+class Answer:
+    qid: str
+    status: str          # answered | partial | not checked
+    text: str
+    command: str = ""    # the gpudiag command that reproduces the evidence
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"question": self.qid, "status": self.status, "answer": self.text, "command": self.command}
+
+
+def _not_checked(qid: str, reason: str, command: str = "") -> Answer:
+    return Answer(qid, NOT_CHECKED, f"not checked — {reason}", command)
+
+
+def probe_gap(host: HostResult, name: str, flag: str = "") -> str | None:
+    """Why probe `name` has no data on this host, specific enough to act on; None when it has data."""
+    if host.status not in (OK, PROBE_ERROR) and not host.probes:
+        return f"the host was not reached ({host.status}: {host.reason or 'no reason recorded'})"
+    result = host.probes.get(name)
+    if result is None:
+        return f"probe {name} not selected" + (f" (run it with {flag})" if flag else "")
+    if result.status == "timeout":
+        return f"probe {name} timed out after {result.duration_s:.0f} s"
+    if result.status == "skipped":
+        return str(result.reason or f"probe {name} skipped")
+    if result.status != "ok":
+        error = as_dict(result.error)
+        return f"probe {name} failed: {error.get('type', 'error')}: {error.get('message') or result.reason or '-'}"
+    if not isinstance(result.data, dict):
+        return f"probe {name} returned unreadable data"
+    return None
+
+
+def no_gpu_reason(host: HostResult) -> str | None:
+    gpus = as_dict(dig(probe(host, "env"), "gpus"))
+    if probe(host, "env") is not None and not as_list(gpus.get("devices")):
+        return f"no GPU visible ({gpus.get('reason') or 'nvidia-smi lists none'})"
+    return None
+
+
+def _where(fact: Any) -> str:
+    fact = as_dict(fact)
+    return f"{fact.get('file')}:{fact.get('line')}" if fact.get("file") else "-"
+
+
+def q1_foreach_copy(host: HostResult) -> Answer:
+    gap = probe_gap(host, "torch_caps", "--probes torch_caps")
+    if gap:
+        return _not_checked("Q1", gap, "gpudiag scan HOST --probes torch_caps")
+    caps = probe(host, "torch_caps") or {}
+    version, interpreter = torch_facts(host)
+    where = f"torch {version or '?'} in {interpreter[0] if interpreter else '?'}"
+    if caps.get("has_foreach_copy") is False:
+        return Answer("Q1", ANSWERED, f"absent in {where}: sglang falls back to a per-tensor loop")
+    parts: dict[str, list[str]] = {}
+    unchecked: dict[str, list[str]] = {}
+    for device, check in sorted(as_dict(caps.get("checks")).items()):
+        check = as_dict(check)
+        pairs = as_dict(check.get("pairs"))
+        bad = sorted(k for k, v in pairs.items() if v != "ok")
+        if check.get("status") == "ok":
+            parts.setdefault(f"{len(pairs) - len(bad)} of {len(pairs)} dtype pairs correct"
+                             + (f" (wrong: {', '.join(bad)})" if bad else ""), []).append(device)
+        else:
+            why = re.sub(r",? e\.g\. pid \d+", "", str(check.get("reason") or check.get("status")))
+            unchecked.setdefault(why, []).append(device)
+    texts = [f"{', '.join(devices)}: {text}" for text, devices in parts.items()]
+    texts += [f"{', '.join(devices)} not checked — {why}" for why, devices in unchecked.items()]
+    gpu = no_gpu_reason(host)
+    if gpu:
+        texts.append(f"GPUs not checked — {gpu}")
+    visible = [f"cuda:{d.get('index')}" for d in as_list(dig(probe(host, "env"), "gpus", "devices"))
+               if isinstance(d, dict) and d.get("index") is not None]
+    missing = [name for name in visible if name not in as_dict(caps.get("checks"))]
+    if missing:
+        unchecked.setdefault("missing", missing)
+        texts.append(f"{', '.join(missing)} not checked — torch_caps recorded no check for them")
+    text = f"present in {where}; " + "; ".join(texts)
+    serving = sglang_interpreter(host)
+    if serving and interpreter and serving[0] != interpreter[0]:
+        text += f"; read in {interpreter[0]}, not in the serving {serving[0]}: not judged against sglang"
+        return Answer("Q1", PARTIAL, text, f"gpudiag scan HOST --python {serving[0]} --probes torch_caps")
+    return Answer("Q1", PARTIAL if unchecked else ANSWERED, text, "gpudiag scan HOST --probes torch_caps --force")
+
+
+def _sglang_gap(host: HostResult) -> str | None:
+    gap = probe_gap(host, "sglang_source", "--probes sglang_source")
+    if gap:
+        return gap
+    sglang = probe(host, "sglang_source") or {}
+    if sglang.get("found") is False:
+        chosen = as_dict(sglang.get("interpreter")).get("path") or "the probing Python"
+        return f"sglang not found in {chosen} (point --python at the serving venv)"
+    return None
+
+
+def q2_grouped_copy(host: HostResult) -> Answer:
+    gap = _sglang_gap(host)
+    if gap:
+        return _not_checked("Q2", gap)
+    sglang = probe(host, "sglang_source") or {}
+    grouped = as_dict(sglang.get("grouped_foreach_copy"))
+    definitions = [d for d in as_list(grouped.get("definitions")) if isinstance(d, dict)]
+    if not definitions:
+        return Answer("Q2", ANSWERED, f"sglang {sglang.get('version') or '?'}: no _grouped_foreach_copy_ "
+                                      "(per-tensor copy_() in every replay)", "gpudiag scan HOST")
+    where_def = {_where(d): d for d in definitions}
+    defs = []
+    for d in definitions:
+        paths = [_fast_path(p) for p in as_list(d.get("fast_paths")) if isinstance(p, dict)]
+        defs.append(f"{_where(d)} [{', '.join(paths) or 'no fast path'}]")
+    sites = [s for s in as_list(grouped.get("call_sites")) if isinstance(s, dict)]
+    callers = []
+    for label, keys in CALLERS:
+        found = [s for s in sites if any(k in str(s.get("file")) for k in keys)]
+        if found:
+            target = _where(found[0].get("resolves_to"))
+            fast = [_fast_path(p) for p in as_list(dig(where_def.get(target), "fast_paths")) if isinstance(p, dict)]
+            callers.append(f"{label} → {target}" + (f" ({', '.join(fast)})" if fast else ""))
+    return Answer("Q2", ANSWERED, f"{len(definitions)} definition(s): {'; '.join(defs)}. Callers: "
+                                  f"{'; '.join(callers) or 'none found'}", "gpudiag scan HOST")
+
+
+def _fast_path(path: dict[str, Any]) -> str:
+    if path.get("kind") == "env_gated":
+        return f"dense-int path gated by {path.get('env_var') or '?'}=1"
+    if path.get("kind") == "small_copy_kernel":
+        return "small-copy kernel"
+    return str(path.get("kind") or "fast path")
+
+
+def q3_eagle_batching(host: HostResult) -> Answer:
+    gap = _sglang_gap(host)
+    if gap:
+        return _not_checked("Q3", gap)
+    eagle = as_dict((probe(host, "sglang_source") or {}).get("eagle"))
+    parts = []
+    for key, label in (("draft", "draft"), ("draft_extend", "draft-extend")):
+        fact = as_dict(eagle.get(key))
+        if not fact.get("found"):
+            parts.append(f"{label}: runner not found")
+            continue
+        batched = f"batched ({fact.get('grouped_calls')} grouped call)" if fact.get("batched") else \
+            f"per tensor ({fact.get('per_tensor_copies')} copy_() calls)"
+        hidden = "hidden_states on its own copy_()" if fact.get("hidden_states_separate") else \
+            "hidden_states not split off"
+        parts.append(f"{label} {batched}, {hidden} ({fact.get('file')}:{fact.get('replay_line') or fact.get('line')})")
+    return Answer("Q3", ANSWERED, "; ".join(parts), "gpudiag scan HOST")
+
+
+def _log_lines(host: HostResult, needle: str) -> list[str]:
+    """Server-log classifications (deployment `server_logs`, or a `log` probe) whose lines mention `needle`."""
+    logs = as_list(dig(probe(host, "deployment"), "server_logs")) + as_list(dig(probe(host, "log"), "logs"))
+    found = []
+    for log in (entry for entry in logs if isinstance(entry, dict)):
+        for match in as_list(log.get("matches")) + [log]:
+            for line in as_list(as_dict(match).get("lines")):
+                text = str(as_dict(line).get("text") or line)
+                if needle.lower() in text.lower():
+                    found.append(text)
+    return found
+
+
+def q4_dflash(host: HostResult) -> Answer:
+    gap = _sglang_gap(host)
+    if gap:
+        return _not_checked("Q4", gap)
+    dflash = as_dict((probe(host, "sglang_source") or {}).get("dflash"))
+    if not dflash.get("present"):
+        return Answer("Q4", ANSWERED, f"DFlash absent in sglang {(probe(host, 'sglang_source') or {}).get('version')}")
+    guards = dflash_guards(host)
+    guard_text = f"{len(guards)} draft-graph guard(s) at " + ", ".join(_where(g) for g in guards) if guards else \
+        "no draft-graph guard"
+    servers = [s for s in servers_of(host) if algorithm_of(s) == "DFLASH"]
+    logged = _log_lines(host, "Disable DFLASH draft cuda graph")
+    if logged:
+        return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); DFlash draft graph "
+                                      f"disabled at startup: {logged[0]}", "gpudiag scan HOST")
+    if not servers:
+        return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); no DFlash server "
+                                      "running", "gpudiag scan HOST")
+    states = []
+    for server in servers:
+        disabled, switch = decode_graph_switch(server_args(server))
+        holding = first_guard_holding(host, server)
+        if disabled:
+            also = f"; with graphs on, guard {_where(holding[0])} would still hold ({holding[1][1]})" if holding else ""
+            states.append(f"pid {server.get('pid')}: draft graph off by {switch}{also}")
+        elif holding:
+            states.append(f"pid {server.get('pid')}: draft graph off by guard {_where(holding[0])} "
+                          f"({holding[1][1]})")
+        else:
+            states.append(f"pid {server.get('pid')}: draft graph on (no guard holds)")
+    return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); " + "; ".join(states),
+                  "gpudiag scan HOST")
+
+
+def q5_copy_cost(host: HostResult) -> Answer:
+    command = "gpudiag scan HOST --deep"
+    gap = probe_gap(host, "copy_bench", "--deep")
+    if gap:
+        return _not_checked("Q5", gap, command)
+    gpus = copy_gpus(host, cuda_only=True)
+    if not gpus:
+        data = probe(host, "copy_bench") or {}
+        why = no_gpu_reason(host) or ("measured on CPU only" if data.get("device") == "cpu" else "no GPU measured")
+        return _not_checked("Q5", why, command)
+    same: dict[str, list[str]] = {}
+    for gpu in gpus:
+        if gpu.get("status") != "ok":
+            same.setdefault(f"not checked — {gpu.get('reason') or gpu.get('status')}", []).append(str(gpu.get("index")))
+            continue
+        best = _best_saving(gpu)
+        if best:
+            same.setdefault(best, []).append(str(gpu.get("index")))
+    parts = [f"GPU{'s' if len(indices) > 1 else ''} {','.join(indices)}: {text}" for text, indices in same.items()]
+    if not parts:
+        return _not_checked("Q5", "no workload was measured", command)
+    status = PARTIAL if any("not checked" in p for p in parts) else ANSWERED
+    return Answer("Q5", status, "; ".join(parts) + " (1 replay per path per decode step; step time not measured)",
+                  command)
+
+
+def _best_saving(gpu: dict[str, Any]) -> str:
+    """Per path, the largest batch size measured: installed µs/step → best usable strategy µs/step."""
+    per_path: dict[str, dict[str, Any]] = {}
+    for w in workloads(gpu):
+        per_path[str(w.get("path"))] = w
+    parts = []
+    for path, w in sorted(per_path.items()):
+        baseline = number(dig(w, "installed_baseline", "median_us"))
+        if baseline is None and ok_timing(w, "installed"):
+            baseline = number(ok_timing(w, "installed")["median_us"])   # type: ignore[index]
+        usable = [(number(t["median_us"]), s) for s in USABLE_STRATEGIES if (t := ok_timing(w, s))]
+        if baseline is None or not usable:
+            continue
+        best_us, best = min(usable, key=lambda pair: pair[0] or 0.0)
+        saving = max(0.0, baseline - (best_us or 0.0))
+        parts.append(f"{path} bs {w.get('batch_size')}: installed {fmt_us(baseline)}/step, {best} "
+                     f"{fmt_us(best_us)}/step, saves {fmt_us(saving)}/step")
+    return ", ".join(parts)
+
+
+def _signature_name(cell: dict[str, Any]) -> str:
+    signature = cell.get("signature")
+    return str(signature.get("name") or "-") if isinstance(signature, dict) else str(signature or "no signature")
+
+
+def q6_graph_breaks(host: HostResult) -> Answer:
+    command = "gpudiag repro cuda-graph-crash HOST"
+    logged = _log_lines(host, "")
+    gap = probe_gap(host, "cuda_graph", "--deep or `gpudiag repro cuda-graph-crash`")
+    if gap:
+        return Answer("Q6", ANSWERED, f"server log: {logged[0]}", command) if logged else \
+            _not_checked("Q6", gap, command)
+    data = probe(host, "cuda_graph") or {}
+    cells = [c for c in as_list(data.get("cells")) if isinstance(c, dict)]
+    ran = [c for c in cells if c.get("status") != "skipped"]
+    if not ran:
+        return _not_checked("Q6", str(data.get("skip_reason") or "every cell skipped"), command)
+    failing = [c for c in ran if c.get("status") not in ("ok", "error")]
+    gpu = as_dict(data.get("gpu"))
+    on = f"GPU {gpu.get('index', '?')} {gpu.get('compute_capability') or ''}".strip()
+    if not failing:
+        return Answer("Q6", ANSWERED, f"no break in {len(ran)} cells on {on} ({data.get('mode')} mode)", command)
+    signature_of = {str(s.get("name")): s for s in as_list(data.get("signatures")) if isinstance(s, dict)}
+    breaks = sorted({(str(c.get("algorithm")), str(c.get("path")), str(c.get("status")), _signature_name(c))
+                     for c in failing})
+    parts = []
+    for algorithm, path, status, signature in breaks:
+        mine = [c for c in failing if (str(c.get("path")), _signature_name(c)) == (path, signature)]
+        sizes = sorted({c.get("batch_size") for c in mine if isinstance(c.get("batch_size"), int)})
+        tokens = sorted({c.get("draft_tokens") for c in mine if isinstance(c.get("draft_tokens"), int)})
+        ref = as_dict(signature_of.get(signature)).get("reference")
+        parts.append(f"{algorithm} {path} {status} at bs {','.join(map(str, sizes))} × draft tokens "
+                     f"{','.join(map(str, tokens))} ({signature}" + (f", {ref})" if ref else ")"))
+    return Answer("Q6", ANSWERED, f"on {on}: " + "; ".join(parts), command)
