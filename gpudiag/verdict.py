@@ -11,7 +11,7 @@ from typing import Any, Iterable, Sequence
 
 from gpudiag.cli import ExitCode
 from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list
-from gpudiag.models import OK, PROBE_ERROR, Finding, HostResult, LoadedRun
+from gpudiag.models import INTERRUPTED, OK, PROBE_ERROR, Finding, HostResult, LoadedRun
 
 INCOMPLETE = "incomplete"
 FAIL_ON_LEVELS = ("info", "warning", "error", "critical", INCOMPLETE)
@@ -147,11 +147,11 @@ def verdict(run: LoadedRun, findings: Sequence[Finding], fail_on: str = DEFAULT_
     requested = tuple(requested if requested is not None else requested_checks(run))
     hosts = host_verdicts(run, requested)
     over = failing(findings, fail_on)
-    if any(h.status not in (OK, INCOMPLETE) for h in hosts):
+    if any(h.status not in (OK, INCOMPLETE, INTERRUPTED) for h in hosts):
         code = ExitCode.HOSTS_FAILED
     elif over:
         code = ExitCode.FINDINGS
-    elif run.manifest.interrupted or any(h.status == INCOMPLETE for h in hosts):
+    elif run.manifest.interrupted or any(h.status in (INCOMPLETE, INTERRUPTED) for h in hosts):
         code = ExitCode.INCOMPLETE
     else:
         code = ExitCode.OK

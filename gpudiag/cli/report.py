@@ -22,15 +22,8 @@ from gpudiag.models import LoadedRun
 from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, host_list
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.store import StoreError, load_run, resolve_run_dir
-from gpudiag.verdict import DEFAULT_FAIL_ON, FAIL_ON_LEVELS, Verdict, verdict as compute_verdict
-
-
-def fail_on_option(f):  # type: ignore[no-untyped-def]
-    """`--fail-on LEVEL`, shared by scan, report and repro."""
-    return click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default=DEFAULT_FAIL_ON,
-                        show_default=True,
-                        help="Exit 1 when a finding is at or above this severity (`incomplete`: only unmet "
-                             "checks fail, with exit 4).")(f)
+from gpudiag.cli.fail_on import fail_on_option
+from gpudiag.verdict import Verdict, verdict as compute_verdict
 
 SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
 

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import inventory_option, load_hosts, reports_dir_option
+from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.cli.runs import StoredRun, transports
 from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
 from gpudiag.render.console import ScanProgress
@@ -27,7 +28,7 @@ from gpudiag.repro import summary
 
 REPRO_PROBES = ["env", "deployment", "sglang_source", "cuda_graph"]
 DEFAULT_HOST_TIMEOUT = 3600.0
-OUTCOME_EXIT = {"ok": ExitCode.OK, "failures": ExitCode.FINDINGS, "nothing_ran": ExitCode.NOTHING_RAN,
+OUTCOME_EXIT = {"ok": ExitCode.OK, "failures": ExitCode.FINDINGS, "nothing_ran": ExitCode.INCOMPLETE,
                 "hosts_failed": ExitCode.HOSTS_FAILED, "cells_failed_to_run": ExitCode.HOSTS_FAILED}
 
 
@@ -66,13 +67,14 @@ def repro() -> None:
 @click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@fail_on_option
 @reports_dir_option
 def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, python: str | None, algorithm: str,
                      model: str | None, draft_model: str | None, layers: int, batch_sizes: str, draft_tokens: str,
                      tp: int, topk: int, mode: str, force: bool, model_override: str | None, judge_acceptance: bool,
                      cell_timeout: float, max_mem_mib: int, timeout: float,
                      log_file: Path | None, accept_new: bool, known_hosts: str | None, as_json: bool,
-                     reports_dir: Path) -> None:
+                     fail_on: str, reports_dir: Path) -> None:
     """Reproduce CUDA-graph crashes on TARGETS (default localhost) or classify --log FILE."""
     try:
         table = sig_mod.load_table()
@@ -81,7 +83,7 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     if log_file is not None:
         if targets:
             raise UserError("--log classifies a file on this machine; give it without TARGETS")
-        _classify_log(log_file, as_json, reports_dir)
+        _classify_log(log_file, as_json, reports_dir, fail_on)
         return
     try:
         plan = plan_mod.ReproPlan(algorithms=plan_mod.parse_algorithms(algorithm),
@@ -121,7 +123,26 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept; every server and child was killed", style="yellow")
         sys.exit(ExitCode.INTERRUPTED)
-    sys.exit(OUTCOME_EXIT[block["outcome"]])
+    sys.exit(_final_exit(writer.dir, block["outcome"], fail_on, console))
+
+
+def _final_exit(run_dir: Path, outcome: str, fail_on: str, console: Console) -> int:
+    """The stored repro's verdict (cells that failed are findings; every cell skipped is incomplete), as
+    `gpudiag report` computes it; the outcome's own code when the run cannot be read back."""
+    from gpudiag.findings import all_findings
+    from gpudiag.render.safe_text import clean_run
+    from gpudiag.store import StoreError, load_run
+    from gpudiag.verdict import verdict
+
+    try:
+        run = clean_run(load_run(run_dir))
+    except StoreError as exc:
+        console.print(Text(f"gpudiag: warning: verdict from the outcome only: {exc}"))
+        return int(OUTCOME_EXIT[outcome])
+    result = verdict(run, all_findings(run), fail_on, requested=("cuda_graph",))
+    if outcome == "cells_failed_to_run" and result.exit_code in (ExitCode.OK, ExitCode.INCOMPLETE):
+        return int(ExitCode.HOSTS_FAILED)   # the harness itself failed on some cell: not a clean verdict
+    return int(result.exit_code)
 
 
 def _print_host(console: Console, item: summary.HostRepro) -> None:
@@ -148,7 +169,7 @@ def _print_host(console: Console, item: summary.HostRepro) -> None:
         console.print(Text(f"note: {note}"), style="dim")
 
 
-def _classify_log(path: Path, as_json: bool, reports_dir: Path) -> None:
+def _classify_log(path: Path, as_json: bool, reports_dir: Path, fail_on: str) -> None:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -170,6 +191,16 @@ def _classify_log(path: Path, as_json: bool, reports_dir: Path) -> None:
             click.echo(f"  {path}:{quoted.number}: {quoted.text}")
         click.echo(f"  advice: {sig.recommendation}")
         click.echo(f"  reference: {sig.reference}")
-    sys.exit(ExitCode.FINDINGS if found else ExitCode.OK)
+    sys.exit(ExitCode.FINDINGS if _over_threshold(matches, fail_on) else ExitCode.OK)
+
+
+def _over_threshold(matches: list, fail_on: str) -> bool:
+    """Whether a matched signature's severity reaches --fail-on (`incomplete`: a log never fails)."""
+    from gpudiag.findings.common import SEVERITY_RANK
+    from gpudiag.verdict import INCOMPLETE
+
+    if fail_on == INCOMPLETE:
+        return False
+    return any(SEVERITY_RANK.get(str(m.signature.severity), 1) <= SEVERITY_RANK[fail_on] for m in matches)
 
 

@@ -21,6 +21,8 @@ from gpudiag.models import OK
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
 from gpudiag.render.console import ScanProgress, summary_table
 from gpudiag.store import StoreError
+from gpudiag.cli.fail_on import fail_on_option
+from gpudiag.verdict import explicit_checks
 
 
 # GPU probes visit every GPU in turn: an 8-GPU host needs far more than a light probe's limit.
@@ -57,11 +59,12 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.option("--verify-all", is_flag=True,
               help="Hash every installed sglang file against its RECORD, not only the files facts cite.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
+@fail_on_option
 @reports_dir_option
 def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | None, probes: str | None,
          deep: bool, force: bool, settings: tuple[str, ...], forks: int, timeout: float | None,
          probe_timeout: float | None, accept_new: bool, known_hosts: str | None, connect_timeout: float,
-         verify_all: bool, as_json: bool, reports_dir: Path) -> None:
+         verify_all: bool, as_json: bool, fail_on: str, reports_dir: Path) -> None:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
     hosts = load_hosts(targets, inventory_path, python)
     warn_ignored_ssh_settings(hosts)
@@ -81,7 +84,9 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     request = ScanRequest(probes=names, options=options, probe_timeouts=gpu_limits, probe_timeout=probe_timeout,
                           timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks)
     console = Console(stderr=True)
-    run = StoredRun(reports_dir, "scan", console)
+    # What the user asked for by name is recorded: a requested check that cannot run makes the host incomplete.
+    run = StoredRun(reports_dir, "scan", console,
+                    extra={"requested": {"checks": list(explicit_checks((), probes, deep))}})
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
     with _interrupt_policy() as finishing:
         with ScanProgress(len(hosts), console=console) as progress:
@@ -102,29 +107,37 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept", style="yellow")
         sys.exit(ExitCode.INTERRUPTED)
-    if any(r.status != OK for r in outcome.results):
-        sys.exit(ExitCode.HOSTS_FAILED)
-    sys.exit(ExitCode.FINDINGS if _error_findings(writer.dir, console, quiet=as_json) else ExitCode.OK)
+    sys.exit(_final_exit(writer.dir, console, fail_on, quiet=as_json,
+                         fallback=ExitCode.HOSTS_FAILED if any(r.status != OK for r in outcome.results)
+                         else ExitCode.OK))
 
 
-def _error_findings(run_dir: Path, console: Console, quiet: bool) -> bool:
-    """Whether the stored run has error-or-worse findings (the exit code says so, as report's does)."""
-    from gpudiag.findings import all_findings, has_errors
+def _final_exit(run_dir: Path, console: Console, fail_on: str, quiet: bool, fallback: int) -> int:
+    """The run's verdict read back from the store (as `report` computes it), with the incomplete hosts and
+    findings summarised on the console."""
+    from gpudiag.findings import all_findings
+    from gpudiag.render.safe_text import clean_run, console as console_text
     from gpudiag.store import load_run
+    from gpudiag.verdict import verdict
 
     try:
-        run = load_run(run_dir)
+        run = clean_run(load_run(run_dir))
     except StoreError as exc:   # already warned when writing failed; findings need the stored run
         console.print(f"gpudiag: warning: findings not checked: {exc}", markup=False, highlight=False)
-        return False
+        return fallback
     findings = all_findings(run)
-    if not quiet and findings:
-        counts = {}
-        for finding in findings:
-            counts[finding.severity] = counts.get(finding.severity, 0) + 1
-        summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
-        console.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)")
-    return has_errors(findings)
+    result = verdict(run, findings, fail_on)
+    if not quiet:
+        for host in result.incomplete:
+            console.print(f"{console_text(host.name)}: incomplete — {console_text('; '.join(host.reasons), 1200)}",
+                          markup=False, highlight=False, style="yellow", soft_wrap=True)
+        if findings:
+            counts: dict[str, int] = {}
+            for finding in findings:
+                counts[finding.severity] = counts.get(finding.severity, 0) + 1
+            summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
+            console.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)")
+    return int(result.exit_code)
 
 @contextlib.contextmanager
 def _interrupt_policy() -> Iterator[Callable[[], None]]:

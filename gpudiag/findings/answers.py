@@ -119,7 +119,8 @@ def q1_foreach_copy(host: HostResult) -> Answer:
     if serving and interpreter and serving[0] != interpreter[0]:
         text += f"; read in {interpreter[0]}, not in the serving {serving[0]}: not judged against sglang"
         return Answer("Q1", PARTIAL, text, f"gpudiag scan HOST --python {serving[0]} --probes torch_caps")
-    return Answer("Q1", PARTIAL if unchecked else ANSWERED, text, "gpudiag scan HOST --probes torch_caps --force")
+    return Answer("Q1", PARTIAL if unchecked or gpu else ANSWERED, text,
+                  "gpudiag scan HOST --probes torch_caps --force")
 
 
 def _sglang_gap(host: HostResult) -> str | None:

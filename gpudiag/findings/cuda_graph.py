@@ -225,7 +225,8 @@ def boundary_advice(host: HostResult, failing: list[dict[str, Any]], signature: 
         options.append(f"keep --speculative-num-draft-tokens at {safe_tokens} or less (passed at every batch size "
                        "measured)")
     if safe_bs is not None:
-        options.append(f"with more draft tokens, set {flag} {safe_bs} (the largest size that passed)")
+        options.append(f"{'with more draft tokens, ' if options else ''}set {flag} {safe_bs} (the largest batch "
+                       "size that passed)")
     measured = (f"Measured: {', '.join(sorted(paths))} fails from batch size {fail_bs} with {fail_tokens} draft "
                 f"tokens")
     advice = "; ".join(options) if options else f"disable graphs for {', '.join(sorted(paths))}"

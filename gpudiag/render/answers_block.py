@@ -51,7 +51,8 @@ class AnswerSet:
 
 def answer_set(run: LoadedRun) -> AnswerSet:
     reached = [h for h in run.hosts if h.probes]
-    unreached = tuple((h.name, f"not checked — the host was not reached ({h.status}: {h.reason or '-'})")
+    unreached = tuple((h.name, f"not checked — the host was not reached ({h.status}: {h.reason or '-'})"
+                       if h.status != "ok" else "not checked — the host returned no probe data")
                       for h in run.hosts if not h.probes)
     per_host = {h.name: host_answers(h) for h in reached}
     questions = []

@@ -17,7 +17,7 @@ from gpudiag.render.appendix import host_sections
 from gpudiag.render.blocks import fenced, table
 from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, markdown_block
 from gpudiag.render.copy_timings import METHOD_TEXT, copy_section, methods_and_samples, timings
-from gpudiag.render.safe_text import clean_run, md
+from gpudiag.render.safe_text import clean_run, code, md
 from gpudiag.models import LoadedRun
 from gpudiag.verdict import EXIT_MEANING, Verdict, verdict as compute_verdict
 
@@ -31,7 +31,7 @@ def render_markdown(run: LoadedRun, findings: Sequence[Finding], charts: Mapping
     verdict = verdict or compute_verdict(run, findings)
     answers = answer_set(run)
     out: list[str] = []
-    for section in (_title(run), markdown_block(answers), _summary(findings, verdict, answers), _fleet(run),
+    for section in (_title(run), markdown_block(answers), _summary(findings, verdict, answers), _fleet(run, verdict),
                     _findings(findings), _appendix(run, charts), _methodology(run), _next_steps(findings, answers)):
         out += section
     return "\n".join(out).rstrip("\n") + "\n"
@@ -43,11 +43,11 @@ def _title(run: LoadedRun) -> list[str]:
     counts = md(", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
     date = (m.started_at or "unknown date")[:10]
     lines = [f"# gpudiag report — run {md(m.run_id)} ({md(date)})", "",
-             f"- Run: {md(m.run_id)} ({md(m.kind)}), started {md(m.started_at or '-')}, finished "
+             f"- Run: {code(m.run_id)} ({md(m.kind)}), started {md(m.started_at or '-')}, finished "
              f"{md(m.finished_at or '-')}"
              + (" — **interrupted**" if m.interrupted else ""),
              f"- Hosts: {len(run.hosts)} ({counts or 'none'})",
-             f"- gpudiag {md(m.gpudiag_version or '-')}" + (f": {md(' '.join(m.argv[1:]))}" if m.argv else ""), ""]
+             f"- gpudiag {md(m.gpudiag_version or '-')}" + (f": {code(' '.join(m.argv[1:]))}" if m.argv else ""), ""]
     return lines
 
 
@@ -71,14 +71,21 @@ def _summary(findings: Sequence[Finding], verdict: Verdict, answers: AnswerSet) 
     return lines + [""]
 
 
-def _fleet(run: LoadedRun) -> list[str]:
+def _fleet(run: LoadedRun, verdict: Verdict) -> list[str]:
+    shown = {h.name: h.status for h in verdict.hosts}
     rows: list[tuple[Any, ...]] = [("host", "status", "GPUs", "driver", "torch", "sglang", "speculative",
                                     "CUDA graphs (decode)")]
     pythons: list[tuple[Any, ...]] = [("host", "sglang read from (chosen by)", "torch read in")]
     for h in run.hosts:
-        f = host_facts(h)
+        try:
+            f = host_facts(h)
+        except Exception as exc:  # noqa: BLE001 - one host's odd data never breaks the fleet's report
+            rows.append((h.name, shown.get(h.name, h.status), f"data could not be read ({type(exc).__name__})")
+                        + ("-",) * 5)
+            continue
         torch = f"{f.torch} (another Python than sglang's)" if f.torch_elsewhere else f.torch
-        rows.append((f.name, f.status, f.gpus, f.driver, torch, f.sglang, f.speculative, f.cuda_graphs))
+        rows.append((f.name, shown.get(h.name, f.status), f.gpus, f.driver, torch, f.sglang, f.speculative,
+                     f.cuda_graphs))
         if (f.sglang_interpreter, f.torch_interpreter) != ("-", "-"):
             same = f.torch_interpreter.split(" (")[0] == f.sglang_interpreter.split(" (")[0]
             pythons.append((f.name, f.sglang_interpreter, "the same Python" if same else f.torch_interpreter))
@@ -108,14 +115,14 @@ def _findings(findings: Sequence[Finding]) -> list[str]:
             for e in f.evidence:
                 lines += _evidence(e)
             lines += [f"**Recommendation:** {md(f.recommendation, 2000, keep_code=True)}", "",
-                      f"Reproduce: `{md(reproduce_command(f), 1000)}`", ""]
+                      f"Reproduce: {code(reproduce_command(f), 1000)}", ""]
     if number == 0:
         lines += ["None.", ""]
     return lines
 
 
 def _evidence(e: Evidence) -> list[str]:
-    where = f" — `{md(e.file)}:{e.line}`" if e.file and e.line else (f" — `{md(e.file)}`" if e.file else "")
+    where = f" — {code(f'{e.file}:{e.line}')}" if e.file and e.line else (f" — {code(e.file)}" if e.file else "")
     host = f"{md(e.host)}: " if e.host else ""
     lines = [f"- {host}{md(e.text, 2000, keep_code=True)}{where}", ""]
     if e.snippet:
@@ -133,14 +140,25 @@ def _appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
     for host in run.hosts:
         lines += [f"### {md(host.name)}", "", f"Status: {md(host.status)}" + (f" — {md(host.reason)}"
                                                                               if host.reason else ""), ""]
+        lines += _host_detail(host, charts)
+    return lines
+
+
+def _host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
+    """One host's probe table and sections; data that cannot be read costs this host's section only."""
+    try:
+        lines = []
         if host.probes:
             lines += table([("probe", "status", "time", "note")] + [
-                (name, p.status, f"{p.duration_s:.1f} s", p.reason or dig(p.error, "message") or "")
+                (name, p.status, f"{float(p.duration_s):.1f} s", p.reason or dig(p.error, "message") or "")
                 for name, p in sorted(host.probes.items())])
         lines += host_sections(host)
         for section in (copy_section(host, charts), _repro_matrix(host, charts)):
             lines += section
-    return lines
+        return lines
+    except Exception as exc:  # noqa: BLE001 - one host's odd data never breaks the fleet's report
+        return [f"This host's data could not be read ({type(exc).__name__}: {md(exc, 200)}); the other hosts' "
+                "sections stand.", ""]
 
 
 def _crash_log(repro: dict[str, Any]) -> list[str]:
@@ -150,7 +168,7 @@ def _crash_log(repro: dict[str, Any]) -> list[str]:
         return []
     log = str(repro["log"])
     matches = [m for m in as_list(repro.get("matches")) if isinstance(m, dict)]
-    lines = ["## Appendix: crash log", "", f"Log {md(log)} classified on this machine: outcome "
+    lines = ["## Appendix: crash log", "", f"Log {code(log)} classified on this machine: outcome "
              f"{md(repro.get('outcome') or '-')}, {len(matches)} signature(s) matched.", ""]
     if not matches:
         return lines + ["No known CUDA-graph crash signature matched.", ""]

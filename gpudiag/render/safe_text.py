@@ -21,8 +21,11 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\
 # C0 except tab/newline, DEL, C1, bidi embeddings/overrides/isolates and marks, line/paragraph separators.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
                        "\u2028\u2029\ufeff]")
-_MD_SPECIAL = re.compile(r"([\\`\[\]<>|])")
-_MD_SPECIAL_KEEP_CODE = re.compile(r"([\\\[\]<>|])")
+# Backslash first (so host text cannot undo an escape), code spans, HTML, table cells; `](`, `][` and `![`
+# are the only ways a link or image can open inside one line.
+_MD_SPECIAL = re.compile(r"([\\`<|])")
+_MD_SPECIAL_KEEP_CODE = re.compile(r"([\\<|])")
+_MD_LINK = re.compile(r"\]([(\[])|!\[")
 _MD_LINE_START = re.compile(r"^(\s*)([#>=~]|[-+*](?=\s)|\d+[.)](?=\s))")
 
 
@@ -60,8 +63,17 @@ def md(value: Any, limit: int = MAX_CHARS, keep_code: bool = False) -> str:
     table cell."""
     special = _MD_SPECIAL_KEEP_CODE if keep_code else _MD_SPECIAL
     text = special.sub(r"\\\1", clean(value, limit))
-    text = text.replace("://", ":\\//")    # no bare-URL autolink
+    text = _MD_LINK.sub(lambda m: "\\]" + m.group(1) if m.group(1) else "!\\[", text)
+    text = text.replace("://", ":\\//").replace("www.", "www\\.")    # no bare-URL autolink
     return _MD_LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
+
+
+def code(value: Any, limit: int = MAX_CHARS) -> str:
+    """A host value as an inline code span: nothing inside is markdown; the delimiter outlasts any backtick run."""
+    text = clean(value, limit).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def fence_for(text: str) -> str:
