@@ -12,7 +12,6 @@ PROBE_COMMANDS = {
     "torch_caps": "gpudiag scan HOSTS --probes torch_caps",
     "copy_bench": "gpudiag scan HOSTS --deep",
     "cuda_graph": "gpudiag repro cuda-graph-crash HOSTS",
-    "sglang_source": "gpudiag scan HOSTS --verify-all",
 }
 DEFAULT_COMMAND = "gpudiag scan HOSTS"
 MAX_HOSTS_IN_COMMAND = 10
@@ -53,10 +52,12 @@ def _content(e: Evidence) -> tuple:
 def reproduce_command(finding: Finding) -> str:
     """The gpudiag command that gathers this finding's evidence again, on its hosts."""
     probes = [s.split("/probes/", 1)[1] for s in finding.sources if "/probes/" in s]
-    command = next((PROBE_COMMANDS[p] for p in ("cuda_graph", "copy_bench", "torch_caps", "sglang_source")
-                    if p in probes), DEFAULT_COMMAND)
-    if finding.id.startswith("sglang.local") or finding.id.startswith("cuda_graph.classified"):
-        command = PROBE_COMMANDS["sglang_source"] if finding.id.startswith("sglang") else \
-            "gpudiag repro cuda-graph-crash --log FILE"
+    command = next((PROBE_COMMANDS[p] for p in ("cuda_graph", "copy_bench", "torch_caps") if p in probes),
+                   DEFAULT_COMMAND)
+    if finding.id == "sglang.local_modifications":
+        command = "gpudiag scan HOSTS --verify-all"
+    elif finding.id == "cuda_graph.log_signature":
+        return "gpudiag repro cuda-graph-crash --log " + (finding.evidence[0].file if finding.evidence and
+                                                         finding.evidence[0].file else "FILE")
     hosts = list(finding.hosts[:MAX_HOSTS_IN_COMMAND]) or ["all -i INVENTORY"]
     return command.replace("HOSTS", " ".join(hosts))

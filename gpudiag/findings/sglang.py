@@ -38,7 +38,9 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
     if measured:
         evidence.append(measured)
         sources.append(source(host, "copy_bench"))
-        saving = f"measured on this host, batching saves up to {fmt_us(best_saving)} per replay (table)"
+        per_path = ", ".join(f"{path.replace('_', '-')} {fmt_us(us)}" for path, us in sorted(best_saving.items()))
+        saving = (f"measured on this host, batching saves up to {fmt_us(sum(best_saving.values()))} per decode step "
+                  f"(one replay of each path per step: {per_path}; table)")
     else:
         saving = f"upstream measured about {UPSTREAM_SAVING_US} µs per decode step (sglang PR #28465); " \
                  "run `gpudiag scan --deep` to measure it here"
@@ -102,10 +104,11 @@ def _path_evidence(host: HostResult, name: str, fact: dict[str, Any]) -> list[Ev
     return out
 
 
-def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple[Evidence | None, float]:
+def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple[Evidence | None, dict[str, float]]:
+    """The evidence table and, per path, the largest saving per replay (a decode step replays each path once)."""
     wanted = {EAGLE_PATHS[name] for name in slow}
     rows = [("GPU", "workload", "installed (baseline)", "best strategy", "best", "saving per replay")]
-    savings = []
+    savings: dict[str, float] = {}
     for gpu in copy_gpus(host, cuda_only=True)[:1]:   # one GPU is enough; outliers are a finding of their own
         for w in workloads(gpu):
             if str(w.get("path")) not in wanted:
@@ -120,14 +123,15 @@ def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple
             if saving is None and baseline is not None and best:
                 saving = baseline - best["median_us"]
             if baseline is not None and best and saving is not None:
-                savings.append(saving)
+                path = str(w.get("path"))
+                savings[path] = max(savings.get(path, 0.0), saving)
                 rows.append((str(gpu.get("index")), str(w.get("name")), fmt_us(baseline),
                              str(w.get("best")), fmt_us(best["median_us"]), fmt_us(saving)))
     if len(rows) == 1:
-        return None, 0.0
+        return None, {}
     method = dig(probe(host, "copy_bench"), "method") or "copy_bench"
     return Evidence(kind="measurement", host=host.name, table=tuple(rows),
-                    text=f"installed replay copies vs the best strategy, medians ({method})"), max(savings)
+                    text=f"installed replay copies vs the best strategy, medians ({method})"), savings
 
 
 def local_modifications(hosts: list[HostResult]) -> list[Finding]:

@@ -80,14 +80,17 @@ def markdown_block(answers: AnswerSet) -> list[str]:
     lines += [f"- {md(name)}: every question {md(why)}" for name, why in answers.unreached]
     if not answers.per_host:
         return lines + [""]
+    differing: list[str] = []
     for qid, question, groups in answers.questions:
         if len(groups) == 1:
             g = groups[0]
             lines.append(f"- **{qid}** {md(question)} — {md(g.answer.text, 1200)} ({md(host_list(g.hosts))})")
             continue
-        lines += ["", f"**{qid}** {md(question)}", "", "| hosts | answer |", "|---|---|"]
-        lines += [f"| {md(host_list(g.hosts))} | {md(g.answer.text, 1200)} |" for g in groups]
-        lines.append("")
+        for i, g in enumerate(groups):
+            differing.append(f"| {qid + ' ' + md(question) if i == 0 else ' '} | {md(host_list(g.hosts))} | "
+                             f"{md(g.answer.text, 1200)} |")
+    if differing:
+        lines += ["", "Where the hosts differ:", "", "| question | hosts | answer |", "|---|---|---|"] + differing
     return lines + [""]
 
 

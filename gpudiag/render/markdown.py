@@ -17,7 +17,7 @@ from gpudiag.render.appendix import host_sections
 from gpudiag.render.blocks import fenced, table
 from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, markdown_block
 from gpudiag.render.copy_timings import METHOD_TEXT, copy_section, methods_and_samples, timings
-from gpudiag.render.safe_text import clean_run, code, md
+from gpudiag.render.safe_text import clean, clean_run, code, md
 from gpudiag.models import LoadedRun
 from gpudiag.verdict import EXIT_MEANING, Verdict, verdict as compute_verdict
 
@@ -108,13 +108,11 @@ def _findings(findings: Sequence[Finding]) -> list[str]:
         lines += [f"### {severity.capitalize()} ({len(group)})", ""]
         for f in group:
             number += 1
-            lines += [f"#### {number}. {md(f.title, keep_code=True)}", "", f"- Rule: `{md(f.id)}`"]
-            if f.hosts:
-                lines.append(f"- Hosts: {md(host_list(f.hosts))}")
-            lines += ["", "Evidence:", ""]
+            hosts = f" · {md(host_list(f.hosts))}" if f.hosts else ""
+            lines += [f"#### {number}. {md(f.title, keep_code=True)}", "", f"Rule `{md(f.id)}`{hosts}. Evidence:", ""]
             for e in f.evidence:
                 lines += _evidence(e)
-            lines += [f"**Recommendation:** {md(f.recommendation, 2000, keep_code=True)}", "",
+            lines += ([""] if lines[-1] else []) + [f"**Recommendation:** {md(f.recommendation, 2000, keep_code=True)}  ",
                       f"Reproduce: {code(reproduce_command(f), 1000)}", ""]
     if number == 0:
         lines += ["None.", ""]
@@ -124,11 +122,13 @@ def _findings(findings: Sequence[Finding]) -> list[str]:
 def _evidence(e: Evidence) -> list[str]:
     where = f" — {code(f'{e.file}:{e.line}')}" if e.file and e.line else (f" — {code(e.file)}" if e.file else "")
     host = f"{md(e.host)}: " if e.host else ""
-    lines = [f"- {host}{md(e.text, 2000, keep_code=True)}{where}", ""]
-    if e.snippet:
-        lines += fenced(e.file, e.line, e.snippet, "python" if e.kind == "source" else "text")
+    snippet = clean(e.snippet or "", 4096, keep_newlines=True).strip()
+    one_line = bool(snippet) and "\n" not in snippet and len(snippet) <= 160
+    lines = [f"- {host}{md(e.text, 2000, keep_code=True)}{where}" + (f": {code(snippet)}" if one_line else "")]
+    if snippet and not one_line:
+        lines += [""] + fenced(e.file, e.line, snippet, "python" if e.kind == "source" else "text")
     if e.table:
-        lines += table(e.table)
+        lines += [""] + table(e.table)
     return lines
 
 
@@ -149,9 +149,10 @@ def _host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     try:
         lines = []
         if host.probes:
-            lines += table([("probe", "status", "time", "note")] + [
-                (name, p.status, f"{float(p.duration_s):.1f} s", p.reason or dig(p.error, "message") or "")
-                for name, p in sorted(host.probes.items())])
+            lines += ["Probes: " + "; ".join(
+                f"{md(name)} {md(p.status)} ({float(p.duration_s):.1f} s"
+                + (f": {md(p.reason or dig(p.error, 'message'), 300)})" if p.reason or dig(p.error, "message") else ")")
+                for name, p in sorted(host.probes.items())) + ".", ""]
         lines += host_sections(host)
         for section in (copy_section(host, charts), _repro_matrix(host, charts)):
             lines += section
