@@ -84,6 +84,10 @@ def _where(fact: Any) -> str:
 
 def q1_foreach_copy(host: HostResult) -> Answer:
     gap = probe_gap(host, "torch_caps", "--probes torch_caps")
+    if gap and "not importable" in gap and " in /" not in gap and "by /" not in gap:
+        tried = dig(probe(host, "env"), "torch", "interpreter", "path") or \
+            dig(probe(host, "env"), "python", "executable") or host.python or "the probing Python"
+        gap = f"torch not importable in {tried} ({gap}); point --python at the serving venv"
     if gap:
         return _not_checked("Q1", gap, "gpudiag scan HOST --probes torch_caps")
     caps = probe(host, "torch_caps") or {}
