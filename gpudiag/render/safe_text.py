@@ -23,6 +23,7 @@ _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u2
                        "\u2028\u2029\ufeff]")
 # Backslash first (so host text cannot undo an escape), code spans, HTML, table cells; `](`, `][` and `![`
 # are the only ways a link or image can open inside one line.
+_CAPPED = re.compile(r"… \(\d+ bytes\)")
 _MD_SPECIAL = re.compile(r"([\\`<|])")
 _MD_SPECIAL_KEEP_CODE = re.compile(r"([\\<|])")
 _MD_LINK = re.compile(r"\]([(\[])|!\[")
@@ -46,6 +47,8 @@ def clean(value: Any, limit: int = MAX_CHARS, keep_newlines: bool = False) -> st
     head = head.replace("\t", " ")
     if not keep_newlines:
         head = head.replace("\r", "").replace("\n", " ")
+    if _CAPPED.search(head) and len(text) <= limit * 4 + 64:
+        return head     # built from values cut once already (with their true size): bounded, not cut again
     if len(head) > limit or len(text) > limit * 4 + 64:
         size = len(text.encode("utf-8", "replace"))
         return head[:limit] + f"… ({size} bytes)"
