@@ -139,7 +139,9 @@ def _final_exit(run_dir: Path, outcome: str, fail_on: str, console: Console) -> 
     except StoreError as exc:
         console.print(Text(f"gpudiag: warning: verdict from the outcome only: {exc}"))
         return int(OUTCOME_EXIT[outcome])
-    result = verdict(run, all_findings(run), fail_on, requested=("cuda_graph",))
+    # The repro's verdict is about its cells: facts the light probes gathered on the way are `scan`'s business.
+    findings = [f for f in all_findings(run) if f.id.startswith("cuda_graph.repro")]
+    result = verdict(run, findings, fail_on, requested=("cuda_graph",))
     if outcome == "cells_failed_to_run" and result.exit_code in (ExitCode.OK, ExitCode.INCOMPLETE):
         return int(ExitCode.HOSTS_FAILED)   # the harness itself failed on some cell: not a clean verdict
     return int(result.exit_code)

@@ -32,7 +32,8 @@ def render_markdown(run: LoadedRun, findings: Sequence[Finding], charts: Mapping
     answers = answer_set(run)
     out: list[str] = []
     for section in (_title(run), markdown_block(answers), _summary(findings, verdict, answers), _fleet(run, verdict),
-                    _findings(findings), _appendix(run, charts), _methodology(run), _next_steps(findings, answers)):
+                    _findings(findings), _appendix(run, charts), _methodology(run),
+                    _next_steps(findings, answers, run.manifest.argv)):
         out += section
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -64,11 +65,10 @@ def _summary(findings: Sequence[Finding], verdict: Verdict, answers: AnswerSet) 
         if answers.unchecked or verdict.incomplete:
             return lines + ["No findings among the checks that ran; not everything was checked (see Answers).", ""]
         return lines + ["No findings: every question was answered and nothing calls for action.", ""]
-    for f in list(findings)[:TOP_FINDINGS]:
+    top = [f for f in findings if f.severity in ("critical", "error")][:TOP_FINDINGS]
+    for f in top:
         lines.append(f"- **{f.severity}** — {md(f.title)}" + (f" ({md(host_list(f.hosts))})" if f.hosts else ""))
-    if len(findings) > TOP_FINDINGS:
-        lines.append(f"- … and {len(findings) - TOP_FINDINGS} more below.")
-    return lines + [""]
+    return lines + ([""] if top else [])
 
 
 def _fleet(run: LoadedRun, verdict: Verdict) -> list[str]:
@@ -92,7 +92,10 @@ def _fleet(run: LoadedRun, verdict: Verdict) -> list[str]:
     if not run.hosts:
         return ["## Fleet", "", "No hosts: this run read a file on this machine and contacted none.", ""]
     lines = ["## Fleet", ""] + table(rows)
-    if len(pythons) > 1:
+    if len(pythons) > 1 and all(row[2] == "the same Python" for row in pythons[1:]):
+        lines += ["Interpreters: torch and sglang were read in the same Python on every host: "
+                  + "; ".join(f"{md(row[0])} {md(row[1])}" for row in pythons[1:]) + ".", ""]
+    elif len(pythons) > 1:
         lines += ["Interpreters: the Python whose sglang the source facts describe, and the one torch's facts "
                   "(env, torch_caps) were read in.", ""] + table(pythons)
     return lines
@@ -204,7 +207,10 @@ def _repro_matrix(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     if dig(data, "boundary", "text"):
         lines += [f"Boundary: {md(dig(data, 'boundary', 'text'))}", ""]
     if charts.get(f"repro:{host.name}"):
-        lines += [f"![repro matrix, {md(host.name)}]({md(charts[f'repro:{host.name}'])})", ""]
+        lines += [f"![repro matrix, {md(host.name)}]({md(charts[f'repro:{host.name}'])})",
+                  f"*{md(charts.get(f'repro:{host.name}:caption') or '')}*", ""]
+    elif charts.get(f"repro:{host.name}:not_drawn"):
+        lines += [f"Heat map not drawn: {md(charts[f'repro:{host.name}:not_drawn'])}.", ""]
     return lines
 
 
@@ -241,22 +247,29 @@ def _methodology(run: LoadedRun) -> list[str]:
     return ["## Methodology", ""] + lines + [""]
 
 
-def _next_steps(findings: Sequence[Finding], answers: AnswerSet) -> list[str]:
-    """Each action once, ranked: severity, then how many hosts it helps, then the measured saving it names."""
+def _next_steps(findings: Sequence[Finding], answers: AnswerSet, argv: Sequence[str] = ()) -> list[str]:
+    """Each action once, ranked: severity, then the measured saving it names (µs per decode step), then how many
+    hosts it helps; then what would answer the questions left unchecked."""
     lines = ["## Next steps", ""]
-    ranked = sorted(findings, key=lambda f: (SEVERITY_RANK.get(f.severity, 9), -len(f.hosts), -_saving_us(f)))
+    ranked = sorted(findings, key=lambda f: (SEVERITY_RANK.get(f.severity, 9), -_saving_us(f), -len(f.hosts)))
     seen: dict[str, list[str]] = {}
     for f in ranked:
         if f.severity != "info":
             seen.setdefault(f.recommendation, []).extend(f.hosts)
     steps = [f"{md(step, 2000, keep_code=True)} ({md(host_list(tuple(dict.fromkeys(hosts))) if hosts else 'fleet')})"
              for step, hosts in seen.items()]
-    gaps: dict[str, list[str]] = {}
+    gaps: dict[tuple[str, str, str], list[str]] = {}
     for name, per_host in answers.per_host.items():
         for a in per_host:
             if a.status != "answered":
-                gaps.setdefault(f"{a.qid}: {a.text}", []).append(name)
-    steps += [f"To complete {md(gap, 600)} ({md(host_list(hosts))})" for gap, hosts in list(gaps.items())[:6]]
+                reason = a.text[a.text.index("not checked — "):] if "not checked — " in a.text else a.text
+                # A command this run already ran would not answer it: then the reason alone is the step.
+                flags = [w for w in a.command.split() if w.startswith("--")]
+                rerun = a.command if a.command and not all(f in argv for f in flags) else ""
+                gaps.setdefault((a.qid, reason, rerun), []).append(name)
+    for (qid, reason, rerun), hosts in list(gaps.items())[:8]:
+        command = f": {code(rerun.replace('HOST', ' '.join(hosts[:10])))}" if rerun else ""
+        steps.append(f"{qid} {md(reason, 400)} ({md(host_list(hosts))}){command}")
     if not steps:
         steps = ["Nothing urgent. Rerun `gpudiag scan --deep` after any sglang, torch or driver change."]
     return lines + [f"{i}. {step}" for i, step in enumerate(steps, 1)] + [""]

@@ -45,7 +45,7 @@ def test_markdown_has_every_section_and_cites_the_facts():
     assert "| gpu-c | unreachable |" in text
     # --deep was asked and gpu-b has no copy_bench or cuda_graph result: incomplete
     assert "| gpu-b | incomplete | 8× NVIDIA H100 80GB HBM3 | 575.57.08 | 2.9.1+cu129 | 0.5.23 | DFLASH | off |" in text
-    assert "# sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:421" in text   # fenced snippet with file:line
+    assert "`sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:421`: `buffers.hidden_states[:raw_bs]" in text
     assert "| eagle_draft | 16 | ok | ok | ok | capture_failed |" in text             # repro matrix row
     assert "![" not in text                                                          # no charts asked for
 
@@ -97,7 +97,7 @@ def test_latest_run_with_missing_probes_renders_and_exits_0(tmp_path):
     result = invoke("--reports-dir", tmp_path, "--markdown")
     assert result.exit_code == 0, result.output
     assert "| lone | ok | - |" in result.output and "3.10.12" in result.output
-    assert "| torch_caps | skipped | 0.0 s | torch is not installed |" in result.output
+    assert "torch_caps skipped (0.0 s: torch is not installed)" in result.output
 
 
 def test_newer_schema_is_a_one_line_error_exit_2(tmp_path):
@@ -191,8 +191,8 @@ def test_json_to_a_file_is_deterministic_and_an_interrupted_host_is_reported(tmp
 
 def test_appendix_shows_what_the_probes_gathered_as_tables():
     text = invoke(FLEET3, "--markdown").output
-    assert "| cuda:0 | skipped | - | - | - | - | - | GPU busy: 1 process(es), e.g. pid 4087; --force to check " \
-           "anyway |" in text                                                    # torch_caps, busy GPU skipped
+    assert "| cuda:0, cuda:1, cuda:2, cuda:3 | skipped | - | - | - | - | - | GPU busy: 1 process(es); --force to " \
+           "check anyway |" in text                                   # torch_caps, busy GPUs skipped, one row
     assert "| cuda:4 | ok | 4 of 4 |" in text
     assert "(seq_lens, out_cache_loc, positions, topk_p, topk_index, req_pool_indices, mrope_positions, rids_int, " \
            "bootstrap_room_ids_int) → sglang.srt.model_executor.runner_utils.buffers" in text   # resolved definition
@@ -203,7 +203,7 @@ def test_appendix_shows_what_the_probes_gathered_as_tables():
     assert "| --disable-cuda-graph | --cuda-graph-backend-{decode,prefill}=disabled |" in text
     assert "Server pid 4087 (/opt/sglang/.venv/bin/python), CUDA_VISIBLE_DEVICES=0,1,2,3:" in text
     deployment = text[text.index("Server pid 4087"):text.index("#### Copy timings")]
-    assert "| --speculative-num-steps | 3 |" in deployment and "--enable-dp-attention" not in deployment
+    assert "--speculative-num-steps 3" in deployment and "--enable-dp-attention" not in deployment
     assert "Read from `/srv/sglang-dev/.venv/bin/python` (chosen: live_server)" in text
     assert "20 files checked (only the files the facts above cite; hash every file with `gpudiag scan " \
            "--verify-all`, or `--set sglang_source.verify_all=true`)" in text

@@ -23,6 +23,14 @@ def invoke(*args, env=None):
     return CliRunner().invoke(cli, [str(a) for a in args], env=env or {"COLUMNS": "250"})
 
 
+def scan(*args, tmp):
+    """`gpudiag scan` with the deployment probe reading an empty /proc: other processes on this machine (sglang
+    servers other tests start) must not change what these tests see."""
+    proc = Path(tmp) / "no-proc"
+    proc.mkdir(exist_ok=True)
+    return invoke("scan", *args, "--set", f"deployment.proc_root={proc}")
+
+
 def host_doc(name):
     return json.loads((FLEET3 / "hosts" / f"{name}.json").read_text())
 
@@ -56,7 +64,7 @@ def only(answers, qid):
 @pytest.fixture(scope="module")
 def light_scan(tmp_path_factory):
     reports = tmp_path_factory.mktemp("light")
-    result = invoke("scan", "localhost", "--reports-dir", reports)
+    result = scan("localhost", "--reports-dir", reports, tmp=reports.parent)
     return reports, result
 
 
@@ -90,7 +98,7 @@ def test_sglang_not_found_names_the_interpreter(light_scan):
 
 def test_deep_scan_without_a_gpu_exits_4_with_the_reason_and_fail_on_cannot_hide_it(tmp_path):
     settings = ("--set", "copy_bench.batch_sizes=[8]", "--set", "copy_bench.samples=3")
-    result = invoke("scan", "localhost", "--deep", "--reports-dir", tmp_path, *settings)
+    result = scan("localhost", "--deep", "--reports-dir", tmp_path, *settings, tmp=tmp_path)
     assert result.exit_code == 4, result.output
     assert "localhost: incomplete — copy_bench: no GPU visible: measured on CPU only; cuda_graph: every cell " \
            "skipped — no CUDA device" in result.output
@@ -107,7 +115,7 @@ def test_deep_scan_without_a_gpu_exits_4_with_the_reason_and_fail_on_cannot_hide
 
 
 def test_probes_asked_by_name_that_skip_make_the_host_incomplete(tmp_path):
-    result = invoke("scan", "localhost", "--probes", "cuda_graph", "--reports-dir", tmp_path)
+    result = scan("localhost", "--probes", "cuda_graph", "--reports-dir", tmp_path, tmp=tmp_path)
     assert result.exit_code == 4, result.output
     assert "cuda_graph: every cell skipped" in result.output
 
@@ -143,15 +151,15 @@ def test_torch_not_importable_names_the_interpreter_and_a_real_release_gives_fin
     site = require("0.5.11")
     python = _venv_without_torch(tmp_path, site)
     reports = tmp_path / "reports"
-    scan = invoke("scan", "localhost", "--python", python, "--reports-dir", reports)
-    assert scan.exit_code == 0, scan.output            # only info findings: below the default threshold
+    first = scan("localhost", "--python", python, "--reports-dir", reports, tmp=tmp_path)
+    assert first.exit_code == 0, first.output          # only info findings: below the default threshold
     _, answers = answers_of(invoke("report", "--reports-dir", reports, "--json").output)
     assert only(answers, "Q1").startswith(f"not checked — torch not importable in {python} (")
     assert only(answers, "Q3").startswith("draft per tensor")          # 0.5.11 read from the wheel
     assert only(answers, "Q4").startswith("present (sglang/srt/speculative/dflash_worker.py")   # 0.5.11 has it
     assert invoke("report", "--reports-dir", reports, "--fail-on", "info").exit_code == 1
     assert invoke("report", "--reports-dir", reports, "--fail-on", "warning").exit_code == 0
-    rescan = invoke("scan", "localhost", "--python", python, "--reports-dir", reports, "--fail-on", "info")
+    rescan = scan("localhost", "--python", python, "--reports-dir", reports, "--fail-on", "info", tmp=tmp_path)
     assert rescan.exit_code == 1, rescan.output
 
 
