@@ -100,13 +100,16 @@ def test_deep_scan_without_a_gpu_exits_4_with_the_reason_and_fail_on_cannot_hide
     settings = ("--set", "copy_bench.batch_sizes=[8]", "--set", "copy_bench.samples=3")
     result = scan("localhost", "--deep", "--reports-dir", tmp_path, *settings, tmp=tmp_path)
     assert result.exit_code == 4, result.output
-    assert "localhost: incomplete — copy_bench: no GPU visible: measured on CPU only; cuda_graph: every cell " \
-           "skipped — no CUDA device" in result.output
+    assert "localhost: incomplete — cuda_graph: every cell skipped — no CUDA device" in result.output
     for level in ("info", "critical", "incomplete"):
         assert invoke("report", "--reports-dir", tmp_path, "--fail-on", level).exit_code == 4
     doc = json.loads(invoke("report", "--reports-dir", tmp_path, "--json").output)
     [incomplete] = doc["verdict"]["incomplete_hosts"]
     assert incomplete["name"] == "localhost" and doc["verdict"]["requested_checks"] == ["copy_bench", "cuda_graph"]
+    assert incomplete["reasons"] == ["cuda_graph: every cell skipped — no CUDA device visible to torch "
+                                     f"{doc['hosts'][0]['torch']}"]
+    _, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
+    assert only(answers, "Q5").startswith("not checked — no GPU visible")   # copy_bench measured the CPU only
     assert doc["hosts"][0]["verdict"]["status"] == "incomplete"
     markdown = invoke("report", "--reports-dir", tmp_path, "--markdown").output
     assert "| localhost | incomplete |" in markdown
