@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpudiag.findings import copies, cuda_graph, dflash, fast_path, fleet, hosts, sglang
+from gpudiag.findings import copies, cuda_graph, dflash, fast_path, fleet, hosts, live_server, sglang
 from gpudiag.findings.common import sort_findings
 from gpudiag.findings.group import merge_across_hosts
 from gpudiag.findings.facts import torch_from_other_interpreter
@@ -38,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     sglang.local_modifications,            # 10
     sglang.torch_other_interpreter,        # 11
     fast_path.eagle_fill_fast_path_unread,  # 12
+    live_server.server_not_on_disk,        # 13
 )
 
 

@@ -44,21 +44,14 @@ def q7_integrity(host: HostResult) -> Answer:
     return Answer("Q7", PARTIAL, f"{version}: integrity unknown — {why}", "gpudiag scan HOST --verify-all")
 
 
-def q8_live_matches_disk(host: HostResult) -> Answer:
-    gap = probe_gap(host, "deployment", "--probes deployment")
-    if gap:
-        return _not_checked("Q8", gap)
-    servers = servers_of(host)
-    if not servers:
-        return Answer("Q8", ANSWERED, "no live sglang server to compare", "gpudiag scan HOST")
-    gap = _sglang_gap(host)
-    if gap:
-        return _not_checked("Q8", gap)
+def live_mismatches(host: HostResult) -> list[tuple[dict[str, Any], list[str], int]]:
+    """Per live server: (server, what differs from the code on disk, flags checked). A flag counts as unknown
+    only among those the source probe records (graphs, speculative decoding); [] when sglang was not read."""
     known = {str(f.get("name")) for f in as_list(dig(probe(host, "sglang_source"), "server_flags"))
              if isinstance(f, dict)}
     read = sglang_interpreter(host)
-    parts, differs = [], False
-    for server in servers:
+    out = []
+    for server in servers_of(host):
         words = [str(w) for w in as_list(server.get("cmdline"))]
         flags = sorted({w.split("=", 1)[0] for w in words if w.startswith("--")})
         unknown = [f for f in flags if known and RECORDED_FLAGS.search(f) and f not in known]
@@ -66,12 +59,28 @@ def q8_live_matches_disk(host: HostResult) -> Answer:
         notes = []
         if unknown:
             notes.append(f"flags not in the installed release: {', '.join(unknown)}")
-        if read and python != read[0]:
+        if read and server.get("python") and python != read[0]:
             notes.append(f"runs {python}, sglang was read from {read[0]}")
+        out.append((server, notes, len(flags)))
+    return out
+
+
+def q8_live_matches_disk(host: HostResult) -> Answer:
+    gap = probe_gap(host, "deployment", "--probes deployment")
+    if gap:
+        return _not_checked("Q8", gap)
+    if not servers_of(host):
+        return Answer("Q8", ANSWERED, "no live sglang server to compare", "gpudiag scan HOST")
+    gap = _sglang_gap(host)
+    if gap:
+        return _not_checked("Q8", gap)
+    known = as_list(dig(probe(host, "sglang_source"), "server_flags"))
+    parts, differs = [], False
+    for server, notes, checked in live_mismatches(host):
         differs |= bool(notes)
         parts.append(f"pid {server.get('pid')}: " + ("; ".join(notes) if notes else
-                                                     f"all {len(flags)} flags exist, interpreter {python} is the "
-                                                     "one read"))
+                                                     f"all {checked} flags exist, interpreter "
+                                                     f"{server.get('python') or '?'} is the one read"))
     if not known:
         return Answer("Q8", PARTIAL, "; ".join(parts) + "; server flags of the release not read", "gpudiag scan HOST")
     return Answer("Q8", ANSWERED, "; ".join(parts) + ("" if differs else "; file changes since start not recorded"),

@@ -317,3 +317,66 @@ def test_every_finding_names_the_command_that_reproduces_it():
     findings = markdown.split("## Findings")[1].split("## Appendix")[0]
     assert findings.count("Reproduce: `gpudiag ") == findings.count("#### ")
     assert "Reproduce: `gpudiag repro cuda-graph-crash gpu-a`" in findings
+
+
+# ---- facts the report used to miss ------------------------------------------------------------------------
+
+def _eagle_server_on_gpu_b(**changes):
+    b = host_doc("gpu-b")
+    server = b["probes"]["deployment"]["data"]["servers"][0]
+    server["args"].update(speculative_algorithm="EAGLE", disable_cuda_graph=False, enable_dp_attention=False)
+    server["cmdline"] = [server["python"], "-m", "sglang.launch_server", "--model-path", "m",
+                         "--speculative-algorithm", "EAGLE", "--speculative-num-draft-tokens", "4"]
+    server.update(changes)
+    return b, server
+
+
+def test_eagle_server_setting_the_fill_fast_path_gets_told_it_does_not_reach_its_replays(tmp_path):
+    b, server = _eagle_server_on_gpu_b()
+    server["env"] = {"SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH": "1"}
+    write_run(tmp_path, [b])
+    doc, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
+    [finding] = [f for f in doc["findings"] if f["id"] == "sglang.fill_fast_path_unread"]
+    assert finding["evidence"][0]["file"] == "sglang/srt/model_executor/runner_utils/buffers.py"
+    assert "runner_utils/buffers.py" in finding["recommendation"]
+    q2 = only(answers, "Q2")
+    assert "target decode fill → sglang/srt/model_executor/cuda_graph_buffer_registry.py:48 (dense-int path gated " \
+           "by SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH=1, small-copy kernel)" in q2
+    assert "EAGLE draft → sglang/srt/model_executor/runner_utils/buffers.py:40 (small-copy kernel)" in q2
+
+
+def test_a_server_whose_flags_or_interpreter_differ_from_disk_gets_a_finding_with_both_values(tmp_path):
+    b, server = _eagle_server_on_gpu_b(python="/old/venv/bin/python")
+    server["cmdline"] = ["/old/venv/bin/python", "-m", "sglang.launch_server", "--speculative-algorithm", "EAGLE",
+                         "--enable-piecewise-cuda-graph"]
+    write_run(tmp_path, [b])
+    doc, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
+    [finding] = [f for f in doc["findings"] if f["id"] == "sglang.server_not_on_disk"]
+    texts = " ".join(e["text"] for e in finding["evidence"])
+    assert "flags not in the installed release: --enable-piecewise-cuda-graph" in texts
+    assert "runs /old/venv/bin/python, sglang was read from /srv/sglang-dev/.venv/bin/python" in texts
+    assert "--python /old/venv/bin/python" in finding["recommendation"]
+    assert "--enable-piecewise-cuda-graph" in only(answers, "Q8")
+
+
+def test_dflash_presence_and_guards_are_stated_on_every_release(tmp_path):
+    a, b = host_doc("gpu-a"), host_doc("gpu-b")
+    a["probes"]["sglang_source"]["data"]["dflash"] = {"present": False, "draft_graph_guards": []}
+    write_run(tmp_path, [a, b])
+    _, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
+    by_host = {tuple(g["hosts"]): g["answer"] for g in answers["Q4"]}
+    assert by_host[("gpu-a",)] == "DFlash absent in sglang 0.5.11"
+    assert "3 draft-graph guard(s) at sglang/srt/speculative/dflash_worker_v2.py:714" in by_host[("gpu-b",)]
+    assert "draft graph off by --disable-cuda-graph; with graphs on, guard " \
+           "sglang/srt/speculative/dflash_worker_v2.py:724 would still hold" in by_host[("gpu-b",)]
+
+
+def test_integrity_answer_shows_version_mismatch_and_why_it_is_unknown(tmp_path):
+    a = host_doc("gpu-a")
+    a["probes"]["sglang_source"]["data"]["version_mismatch"] = True
+    a["probes"]["sglang_source"]["data"]["integrity"] = {"method": "none", "reason": "no RECORD matches the imported "
+                                                                                     "files"}
+    write_run(tmp_path, [a])
+    _, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
+    assert only(answers, "Q7") == "sglang 0.5.11 (version_mismatch: true): integrity unknown — no RECORD matches the " \
+                                  "imported files"
