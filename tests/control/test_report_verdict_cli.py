@@ -380,3 +380,20 @@ def test_integrity_answer_shows_version_mismatch_and_why_it_is_unknown(tmp_path)
     _, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
     assert only(answers, "Q7") == "sglang 0.5.11 (version_mismatch: true): integrity unknown — no RECORD matches the " \
                                   "imported files"
+
+
+def test_drift_shows_copy_timings_that_moved_beyond_noise(tmp_path):
+    slow = _copies(["h1", "h2"])
+    for gpu in slow[1]["probes"]["copy_bench"]["data"]["gpus"]:
+        for w in gpu["workloads"]:
+            installed = w["strategies"]["installed"]
+            for key in ("median_us", "p10_us", "p90_us"):
+                installed[key] = installed[key] * 2
+    write_run(tmp_path, slow)
+    doc = json.loads(invoke("report", "--reports-dir", tmp_path, "--json").output)
+    [drift] = [f for f in doc["findings"] if f["id"] == "fleet.drift"]
+    rows = {row[0]: row[1:] for row in drift["evidence"][0]["table"][1:]}
+    assert rows["copy eagle_draft/bs8/h7168, installed (median)"] == ["9.8 µs", "19.7 µs"]   # 9.84 µs doubled
+    write_run(tmp_path / "same", _copies(["h1", "h2"]))
+    same = json.loads(invoke("report", "--reports-dir", tmp_path / "same", "--json").output)
+    assert not [f for f in same["findings"] if f["id"] == "fleet.drift"]     # identical hosts: no drift
