@@ -192,12 +192,18 @@ def q3_eagle_batching(host: HostResult) -> Answer:
     return Answer("Q3", ANSWERED, "; ".join(parts), "gpudiag scan HOST")
 
 
-def _log_lines(host: HostResult, needle: str) -> list[str]:
-    """Server-log classifications (deployment `server_logs`, or a `log` probe) whose lines mention `needle`."""
+NOT_A_BREAK = ("clean", "dflash_draft_graph_disabled", "not_graph")
+
+
+def _log_lines(host: HostResult, needle: str, breaks_only: bool = False) -> list[str]:
+    """Quoted lines of server-log classifications (deployment `server_logs`, or a `log` probe's `logs`) that
+    mention `needle`; with breaks_only, only matches whose family is a crash or graph failure."""
     logs = as_list(dig(probe(host, "deployment"), "server_logs")) + as_list(dig(probe(host, "log"), "logs"))
     found = []
     for log in (entry for entry in logs if isinstance(entry, dict)):
-        for match in as_list(log.get("matches")) + [log]:
+        for match in as_list(log.get("matches")) + ([] if breaks_only else [log]):
+            if breaks_only and str(as_dict(match).get("family") or "clean") in NOT_A_BREAK:
+                continue
             for line in as_list(as_dict(match).get("lines")):
                 text = str(as_dict(line).get("text") or line)
                 if needle.lower() in text.lower():
@@ -292,7 +298,7 @@ def _signature_name(cell: dict[str, Any]) -> str:
 
 def q6_graph_breaks(host: HostResult) -> Answer:
     command = "gpudiag repro cuda-graph-crash HOST"
-    logged = _log_lines(host, "")
+    logged = _log_lines(host, "", breaks_only=True)
     gap = probe_gap(host, "cuda_graph", "--deep or `gpudiag repro cuda-graph-crash`")
     if gap:
         return Answer("Q6", ANSWERED, f"server log: {logged[0]}", command) if logged else \

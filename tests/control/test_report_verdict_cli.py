@@ -397,3 +397,19 @@ def test_drift_shows_copy_timings_that_moved_beyond_noise(tmp_path):
     write_run(tmp_path / "same", _copies(["h1", "h2"]))
     same = json.loads(invoke("report", "--reports-dir", tmp_path / "same", "--json").output)
     assert not [f for f in same["findings"] if f["id"] == "fleet.drift"]     # identical hosts: no drift
+
+
+def test_dflash_answer_uses_a_server_log_classification_when_the_scan_has_one(tmp_path):
+    b = host_doc("gpu-b")
+    line = "Disable DFLASH draft cuda graph because dp attention is enabled (draft runs eager)."
+    b["probes"]["deployment"]["data"]["server_logs"] = [
+        {"pid": 2211, "path": "/var/log/sglang.log", "outcome": "clean", "matches": [
+            {"family": "dflash_draft_graph_disabled", "lines": [{"line": 812, "text": line}]}]}]
+    write_run(tmp_path, [b])
+    _, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
+    assert only(answers, "Q4").endswith(f"DFlash draft graph disabled at startup: {line}")
+    assert only(answers, "Q6").startswith("not checked — probe cuda_graph not selected")   # not a graph break
+    del b["probes"]["deployment"]["data"]["server_logs"]          # without one, the flags and guards answer
+    write_run(tmp_path / "plain", [b])
+    _, answers = answers_of(invoke("report", "--reports-dir", tmp_path / "plain", "--json").output)
+    assert "draft graph off by --disable-cuda-graph" in only(answers, "Q4")
