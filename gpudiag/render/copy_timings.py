@@ -30,7 +30,7 @@ def copy_section(host: HostResult, charts: Mapping[str, str]) -> list[str]:
              f"{NOISY_MARK} marks a noisy timing (cv > {NOISY_CV:.0%} or flagged by the probe).", ""]
     lines += _installed_line(as_dict(data.get("installed"))) + _paths_line(as_dict(dig(data, "summary", "paths")))
     measured = [g for g in gpus if g.get("status", "ok") == "ok"]
-    lines += [f"{md(device_label(g))}: **{md(g.get('status'))}** — {md(g.get('reason') or 'no reason recorded')}"
+    lines += [f"- {md(device_label(g))}: **{md(g.get('status'))}** — {md(g.get('reason') or 'no reason recorded')}"
               for g in gpus if g not in measured]
     if measured:
         lines += ([""] if len(measured) < len(gpus) else []) + _devices(measured)
@@ -248,8 +248,9 @@ def _said_once(gpus: list[dict[str, Any]], text_of: Any) -> list[str]:
     groups: dict[str, list[str]] = {}
     for gpu in gpus:
         groups.setdefault(text_of(gpu), []).append(_column(gpu))
-    prefix = len(groups) > 1 or len(gpus) > 1
-    return [(f"{', '.join(cols)}: " if prefix else "") + text for text, cols in groups.items()] + [""]
+    if len(gpus) == 1:
+        return [text for text in groups] + [""]
+    return [f"- {', '.join(cols)}: {text}" for text, cols in groups.items()] + [""]
 
 
 def _split_text(gpu: dict[str, Any]) -> str:
