@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpudiag.cli import ExitCode, UserError
+from gpudiag.cli import UserError
 from gpudiag.cli.common import reports_dir_option
 from gpudiag.findings import all_findings
 from gpudiag.findings.facts import host_facts

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe
-from gpudiag.findings.copies import copy_gpus, device_label, ok_timing, workloads
+from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
 from gpudiag.findings.dflash import dflash_guards, first_guard_holding
-from gpudiag.findings.facts import (EAGLE_FAMILY, algorithm_of, decode_graph_switch, graph_max_bs, server_args,
+from gpudiag.findings.facts import (algorithm_of, decode_graph_switch, server_args,
                                     servers_of, sglang_interpreter, torch_facts)
 from gpudiag.models import OK, PROBE_ERROR, HostResult
 
@@ -319,8 +319,8 @@ def q6_graph_breaks(host: HostResult) -> Answer:
     parts = []
     for algorithm, path, status, signature in breaks:
         mine = [c for c in failing if (str(c.get("path")), _signature_name(c)) == (path, signature)]
-        sizes = sorted({c.get("batch_size") for c in mine if isinstance(c.get("batch_size"), int)})
-        tokens = sorted({c.get("draft_tokens") for c in mine if isinstance(c.get("draft_tokens"), int)})
+        sizes = sorted({int(c["batch_size"]) for c in mine if isinstance(c.get("batch_size"), int)})
+        tokens = sorted({int(c["draft_tokens"]) for c in mine if isinstance(c.get("draft_tokens"), int)})
         ref = as_dict(signature_of.get(signature)).get("reference")
         parts.append(f"{algorithm} {path} {status} at bs {','.join(map(str, sizes))} × draft tokens "
                      f"{','.join(map(str, tokens))} ({signature}" + (f", {ref})" if ref else ")"))

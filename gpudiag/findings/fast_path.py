@@ -40,7 +40,7 @@ def eagle_fill_fast_path_unread(hosts: list[HostResult]) -> list[Finding]:
                                         f"_grouped_foreach_copy_ at {where}, which does not read it",
                                    file=str(unread[0].get("file") or "") or None,
                                    line=unread[0].get("line") if isinstance(unread[0].get("line"), int) else None),),
-                recommendation=f"The variable only gates the target decode fill; expect no change in the EAGLE "
-                               f"draft and draft-extend replays from it (they use runner_utils/buffers.py).",
+                recommendation="The variable only gates the target decode fill; expect no change in the EAGLE "
+                               "draft and draft-extend replays from it (they use runner_utils/buffers.py).",
                 sources=(source(host, "sglang_source"), source(host, "deployment"))))
     return findings

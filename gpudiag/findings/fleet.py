@@ -65,7 +65,7 @@ def _timing_rows(hosts: list[HostResult]) -> list[tuple[str, ...]]:
         present = [t for t in timings if t]
         if len(present) < 2:
             continue
-        apart = max(number(t["p10_us"]) for t in present) > min(number(t["p90_us"]) for t in present)
+        apart = max(number(t["p10_us"]) or 0.0 for t in present) > min(number(t["p90_us"]) or 0.0 for t in present)
         if apart:
             rows.append((f"copy {name}, installed (median)",) + tuple(fmt_us(t["median_us"]) if t else UNKNOWN
                                                                      for t in timings))

@@ -40,8 +40,10 @@ def _merge_evidence(first: tuple[Evidence, ...], more: tuple[Evidence, ...]) -> 
         same = next((i for i, kept in enumerate(out) if _content(kept) == _content(e)), None)
         if same is None:
             out.append(e)
-        elif e.host and out[same].host and e.host not in out[same].host.split(", "):
-            out[same] = dataclasses.replace(out[same], host=f"{out[same].host}, {e.host}")
+        else:
+            kept_host = out[same].host
+            if e.host and kept_host and e.host not in kept_host.split(", "):
+                out[same] = dataclasses.replace(out[same], host=f"{kept_host}, {e.host}")
     return tuple(out)
 
 

@@ -136,7 +136,7 @@ def _devices(gpus: list[dict[str, Any]]) -> list[str]:
     names = sorted({str(g.get("name")) for g in gpus})
     head = [f"Devices: {', '.join(_column(g) for g in gpus)} ({md(', '.join(names))}).", ""]
     cells: dict[tuple[str, str], dict[int, str]] = {}
-    summary: dict[str, dict[str, Any]] = {}
+    summary: dict[str, dict[Any, Any]] = {}
     for i, gpu in enumerate(gpus):
         for w in workloads(gpu):
             name = str(w.get("name"))

@@ -195,7 +195,7 @@ def _repro_matrix(host: HostResult, charts: Mapping[str, str]) -> list[str]:
         return []
     data = probe(host, "cuda_graph") or {}
     gpu = as_dict(data.get("gpu"))
-    sizes = sorted({c.get("batch_size") for c in found if isinstance(c.get("batch_size"), int)})
+    sizes = sorted({int(c["batch_size"]) for c in found if isinstance(c.get("batch_size"), int)})
     keys = sorted({(str(c.get("path")), str(c.get("draft_tokens", "-"))) for c in found})
     status = {(str(c.get("path")), str(c.get("draft_tokens", "-")), c.get("batch_size")): str(c.get("status"))
               for c in found}

@@ -5,7 +5,6 @@ Scans run the real probes on this machine (no GPU here); stored runs stand for w
 """
 import copy
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
