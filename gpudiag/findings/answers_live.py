@@ -5,8 +5,8 @@ import re
 from typing import Any, Callable
 
 from gpudiag.findings.answers import (ANSWERED, NOT_CHECKED, PARTIAL, QUESTIONS, Answer, _not_checked, _sglang_gap,
-                                      probe_gap, q1_foreach_copy, q2_grouped_copy, q3_eagle_batching, q4_dflash,
-                                      q5_copy_cost, q6_graph_breaks)
+                                      probe_gap, q1_foreach_copy, q2_grouped_copy, q3_eagle_batching, q4_dflash)
+from gpudiag.findings.answers_measured import q5_copy_cost, q6_graph_breaks
 from gpudiag.findings.common import as_dict, as_list, dig, probe
 from gpudiag.findings.facts import algorithm_of, graph_max_bs, graphs_disabled, server_args, servers_of, \
     sglang_interpreter
