@@ -18,11 +18,11 @@ from gpudiag import __version__
 
 class ExitCode(enum.IntEnum):
     """Every status gpudiag exits with; the README's exit-code table lists exactly these."""
-    OK = 0                 # all hosts ok, everything asked was checked, no error-severity finding
-    FINDINGS = 1           # error-or-worse findings
+    OK = 0                 # all hosts ok, everything asked was checked, no finding at or above --fail-on
+    FINDINGS = 1           # findings at or above --fail-on (default: error)
     USAGE = 2              # usage or input error (one line)
     HOSTS_FAILED = 3       # some hosts could not be scanned
-    INCOMPLETE = 4         # a requested check could not run (repro: every cell skipped)
+    INCOMPLETE = 4         # a check asked for (--deep, --probes, repro) could not run on some host
     INTERNAL = 70          # a bug in gpudiag itself (EX_SOFTWARE), never confused with "error findings"
     HANGUP = 129           # SIGHUP (128 + 1), finished hosts kept
     INTERRUPTED = 130      # Ctrl-C (128 + SIGINT, as shells report it), finished hosts kept

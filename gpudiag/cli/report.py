@@ -5,19 +5,24 @@ from pathlib import Path
 from typing import Sequence
 
 import click
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, reports_dir_option
-from gpudiag.findings import all_findings, has_errors
+from gpudiag.findings import all_findings
 from gpudiag.findings.facts import host_facts
 from gpudiag.models import SEVERITIES, Finding
 from gpudiag.render.json_report import render_json
 from gpudiag.render.markdown import render_markdown
 from gpudiag.render import plots
 from gpudiag.models import LoadedRun
+from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, host_list
+from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.store import StoreError, load_run, resolve_run_dir
+from gpudiag.cli.fail_on import fail_on_option
+from gpudiag.verdict import Verdict, verdict as compute_verdict
 
 SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
 
@@ -32,21 +37,23 @@ SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "
 @click.option("--severity", type=click.Choice(SEVERITIES), metavar="LEVEL",
               help=f"Show only findings at LEVEL or worse ({', '.join(SEVERITIES)}).")
 @click.option("--no-charts", is_flag=True, help="Tables only, even when matplotlib is installed.")
+@fail_on_option
 @reports_dir_option
 def report(run: str | None, as_markdown: bool, as_json: bool, output: Path | None, severity: str | None,
-           no_charts: bool, reports_dir: Path) -> int:
+           no_charts: bool, fail_on: str, reports_dir: Path) -> int:
     """Findings for RUN (a run directory or id; default: the latest run)."""
     as_markdown, as_json = output_format(as_markdown, as_json, output)
     if output is not None and str(output) == "-":
         output = None
     try:
-        loaded = load_run(resolve_run_dir(run, reports_dir))
+        loaded = clean_run(load_run(resolve_run_dir(run, reports_dir)))
     except StoreError as exc:
         raise UserError(str(exc)) from None
     every_finding = all_findings(loaded)
+    verdict = compute_verdict(loaded, every_finding, fail_on)   # the exit code counts every finding
     findings = at_least(every_finding, severity) if severity else every_finding
     if as_json:
-        _emit(render_json(loaded, findings), output)
+        _emit(render_json(loaded, findings, verdict), output)
     elif as_markdown:
         charts = {}
         if output is not None and not no_charts:
@@ -54,11 +61,11 @@ def report(run: str | None, as_markdown: bool, as_json: bool, output: Path | Non
             if not plots.charts_available():
                 click.echo("charts: matplotlib not installed (pip install 'gpudiag[plots]'); tables only",
                            err=True)
-        _emit(render_markdown(loaded, findings, charts), output)
+        _emit(render_markdown(loaded, findings, charts, verdict), output)
     else:
         hidden = len(every_finding) - len(findings)
-        _console_summary(loaded, findings, f"{hidden} below {severity} not shown" if hidden else "")
-    return ExitCode.FINDINGS if has_errors(every_finding) else ExitCode.OK
+        _console_summary(loaded, findings, verdict, f"{hidden} below {severity} not shown" if hidden else "")
+    return ExitCode(verdict.exit_code)
 
 
 def output_format(as_markdown: bool, as_json: bool, output: Path | None) -> tuple[bool, bool]:
@@ -77,7 +84,7 @@ def output_format(as_markdown: bool, as_json: bool, output: Path | None) -> tupl
 
 
 def at_least(findings: list[Finding], severity: str) -> list[Finding]:
-    """Findings at `severity` or worse (the exit code still counts every finding)."""
+    """Findings at `severity` or worse."""
     worst_first = list(SEVERITIES)
     return [f for f in findings if f.severity in worst_first
             and worst_first.index(f.severity) <= worst_first.index(severity)]
@@ -95,30 +102,56 @@ def _emit(text: str, output: Path | None) -> None:
     click.echo(f"report: {output}", err=True)
 
 
-def _console_summary(run: LoadedRun, findings: Sequence[Finding], hidden: str = "") -> None:
+def _console_summary(run: LoadedRun, findings: Sequence[Finding], verdict: Verdict, hidden: str = "") -> None:
     console = ResultConsole()
-    hosts = Table(title=Text(f"gpudiag run {run.manifest.run_id} ({run.manifest.started_at[:10] or '-'})"))
+    answers = print_answers(console, run)
+    hosts = Table(title=Text(f"gpudiag run {console_text(run.manifest.run_id)} "
+                             f"({console_text(run.manifest.started_at[:10] or '-')})"))
     for column in ("host", "status", "GPUs", "torch", "sglang", "speculative", "CUDA graphs (decode)"):
         hosts.add_column(column, overflow="fold")
+    status = {h.name: h for h in verdict.hosts}
     for h in run.hosts:
         f = host_facts(h)
         torch = f"{f.torch} (another Python than sglang's)" if f.torch_elsewhere else f.torch
-        # Host-provided text is plain text: a name or version holding "[...]" is not rich markup.
-        hosts.add_row(*(Text(str(v)) for v in (f.name, f.status, f.gpus, torch, f.sglang, f.speculative,
-                                                f.cuda_graphs)))
+        shown = status[h.name].status if h.name in status else f.status
+        # Host-provided text is plain, cleaned text: a name or version holding "[...]" is not rich markup.
+        hosts.add_row(*(Text(console_text(v)) for v in (f.name, shown, f.gpus, torch, f.sglang, f.speculative,
+                                                         f.cuda_graphs)))
     console.print(hosts)
-    if not findings:
-        console.print(f"no findings{f' shown ({hidden})' if hidden else ''}")
-        return
-    table = Table(title=f"{len(findings)} finding{'' if len(findings) == 1 else 's'}")
-    for column in ("severity", "finding", "hosts", "rule"):
-        table.add_column(column, overflow="fold")
-    for f in findings:
-        style = SEVERITY_STYLE.get(f.severity, "")
-        table.add_row(Text(f.severity, style=style), Text(f.title), Text(", ".join(f.hosts) or "fleet"), Text(f.id))
-    console.print(table)
+    for host in verdict.incomplete:
+        console.print(Text(f"{console_text(host.name)} incomplete: {console_text('; '.join(host.reasons), 1200)}"),
+                      style="yellow")
+    print_verdict(console, findings, verdict, answers)
     if hidden:
         console.print(hidden, style="dim")
-    console.print("full report: gpudiag report --markdown -o FINDINGS.md", style="dim")
 
 
+def print_answers(console: Console, run: LoadedRun) -> AnswerSet:
+    answers = answer_set(run)
+    table = Table(title=Text(f"Answers — {answers.coverage}"), show_lines=False)
+    for column in ("Q", "hosts", "answer"):
+        table.add_column(column, overflow="fold")
+    for qid, hosts, text in console_rows(answers):
+        style = "yellow" if text.startswith("not checked") else ""
+        table.add_row(Text(qid), Text(console_text(hosts)), Text(console_text(text, 1200), style=style))
+    console.print(table)
+    return answers
+
+
+def print_verdict(console: Console, findings: Sequence[Finding], verdict: Verdict, answers: AnswerSet) -> None:
+    console.print(Text(f"coverage: {answers.coverage}"))
+    if not findings:
+        unchecked = bool(verdict.incomplete) or answers.unchecked
+        console.print("no findings among the checks that ran; not everything was checked (see Answers)"
+                      if unchecked else "no findings: every question was answered")
+    else:
+        table = Table(title=f"{len(findings)} finding{'' if len(findings) == 1 else 's'}")
+        for column in ("severity", "finding", "hosts", "rule"):
+            table.add_column(column, overflow="fold")
+        for f in findings:
+            style = SEVERITY_STYLE.get(f.severity, "")
+            table.add_row(Text(f.severity, style=style), Text(console_text(f.title)),
+                          Text(console_text(host_list(f.hosts)) if f.hosts else "fleet"), Text(f.id))
+        console.print(table)
+    console.print(Text(f"exit {int(verdict.exit_code)} (--fail-on {verdict.fail_on}); "
+                       "full report: gpudiag report --markdown -o FINDINGS.md"), style="dim")

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, Seconds, inventory_option, load_hosts, reports_dir_option
+from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.cli.runs import StoredRun, transports
 from gpudiag.orchestrator import Orchestrator, ScanRequest
 from gpudiag.render.console import ScanProgress
@@ -31,7 +32,7 @@ from gpudiag.store import RunWriter, StoreError
 
 REPRO_PROBES = ["env", "deployment", "sglang_source", "cuda_graph"]
 DEFAULT_HOST_TIMEOUT = 3600.0
-OUTCOME_EXIT = {"ok": ExitCode.OK, "failures": ExitCode.FINDINGS, "nothing_ran": ExitCode.NOTHING_RAN,
+OUTCOME_EXIT = {"ok": ExitCode.OK, "failures": ExitCode.FINDINGS, "nothing_ran": ExitCode.INCOMPLETE,
                 "hosts_failed": ExitCode.HOSTS_FAILED, "cells_failed_to_run": ExitCode.HOSTS_FAILED}
 
 
@@ -72,13 +73,14 @@ def repro() -> None:
 @click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@fail_on_option
 @reports_dir_option
 def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, python: str | None, algorithm: str,
                      model: str | None, draft_model: str | None, layers: int, batch_sizes: str, draft_tokens: str,
                      tp: int, topk: int, mode: str, force: bool, model_override: str | None, judge_acceptance: bool,
                      cell_timeout: float, max_mem_mib: int, timeout: float,
                      log_file: str | None, accept_new: bool, known_hosts: str | None, as_json: bool,
-                     reports_dir: Path) -> int:
+                     fail_on: str, reports_dir: Path) -> int:
     """Reproduce CUDA-graph crashes on TARGETS (default localhost) or classify --log FILE."""
     try:
         table = sig_mod.load_table()
@@ -87,7 +89,7 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     if log_file is not None:
         if targets:
             raise UserError("--log classifies a file on this machine; give it without TARGETS")
-        return _classify_log(log_file, as_json, reports_dir)
+        return _classify_log(log_file, as_json, reports_dir, fail_on)
     try:
         plan = plan_mod.ReproPlan(algorithms=plan_mod.parse_algorithms(algorithm),
                                   batch_sizes=plan_mod.parse_batch_sizes(batch_sizes),
@@ -127,7 +129,28 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept; every server and child was killed", style="yellow")
         return ExitCode.INTERRUPTED
-    return OUTCOME_EXIT[block["outcome"]]
+    return ExitCode(_final_exit(writer.dir, block["outcome"], fail_on, console))
+
+
+def _final_exit(run_dir: Path, outcome: str, fail_on: str, console: Console) -> int:
+    """The stored repro's verdict (cells that failed are findings; every cell skipped is incomplete), as
+    `gpudiag report` computes it; the outcome's own code when the run cannot be read back."""
+    from gpudiag.findings import all_findings
+    from gpudiag.render.safe_text import clean_run
+    from gpudiag.store import StoreError, load_run
+    from gpudiag.verdict import verdict
+
+    try:
+        run = clean_run(load_run(run_dir))
+    except StoreError as exc:
+        console.print(Text(f"gpudiag: warning: verdict from the outcome only: {exc}"))
+        return int(OUTCOME_EXIT[outcome])
+    # The repro's verdict is about its cells: facts the light probes gathered on the way are `scan`'s business.
+    findings = [f for f in all_findings(run) if f.id.startswith("cuda_graph.repro")]
+    result = verdict(run, findings, fail_on, requested=("cuda_graph",))
+    if outcome == "cells_failed_to_run" and result.exit_code in (ExitCode.OK, ExitCode.INCOMPLETE):
+        return int(ExitCode.HOSTS_FAILED)   # the harness itself failed on some cell: not a clean verdict
+    return int(result.exit_code)
 
 
 def _print_host(console: Console, item: summary.HostRepro) -> None:
@@ -167,7 +190,7 @@ def _print_interpreter(console: Console, data: dict[str, Any]) -> None:
     console.print(Text(line))
 
 
-def _classify_log(source: str, as_json: bool, reports_dir: Path) -> int:
+def _classify_log(source: str, as_json: bool, reports_dir: Path, fail_on: str) -> int:
     """Classify a log, store it as a run of kind "log" (reports/latest keeps pointing at the last host run)."""
     try:
         block = logrun.classify_source(source)
@@ -184,6 +207,19 @@ def _classify_log(source: str, as_json: bool, reports_dir: Path) -> int:
         for line in logrun.describe(block):
             click.echo(line)
         click.echo(f"results: {writer.dir}  (gpudiag report {manifest.run_id})")
-    return ExitCode.FINDINGS if logrun.is_crash(block) else ExitCode.OK
+    return ExitCode.FINDINGS if _log_fails(block, fail_on) else ExitCode.OK
+
+
+def _log_fails(block: dict[str, Any], fail_on: str) -> bool:
+    """Whether a crash in the log reaches --fail-on (an unclassified crash counts as an error; `incomplete`:
+    a log never fails)."""
+    from gpudiag.findings.common import SEVERITY_RANK
+    from gpudiag.verdict import INCOMPLETE
+
+    if fail_on == INCOMPLETE or not logrun.is_crash(block):
+        return False
+    severities = [str((crash.get("signature") or {}).get("severity") or "error")
+                  for crash in block.get("crashes") or []] or ["error"]
+    return any(SEVERITY_RANK.get(sev, 1) <= SEVERITY_RANK[fail_on] for sev in severities)
 
 

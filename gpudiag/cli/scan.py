@@ -16,11 +16,14 @@ from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import (ResultConsole, Seconds, checked_settings, inventory_option, load_hosts,
                                  reports_dir_option, warn_ignored_ssh_settings)
 from gpudiag.cli.runs import StoredRun, transports
-from gpudiag.findings import has_errors
-from gpudiag.models import OK, Finding
+from gpudiag.findings import all_findings
+from gpudiag.models import OK, LoadedRun
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
 from gpudiag.render.console import ScanProgress, summary_table
-from gpudiag.store import StoreError
+from gpudiag.render.safe_text import clean_run, console as console_text
+from gpudiag.store import StoreError, load_run
+from gpudiag.cli.fail_on import fail_on_option
+from gpudiag.verdict import explicit_checks, verdict
 
 
 # GPU probes visit every GPU in turn: an 8-GPU host needs far more than a light probe's limit.
@@ -58,11 +61,12 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.option("--verify-all", is_flag=True,
               help="Hash every installed sglang file against its RECORD, not only the files facts cite.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
+@fail_on_option
 @reports_dir_option
 def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | None, probes: str | None,
          deep: bool, force: bool, settings: tuple[str, ...], forks: int, timeout: float | None,
          probe_timeout: float | None, accept_new: bool, known_hosts: str | None, connect_timeout: float,
-         verify_all: bool, as_json: bool, reports_dir: Path) -> int:
+         verify_all: bool, as_json: bool, fail_on: str, reports_dir: Path) -> int:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
     names = selected_probes(probes, deep)
     options = checked_settings(settings, names)
@@ -82,7 +86,9 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     request = ScanRequest(probes=names, options=options, probe_timeouts=gpu_limits, probe_timeout=probe_timeout,
                           timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks)
     console = Console(stderr=True)
-    run = StoredRun(reports_dir, "scan", console)
+    # What the user asked for by name is recorded: a requested check that cannot run makes the host incomplete.
+    run = StoredRun(reports_dir, "scan", console,
+                    extra={"requested": {"checks": list(explicit_checks((), probes, deep))}})
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
     with _interrupt_policy() as finishing:
         with ScanProgress(len(hosts), console=console) as progress:
@@ -95,7 +101,9 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         finishing()   # only writing is left: a late Ctrl-C must not cut run.json short
         manifest = run.finish(outcome)
     writer = run.writer
-    findings = _stored_findings(writer.dir, console)
+    stored = _stored_run(writer.dir, console)
+    findings = None if stored is None else all_findings(stored)
+    result = None if stored is None else verdict(stored, findings or [], fail_on)
     results = ResultConsole()   # results go to stdout, progress and warnings to stderr
     if as_json:
         doc = manifest.to_dict()
@@ -104,6 +112,9 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     else:
         results.print(summary_table(outcome.results, f"gpudiag scan {manifest.run_id}"))
         results.print(f"results: {writer.dir}", markup=False, highlight=False)
+        for host in result.incomplete if result else ():
+            results.print(f"{console_text(host.name)}: incomplete — {console_text('; '.join(host.reasons), 1200)}",
+                          markup=False, highlight=False, style="yellow", soft_wrap=True)
         if findings:
             counts: dict[str, int] = {}
             for finding in findings:
@@ -113,18 +124,15 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     if outcome.interrupted:
         console.print("interrupted: finished hosts are kept", style="yellow")
         return ExitCode.INTERRUPTED
-    if any(r.status != OK for r in outcome.results):
-        return ExitCode.HOSTS_FAILED
-    return ExitCode.FINDINGS if findings and has_errors(findings) else ExitCode.OK
+    if result is None:   # the verdict needs the stored run; without it only the hosts' statuses are known
+        return ExitCode.HOSTS_FAILED if any(r.status != OK for r in outcome.results) else ExitCode.INCOMPLETE
+    return ExitCode(result.exit_code)
 
 
-def _stored_findings(run_dir: Path, console: Console) -> list[Finding] | None:
-    """The stored run's findings (what the exit code and --json report), or None when it cannot be read."""
-    from gpudiag.findings import all_findings
-    from gpudiag.store import load_run
-
+def _stored_run(run_dir: Path, console: Console) -> LoadedRun | None:
+    """The stored run, read back as `report` reads it (the verdict is computed from it), or None."""
     try:
-        return all_findings(load_run(run_dir))
+        return clean_run(load_run(run_dir))
     except StoreError as exc:   # already warned when writing failed; findings need the stored run
         console.print(f"gpudiag: warning: findings not checked: {exc}", markup=False, highlight=False)
         return None

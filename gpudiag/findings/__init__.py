@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpudiag.findings import copies, cuda_graph, dflash, fleet, hosts, sglang
+from gpudiag.findings import copies, cuda_graph, dflash, fast_path, fleet, hosts, live_server, sglang
 from gpudiag.findings.common import sort_findings
+from gpudiag.findings.group import merge_across_hosts
 from gpudiag.findings.facts import torch_from_other_interpreter
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.models import LoadedRun
@@ -36,7 +37,9 @@ RULES: tuple[Rule, ...] = (
     hosts.unscanned_hosts,                 # 9
     sglang.local_modifications,            # 10
     sglang.torch_other_interpreter,        # 11
-    cuda_graph.server_log_findings,        # live servers' logs, classified on the host
+    fast_path.eagle_fill_fast_path_unread,  # 12
+    live_server.server_not_on_disk,        # 13
+    cuda_graph.server_log_findings,        # 14: live servers' logs, classified on the host
 )
 
 
@@ -53,7 +56,7 @@ def all_findings(run: LoadedRun) -> list[Finding]:
         found.extend(_guarded(rule, hosts_sorted))
     for run_rule in RUN_RULES:
         found.extend(_guarded(run_rule, run.manifest.extra))
-    return sort_findings(found)
+    return sort_findings(merge_across_hosts(found))
 
 
 def _guarded(rule: Callable, argument: object) -> list[Finding]:
@@ -72,4 +75,5 @@ def _rule_failed(rule: Callable, exc: Exception) -> Finding:
 
 
 def has_errors(findings: list[Finding]) -> bool:
+    """Whether any finding is error or worse (the default --fail-on threshold)."""
     return any(f.severity in ("critical", "error") for f in findings)

@@ -199,10 +199,45 @@ def _repro_finding(host: HostResult, key: str, failing: list[dict[str, Any]]) ->
         title=f"CUDA-graph {'/'.join(statuses)} on {', '.join(paths)}"
               + (f" ({signature.get('name')})" if signature else ""),
         hosts=(host.name,), evidence=tuple(evidence),
-        recommendation=str(signature.get("recommendation") or
-                           f"Keep CUDA graphs below the boundary ({max_bs_flag(host)}) or disable them for the "
-                           "failing path, and report the repro cell with its detail upstream."),
+        recommendation=boundary_advice(host, failing, signature),
         sources=(source(host, "cuda_graph"),))
+
+
+def boundary_advice(host: HostResult, failing: list[dict[str, Any]], signature: dict[str, Any]) -> str:
+    """Concrete flag values from the measured cells, in the installed release's spelling, that never contradict
+    the measured boundary: the smallest failing batch size and draft-token count, the largest passing ones,
+    and whether each live server sits inside the failing range."""
+    paths = {str(c.get("path")) for c in failing}
+    sized = [c for c in failing if isinstance(c.get("batch_size"), int) and isinstance(c.get("draft_tokens"), int)]
+    reference = f" (known report: {signature['reference']})" if signature.get("reference") else ""
+    if not sized:
+        return (f"Keep CUDA graphs below the measured boundary ({max_bs_flag(host)}) or disable them for "
+                f"{', '.join(sorted(paths))}, and report the repro cell upstream{reference}.")
+    fail_bs = min(c["batch_size"] for c in sized)
+    fail_tokens = min(c["draft_tokens"] for c in sized)
+    passing = [c for c in cells(host) if str(c.get("path")) in paths and c.get("status") == "ok"
+               and isinstance(c.get("batch_size"), int) and isinstance(c.get("draft_tokens"), int)]
+    safe_bs = max((c["batch_size"] for c in passing if c["batch_size"] < fail_bs), default=None)
+    safe_tokens = max((c["draft_tokens"] for c in passing if c["batch_size"] >= fail_bs and
+                       c["draft_tokens"] < fail_tokens), default=None)
+    flag = max_bs_flag(host)
+    options = []
+    if safe_tokens is not None:
+        options.append(f"keep --speculative-num-draft-tokens at {safe_tokens} or less (passed at every batch size "
+                       "measured)")
+    if safe_bs is not None:
+        options.append(f"{'with more draft tokens, ' if options else ''}set {flag} {safe_bs} (the largest batch "
+                       "size that passed)")
+    measured = (f"Measured: {', '.join(sorted(paths))} fails from batch size {fail_bs} with {fail_tokens} draft "
+                f"tokens")
+    advice = "; ".join(options) if options else f"disable graphs for {', '.join(sorted(paths))}"
+    live = [e.text.split(": ", 1)[-1] for e in _live_servers_against(host, failing)]
+    serving = ""
+    if live and all("outside" in text for text in live):
+        serving = " The live server is outside that range: no change is needed while its flags stay."
+    elif live:
+        serving = " The live server is inside that range: change it now."
+    return f"{measured}. To stay clear: {advice}.{serving}{reference}"
 
 
 def classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:

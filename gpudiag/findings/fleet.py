@@ -1,6 +1,9 @@
-"""Fleet drift: hosts that differ in sglang, torch, driver, CUDA, GPU model or deployment flags."""
+"""Fleet drift: hosts that differ in sglang, torch, driver, CUDA, GPU model, deployment flags, or copy timings
+beyond their noise."""
 from __future__ import annotations
 
+from gpudiag.findings.common import fmt_us, number
+from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
 from gpudiag.findings.facts import UNKNOWN, host_facts
 from gpudiag.models import Evidence, Finding, HostResult
 
@@ -25,6 +28,7 @@ def fleet_drift(hosts: list[HostResult]) -> list[Finding]:
     flags = [dict(f.deployment_flags) for f in facts]
     for flag in sorted({k for per_host in flags for k in per_host}):
         rows.append((f"--{flag.replace('_', '-')}",) + tuple(per_host.get(flag, UNKNOWN) for per_host in flags))
+    rows += _timing_rows([h for h in hosts if h.probes])
     drifting = [row for row in rows if len({v for v in row[1:] if v != UNKNOWN}) > 1]
     if not drifting:
         return []
@@ -41,3 +45,28 @@ def fleet_drift(hosts: list[HostResult]) -> list[Finding]:
         recommendation="Align these across the fleet, or keep a difference on purpose: a finding or timing from "
                        "one host does not carry over to a host that differs.",
         sources=tuple(f"{name}/probes" for name in involved))]
+
+
+def _timing_rows(hosts: list[HostResult]) -> list[tuple[str, ...]]:
+    """Copy timings that moved beyond noise between hosts: the installed strategy's median per workload on each
+    host's first GPU, kept when two hosts' p10–p90 ranges do not overlap."""
+    per_host: list[dict[str, dict]] = []
+    for host in hosts:
+        gpus = copy_gpus(host, cuda_only=True)
+        found = {}
+        for w in workloads(gpus[0]) if gpus else []:
+            timing = ok_timing(w, "installed")
+            if timing and number(timing.get("p10_us")) is not None and number(timing.get("p90_us")) is not None:
+                found[str(w.get("name"))] = timing
+        per_host.append(found)
+    rows = []
+    for name in sorted({n for found in per_host for n in found}):
+        timings = [found.get(name) for found in per_host]
+        present = [t for t in timings if t]
+        if len(present) < 2:
+            continue
+        apart = max(number(t["p10_us"]) or 0.0 for t in present) > min(number(t["p90_us"]) or 0.0 for t in present)
+        if apart:
+            rows.append((f"copy {name}, installed (median)",) + tuple(fmt_us(t["median_us"]) if t else UNKNOWN
+                                                                     for t in timings))
+    return rows

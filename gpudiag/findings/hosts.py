@@ -25,7 +25,7 @@ def unscanned_hosts(hosts: list[HostResult]) -> list[Finding]:
         findings.append(Finding(
             id="hosts.unscanned" if not partial else "hosts.partial",
             severity=SEVERITY.get(host.status, "error"),
-            title=f"{host.name}: {'scanned in part' if partial else 'could not be scanned'} ({host.status})",
+            title=f"{'scanned in part' if partial else 'could not be scanned'} ({host.status})",
             hosts=(host.name,), evidence=tuple(evidence),
             recommendation=_advice(host.status),
             sources=(f"{host.name}",)))

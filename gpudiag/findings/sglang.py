@@ -38,7 +38,9 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
     if measured:
         evidence.append(measured)
         sources.append(source(host, "copy_bench"))
-        saving = f"measured on this host, batching saves up to {fmt_us(best_saving)} per replay (table)"
+        per_path = ", ".join(f"{path.replace('_', '-')} {fmt_us(us)}" for path, us in sorted(best_saving.items()))
+        saving = (f"measured on this host, batching saves up to {fmt_us(sum(best_saving.values()))} per decode step "
+                  f"(one replay of each path per step: {per_path}; table)")
     else:
         saving = f"upstream measured about {UPSTREAM_SAVING_US} µs per decode step (sglang PR #28465); " \
                  "run `gpudiag scan --deep` to measure it here"
@@ -102,10 +104,11 @@ def _path_evidence(host: HostResult, name: str, fact: dict[str, Any]) -> list[Ev
     return out
 
 
-def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple[Evidence | None, float]:
+def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple[Evidence | None, dict[str, float]]:
+    """The evidence table and, per path, the largest saving per replay (a decode step replays each path once)."""
     wanted = {EAGLE_PATHS[name] for name in slow}
     rows = [("GPU", "workload", "installed (baseline)", "best strategy", "best", "saving per replay")]
-    savings = []
+    savings: dict[str, float] = {}
     for gpu in copy_gpus(host, cuda_only=True)[:1]:   # one GPU is enough; outliers are a finding of their own
         for w in workloads(gpu):
             if str(w.get("path")) not in wanted:
@@ -120,14 +123,15 @@ def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple
             if saving is None and baseline is not None and best:
                 saving = baseline - best["median_us"]
             if baseline is not None and best and saving is not None:
-                savings.append(saving)
+                path = str(w.get("path"))
+                savings[path] = max(savings.get(path, 0.0), saving)
                 rows.append((str(gpu.get("index")), str(w.get("name")), fmt_us(baseline),
                              str(w.get("best")), fmt_us(best["median_us"]), fmt_us(saving)))
     if len(rows) == 1:
-        return None, 0.0
+        return None, {}
     method = dig(probe(host, "copy_bench"), "method") or "copy_bench"
     return Evidence(kind="measurement", host=host.name, table=tuple(rows),
-                    text=f"installed replay copies vs the best strategy, medians ({method})"), max(savings)
+                    text=f"installed replay copies vs the best strategy, medians ({method})"), savings
 
 
 def local_modifications(hosts: list[HostResult]) -> list[Finding]:
@@ -170,10 +174,10 @@ def torch_other_interpreter(hosts: list[HostResult]) -> list[Finding]:
     """Rule 11: torch facts (env, torch_caps) describe another Python than the one sglang was read from."""
     findings = []
     for host in hosts:
-        if not torch_from_other_interpreter(host):
-            continue
+        version = torch_facts(host)[0]
+        if not torch_from_other_interpreter(host) or not version:
+            continue   # only a torch that was really read, in a Python other than the serving one
         (sglang_path, why), (torch_path, torch_why) = sglang_interpreter(host), torch_facts(host)[1]
-        version = torch_facts(host)[0] or "?"
         findings.append(Finding(
             id="sglang.torch_other_interpreter", severity="warning",
             title=f"torch {version} was read in {torch_path}, not in the Python whose sglang was read",
@@ -181,8 +185,8 @@ def torch_other_interpreter(hosts: list[HostResult]) -> list[Finding]:
             evidence=(Evidence(kind="text", host=host.name,
                                text=f"sglang source facts: {sglang_path} (chosen: {why}); torch facts: {torch_path} "
                                     f"({torch_why})"),),
-            recommendation=f"The torch findings (torch._foreach_copy_) are not judged for this host: they would "
-                           f"describe a torch sglang may not run with. Rescan with `gpudiag scan {host.name} --python "
+            recommendation=f"The torch findings (torch._foreach_copy_) are not judged for this host (the answers "
+                           f"say so): they would describe a torch sglang may not run with. Rescan with `gpudiag scan {host.name} --python "
                            f"{sglang_path}` so the probes run in the serving interpreter.",
             sources=(source(host, "sglang_source"), source(host, "env"), source(host, "torch_caps"))))
     return findings

@@ -2,22 +2,16 @@
 source facts and the running servers. Tables, one row per fact, every list sorted."""
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable
 
 from gpudiag.findings.common import as_dict, as_list, dig, probe
 from gpudiag.findings.facts import command_line, host_facts, servers_of, torch_facts
 from gpudiag.models import HostResult
-from gpudiag.render.blocks import table
+from gpudiag.render.blocks import fenced, table
+from gpudiag.render.safe_text import code, md
 
 TORCH_CHECKS = ("mixed_pairs_one_call", "non_contiguous", "mismatched_shapes", "non_blocking")
-# Parsed server flags shown in the deployment table, when the command line set them.
-SHOWN_ARGS_ORDER = ("model_path", "tp_size", "dp_size", "attn_dp_size", "ep_size", "enable_dp_attention",
-                    "speculative_algorithm", "speculative_draft_model_path", "speculative_num_steps",
-                    "speculative_eagle_topk", "speculative_num_draft_tokens", "disable_cuda_graph",
-                    "disable_decode_cuda_graph", "cuda_graph_backend_decode", "cuda_graph_config",
-                    "cuda_graph_max_bs", "cuda_graph_max_bs_decode", "cuda_graph_bs", "cuda_graph_bs_decode",
-                    "mem_fraction_static")
-
 
 def host_sections(host: HostResult) -> list[str]:
     lines: list[str] = []
@@ -41,24 +35,25 @@ def environment(host: HostResult) -> list[str]:
                                     f"({python.get('executable', '-')})" + (", venv" if python.get("venv") else "")),
                                    ("torch", f.torch + (f" (CUDA {torch['cuda']})" if torch.get("cuda") else "")
                                     if torch.get("available", True) else f"not available: {torch.get('reason')}"),
-                                   ("torch read in", f.torch_interpreter),
-                                   ("sglang read from", f.sglang_interpreter),
-                                   ("driver / CUDA", f"{f.driver} / {f.cuda}"), ("GPUs", f.gpus),
                                    ("compute capability", f.compute_capability),
                                    ("topology", dig(env, "topology", "summary"))]
-    lines = ["#### Environment", ""] + table(rows)
+    # One line of facts: the fleet table already has GPUs, driver, torch and sglang.
+    lines = ["#### Environment", "", "; ".join(f"{label} {md(value)}" for label, value in rows[1:]
+                                              if value not in (None, "", "-")) + ".", ""]
     if f.torch_elsewhere:
         lines += ["torch was read in another Python than sglang: the torch facts may not describe the torch the "
                   "server runs with.", ""]
     devices = [d for d in as_list(dig(env, "gpus", "devices")) if isinstance(d, dict)]
-    if devices:
-        lines += table([("GPU", "name", "PCI bus", "memory used / total", "util", "processes")] + [
-            (d.get("index"), d.get("name"), d.get("pci_bus_id"),
-             f"{d.get('memory_used_mib', '-')} / {d.get('memory_total_mib', '-')} MiB", d.get("utilization_pct"),
-             ", ".join(f"{p.get('name')} ({p.get('pid')})" for p in as_list(d.get("processes")) if isinstance(p, dict)))
-            for d in devices])
+    if devices:   # one table, a column per GPU
+        lines += table([("GPU",) + tuple(str(d.get("index")) for d in devices),
+                        ("PCI bus",) + tuple(str(d.get("pci_bus_id") or "-").split(":", 1)[-1] for d in devices),
+                        ("memory used (MiB)",) + tuple(f"{d.get('memory_used_mib', '-')} / {d.get('memory_total_mib', '-')}"
+                                                      for d in devices),
+                        ("processes",) + tuple(", ".join(f"{p.get('name')} ({p.get('pid')})" for p in
+                                                         as_list(d.get("processes")) if isinstance(p, dict)) or "-"
+                                               for d in devices)])
     elif dig(env, "gpus", "reason"):
-        lines += [f"GPUs: {dig(env, 'gpus', 'status')} — {dig(env, 'gpus', 'reason')}", ""]
+        lines += [f"GPUs: {md(dig(env, 'gpus', 'status'))} — {md(dig(env, 'gpus', 'reason'))}", ""]
     return lines
 
 
@@ -69,20 +64,24 @@ def torch_capabilities(host: HostResult) -> list[str]:
     version, interpreter = torch_facts(host)
     has = caps.get("has_foreach_copy")
     lines = ["#### torch capabilities", "",
-             f"torch {caps.get('torch_version') or version or '-'}: torch._foreach_copy_ "
+             f"torch {md(caps.get('torch_version') or version or '-')}: torch._foreach_copy_ "
              f"{'present' if has else 'absent' if has is False else 'unknown'}; read in "
-             f"{interpreter[0] + ' (' + interpreter[1] + ')' if interpreter else '-'}; pairs written "
-             f"{caps.get('pair_order') or 'src->dst'}.", ""]
+             f"{md(interpreter[0] + ' (' + interpreter[1] + ')') if interpreter else '-'}; pairs written "
+             f"{md(caps.get('pair_order') or 'src->dst')}.", ""]
     checks = sorted(as_dict(caps.get("checks")).items(), key=lambda kv: _device_key(kv[0]))
     if checks:
         rows: list[tuple[Any, ...]] = [("device", "status", "dtype pairs ok") + TORCH_CHECKS + ("note",)]
+        grouped: dict[tuple[Any, ...], list[str]] = {}
         for device, check in checks:
             check = as_dict(check)
             pairs = as_dict(check.get("pairs"))
             ok = sum(1 for v in pairs.values() if v == "ok")
-            rows.append((device, check.get("status") or ("ok" if check.get("ok") else "-"),
-                         f"{ok} of {len(pairs)}" if pairs else "-")
-                        + tuple(_short(check.get(name)) for name in TORCH_CHECKS) + (check.get("reason") or "",))
+            # Devices that read the same (busy GPUs differ only in the pid) share one row.
+            note = re.sub(r",? e\.g\. pid \d+", "", str(check.get("reason") or ""))
+            row = ((check.get("status") or ("ok" if check.get("ok") else "-"), f"{ok} of {len(pairs)}" if pairs else "-")
+                   + tuple(_short(check.get(name)) for name in TORCH_CHECKS) + (note,))
+            grouped.setdefault(row, []).append(device)
+        rows += [(", ".join(devices),) + row for row, devices in grouped.items()]
         lines += table(rows)
     return lines
 
@@ -114,13 +113,14 @@ def source_facts(host: HostResult) -> list[str]:
     if sg is None:
         return []
     chosen = as_dict(sg.get("interpreter"))    # recorded even when sglang was not found there
-    origin = f"Read from `{chosen['path']}` (chosen: {chosen.get('why') or '-'})" if chosen.get("path") else \
+    origin = f"Read from {code(chosen['path'])} (chosen: {md(chosen.get('why') or '-')})" if chosen.get("path") else \
         "Interpreter not recorded"
     if sg.get("found") is False:
-        return ["#### Source facts (sglang)", "", f"{origin}. sglang not found: {sg.get('reason') or '-'}", ""]
+        return ["#### Source facts (sglang)", "", f"{origin}. sglang not found: {md(sg.get('reason') or '-')}", ""]
     lines = ["#### Source facts (sglang)", "",
-             f"{origin}: package `{sg.get('package_dir') or '-'}` under `{sg.get('site_packages') or '-'}`; "
-             f"speculative algorithms: {', '.join(map(str, as_list(sg.get('speculative_algorithms')))) or '-'}.", ""]
+             f"{origin}: package {code(sg.get('package_dir') or '-')} under {code(sg.get('site_packages') or '-')}; "
+             f"speculative algorithms: {md(', '.join(map(str, as_list(sg.get('speculative_algorithms')))) or '-')}.",
+             ""]
     lines += table([("fact", "file:line", "snippet")] + _fact_rows(_source_items(sg)))
     lines += _eagle_table(sg) + _classes(sg) + _flags(sg) + _integrity(sg)
     return lines
@@ -159,8 +159,8 @@ def _eagle_table(sg: dict[str, Any]) -> list[str]:
 def _classes(sg: dict[str, Any]) -> list[str]:
     runners = sorted({str(r.get("class")) for r in as_list(sg.get("cuda_graph_runners")) if isinstance(r, dict)})
     breakable = sorted({str(b.get("name")) for b in as_list(sg.get("breakable_graph")) if isinstance(b, dict)})
-    return [f"Graph-runner classes ({len(runners)}): {', '.join(runners) or 'none found'}.", "",
-            f"Breakable-graph helpers ({len(breakable)}): {', '.join(breakable) or 'none found'}.", ""]
+    return [f"Graph-runner classes ({len(runners)}): {md(', '.join(runners), 2000) or 'none found'}.", "",
+            f"Breakable-graph helpers ({len(breakable)}): {md(', '.join(breakable), 2000) or 'none found'}.", ""]
 
 
 def _flags(sg: dict[str, Any]) -> list[str]:
@@ -172,7 +172,7 @@ def _flags(sg: dict[str, Any]) -> list[str]:
     graph = [n for n in current if "graph" in n]
     aliases = sorted({(str(f["name"]), str(f.get("alias_of") or "-")) for f in flags if f.get("deprecated")})
     lines = [f"Server flags: {len(current)} current ones for graphs and speculative decoding, of which the CUDA-graph "
-             f"flags are {', '.join(f'`{n}`' for n in graph) or 'none'}; {len(aliases)} deprecated.", ""]
+             f"flags are {', '.join(code(n) for n in graph) or 'none'}; {len(aliases)} deprecated.", ""]
     if aliases:
         lines += table([("deprecated flag", "use instead")] + aliases)
     return lines
@@ -185,9 +185,9 @@ def _integrity(sg: dict[str, Any]) -> list[str]:
     scope = (" (only the files the facts above cite; hash every file with `gpudiag scan --verify-all`, or "
              "`--set sglang_source.verify_all=true`)" if integrity.get("scope") == "cited" else
              " (every file)" if integrity.get("scope") == "all" else "")
-    editable = (f"; editable checkout {dig(integrity, 'editable', 'path')} at {dig(integrity, 'editable', 'commit')}"
-                if dig(integrity, "editable", "path") else "")
-    return [f"Integrity ({integrity.get('method', '-')}): {integrity.get('checked', '-')} files checked{scope}, "
+    editable = (f"; editable checkout {md(dig(integrity, 'editable', 'path'))} at "
+                f"{md(dig(integrity, 'editable', 'commit'))}" if dig(integrity, "editable", "path") else "")
+    return [f"Integrity ({md(integrity.get('method', '-'))}): {md(integrity.get('checked', '-'))} files checked{scope}, "
             f"{len(as_list(integrity.get('modified')))} modified, {len(as_list(integrity.get('missing')))} missing"
             f"{editable}.", ""]
 
@@ -199,21 +199,14 @@ def deployment(host: HostResult) -> list[str]:
     chosen = as_dict(data.get("interpreter"))
     lines = ["#### Deployment", ""]
     if chosen.get("path"):
-        lines += [f"Serving interpreter: `{chosen['path']}` (chosen: {chosen.get('why') or '-'}"
-                  + (f", server pid {chosen['pid']}" if chosen.get("pid") else "") + ").", ""]
+        lines += [f"Serving interpreter: {code(chosen['path'])} (chosen: {md(chosen.get('why') or '-')}"
+                  + (f", server pid {md(chosen['pid'])}" if chosen.get("pid") else "") + ").", ""]
     servers = servers_of(host)
     if not servers:
         return lines + ["No running sglang server found.", ""]
     for s in servers:
         visible = s.get("cuda_visible_devices") or dig(s, "env", "CUDA_VISIBLE_DEVICES")
-        lines += [f"Server pid {s.get('pid', '-')} ({s.get('python') or '-'}), CUDA_VISIBLE_DEVICES="
-                  f"{visible if visible not in (None, '') else 'unset (every GPU)'}:", "", "```",
-                  command_line(s), "```", ""]
-        args = as_dict(s.get("args"))
-        # The probe fills unset switches with False: only what the command line set is shown.
-        shown = [(k, args[k]) for k in SHOWN_ARGS_ORDER if args.get(k) not in (None, "", [], False)]
-        shown += sorted((k, v) for k, v in args.items()
-                        if k not in SHOWN_ARGS_ORDER and v not in (None, "", [], False))
-        if shown:
-            lines += table([("parsed flag", "value")] + [(f"--{k.replace('_', '-')}", v) for k, v in shown])
+        lines += [f"Server pid {md(s.get('pid', '-'))} ({md(s.get('python') or '-')}), CUDA_VISIBLE_DEVICES="
+                  f"{md(visible) if visible not in (None, '') else 'unset (every GPU)'}:", ""]
+        lines += fenced(None, None, command_line(s), "")
     return lines

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from gpudiag.render.safe_text import clean, fence_for, md
+
+SNIPPET_CHARS = 4096
+
 
 def cell(value: Any) -> str:
-    text = "-" if value in (None, "") else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    return "-" if value in (None, "") else md(value)
 
 
 def table(rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -17,6 +20,8 @@ def table(rows: Sequence[Sequence[Any]]) -> list[str]:
 
 
 def fenced(file: str | None, line: int | None, snippet: str, language: str = "python") -> list[str]:
-    where = f"# {file}:{line}" if file and line else (f"# {file}" if file else None)
-    fence = "````" if "```" in snippet else "```"
-    return [fence + language] + ([where] if where else []) + snippet.splitlines() + [fence, ""]
+    """A code block no snippet can close early: the fence is longer than any backtick run inside."""
+    where = f"# {clean(file)}:{line}" if file and line else (f"# {clean(file)}" if file else None)
+    body = clean(snippet, SNIPPET_CHARS, keep_newlines=True)
+    fence = fence_for(body)
+    return [fence + language] + ([where] if where else []) + body.splitlines() + [fence, ""]

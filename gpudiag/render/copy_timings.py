@@ -1,5 +1,6 @@
-"""The appendix's copy-timing section: per device, eager and graph-replay timings with their spread, the best
-strategy against the installed baseline, the installed variants and env gates, the size sweep and host→device."""
+"""The appendix's copy-timing section: one table with a column per device (eager and graph-replay timings with
+their spread), the best strategy against the installed baseline, the installed variants and env gates, the size
+sweep and host→device."""
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
@@ -8,6 +9,7 @@ from gpudiag.findings.common import as_dict, as_list, dig, fmt_bytes, fmt_us, nu
 from gpudiag.findings.copies import NOISY_CV, OUTLIER_RATIO, copy_gpus, device_label, workloads
 from gpudiag.models import HostResult
 from gpudiag.render.blocks import table
+from gpudiag.render.safe_text import md
 
 STRATEGIES = ("installed", "loop", "grouped_foreach", "grouped_foreach_dma_split", "packed")
 NOISY_MARK = "~"
@@ -23,16 +25,23 @@ def copy_section(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     if not gpus:
         return []
     data = as_dict(probe(host, "copy_bench"))
-    lines = ["#### Copy timings", "", f"Method: {data.get('method') or '-'}; {_samples_text(timings(data))}. "
-             f"Times are per copy step: median (p10–p90); {NOISY_MARK} marks a noisy timing (cv > "
-             f"{NOISY_CV:.0%} or flagged by the probe); ×N is the speedup over the per-tensor loop.", ""]
+    lines = ["#### Copy timings", "", f"Method: {md(data.get('method') or '-')}; {_samples_text(timings(data))}. "
+             f"One column per device; a cell is the median (p10–p90) eager, then / inside a replayed graph; "
+             f"{NOISY_MARK} marks a noisy timing (cv > {NOISY_CV:.0%} or flagged by the probe).", ""]
     lines += _installed_line(as_dict(data.get("installed"))) + _paths_line(as_dict(dig(data, "summary", "paths")))
-    for gpu in gpus:
-        lines += _device(gpu)
+    measured = [g for g in gpus if g.get("status", "ok") == "ok"]
+    lines += [f"- {md(device_label(g))}: **{md(g.get('status'))}** — {md(g.get('reason') or 'no reason recorded')}"
+              for g in gpus if g not in measured]
+    if measured:
+        lines += ([""] if len(measured) < len(gpus) else []) + _devices(measured)
     lines += _outliers(as_list(data.get("outliers")))
     if charts.get(f"copy:{host.name}"):
-        lines += [f"![copy time vs size, {host.name}]({charts[f'copy:{host.name}']})", ""]
+        lines += [f"![copy time vs size, {md(host.name)}]({md(charts[f'copy:{host.name}'])})",
+                  f"*{md(charts.get(f'copy:{host.name}:caption') or COPY_CAPTION)}*", ""]
     return lines
+
+
+COPY_CAPTION = "Copy time per replay against the bytes a workload copies, one series per workload and strategy."
 
 
 def timings(data: Any) -> list[dict[str, Any]]:
@@ -116,58 +125,85 @@ def _pair(name: str, pair: Any) -> str:
     return f"{name} {pair}"
 
 
-def _device(gpu: dict[str, Any]) -> list[str]:
-    label = device_label(gpu)
+def _column(gpu: dict[str, Any]) -> str:
+    return "CPU" if gpu.get("index") is None else f"GPU {gpu.get('index')}"
+
+
+def _devices(gpus: list[dict[str, Any]]) -> list[str]:
+    """One timing table and one workload table with a column per device, then the sweep, split and host→device
+    lines, each said once for the devices that agree."""
     notes = Notes()
-    if gpu.get("status", "ok") != "ok":
-        return [f"{label}: **{gpu.get('status')}** — {gpu.get('reason') or 'no reason recorded'}", ""]
-    rows: list[tuple[Any, ...]] = [("workload", "strategy", "eager", "eager ×loop", "graph replay", "graph ×loop")]
-    summary: list[tuple[Any, ...]] = [("workload", "fields", "bytes", "casts (src → dst)", "best", "saving vs installed",
-                                       "installed baseline")]
-    for w in workloads(gpu):
-        name = w.get("name")
-        if w.get("status", "ok") != "ok":
-            rows.append((name, f"{w.get('status')}: {w.get('reason') or '-'}", "-", "-", "-", "-"))
-            continue
-        rows += _strategy_rows(name, as_dict(w.get("strategies")), notes)
-        summary.append((name, len(as_list(w.get("fields"))), fmt_bytes(w.get("total_bytes")), _casts(w), w.get("best"),
-                        fmt_us(w.get("saving_vs_installed_us")),
-                        _baseline(as_dict(w.get("installed_baseline")), notes)))
-    if not any(row[4] != "-" for row in rows[1:] if len(row) > 4):
-        rows = [row[:4] for row in rows]        # no graph was captured on this device (a CPU): no graph columns
-    lines = [f"{label}:", ""] + table(rows)
-    if len(summary) > 1:
-        lines += table(summary)
-    return lines + notes.lines() + _sweep(gpu) + _h2d(gpu)
+    names = sorted({str(g.get("name")) for g in gpus})
+    head = [f"Devices: {', '.join(_column(g) for g in gpus)} ({md(', '.join(names))}).", ""]
+    cells: dict[tuple[str, str], dict[int, str]] = {}
+    summary: dict[str, dict[Any, Any]] = {}
+    for i, gpu in enumerate(gpus):
+        for w in workloads(gpu):
+            name = str(w.get("name"))
+            if w.get("status", "ok") != "ok":
+                cells.setdefault((name, "-"), {})[i] = f"{w.get('status')}: {w.get('reason') or '-'}"
+                continue
+            for label, text in _strategy_cells(as_dict(w.get("strategies")), notes):
+                cells.setdefault((name, label), {})[i] = text
+            entry = summary.setdefault(name, {"fields": len(as_list(w.get("fields"))),
+                                              "bytes": fmt_bytes(w.get("total_bytes")), "casts": _casts(w)})
+            entry[i] = f"{w.get('best')}, saves {fmt_us(w.get('saving_vs_installed_us'))} " \
+                       f"({_baseline(as_dict(w.get('installed_baseline')), notes)})"
+    columns = tuple(_column(g) for g in gpus)
+    rows: list[tuple[Any, ...]] = [("workload", "strategy") + columns]
+    previous = None
+    for (name, label), per in cells.items():
+        rows.append((name if name != previous else " ", label) + tuple(per.get(i, "-") for i in range(len(gpus))))
+        previous = name
+    lines = head + table(rows)
+    if summary:
+        lines += table([("workload", "fields", "bytes", "casts (src → dst)") + tuple(f"best on {c}" for c in columns)]
+                       + [(name, e["fields"], e["bytes"], e["casts"]) + tuple(e.get(i, "-") for i in range(len(gpus)))
+                          for name, e in summary.items()])
+    return lines + notes.lines() + _sweep(gpus) + _said_once(gpus, _split_text) + _said_once(gpus, _h2d_text)
 
 
-def _strategy_rows(workload: Any, strategies: dict[str, Any], notes: Notes) -> list[tuple[Any, ...]]:
+def _strategy_cells(strategies: dict[str, Any], notes: Notes) -> list[tuple[str, str]]:
     names = [s for s in STRATEGIES if s in strategies] + sorted(s for s in strategies if s not in STRATEGIES)
-    rows: list[tuple[Any, ...]] = []
+    out: list[tuple[str, str]] = []
     for name in names:
         timing = as_dict(strategies[name])
-        rows.append(_timing_row(name, timing, notes))     # the installed module is named above the tables
+        label = "packed (sglang cannot use it)" if name == "packed" else name
+        out.append((label, _cell(timing, notes)))
         if name != "installed":
             continue
         for module, variant in sorted(as_dict(timing.get("variants")).items()):
             if module != timing.get("module"):
-                rows.append(_timing_row(f"installed variant {module}", as_dict(variant), notes))
+                out.append((f"installed variant {module}", _cell(as_dict(variant), notes)))
         for failed in as_list(timing.get("not_loaded")):
-            rows.append((f"installed variant {dig(failed, 'module') or '-'}",
-                         f"not loaded {notes.cite(str(dig(failed, 'reason') or 'no reason recorded'))}",
-                         "-", "-", "-"))
+            out.append((f"installed variant {dig(failed, 'module') or '-'}",
+                        f"not loaded {notes.cite(str(dig(failed, 'reason') or 'no reason recorded'))}"))
         for gate, both in sorted(as_dict(timing.get("env")).items()):
             host_value = dig(both, "host_value")
-            for side, value in (("on", "1"), ("off", "0")):
-                rows.append(_timing_row(f"installed, {gate}={value} (host: "
-                                        f"{'unset' if host_value is None else host_value})",
-                                        as_dict(dig(both, side)), notes))
-    return [(workload if i == 0 else " ",) + row for i, row in enumerate(rows)]
+            sides = [(value, as_dict(dig(both, side))) for side, value in (("on", "1"), ("off", "0"))]
+            if all(_same(t, timing) for _, t in sides):
+                out.append((f"installed, {gate}=1 or 0", "same as installed (within p10–p90)"))
+                continue
+            for value, gated in sides:
+                out.append((f"installed, {gate}={value} (host: {'unset' if host_value is None else host_value})",
+                            _cell(gated, notes)))
+    return out
 
 
-def _timing_row(label: str, timing: dict[str, Any], notes: Notes) -> tuple[Any, ...]:
+def _same(timing: dict[str, Any], reference: dict[str, Any]) -> bool:
+    """Whether a gated timing's median lies inside the reference's p10–p90 (eager and graph)."""
+    for a, b in ((timing, reference), (as_dict(timing.get("graph")), as_dict(reference.get("graph")))):
+        median, low, high = number(a.get("median_us")), number(b.get("p10_us")), number(b.get("p90_us"))
+        if not b and not a:
+            continue
+        if median is None or low is None or high is None or not low <= median <= high:
+            return False
+    return True
+
+
+def _cell(timing: dict[str, Any], notes: Notes) -> str:
     graph = as_dict(timing.get("graph"))
-    return (label, spread(timing, notes), _speedup(timing), spread(graph, notes) if graph else "-", _speedup(graph))
+    return spread(timing, notes) + (f" / {spread(graph, notes)}" if graph else "")
 
 
 def spread(timing: dict[str, Any], notes: Notes | None = None) -> str:
@@ -192,11 +228,6 @@ def _bare(value: Any) -> str:
     return fmt_us(value).replace(" µs", "")
 
 
-def _speedup(timing: dict[str, Any]) -> str:
-    value = number(timing.get("speedup_vs_loop")) if timing.get("status", "ok") == "ok" else None
-    return "-" if value is None else f"×{value:.2f}"
-
-
 def _casts(workload: dict[str, Any]) -> str:
     casts = [f"{f.get('name')} {f.get('src_dtype')} → {f.get('dtype')}" for f in as_list(workload.get("fields"))
              if isinstance(f, dict) and f.get("src_dtype") and f.get("src_dtype") != f.get("dtype")]
@@ -212,19 +243,34 @@ def _baseline(baseline: dict[str, Any], notes: Notes) -> str:
     return f"{baseline.get('kind')}: {baseline.get('strategy')} {fmt_us(baseline.get('median_us'))}{exact}"
 
 
-def _sweep(gpu: dict[str, Any]) -> list[str]:
-    sweep = [s for s in as_list(gpu.get("sweep")) if isinstance(s, dict)]
-    head = (f"Split: crossover {fmt_bytes(gpu.get('crossover_bytes'))}, recommended split "
-            f"{fmt_bytes(gpu.get('recommended_split_bytes'))}" + (f" — {gpu['split_reason']}"
+def _said_once(gpus: list[dict[str, Any]], text_of: Any) -> list[str]:
+    """A per-device line, said once for all the devices it reads the same on."""
+    groups: dict[str, list[str]] = {}
+    for gpu in gpus:
+        groups.setdefault(text_of(gpu), []).append(_column(gpu))
+    if len(gpus) == 1:
+        return [text for text in groups] + [""]
+    return [f"- {', '.join(cols)}: {text}" for text, cols in groups.items()] + [""]
+
+
+def _split_text(gpu: dict[str, Any]) -> str:
+    return (f"Split: crossover {fmt_bytes(gpu.get('crossover_bytes'))}, recommended split "
+            f"{fmt_bytes(gpu.get('recommended_split_bytes'))}" + (f" — {md(gpu['split_reason'])}"
                                                                    if gpu.get("split_reason") else "") + ".")
-    if not sweep:
-        return [head, ""]
-    rows: list[tuple[Any, ...]] = [("bytes", "copy_()", "foreach", "faster")]
-    for s in sweep:
-        copy = _sweep_side(s, "copy")
-        foreach = _sweep_side(s, "foreach")
-        rows.append((fmt_bytes(s.get("bytes")), spread(copy), spread(foreach), _faster(copy, foreach)))
-    return [head, ""] + table(rows)
+
+
+def _sweep(gpus: list[dict[str, Any]]) -> list[str]:
+    """Rows by size, a column per device: copy_() / foreach and which wins with room to spare."""
+    sizes: dict[Any, dict[int, str]] = {}
+    for i, gpu in enumerate(gpus):
+        for s in (s for s in as_list(gpu.get("sweep")) if isinstance(s, dict)):
+            copy, foreach = _sweep_side(s, "copy"), _sweep_side(s, "foreach")
+            sizes.setdefault(s.get("bytes"), {})[i] = f"{spread(copy)} / {spread(foreach)} ({_faster(copy, foreach)})"
+    if not sizes:
+        return []
+    rows: list[tuple[Any, ...]] = [("bytes",) + tuple(f"{_column(g)} copy_() / foreach" for g in gpus)]
+    rows += [(fmt_bytes(b),) + tuple(per.get(i, "-") for i in range(len(gpus))) for b, per in sizes.items()]
+    return table(rows)
 
 
 def _sweep_side(row: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -246,13 +292,13 @@ def _faster(copy: dict[str, Any], foreach: dict[str, Any]) -> str:
     return "foreach" if f90 < c10 else "overlap"   # type: ignore[operator]
 
 
-def _h2d(gpu: dict[str, Any]) -> list[str]:
+def _h2d_text(gpu: dict[str, Any]) -> str:
     h2d = as_dict(gpu.get("h2d"))
     if not h2d:
-        return [f"Host→device: {gpu.get('h2d_reason') or 'not measured'}.", ""]
+        return f"Host→device: {md(gpu.get('h2d_reason') or 'not measured')}."
     parts = [f"{label} {spread(as_dict(h2d.get(key))) if h2d.get(key) else fmt_us(h2d.get(key + '_us'))}"
              for label, key in (("pinned", "pinned"), ("pageable", "pageable"), ("synchronize", "sync"))]
-    return [f"Host→device ({fmt_bytes(h2d.get('bytes'))}, {h2d.get('method') or '-'}): {'; '.join(parts)}.", ""]
+    return f"Host→device ({fmt_bytes(h2d.get('bytes'))}, {md(h2d.get('method') or '-')}): {'; '.join(parts)}."
 
 
 def _outliers(outliers: list[Any]) -> list[str]:

@@ -6,13 +6,19 @@ from collections import Counter
 from typing import Any, Sequence
 
 from gpudiag.findings.facts import host_facts
-from gpudiag.models import SEVERITIES, Finding
+from gpudiag.models import SEVERITIES, Finding, HostResult
 from gpudiag.models import LoadedRun
+from gpudiag.render.answers_block import answer_set
+from gpudiag.render.safe_text import clean_run
+from gpudiag.verdict import Verdict, verdict as compute_verdict
 
 REPORT_SCHEMA = 1
 
 
-def report_document(run: LoadedRun, findings: Sequence[Finding]) -> dict[str, Any]:
+def report_document(run: LoadedRun, findings: Sequence[Finding], verdict: Verdict | None = None) -> dict[str, Any]:
+    run = clean_run(run)
+    verdict = verdict or compute_verdict(run, findings)
+    answers = answer_set(run)
     m = run.manifest
     severities = Counter(f.severity for f in findings)
     statuses = Counter(h.status for h in run.hosts)
@@ -24,11 +30,28 @@ def report_document(run: LoadedRun, findings: Sequence[Finding]) -> dict[str, An
             "hosts": {"total": len(run.hosts), "by_status": dict(sorted(statuses.items()))},
             "findings": {"total": len(findings), "by_severity": {s: severities.get(s, 0) for s in SEVERITIES}},
             "has_errors": any(f.severity in ("critical", "error") for f in findings),
+            "coverage": answers.coverage,
+            "all_checked": not answers.unchecked and not verdict.incomplete,
         },
-        "hosts": [host_facts(h).to_dict() for h in run.hosts],
+        "verdict": verdict.to_dict(),
+        "answers": answers.to_dict(),
+        "hosts": [_host(h, verdict) for h in run.hosts],
         "findings": [f.to_dict() for f in findings],
     }
 
 
-def render_json(run: LoadedRun, findings: Sequence[Finding]) -> str:
-    return json.dumps(report_document(run, findings), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def _host(host: HostResult, verdict: Verdict) -> dict[str, Any]:
+    """The host's facts and its verdict status; a host whose data cannot be read says so."""
+    status = next((h for h in verdict.hosts if h.name == host.name), None)
+    try:
+        doc = host_facts(host).to_dict()
+    except Exception as exc:  # noqa: BLE001 - one host's odd data never breaks the fleet's report
+        doc = {"name": host.name, "status": host.status, "unreadable": f"{type(exc).__name__}"}
+    if status is not None:
+        doc["verdict"] = {"status": status.status, "reasons": list(status.reasons)}
+    return doc
+
+
+def render_json(run: LoadedRun, findings: Sequence[Finding], verdict: Verdict | None = None) -> str:
+    return json.dumps(report_document(run, findings, verdict), indent=2, sort_keys=True, ensure_ascii=False,
+                      allow_nan=False) + "\n"

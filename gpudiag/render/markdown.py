@@ -4,27 +4,37 @@ Pure and deterministic: the same run and findings give the same bytes (no clock,
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, probe
 from gpudiag.findings.cuda_graph import cells
 from gpudiag.findings.facts import host_facts
+from gpudiag.findings.group import reproduce_command
 from gpudiag.models import SEVERITIES, Evidence, Finding, HostResult
 from gpudiag.render.appendix import host_sections
 from gpudiag.repro.logrun import appendix as log_appendix
 from gpudiag.render.blocks import fenced, table
+from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, markdown_block
 from gpudiag.render.copy_timings import METHOD_TEXT, copy_section, methods_and_samples, timings
+from gpudiag.render.safe_text import clean, clean_run, code, md
 from gpudiag.models import LoadedRun
+from gpudiag.verdict import EXIT_MEANING, Verdict, verdict as compute_verdict
 
 TOP_FINDINGS = 5
 
 
-def render_markdown(run: LoadedRun, findings: Sequence[Finding], charts: Mapping[str, str] | None = None) -> str:
+def render_markdown(run: LoadedRun, findings: Sequence[Finding], charts: Mapping[str, str] | None = None,
+                    verdict: Verdict | None = None) -> str:
     charts = charts or {}
+    run = clean_run(run)
+    verdict = verdict or compute_verdict(run, findings)
+    answers = answer_set(run)
     out: list[str] = []
-    for section in (_title(run), _summary(findings), _fleet(run), _findings(findings),
-                    _appendix(run, charts), _methodology(run), _next_steps(findings)):
+    for section in (_title(run), markdown_block(answers), _summary(findings, verdict, answers), _fleet(run, verdict),
+                    _findings(findings), _appendix(run, charts), _methodology(run),
+                    _next_steps(findings, answers, run.manifest.argv)):
         out += section
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -32,46 +42,61 @@ def render_markdown(run: LoadedRun, findings: Sequence[Finding], charts: Mapping
 def _title(run: LoadedRun) -> list[str]:
     m = run.manifest
     statuses = Counter(h.status for h in run.hosts)
-    counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+    counts = md(", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
     date = (m.started_at or "unknown date")[:10]
-    lines = [f"# gpudiag report — run {m.run_id} ({date})", "",
-             f"- Run: `{m.run_id}` ({m.kind}), started {m.started_at or '-'}, finished {m.finished_at or '-'}"
+    lines = [f"# gpudiag report — run {md(m.run_id)} ({md(date)})", "",
+             f"- Run: {code(m.run_id)} ({md(m.kind)}), started {md(m.started_at or '-')}, finished "
+             f"{md(m.finished_at or '-')}"
              + (" — **interrupted**" if m.interrupted else ""),
              f"- Hosts: {len(run.hosts)} ({counts or 'none'})",
-             f"- gpudiag {m.gpudiag_version or '-'}" + (f": `{' '.join(m.argv[1:])}`" if m.argv else ""), ""]
+             f"- gpudiag {md(m.gpudiag_version or '-')}" + (f": {code(' '.join(m.argv[1:]))}" if m.argv else ""), ""]
     return lines
 
 
-def _summary(findings: Sequence[Finding]) -> list[str]:
+def _summary(findings: Sequence[Finding], verdict: Verdict, answers: AnswerSet) -> list[str]:
     counts = Counter(f.severity for f in findings)
-    lines = ["## Executive summary", ""]
-    lines += table([("severity", "findings")] + [(s, counts.get(s, 0)) for s in SEVERITIES])
+    lines = ["## Verdict", "",
+             f"- Exit code {int(verdict.exit_code)}: {EXIT_MEANING.get(int(verdict.exit_code), '-')} "
+             f"(`--fail-on {verdict.fail_on}`).",
+             f"- Coverage: {answers.coverage}."]
+    for host in verdict.incomplete:
+        lines.append(f"- {md(host.name)} incomplete: {md('; '.join(host.reasons), 1200)}")
+    lines += ["", "Findings by severity: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in SEVERITIES) + ".", ""]
     if not findings:
-        return lines + ["No findings: nothing in this run calls for action.", ""]
-    lines.append("Top findings:")
-    lines.append("")
-    for f in list(findings)[:TOP_FINDINGS]:
-        lines.append(f"- **{f.severity}** — {f.title}" + (f" ({', '.join(f.hosts)})" if f.hosts else ""))
-    if len(findings) > TOP_FINDINGS:
-        lines.append(f"- … and {len(findings) - TOP_FINDINGS} more below.")
-    return lines + [""]
+        if answers.unchecked or verdict.incomplete:
+            return lines + ["No findings among the checks that ran; not everything was checked (see Answers).", ""]
+        return lines + ["No findings: every question was answered and nothing calls for action.", ""]
+    top = [f for f in findings if f.severity in ("critical", "error")][:TOP_FINDINGS]
+    for f in top:
+        lines.append(f"- **{f.severity}** — {md(f.title)}" + (f" ({md(host_list(f.hosts))})" if f.hosts else ""))
+    return lines + ([""] if top else [])
 
 
-def _fleet(run: LoadedRun) -> list[str]:
+def _fleet(run: LoadedRun, verdict: Verdict) -> list[str]:
+    shown = {h.name: h.status for h in verdict.hosts}
     rows: list[tuple[Any, ...]] = [("host", "status", "GPUs", "driver", "torch", "sglang", "speculative",
                                     "CUDA graphs (decode)")]
     pythons: list[tuple[Any, ...]] = [("host", "sglang read from (chosen by)", "torch read in")]
     for h in run.hosts:
-        f = host_facts(h)
+        try:
+            f = host_facts(h)
+        except Exception as exc:  # noqa: BLE001 - one host's odd data never breaks the fleet's report
+            rows.append((h.name, shown.get(h.name, h.status), f"data could not be read ({type(exc).__name__})")
+                        + ("-",) * 5)
+            continue
         torch = f"{f.torch} (another Python than sglang's)" if f.torch_elsewhere else f.torch
-        rows.append((f.name, f.status, f.gpus, f.driver, torch, f.sglang, f.speculative, f.cuda_graphs))
+        rows.append((f.name, shown.get(h.name, f.status), f.gpus, f.driver, torch, f.sglang, f.speculative,
+                     f.cuda_graphs))
         if (f.sglang_interpreter, f.torch_interpreter) != ("-", "-"):
             same = f.torch_interpreter.split(" (")[0] == f.sglang_interpreter.split(" (")[0]
             pythons.append((f.name, f.sglang_interpreter, "the same Python" if same else f.torch_interpreter))
     if not run.hosts:
         return ["## Fleet", "", "No hosts: this run read a file on this machine and contacted none.", ""]
     lines = ["## Fleet", ""] + table(rows)
-    if len(pythons) > 1:
+    if len(pythons) > 1 and all(row[2] == "the same Python" for row in pythons[1:]):
+        lines += ["Interpreters: torch and sglang were read in the same Python on every host: "
+                  + "; ".join(f"{md(row[0])} {md(row[1])}" for row in pythons[1:]) + ".", ""]
+    elif len(pythons) > 1:
         lines += ["Interpreters: the Python whose sglang the source facts describe, and the one torch's facts "
                   "(env, torch_caps) were read in.", ""] + table(pythons)
     return lines
@@ -87,28 +112,27 @@ def _findings(findings: Sequence[Finding]) -> list[str]:
         lines += [f"### {severity.capitalize()} ({len(group)})", ""]
         for f in group:
             number += 1
-            lines += [f"#### {number}. {f.title}", "", f"- Rule: `{f.id}`"]
-            if f.hosts:
-                lines.append(f"- Hosts: {', '.join(f.hosts)}")
-            lines += ["", "Evidence:", ""]
+            hosts = f" · {md(host_list(f.hosts))}" if f.hosts else ""
+            lines += [f"#### {number}. {md(f.title, keep_code=True)}", "", f"Rule `{md(f.id)}`{hosts}. Evidence:", ""]
             for e in f.evidence:
                 lines += _evidence(e)
-            lines += [f"**Recommendation:** {f.recommendation}", ""]
-            if f.sources:
-                lines += [f"Sources: {', '.join(f'`{s}`' for s in f.sources)}", ""]
+            lines += ([""] if lines[-1] else []) + [f"**Recommendation:** {md(f.recommendation, 2000, keep_code=True)}  ",
+                      f"Reproduce: {code(reproduce_command(f), 1000)}", ""]
     if number == 0:
         lines += ["None.", ""]
     return lines
 
 
 def _evidence(e: Evidence) -> list[str]:
-    where = f" — `{e.file}:{e.line}`" if e.file and e.line else (f" — `{e.file}`" if e.file else "")
-    host = f"[{e.host}] " if e.host else ""
-    lines = [f"- {host}{e.text}{where}", ""]
-    if e.snippet:
-        lines += fenced(e.file, e.line, e.snippet, "python" if e.kind == "source" else "text")
+    where = f" — {code(f'{e.file}:{e.line}')}" if e.file and e.line else (f" — {code(e.file)}" if e.file else "")
+    host = f"{md(e.host)}: " if e.host else ""
+    snippet = clean(e.snippet or "", 4096, keep_newlines=True).strip()
+    one_line = bool(snippet) and "\n" not in snippet and len(snippet) <= 160
+    lines = [f"- {host}{md(e.text, 2000, keep_code=True)}{where}" + (f": {code(snippet)}" if one_line else "")]
+    if snippet and not one_line:
+        lines += [""] + fenced(e.file, e.line, snippet, "python" if e.kind == "source" else "text")
     if e.table:
-        lines += table(e.table)
+        lines += [""] + table(e.table)
     return lines
 
 
@@ -118,15 +142,28 @@ def _appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
         return lines
     lines += ["## Appendix: hosts", ""]
     for host in run.hosts:
-        lines += [f"### {host.name}", "", f"Status: {host.status}" + (f" — {host.reason}" if host.reason else ""), ""]
+        lines += [f"### {md(host.name)}", "", f"Status: {md(host.status)}" + (f" — {md(host.reason)}"
+                                                                              if host.reason else ""), ""]
+        lines += _host_detail(host, charts)
+    return lines
+
+
+def _host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
+    """One host's probe table and sections; data that cannot be read costs this host's section only."""
+    try:
+        lines = []
         if host.probes:
-            lines += table([("probe", "status", "time", "note")] + [
-                (name, p.status, f"{p.duration_s:.1f} s", p.reason or dig(p.error, "message") or "")
-                for name, p in sorted(host.probes.items())])
+            lines += ["Probes: " + "; ".join(
+                f"{md(name)} {md(p.status)} ({float(p.duration_s):.1f} s"
+                + (f": {md(p.reason or dig(p.error, 'message'), 300)})" if p.reason or dig(p.error, "message") else ")")
+                for name, p in sorted(host.probes.items())) + ".", ""]
         lines += host_sections(host)
         for section in (copy_section(host, charts), _repro_matrix(host, charts)):
             lines += section
-    return lines
+        return lines
+    except Exception as exc:  # noqa: BLE001 - one host's odd data never breaks the fleet's report
+        return [f"This host's data could not be read ({type(exc).__name__}: {md(exc, 200)}); the other hosts' "
+                "sections stand.", ""]
 
 
 def _crash_log(repro: dict[str, Any]) -> list[str]:
@@ -136,18 +173,19 @@ def _crash_log(repro: dict[str, Any]) -> list[str]:
         return []
     log = str(repro["log"])
     matches = [m for m in as_list(repro.get("matches")) if isinstance(m, dict)]
-    lines = ["## Appendix: crash log", "", f"Log `{log}` classified on this machine: outcome "
-             f"{repro.get('outcome') or '-'}, {len(matches)} signature(s) matched.", ""]
+    lines = ["## Appendix: crash log", "", f"Log {code(log)} classified on this machine: outcome "
+             f"{md(repro.get('outcome') or '-')}, {len(matches)} signature(s) matched.", ""]
     if not matches:
         return lines + ["No known CUDA-graph crash signature matched.", ""]
     for m in matches:
         quoted = [q for q in as_list(m.get("lines")) if isinstance(q, dict)]
-        lines += [f"### {m.get('name') or '-'} ({m.get('severity') or '-'})", "", str(m.get("meaning") or "-"), ""]
+        lines += [f"### {md(m.get('name') or '-')} ({md(m.get('severity') or '-')})", "",
+                  md(m.get("meaning") or "-"), ""]
         if quoted:
             width = len(str(max((q.get("line") or 0) for q in quoted)))
             lines += fenced(log, quoted[0].get("line"), "\n".join(
                 f"{str(q.get('line', '?')).rjust(width)}: {q.get('text', '')}" for q in quoted), "text")
-        lines += [f"**Advice:** {m.get('recommendation') or '-'}" + (f" ({m['reference']})" if m.get("reference")
+        lines += [f"**Advice:** {md(m.get('recommendation') or '-')}" + (f" ({md(m['reference'])})" if m.get("reference")
                                                                         else ""), ""]
     return lines
 
@@ -158,7 +196,7 @@ def _repro_matrix(host: HostResult, charts: Mapping[str, str]) -> list[str]:
         return []
     data = probe(host, "cuda_graph") or {}
     gpu = as_dict(data.get("gpu"))
-    sizes = sorted({c.get("batch_size") for c in found if isinstance(c.get("batch_size"), int)})
+    sizes = sorted({int(c["batch_size"]) for c in found if isinstance(c.get("batch_size"), int)})
     keys = sorted({(str(c.get("path")), str(c.get("draft_tokens", "-"))) for c in found})
     status = {(str(c.get("path")), str(c.get("draft_tokens", "-")), c.get("batch_size")): str(c.get("status"))
               for c in found}
@@ -166,53 +204,79 @@ def _repro_matrix(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     rows += [k + tuple(status.get(k + (s,), "-") for s in sizes) for k in keys]
     where = (f"on GPU {gpu.get('index', '-')} {gpu.get('name', '-')} ({gpu.get('compute_capability', '-')})" if gpu
              else f"not run: {data.get('skip_reason') or 'no GPU was chosen'}")
-    lines = ["#### CUDA-graph repro matrix", "", f"{data.get('mode', '-')} mode {where}.", ""] + table(rows)
+    lines = ["#### CUDA-graph repro matrix", "", f"{md(data.get('mode', '-'))} mode {md(where)}.", ""] + table(rows)
     if dig(data, "boundary", "text"):
-        lines += [f"Boundary: {dig(data, 'boundary', 'text')}", ""]
+        lines += [f"Boundary: {md(dig(data, 'boundary', 'text'))}", ""]
     if charts.get(f"repro:{host.name}"):
-        lines += [f"![repro matrix, {host.name}]({charts[f'repro:{host.name}']})", ""]
+        lines += [f"![repro matrix, {md(host.name)}]({md(charts[f'repro:{host.name}'])})",
+                  f"*{md(charts.get(f'repro:{host.name}:caption') or '')}*", ""]
+    elif charts.get(f"repro:{host.name}:not_drawn"):
+        lines += [f"Heat map not drawn: {md(charts[f'repro:{host.name}:not_drawn'])}.", ""]
     return lines
+
+
+# Methodology lines, each shown only when its probe ran on some host.
+METHOD_LINES = (
+    ("env", "Environment: hostname, OS, Python and torch read on each host by the probing interpreter; GPUs, "
+            "driver and topology from `nvidia-smi` (each command under a timeout)."),
+    ("sglang_source", "Source facts: the installed sglang read as text and AST on the host (never imported); "
+                      "every fact names its file (relative to site-packages) and line. Integrity: files hashed "
+                      "against the wheel's RECORD (the cited files; `--verify-all` hashes all), or `git status` "
+                      "of a checkout."),
+    ("deployment", "Deployment: running sglang servers found from the process table; flags parsed from their "
+                   "command lines."),
+    ("torch_caps", "torch capabilities: `torch._foreach_copy_` looked up, then run on each dtype pair and "
+                   "compared with a per-tensor `copy_`, in the serving interpreter when one is known."),
+    ("cuda_graph", "CUDA-graph repro: each cell (path, batch size, draft tokens) captures and replays in its own "
+                   "child process, output compared with eager; failures matched against known signatures."),
+)
 
 
 def _methodology(run: LoadedRun) -> list[str]:
-    methods, samples = methods_and_samples(t for h in run.hosts for t in timings(probe(h, "copy_bench")))
-    measured = "; ".join(f"`{m}`: {METHOD_TEXT.get(m, m)}" for m in methods) or "none (not measured)"
-    counts = f"{'/'.join(map(str, samples))} samples per timing" if samples else "no sample counts recorded"
-    lines = ["## Methodology", "",
-             "- Interpreters: sglang's source is read from the Python that serves it (the live server's, else "
-             "the one given or the probes' own); torch facts come from the Python that ran the probes unless "
-             "torch_caps ran in the serving one. When the two differ the report says so and does not judge that "
-             "torch against sglang.",
-             "- Environment: hostname, OS, Python and torch read on each host by the probing interpreter; GPUs, "
-             "driver and topology from `nvidia-smi` (each command under a timeout).",
-             "- Source facts: the installed sglang read as text and AST on the host (never imported); every fact "
-             "names its file (relative to site-packages) and line.",
-             "- Integrity: installed files hashed and compared with the wheel's RECORD (by default only the files "
-             "the facts cite; `gpudiag scan --verify-all` hashes every file), or `git status` of an "
-             "editable checkout.",
-             "- Deployment: running sglang servers found from the process table; flags parsed from their "
-             "command lines.",
-             "- torch capabilities: `torch._foreach_copy_` looked up with hasattr, then run on each dtype pair "
-             "and compared with a per-tensor `copy_`.",
-             "- Copy timings: each strategy copies the same tensors a replay copies and is checked against saved "
-             "copies of its sources; medians with p10/p90 over the stated samples, eager and inside a captured "
-             f"graph (launch cost apart from copy cost). Methods recorded in this run: {measured}; {counts}.",
-             "- CUDA-graph repro: each cell (path, batch size, draft tokens) captures and replays in its own "
-             "child process, output compared with eager; failures matched against known signatures.",
-             "- Outliers: each steady (not noisy) copy figure of a GPU is divided by its siblings' median on the "
-             "same host; the GPU is flagged when the median of those ratios is more than 20% off (three GPUs or "
-             "more).", ""]
-    return lines
+    ran = {name for h in run.hosts for name, p in h.probes.items() if p.status == "ok"}
+    lines = [f"- {text}" for probe_name, text in METHOD_LINES if probe_name in ran]
+    if "copy_bench" in ran:
+        methods, samples = methods_and_samples(t for h in run.hosts for t in timings(probe(h, "copy_bench")))
+        measured = "; ".join(f"`{md(m)}`: {METHOD_TEXT.get(m, md(m))}" for m in methods) or "none recorded"
+        counts = f"{'/'.join(map(str, samples))} samples per timing" if samples else "no sample counts recorded"
+        lines.append("- Copy timings: each strategy copies the tensors a replay copies, checked against saved "
+                     "copies of its sources; medians with p10/p90, eager and inside a captured graph. Per decode "
+                     f"step: one replay per path. Methods: {measured}; {counts}. A GPU is an outlier when the "
+                     "median of its figures over its siblings' is more than 20% off (three GPUs or more).")
+    if not lines:
+        return []
+    return ["## Methodology", ""] + lines + [""]
 
 
-def _next_steps(findings: Sequence[Finding]) -> list[str]:
+def _next_steps(findings: Sequence[Finding], answers: AnswerSet, argv: Sequence[str] = ()) -> list[str]:
+    """Each action once, ranked: severity, then the measured saving it names (µs per decode step), then how many
+    hosts it helps; then what would answer the questions left unchecked."""
     lines = ["## Next steps", ""]
-    seen: list[str] = []
-    for f in sorted(findings, key=lambda f: SEVERITY_RANK.get(f.severity, 9)):
-        step = f"{f.recommendation} ({', '.join(f.hosts) or 'fleet'}; `{f.id}`)"
-        if f.severity != "info" and step not in seen:
-            seen.append(step)
-    if not seen:
-        lines.append("1. Nothing urgent. Rerun `gpudiag scan --deep` after any sglang, torch or driver change.")
-    lines += [f"{i}. {step}" for i, step in enumerate(seen, 1)]
-    return lines + [""]
+    ranked = sorted(findings, key=lambda f: (SEVERITY_RANK.get(f.severity, 9), -_saving_us(f), -len(f.hosts)))
+    seen: dict[str, list[str]] = {}
+    for f in ranked:
+        if f.severity != "info":
+            seen.setdefault(f.recommendation, []).extend(f.hosts)
+    steps = [f"{md(step, 2000, keep_code=True)} ({md(host_list(tuple(dict.fromkeys(hosts))) if hosts else 'fleet')})"
+             for step, hosts in seen.items()]
+    gaps: dict[tuple[str, str, str], list[str]] = {}
+    for name, per_host in answers.per_host.items():
+        for a in per_host:
+            if a.status != "answered":
+                reason = a.text[a.text.index("not checked — "):] if "not checked — " in a.text else a.text
+                # A command this run already ran would not answer it: then the reason alone is the step.
+                flags = [w for w in a.command.split() if w.startswith("--")]
+                rerun = a.command if a.command and not all(f in argv for f in flags) else ""
+                gaps.setdefault((a.qid, reason, rerun), []).append(name)
+    for (qid, reason, rerun), hosts in list(gaps.items())[:8]:
+        command = f": {code(rerun.replace('HOST', ' '.join(hosts[:10])))}" if rerun else ""
+        steps.append(f"{qid} {md(reason, 400)} ({md(host_list(hosts))}){command}")
+    if not steps:
+        steps = ["Nothing urgent. Rerun `gpudiag scan --deep` after any sglang, torch or driver change."]
+    return lines + [f"{i}. {step}" for i, step in enumerate(steps, 1)] + [""]
+
+
+def _saving_us(finding: Finding) -> float:
+    """The largest µs figure a finding's recommendation names (its measured impact), 0 when none."""
+    found = [float(x) for x in re.findall(r"(\d+(?:\.\d+)?) µs", finding.recommendation)]
+    return max(found, default=0.0)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudiag.findings.common import as_dict, as_list, number, safe_stem
-from gpudiag.findings.copies import copy_gpus, workloads
+from gpudiag.findings.copies import copy_gpus, device_label, workloads
 from gpudiag.findings.cuda_graph import cells
 from gpudiag.models import LoadedRun
 
@@ -20,8 +20,18 @@ def charts_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
+COPY_CAPTION = ("Left: one tensor copied by copy_() (DMA) and by the foreach kernel, by size — where the lines "
+                "cross is the split point. Right: one replay's copies per strategy, one series per workload — the "
+                "lowest point of each series is that workload's best strategy.")
+REPRO_CAPTION = ("Each cell is one capture-and-replay in its own process: green ok, yellow skipped, red failed; "
+                 "look for where red starts along batch size and draft tokens.")
+# Strategies drawn: those sglang can run, the per-tensor loop as the reference; `packed` is not one of them.
+DRAWN_STRATEGIES = ("loop", "installed", "grouped_foreach", "grouped_foreach_dma_split")
+
+
 def write_charts(run: LoadedRun, out_dir: Path) -> dict[str, str]:
-    """Draw every chart the run has data for into out_dir; returns {"copy:<host>": file name, …}.
+    """Draw every chart the run has data for into out_dir; returns {"copy:<host>": file name,
+    "copy:<host>:caption": text, "repro:<host>": …, "repro:<host>:not_drawn": why, …}.
 
     Returns {} (and writes nothing) when matplotlib is not installed.
     """
@@ -32,15 +42,39 @@ def write_charts(run: LoadedRun, out_dir: Path) -> dict[str, str]:
     charts: dict[str, str] = {}
     for host in run.hosts:
         gpus = copy_gpus(host)
-        if gpus and (_sweep(gpus[0]) or workloads(gpus[0])):
+        if gpus and (_sweep(gpus[0]) or copy_series(gpus[0])):
             name = f"copy-{safe_stem(host.name)}.png"
             _copy_chart(gpus[0], host.name, out_dir / name)
             charts[f"copy:{host.name}"] = name
-        if cells(host):
+            charts[f"copy:{host.name}:caption"] = COPY_CAPTION
+        found = cells(host)
+        if found and all(c.get("status") == "skipped" for c in found):
+            why = next((str(c.get("detail")) for c in found if c.get("detail")), "no reason recorded")
+            charts[f"repro:{host.name}:not_drawn"] = f"every cell was skipped ({why}), so there is no heat map"
+        elif found:
             name = f"repro-{safe_stem(host.name)}.png"
-            _repro_chart(cells(host), host.name, out_dir / name)
+            _repro_chart(found, host.name, out_dir / name)
             charts[f"repro:{host.name}"] = name
+            charts[f"repro:{host.name}:caption"] = REPRO_CAPTION
     return charts
+
+
+def chart_device(gpu: dict[str, Any]) -> str:
+    """'GPU 4 (NVIDIA H200)', or 'CPU' for a run without CUDA (never 'GPU None')."""
+    return device_label(gpu)
+
+
+def copy_series(gpu: dict[str, Any]) -> dict[str, list[tuple[str, float]]]:
+    """{workload: [(strategy, median µs), …]}: each workload its own series over the strategies drawn."""
+    series: dict[str, list[tuple[str, float]]] = {}
+    for w in workloads(gpu):
+        strategies = as_dict(w.get("strategies"))
+        points = [(s, number(as_dict(strategies.get(s)).get("median_us"))) for s in DRAWN_STRATEGIES
+                  if as_dict(strategies.get(s)).get("status", "ok") == "ok"]
+        points = [(s, y) for s, y in points if y is not None]
+        if points:
+            series[str(w.get("name"))] = points     # type: ignore[assignment]
+    return series
 
 
 def _sweep(gpu: dict[str, Any]) -> list[dict[str, Any]]:
@@ -55,33 +89,28 @@ def _save(fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
-def _workload_bytes(workload: dict[str, Any]) -> float:
-    return sum(number(f.get("bytes")) or 0 for f in as_list(workload.get("fields")) if isinstance(f, dict))
-
-
 def _copy_chart(gpu: dict[str, Any], host: str, path: Path) -> None:
-    """Left: one tensor, copy_() vs foreach by size (the sweep). Right: each strategy by replay size."""
+    """Left: one tensor, copy_() vs foreach by size (the sweep). Right: each workload's replay by strategy."""
     import matplotlib.pyplot as plt
     fig, (sweep_ax, replay_ax) = plt.subplots(1, 2, figsize=(11, 4))
     sweep = _sweep(gpu)
     for key, label in (("copy_us", "copy_() (DMA)"), ("foreach_us", "foreach copy kernel")):
         sweep_ax.plot([s["bytes"] for s in sweep], [number(s.get(key)) for s in sweep], marker="o", label=label)
-    sweep_ax.set(title="one tensor (size sweep)", xlabel="bytes", ylabel="µs (median)")
-    measured = sorted((w for w in workloads(gpu) if _workload_bytes(w)),
-                      key=lambda w: (_workload_bytes(w), str(w.get("name"))))
-    strategies = sorted({k for w in measured for k in as_dict(w.get("strategies"))})
-    for strategy in strategies:
-        points = [(_workload_bytes(w), number(as_dict(as_dict(w.get("strategies")).get(strategy)).get("median_us")))
-                  for w in measured]
-        points = [(x, y) for x, y in points if y is not None]
-        if points:
-            replay_ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=strategy)
-    replay_ax.set(title="one replay's copies, by strategy", xlabel="bytes per replay", ylabel="µs (median)")
-    for ax in (sweep_ax, replay_ax):
-        if ax.has_data():
-            ax.set_xscale("log", base=2)
-            ax.legend(fontsize=8)
-    fig.suptitle(f"copy time vs size, {host} GPU {gpu.get('index')}")
+    sweep_ax.set(title="one tensor (size sweep)", xlabel="tensor size (bytes, log scale)",
+                 ylabel="time per copy (µs, median)")
+    if sweep_ax.has_data():
+        sweep_ax.set_xscale("log", base=2)
+        sweep_ax.legend(fontsize=8)
+    positions = {s: i for i, s in enumerate(DRAWN_STRATEGIES)}
+    for workload, points in copy_series(gpu).items():
+        replay_ax.plot([positions[s] for s, _ in points], [y for _, y in points], marker="o", label=workload)
+    replay_ax.set_xticks(range(len(DRAWN_STRATEGIES)), [s.replace("grouped_foreach", "grouped")
+                                                         for s in DRAWN_STRATEGIES], fontsize=8)
+    replay_ax.set(title="one replay's copies, by strategy", xlabel="strategy",
+                  ylabel="time per replay (µs, median, eager)")
+    if replay_ax.has_data():
+        replay_ax.legend(fontsize=7)
+    fig.suptitle(f"copy time, {host}, {chart_device(gpu)}")
     fig.tight_layout()
     _save(fig, path)
 
@@ -97,8 +126,9 @@ def _repro_chart(found: list[dict[str, Any]], host: str, path: Path) -> None:
             grid[rows.index(key)][sizes.index(c["batch_size"])] = STATUS_CODES.get(str(c.get("status")), 2)
     fig, ax = plt.subplots(figsize=(4 + 1.1 * len(sizes), 1.5 + 0.5 * len(rows)))
     ax.imshow(grid, cmap="RdYlGn_r", vmin=0, vmax=2, aspect="auto")
-    ax.set_xticks(range(len(sizes)), [f"bs {s}" for s in sizes])
-    ax.set_yticks(range(len(rows)), [f"{p} ({d} draft)" for p, d in rows])
+    ax.set_xticks(range(len(sizes)), [str(s) for s in sizes])
+    ax.set_yticks(range(len(rows)), [f"{p} ({d} draft tokens)" for p, d in rows])
+    ax.set(xlabel="batch size (requests)", ylabel="path (draft tokens)")
     for c in found:
         key = (str(c.get("path")), str(c.get("draft_tokens", "-")))
         if c.get("batch_size") in sizes:

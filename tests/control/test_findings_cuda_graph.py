@@ -48,7 +48,11 @@ def test_repro_failures_group_by_signature_with_gpu_and_boundary():
     by_status = {f.title.split()[1]: f for f in findings}
     assert set(by_status) == {"capture_failed", "mismatch"}
     oom = by_status["capture_failed"]
-    assert oom.severity == "error" and oom.recommendation == "Lower --cuda-graph-max-bs."
+    # Advice comes from the measured cells (never the signature's generic text, which may contradict them).
+    assert oom.severity == "error" and oom.recommendation.startswith(
+        "Measured: eagle_draft fails from batch size 64 with 4 draft tokens. To stay clear: set "
+        "--cuda-graph-max-bs 1 (the largest batch size that passed).")
+    assert "(known report: sglang #3395)" in oom.recommendation
     assert "sm_90" in oom.evidence[0].text and oom.evidence[0].table[1][:4] == ("eagle_draft", "64", "4", "capture_failed")
     assert any("sglang #3395" in e.text for e in oom.evidence)
     assert any("clean up to bs 16" in e.text for e in oom.evidence)
@@ -151,6 +155,7 @@ def test_live_server_range_reads_the_decode_max_bs_spellings():
     [finding] = cuda_graph.repro_failures([h])
     assert "--cuda-graph-max-bs-decode 64" in finding.evidence[-1].text
     assert "inside the failing range" in finding.evidence[-1].text
+    assert "The live server is inside that range: change it now." in finding.recommendation
 
 
 def test_repro_failure_without_a_signature_advises_the_releases_max_bs_flag():
@@ -158,7 +163,7 @@ def test_repro_failure_without_a_signature_advises_the_releases_max_bs_flag():
     new = host(cuda_graph=data, sglang_source=flags("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs",
                                                     deprecated=("--cuda-graph-max-bs",)))
     [finding] = cuda_graph.repro_failures([new])
-    assert "(--cuda-graph-max-bs-decode)" in finding.recommendation
+    assert "set --cuda-graph-max-bs-decode 1 " in finding.recommendation
 
 
 def test_several_matched_log_lines_keep_their_own_numbers():

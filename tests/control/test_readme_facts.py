@@ -5,7 +5,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpudiag.cli import ExitCode
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -22,14 +21,6 @@ def table_after(marker):
         cells = re.split(r"(?<!\\)\|", line.strip().strip("|"))
         rows.append([c.strip() for c in cells])
     return rows
-
-
-def test_the_exit_code_table_is_the_enum():
-    rows = table_after("Exit codes:")
-    documented = {int(code.strip("`")): meaning for code, meaning in rows}
-    assert sorted(documented) == sorted({int(code) for code in ExitCode})
-    assert "interrupted" in documented[ExitCode.INTERRUPTED] and "internal" in documented[ExitCode.INTERNAL]
-    assert "usage" in documented[ExitCode.USAGE] and "findings" in documented[ExitCode.FINDINGS]
 
 
 def test_a_scan_leaves_exactly_the_files_the_readme_lists(tmp_path):

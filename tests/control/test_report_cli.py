@@ -28,7 +28,7 @@ def invoke(*args):
 def test_markdown_matches_the_golden_file(tmp_path):
     out = tmp_path / "FINDINGS.md"
     result = invoke(FLEET3, "--markdown", "-o", out, "--no-charts")   # the same bytes with or without matplotlib
-    assert result.exit_code == 1, result.output      # error-or-worse findings in the fleet
+    assert result.exit_code == 3, result.output      # gpu-c was not reached (3 outranks the findings)
     text = out.read_text(encoding="utf-8")
     if os.environ.get("GPUDIAG_UPDATE_GOLDEN") == "1":
         GOLDEN.write_text(text, encoding="utf-8")
@@ -38,26 +38,27 @@ def test_markdown_matches_the_golden_file(tmp_path):
 def test_markdown_has_every_section_and_cites_the_facts():
     run = load_run(FLEET3)
     text = render_markdown(run, all_findings(run))
-    for heading in ("# gpudiag report — run 20260110T120000Z-a1b2 (2026-01-10)", "## Executive summary",
+    for heading in ("# gpudiag report — run 20260110T120000Z-a1b2 (2026-01-10)", "## Answers", "## Verdict",
                     "## Fleet", "## Findings", "## Appendix: hosts", "#### Copy timings",
                     "#### CUDA-graph repro matrix", "## Methodology", "## Next steps"):
         assert heading in text
     assert "| gpu-c | unreachable |" in text
-    assert "| gpu-b | ok | 8× NVIDIA H100 80GB HBM3 | 575.57.08 | 2.9.1+cu129 | 0.5.23 | DFLASH | off |" in text
-    assert "# sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:421" in text   # fenced snippet with file:line
+    # --deep was asked and gpu-b has no copy_bench or cuda_graph result: incomplete
+    assert "| gpu-b | incomplete | 8× NVIDIA H100 80GB HBM3 | 575.57.08 | 2.9.1+cu129 | 0.5.23 | DFLASH | off |" in text
+    assert "`sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:421`: `buffers.hidden_states[:raw_bs]" in text
     assert "| eagle_draft | 16 | ok | ok | ok | capture_failed |" in text             # repro matrix row
     assert "![" not in text                                                          # no charts asked for
 
 
 def test_markdown_to_stdout_is_deterministic():
     first, second = invoke(FLEET3, "--markdown"), invoke(FLEET3, "--markdown")
-    assert first.exit_code == 1 and first.output == second.output
+    assert first.exit_code == 3 and first.output == second.output
     assert first.output.startswith("# gpudiag report")
 
 
 def test_json_emits_summary_and_findings():
     result = invoke(FLEET3, "--json")
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     doc = json.loads(result.output)
     assert doc["schema"] == 1 and doc["run"]["run_id"] == "20260110T120000Z-a1b2"
     assert doc["summary"]["hosts"] == {"total": 3, "by_status": {"ok": 2, "unreachable": 1}}
@@ -70,7 +71,7 @@ def test_json_emits_summary_and_findings():
 
 def test_console_summary_lists_findings_in_a_table():
     result = invoke(FLEET3)
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     assert "gpu-c" in result.output and "hosts.unscanned" in result.output
     assert "critical" in result.output
 
@@ -96,7 +97,7 @@ def test_latest_run_with_missing_probes_renders_and_exits_0(tmp_path):
     result = invoke("--reports-dir", tmp_path, "--markdown")
     assert result.exit_code == 0, result.output
     assert "| lone | ok | - |" in result.output and "3.10.12" in result.output
-    assert "| torch_caps | skipped | 0.0 s | torch is not installed |" in result.output
+    assert "torch_caps skipped (0.0 s: torch is not installed)" in result.output
 
 
 def test_newer_schema_is_a_one_line_error_exit_2(tmp_path):
@@ -121,7 +122,7 @@ def test_without_matplotlib_markdown_has_tables_and_no_chart_files(tmp_path, mon
     shutil.copytree(FLEET3, run_dir)
     out = tmp_path / "out" / "FINDINGS.md"
     result = invoke(run_dir, "--markdown", "-o", out)
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     assert sorted(p.name for p in out.parent.iterdir()) == ["FINDINGS.md"]
     assert "![" not in out.read_text() and "matplotlib not installed" in result.output
 
@@ -180,7 +181,7 @@ def test_json_to_a_file_is_deterministic_and_an_interrupted_host_is_reported(tmp
     manifest["hosts"].append({"name": "late", "status": "interrupted", "reason": "stopped before it finished"})
     (run / "run.json").write_text(json.dumps(manifest))
     first, second = tmp_path / "a.json", tmp_path / "b.json"
-    assert invoke(run, "--json", "-o", first).exit_code == 0
+    assert invoke(run, "--json", "-o", first).exit_code == 4     # a host never finished: incomplete
     invoke(run, "--json", "-o", second)
     assert first.read_bytes() == second.read_bytes()
     [finding] = json.loads(first.read_text())["findings"]
@@ -190,8 +191,8 @@ def test_json_to_a_file_is_deterministic_and_an_interrupted_host_is_reported(tmp
 
 def test_appendix_shows_what_the_probes_gathered_as_tables():
     text = invoke(FLEET3, "--markdown").output
-    assert "| cuda:0 | skipped | - | - | - | - | - | GPU busy: 1 process(es), e.g. pid 4087; --force to check " \
-           "anyway |" in text                                                    # torch_caps, busy GPU skipped
+    assert "| cuda:0, cuda:1, cuda:2, cuda:3 | skipped | - | - | - | - | - | GPU busy: 1 process(es); --force to " \
+           "check anyway |" in text                                   # torch_caps, busy GPUs skipped, one row
     assert "| cuda:4 | ok | 4 of 4 |" in text
     assert "(seq_lens, out_cache_loc, positions, topk_p, topk_index, req_pool_indices, mrope_positions, rids_int, " \
            "bootstrap_room_ids_int) → sglang.srt.model_executor.runner_utils.buffers" in text   # resolved definition
@@ -202,7 +203,7 @@ def test_appendix_shows_what_the_probes_gathered_as_tables():
     assert "| --disable-cuda-graph | --cuda-graph-backend-{decode,prefill}=disabled |" in text
     assert "Server pid 4087 (/opt/sglang/.venv/bin/python), CUDA_VISIBLE_DEVICES=0,1,2,3:" in text
     deployment = text[text.index("Server pid 4087"):text.index("#### Copy timings")]
-    assert "| --speculative-num-steps | 3 |" in deployment and "--enable-dp-attention" not in deployment
+    assert "--speculative-num-steps 3" in deployment and "--enable-dp-attention" not in deployment
     assert "Read from `/srv/sglang-dev/.venv/bin/python` (chosen: live_server)" in text
     assert "20 files checked (only the files the facts above cite; hash every file with `gpudiag scan " \
            "--verify-all`, or `--set sglang_source.verify_all=true`)" in text

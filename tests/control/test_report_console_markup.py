@@ -24,7 +24,7 @@ def test_report_console_prints_bracketed_host_name_and_reason_verbatim(tmp_path)
         (run / "hosts" / f"h{i}.json").write_text(json.dumps(h))
     result = CliRunner().invoke(cli, ["report", str(run)], env={"COLUMNS": "200"})
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == 1, result.output            # the unreachable host is an error finding
+    assert result.exit_code == 3, result.output            # the unreachable host could not be scanned
     assert ODD in result.output and "b[bold]" in result.output
 
 

@@ -1,0 +1,244 @@
+"""The investigation's questions, answered per host with evidence, or `not checked — <reason>`.
+
+Each answer is one line built only from what the host measured or read, so identical hosts give identical lines
+(the report groups them). A reason for `not checked` is always specific: which probe, which interpreter, which
+flag would run it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gpudiag.findings.common import as_dict, as_list, dig, probe
+from gpudiag.findings.dflash import dflash_guards, first_guard_holding
+from gpudiag.findings.facts import (algorithm_of, decode_graph_switch, server_args,
+                                    servers_of, sglang_interpreter, torch_facts)
+from gpudiag.models import OK, PROBE_ERROR, HostResult
+
+ANSWERED, PARTIAL, NOT_CHECKED = "answered", "partial", "not checked"
+QUESTIONS = (
+    ("Q1", "Is torch._foreach_copy_ present and correct for the replay dtype pairs, on CPU and each GPU?"),
+    ("Q2", "Which _grouped_foreach_copy_ definitions exist, with which fast paths, and which does each caller use?"),
+    ("Q3", "Do the EAGLE draft and draft-extend replays batch their copies, hidden_states on its own copy_()?"),
+    ("Q4", "Is DFlash present; is its draft CUDA graph on; if off, which guard and which flag?"),
+    ("Q5", "What does the replay copy cost per decode step on each GPU, and what would switching save?"),
+    ("Q6", "Where do CUDA graphs break (algorithm × batch size × draft tokens), with which signature?"),
+    ("Q7", "Is the installed code the released code?"),
+    ("Q8", "Does the live server run what is on disk (flags, interpreter)?"),
+    ("Q9", "What is serving now?"),
+)
+# Strategies sglang itself can run; `packed` needs one arena sglang does not allocate, so it is never advice.
+USABLE_STRATEGIES = ("grouped_foreach", "grouped_foreach_dma_split", "installed")
+FILL_FAST_PATH_ENV = "SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH"
+CALLERS = (("target decode fill", ("cuda_graph_runner", "buffer_registry")), ("EAGLE draft", ("eagle_draft_cuda",)),
+           ("EAGLE draft-extend", ("eagle_draft_extend",)), ("DFlash", ("dflash",)))
+
+
+@dataclass(frozen=True)
+class Answer:
+    qid: str
+    status: str          # answered | partial | not checked
+    text: str
+    command: str = ""    # the gpudiag command that reproduces the evidence
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"question": self.qid, "status": self.status, "answer": self.text, "command": self.command}
+
+
+def _not_checked(qid: str, reason: str, command: str = "") -> Answer:
+    return Answer(qid, NOT_CHECKED, f"not checked — {reason}", command)
+
+
+def probe_gap(host: HostResult, name: str, flag: str = "") -> str | None:
+    """Why probe `name` has no data on this host, specific enough to act on; None when it has data."""
+    if host.status not in (OK, PROBE_ERROR) and not host.probes:
+        return f"the host was not reached ({host.status}: {host.reason or 'no reason recorded'})"
+    result = host.probes.get(name)
+    if result is None:
+        return f"probe {name} not selected" + (f" (run it with {flag})" if flag else "")
+    if result.status == "timeout":
+        return f"probe {name} timed out after {result.duration_s:.0f} s"
+    if result.status == "skipped":
+        return str(result.reason or f"probe {name} skipped")
+    if result.status != "ok":
+        error = as_dict(result.error)
+        return f"probe {name} failed: {error.get('type', 'error')}: {error.get('message') or result.reason or '-'}"
+    if not isinstance(result.data, dict):
+        return f"probe {name} returned unreadable data"
+    return None
+
+
+def no_gpu_reason(host: HostResult) -> str | None:
+    gpus = as_dict(dig(probe(host, "env"), "gpus"))
+    if probe(host, "env") is not None and not as_list(gpus.get("devices")):
+        return f"no GPU visible ({gpus.get('reason') or 'nvidia-smi lists none'})"
+    return None
+
+
+def _where(fact: Any) -> str:
+    fact = as_dict(fact)
+    return f"{fact.get('file')}:{fact.get('line')}" if fact.get("file") else "-"
+
+
+def q1_foreach_copy(host: HostResult) -> Answer:
+    gap = probe_gap(host, "torch_caps", "--probes torch_caps")
+    if gap and "not importable" in gap and " in /" not in gap and "by /" not in gap:
+        tried = dig(probe(host, "env"), "torch", "interpreter", "path") or \
+            dig(probe(host, "env"), "python", "executable") or host.python or "the probing Python"
+        gap = f"torch not importable in {tried} ({gap}); point --python at the serving venv"
+    if gap:
+        return _not_checked("Q1", gap, "gpudiag scan HOST --probes torch_caps")
+    caps = probe(host, "torch_caps") or {}
+    version, interpreter = torch_facts(host)
+    where = f"torch {version or '?'} in {interpreter[0] if interpreter else '?'}"
+    if caps.get("has_foreach_copy") is False:
+        return Answer("Q1", ANSWERED, f"absent in {where}: sglang falls back to a per-tensor loop")
+    parts: dict[str, list[str]] = {}
+    unchecked: dict[str, list[str]] = {}
+    for device, check in sorted(as_dict(caps.get("checks")).items()):
+        check = as_dict(check)
+        pairs = as_dict(check.get("pairs"))
+        bad = sorted(k for k, v in pairs.items() if v != "ok")
+        if check.get("status") == "ok":
+            parts.setdefault(f"{len(pairs) - len(bad)} of {len(pairs)} dtype pairs correct"
+                             + (f" (wrong: {', '.join(bad)})" if bad else ""), []).append(device)
+        else:
+            why = re.sub(r",? e\.g\. pid \d+", "", str(check.get("reason") or check.get("status")))
+            unchecked.setdefault(why, []).append(device)
+    texts = [f"{', '.join(devices)}: {text}" for text, devices in parts.items()]
+    texts += [f"{', '.join(devices)} not checked — {why}" for why, devices in unchecked.items()]
+    gpu = no_gpu_reason(host)
+    if gpu:
+        texts.append(f"GPUs not checked — {gpu}")
+    visible = [f"cuda:{d.get('index')}" for d in as_list(dig(probe(host, "env"), "gpus", "devices"))
+               if isinstance(d, dict) and d.get("index") is not None]
+    missing = [name for name in visible if name not in as_dict(caps.get("checks"))]
+    if missing:
+        unchecked.setdefault("missing", missing)
+        texts.append(f"{', '.join(missing)} not checked — torch_caps recorded no check for them")
+    text = f"present in {where}; " + "; ".join(texts)
+    serving = sglang_interpreter(host)
+    if serving and interpreter and serving[0] != interpreter[0]:
+        text += f"; read in {interpreter[0]}, not in the serving {serving[0]}: not judged against sglang"
+        return Answer("Q1", PARTIAL, text, f"gpudiag scan HOST --python {serving[0]} --probes torch_caps")
+    return Answer("Q1", PARTIAL if unchecked or gpu else ANSWERED, text,
+                  "gpudiag scan HOST --probes torch_caps --force")
+
+
+def _sglang_gap(host: HostResult) -> str | None:
+    gap = probe_gap(host, "sglang_source", "--probes sglang_source")
+    if gap:
+        return gap
+    sglang = probe(host, "sglang_source") or {}
+    if sglang.get("found") is False:
+        chosen = as_dict(sglang.get("interpreter")).get("path") or "the probing Python"
+        return f"sglang not found in {chosen} (point --python at the serving venv)"
+    return None
+
+
+def q2_grouped_copy(host: HostResult) -> Answer:
+    gap = _sglang_gap(host)
+    if gap:
+        return _not_checked("Q2", gap)
+    sglang = probe(host, "sglang_source") or {}
+    grouped = as_dict(sglang.get("grouped_foreach_copy"))
+    definitions = [d for d in as_list(grouped.get("definitions")) if isinstance(d, dict)]
+    if not definitions:
+        return Answer("Q2", ANSWERED, f"sglang {sglang.get('version') or '?'}: no _grouped_foreach_copy_ "
+                                      "(per-tensor copy_() in every replay)", "gpudiag scan HOST")
+    where_def = {_where(d): d for d in definitions}
+    defs = []
+    for d in definitions:
+        paths = [_fast_path(p) for p in as_list(d.get("fast_paths")) if isinstance(p, dict)]
+        defs.append(f"{_where(d)} [{', '.join(paths) or 'no fast path'}]")
+    sites = [s for s in as_list(grouped.get("call_sites")) if isinstance(s, dict)]
+    callers = []
+    for label, keys in CALLERS:
+        found = [s for s in sites if any(k in str(s.get("file")) for k in keys)]
+        if found:
+            target = _where(found[0].get("resolves_to"))
+            fast = [_fast_path(p) for p in as_list(dig(where_def.get(target), "fast_paths")) if isinstance(p, dict)]
+            callers.append(f"{label} → {target}" + (f" ({', '.join(fast)})" if fast else ""))
+    return Answer("Q2", ANSWERED, f"{len(definitions)} definition(s): {'; '.join(defs)}. Callers: "
+                                  f"{'; '.join(callers) or 'none found'}", "gpudiag scan HOST")
+
+
+def _fast_path(path: dict[str, Any]) -> str:
+    if path.get("kind") == "env_gated":
+        return f"dense-int path gated by {path.get('env_var') or '?'}=1"
+    if path.get("kind") == "small_copy_kernel":
+        return "small-copy kernel"
+    return str(path.get("kind") or "fast path")
+
+
+def q3_eagle_batching(host: HostResult) -> Answer:
+    gap = _sglang_gap(host)
+    if gap:
+        return _not_checked("Q3", gap)
+    eagle = as_dict((probe(host, "sglang_source") or {}).get("eagle"))
+    parts = []
+    for key, label in (("draft", "draft"), ("draft_extend", "draft-extend")):
+        fact = as_dict(eagle.get(key))
+        if not fact.get("found"):
+            parts.append(f"{label}: runner not found")
+            continue
+        batched = f"batched ({fact.get('grouped_calls')} grouped call)" if fact.get("batched") else \
+            f"per tensor ({fact.get('per_tensor_copies')} copy_() calls)"
+        hidden = "hidden_states on its own copy_()" if fact.get("hidden_states_separate") else \
+            "hidden_states not split off"
+        parts.append(f"{label} {batched}, {hidden} ({fact.get('file')}:{fact.get('replay_line') or fact.get('line')})")
+    return Answer("Q3", ANSWERED, "; ".join(parts), "gpudiag scan HOST")
+
+
+NOT_A_BREAK = ("clean", "dflash_draft_graph_disabled", "not_graph")
+
+
+def _log_lines(host: HostResult, needle: str, breaks_only: bool = False) -> list[str]:
+    """Quoted lines of server-log classifications (deployment `server_logs`, or a `log` probe's `logs`) that
+    mention `needle`; with breaks_only, only matches whose family is a crash or graph failure."""
+    logs = as_list(dig(probe(host, "deployment"), "server_logs")) + as_list(dig(probe(host, "log"), "logs"))
+    found = []
+    for log in (entry for entry in logs if isinstance(entry, dict)):
+        for match in as_list(log.get("matches")) + ([] if breaks_only else [log]):
+            if breaks_only and str(as_dict(match).get("family") or "clean") in NOT_A_BREAK:
+                continue
+            for line in as_list(as_dict(match).get("lines")):
+                text = str(as_dict(line).get("text") or line)
+                if needle.lower() in text.lower():
+                    found.append(text)
+    return found
+
+
+def q4_dflash(host: HostResult) -> Answer:
+    gap = _sglang_gap(host)
+    if gap:
+        return _not_checked("Q4", gap)
+    dflash = as_dict((probe(host, "sglang_source") or {}).get("dflash"))
+    if not dflash.get("present"):
+        return Answer("Q4", ANSWERED, f"DFlash absent in sglang {(probe(host, 'sglang_source') or {}).get('version')}")
+    guards = dflash_guards(host)
+    guard_text = f"{len(guards)} draft-graph guard(s) at " + ", ".join(_where(g) for g in guards) if guards else \
+        "no draft-graph guard"
+    servers = [s for s in servers_of(host) if algorithm_of(s) == "DFLASH"]
+    logged = _log_lines(host, "Disable DFLASH draft cuda graph")
+    if logged:
+        return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); DFlash draft graph "
+                                      f"disabled at startup: {logged[0]}", "gpudiag scan HOST")
+    if not servers:
+        return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); no DFlash server "
+                                      "running", "gpudiag scan HOST")
+    states = []
+    for server in servers:
+        disabled, switch = decode_graph_switch(server_args(server))
+        holding = first_guard_holding(host, server)
+        if disabled:
+            also = f"; with graphs on, guard {_where(holding[0])} would still hold ({holding[1][1]})" if holding else ""
+            states.append(f"pid {server.get('pid')}: draft graph off by {switch}{also}")
+        elif holding:
+            states.append(f"pid {server.get('pid')}: draft graph off by guard {_where(holding[0])} "
+                          f"({holding[1][1]})")
+        else:
+            states.append(f"pid {server.get('pid')}: draft graph on (no guard holds)")
+    return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); " + "; ".join(states),
+                  "gpudiag scan HOST")

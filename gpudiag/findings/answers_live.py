@@ -1,0 +1,138 @@
+"""Answers about the installed code and the live servers (Q7–Q9), and every host's full set of answers."""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from gpudiag.findings.answers import (ANSWERED, NOT_CHECKED, PARTIAL, QUESTIONS, Answer, _not_checked, _sglang_gap,
+                                      probe_gap, q1_foreach_copy, q2_grouped_copy, q3_eagle_batching, q4_dflash)
+from gpudiag.findings.answers_measured import q5_copy_cost, q6_graph_breaks
+from gpudiag.findings.common import as_dict, as_list, dig, probe
+from gpudiag.findings.facts import algorithm_of, graph_max_bs, graphs_disabled, server_args, servers_of, \
+    sglang_interpreter
+from gpudiag.models import HostResult
+
+# The flags the source probe records (graphs and speculative decoding): only these can be checked against the
+# release; the same pattern as probes/sglang_facts/flags.py.
+RECORDED_FLAGS = re.compile(r"cuda[-_]?graph|cudagraph|graph|speculative|spec[-_]|draft|eagle|dflash|breakable|"
+                            r"piecewise", re.I)
+
+
+def q7_integrity(host: HostResult) -> Answer:
+    gap = _sglang_gap(host)
+    if gap:
+        return _not_checked("Q7", gap)
+    sglang = probe(host, "sglang_source") or {}
+    integrity = as_dict(sglang.get("integrity"))
+    mismatch = sglang.get("version_mismatch")
+    version = f"sglang {sglang.get('version') or '?'} (version_mismatch: {str(bool(mismatch)).lower()})"
+    method = integrity.get("method")
+    if method == "record":
+        changed = as_list(integrity.get("modified")) + as_list(integrity.get("missing"))
+        scope = "the files the facts cite; --verify-all hashes all" if integrity.get("scope") == "cited" else \
+            "every file"
+        verdict = f"{len(changed)} differ: {', '.join(map(str, changed[:5]))}" if changed else "all match"
+        return Answer("Q7", ANSWERED, f"{version}: {integrity.get('checked')} files hashed against "
+                                      f"{integrity.get('record')} ({scope}); {verdict}", "gpudiag scan HOST --verify-all")
+    if method == "editable":
+        git = as_dict(integrity.get("editable"))
+        changed = as_list(git.get("changed"))
+        state = f"dirty, {len(changed)} changed: {', '.join(map(str, changed[:5]))}" if git.get("dirty") else "clean"
+        return Answer("Q7", ANSWERED, f"{version}: git checkout {git.get('path')} at {git.get('commit')}, {state}",
+                      "gpudiag scan HOST")
+    why = integrity.get("reason") or "no RECORD matched the imported files and no git checkout was found"
+    return Answer("Q7", PARTIAL, f"{version}: integrity unknown — {why}", "gpudiag scan HOST --verify-all")
+
+
+def live_mismatches(host: HostResult) -> list[tuple[dict[str, Any], list[str], int]]:
+    """Per live server: (server, what differs from the code on disk, flags checked). A flag counts as unknown
+    only among those the source probe records (graphs, speculative decoding); [] when sglang was not read."""
+    known = {str(f.get("name")) for f in as_list(dig(probe(host, "sglang_source"), "server_flags"))
+             if isinstance(f, dict)}
+    read = sglang_interpreter(host)
+    out = []
+    for server in servers_of(host):
+        words = [str(w) for w in as_list(server.get("cmdline"))]
+        flags = sorted({w.split("=", 1)[0] for w in words if w.startswith("--")})
+        unknown = [f for f in flags if known and RECORDED_FLAGS.search(f) and f not in known]
+        python = str(server.get("python") or "?")
+        notes = []
+        if unknown:
+            notes.append(f"flags not in the installed release: {', '.join(unknown)}")
+        if read and server.get("python") and python != read[0]:
+            notes.append(f"runs {python}, sglang was read from {read[0]}")
+        out.append((server, notes, len(flags)))
+    return out
+
+
+def q8_live_matches_disk(host: HostResult) -> Answer:
+    gap = probe_gap(host, "deployment", "--probes deployment")
+    if gap:
+        return _not_checked("Q8", gap)
+    if not servers_of(host):
+        return Answer("Q8", ANSWERED, "no live sglang server to compare", "gpudiag scan HOST")
+    gap = _sglang_gap(host)
+    if gap:
+        return _not_checked("Q8", gap)
+    known = as_list(dig(probe(host, "sglang_source"), "server_flags"))
+    parts, differs = [], False
+    for server, notes, checked in live_mismatches(host):
+        differs |= bool(notes)
+        parts.append(f"pid {server.get('pid')}: " + ("; ".join(notes) if notes else
+                                                     f"all {checked} flags exist, interpreter "
+                                                     f"{server.get('python') or '?'} is the one read"))
+    if not known:
+        return Answer("Q8", PARTIAL, "; ".join(parts) + "; server flags of the release not read", "gpudiag scan HOST")
+    return Answer("Q8", ANSWERED, "; ".join(parts) + ("" if differs else "; file changes since start not recorded"),
+                  "gpudiag scan HOST")
+
+
+def q9_serving(host: HostResult) -> Answer:
+    gap = probe_gap(host, "deployment", "--probes deployment")
+    if gap:
+        return _not_checked("Q9", gap)
+    servers = servers_of(host)
+    if not servers:
+        return Answer("Q9", ANSWERED, "no sglang server running", "gpudiag scan HOST")
+    parts = []
+    for server in servers:
+        args = server_args(server)
+        max_bs = graph_max_bs(args)
+        graphs = "off" if graphs_disabled(args) else (f"max bs {max_bs[0]}" if max_bs else "default sizes")
+        parts.append(f"pid {server.get('pid')}: {algorithm_of(server) or 'no speculative decoding'}, draft tokens "
+                     f"{args.get('speculative_num_draft_tokens') or '-'}, CUDA graphs {graphs}, TP "
+                     f"{args.get('tp_size') or 1}, GPUs {server.get('cuda_visible_devices') or 'all'}, "
+                     f"{server.get('python') or '?'}")
+    return Answer("Q9", ANSWERED, "; ".join(parts), "gpudiag scan HOST")
+
+
+ANSWERERS: tuple[Callable[[HostResult], Answer], ...] = (
+    q1_foreach_copy, q2_grouped_copy, q3_eagle_batching, q4_dflash, q5_copy_cost, q6_graph_breaks, q7_integrity,
+    q8_live_matches_disk, q9_serving)
+
+
+def host_answers(host: HostResult) -> list[Answer]:
+    """Every question for one host; a question whose data cannot be read says so instead of failing."""
+    answers = []
+    for (qid, _), answerer in zip(QUESTIONS, ANSWERERS):
+        try:
+            answers.append(answerer(host))
+        except Exception as exc:  # noqa: BLE001 - odd host data costs this answer, never the report
+            answers.append(Answer(qid, NOT_CHECKED, f"not checked — this host's data could not be read "
+                                                    f"({type(exc).__name__})"))
+    return answers
+
+
+def coverage_line(per_host: dict[str, list[Answer]]) -> str:
+    """'N of M questions answered on K hosts' (a question counts when every host answered it in full)."""
+    if not per_host:
+        return "no hosts: no question could be answered"
+    total = len(QUESTIONS)
+    answered = sum(1 for i in range(total) if all(a[i].status == ANSWERED for a in per_host.values()))
+    partly = sum(1 for i in range(total) if any(a[i].status != NOT_CHECKED for a in per_host.values())) - answered
+    text = f"{answered} of {total} questions answered on {len(per_host)} host{'s' if len(per_host) != 1 else ''}"
+    return text + (f" ({partly} more in part)" if partly else "")
+
+
+def all_answered(per_host: dict[str, list[Answer]]) -> bool:
+    return bool(per_host) and all(a.status == ANSWERED for answers in per_host.values() for a in answers)

@@ -1,0 +1,33 @@
+"""A live server that is not running the code on disk: flags the installed release does not have, or an
+interpreter other than the one whose sglang was read."""
+from __future__ import annotations
+
+from gpudiag.findings.answers_live import live_mismatches
+from gpudiag.findings.common import source
+from gpudiag.findings.facts import command_line, sglang_interpreter
+from gpudiag.models import Evidence, Finding, HostResult
+
+
+def server_not_on_disk(hosts: list[HostResult]) -> list[Finding]:
+    """Rule 13: what the server runs and what gpudiag read differ, so the source facts may not describe it."""
+    findings = []
+    for host in hosts:
+        read = sglang_interpreter(host)
+        for server, notes, _ in live_mismatches(host):
+            if not notes:
+                continue
+            findings.append(Finding(
+                id="sglang.server_not_on_disk", severity="warning",
+                title="the running server is not running the code on disk",
+                hosts=(host.name,),
+                evidence=tuple(Evidence(kind="flag", host=host.name, text=f"server pid {server.get('pid', '?')}: {note}",
+                                        snippet=command_line(server) or None) for note in notes[:1]) +
+                tuple(Evidence(kind="flag", host=host.name, text=f"server pid {server.get('pid', '?')}: {note}")
+                      for note in notes[1:]),
+                recommendation="The source facts describe " + (f"the sglang installed for {read[0]}" if read else
+                                                               "the installed sglang") +
+                               ", not what this server loaded: restart the server from the installed release, or "
+                               f"rescan with `gpudiag scan {host.name} --python {server.get('python') or 'PYTHON'}` "
+                               "so the facts describe the interpreter it runs.",
+                sources=(source(host, "deployment"), source(host, "sglang_source"))))
+    return findings

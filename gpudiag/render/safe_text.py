@@ -1,0 +1,130 @@
+"""Host strings are data: one place that makes any host-provided value safe to show.
+
+`clean_run` bounds a whole run before rules and renderers read it (controls, escapes and bidi overrides gone,
+strings capped, nesting cut); `console` and `md` make one value safe for a terminal or for markdown.
+Every step looks at a bounded prefix of its input, so time and output stay linear and bounded.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from gpudiag.models import HostResult, LoadedRun, ProbeResult
+
+MAX_CHARS = 512          # a host string longer than this is cut, saying how long it was
+MAX_DEPTH = 24           # deeper probe data is replaced by a note (no renderer needs more than ~8)
+MAX_ITEMS = 4096         # list items / object keys kept per container
+
+# ESC-introduced sequences (CSI, OSC with BEL or ST end, two-byte escapes), then any single control left.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
+# C0 except tab/newline, DEL, C1, bidi embeddings/overrides/isolates and marks, line/paragraph separators.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                       "\u2028\u2029\ufeff]")
+# Backslash first (so host text cannot undo an escape), code spans, HTML, table cells; `](`, `][` and `![`
+# are the only ways a link or image can open inside one line.
+_CAPPED = re.compile(r"… \(\d+ bytes\)")
+_MD_SPECIAL = re.compile(r"([\\`<|])")
+_MD_SPECIAL_KEEP_CODE = re.compile(r"([\\<|])")
+_MD_LINK = re.compile(r"\]([(\[])|!\[")
+_MD_LINE_START = re.compile(r"^(\s*)([#>=~]|[-+*](?=\s)|\d+[.)](?=\s))")
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return str(value)
+    except Exception as exc:  # noqa: BLE001 - a value that cannot be shown is shown as such
+        return f"<unreadable {type(value).__name__}: {type(exc).__name__}>"
+
+
+def clean(value: Any, limit: int = MAX_CHARS, keep_newlines: bool = False) -> str:
+    """Controls, escape sequences and bidi overrides removed; cut at `limit` characters + "… (N bytes)"."""
+    text = _text_of(value)
+    head = text[: limit * 4 + 64]   # escapes removed below never shrink more than this allows for
+    head = _CONTROLS.sub("", _ESCAPES.sub("", head))
+    head = head.replace("\t", " ")
+    if not keep_newlines:
+        head = head.replace("\r", "").replace("\n", " ")
+    if _CAPPED.search(head) and len(text) <= limit * 4 + 64:
+        return head     # built from values cut once already (with their true size): bounded, not cut again
+    if len(head) > limit or len(text) > limit * 4 + 64:
+        size = len(text.encode("utf-8", "replace"))
+        return head[:limit] + f"… ({size} bytes)"
+    return head
+
+
+def console(value: Any, limit: int = MAX_CHARS) -> str:
+    """A host value for the terminal: one line, clean, capped."""
+    return clean(value, limit)
+
+
+def md(value: Any, limit: int = MAX_CHARS, keep_code: bool = False) -> str:
+    """A host value for markdown inline text or a table cell: clean, one line, and unable to open a heading,
+    HTML, a link, an image or (unless keep_code, for prose that quotes commands) a code span, or to end a
+    table cell."""
+    special = _MD_SPECIAL_KEEP_CODE if keep_code else _MD_SPECIAL
+    text = special.sub(r"\\\1", clean(value, limit))
+    text = _MD_LINK.sub(lambda m: "\\]" + m.group(1) if m.group(1) else "!\\[", text)
+    text = text.replace("://", ":\\//").replace("www.", "www\\.")    # no bare-URL autolink
+    return _MD_LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
+
+
+def code(value: Any, limit: int = MAX_CHARS) -> str:
+    """A host value as an inline code span: nothing inside is markdown; the delimiter outlasts any backtick run."""
+    text = clean(value, limit).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def fence_for(text: str) -> str:
+    """A code fence longer than any backtick run inside `text`, so the text cannot close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def clean_data(value: Any, depth: int = 0, limit: int = MAX_CHARS) -> Any:
+    """Probe data with every string cleaned and capped, containers bounded, nesting cut at MAX_DEPTH."""
+    if isinstance(value, str):
+        return clean(value, limit, keep_newlines=True)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if abs(value) < 10 ** 18 else clean(value, 40)
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else None
+    if depth >= MAX_DEPTH:
+        return f"<nested deeper than {MAX_DEPTH} levels: not read>"
+    if isinstance(value, dict):
+        items = list(value.items())[:MAX_ITEMS]
+        return {clean(k, 128): clean_data(v, depth + 1, limit) for k, v in items}
+    if isinstance(value, (list, tuple)):
+        return [clean_data(v, depth + 1, limit) for v in list(value)[:MAX_ITEMS]]
+    return clean(value, limit)
+
+
+def _clean_probe(result: ProbeResult) -> ProbeResult:
+    return dataclasses.replace(
+        result, status=clean(result.status, 32), data=clean_data(result.data),
+        error=clean_data(result.error) if isinstance(result.error, dict) else None,
+        reason=clean(result.reason) if result.reason is not None else None)
+
+
+def clean_host(host: HostResult) -> HostResult:
+    probes = {clean(name, 64): _clean_probe(p) for name, p in list(host.probes.items())[:64]}
+    tail = {clean(k, 32): clean(v, 4096, keep_newlines=True) for k, v in (host.output_tail or {}).items()} \
+        if isinstance(host.output_tail, dict) else None
+    return dataclasses.replace(host, name=clean(host.name, 128), status=clean(host.status, 32),
+                               reason=clean(host.reason), address=clean(host.address, 256),
+                               transport=clean(host.transport, 32), python=clean(host.python),
+                               probes=probes, output_tail=tail)
+
+
+def clean_run(run: LoadedRun) -> LoadedRun:
+    """The run as rules and renderers should read it: every host string bounded and free of controls."""
+    manifest = dataclasses.replace(run.manifest, extra=clean_data(run.manifest.extra) or {},
+                                   argv=tuple(clean(a, 256) for a in run.manifest.argv[:64]),
+                                   hosts=tuple(clean_data(h) for h in run.manifest.hosts))
+    return dataclasses.replace(run, manifest=manifest, hosts=tuple(clean_host(h) for h in run.hosts))
