@@ -24,7 +24,10 @@ EXIT_MEANING = {
     int(ExitCode.HOSTS_FAILED): "some hosts could not be scanned",
     int(ExitCode.INCOMPLETE): "a check asked for (--deep, --probes, repro) could not run on some host",
     int(ExitCode.INTERNAL): "internal error (a bug in gpudiag)",
-    int(ExitCode.INTERRUPTED): "interrupted (finished hosts kept)",
+    int(ExitCode.HANGUP): "hung up (SIGHUP); finished hosts kept",
+    int(ExitCode.INTERRUPTED): "interrupted (Ctrl-C); finished hosts kept",
+    int(ExitCode.PIPE_CLOSED): "stdout's reader went away",
+    int(ExitCode.TERMINATED): "terminated (SIGTERM); finished hosts kept",
 }
 DEEP_PROBES = ("copy_bench", "cuda_graph")
 # How a user asks for each probe (the reason a skipped check names it).

@@ -16,7 +16,7 @@ from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import (ResultConsole, Seconds, checked_settings, inventory_option, load_hosts,
                                  reports_dir_option, warn_ignored_ssh_settings)
 from gpudiag.cli.runs import StoredRun, transports
-from gpudiag.findings import all_findings
+from gpudiag import findings as rules
 from gpudiag.models import OK, LoadedRun
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
 from gpudiag.render.console import ScanProgress, summary_table
@@ -102,7 +102,7 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         manifest = run.finish(outcome)
     writer = run.writer
     stored = _stored_run(writer.dir, console)
-    findings = None if stored is None else all_findings(stored)
+    findings = None if stored is None else rules.all_findings(stored)
     result = None if stored is None else verdict(stored, findings or [], fail_on)
     results = ResultConsole()   # results go to stdout, progress and warnings to stderr
     if as_json:

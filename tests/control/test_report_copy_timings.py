@@ -154,7 +154,7 @@ def test_a_classified_log_shows_path_numbered_lines_and_advice(tmp_path):
     classify = subprocess.run([sys.executable, "-m", "gpudiag", "repro", "cuda-graph-crash", "--log", str(log),
                                "--reports-dir", str(reports)], capture_output=True, text=True, timeout=120)
     assert classify.returncode == 1, classify.stderr
-    run_id = classify.stderr.split("gpudiag report ")[1].split(")")[0]    # a log run is never reports/latest
+    run_id = classify.stdout.split("gpudiag report ")[1].split(")")[0]    # a log run is never reports/latest
     result = CliRunner().invoke(cli, ["report", run_id, "--reports-dir", str(reports), "--markdown"])
     assert result.exit_code == 1, result.output
     appendix = result.output.split("## Appendix: crash log")[1].split("## Methodology")[0]
