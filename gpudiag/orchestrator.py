@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from gpudiag import bundle
-from gpudiag.models import (FRAME_ERROR, INTERRUPTED, OK, PROBE_ERROR, PYTHON_MISSING, TIMEOUT,
+from gpudiag.models import (FRAME_ERROR, INTERNAL_ERROR, INTERRUPTED, OK, PROBE_ERROR, PYTHON_MISSING, TIMEOUT,
                             UNREACHABLE, CommandResult, Host, HostResult, ProbeResult, SchemaError,
                             check_schema, probes_from_dict)
 from gpudiag.transports import Transport, TransportError, transport_for
@@ -178,9 +178,11 @@ class Orchestrator:
             result = HostResult(name=host.name, status=exc.status, reason=exc.reason, address=host.address,
                                 transport=_transport_name(host), python=host.python,
                                 duration_s=time.monotonic() - started)
-        except Exception as exc:  # a bug or an odd host must not take the fleet down
-            status = INTERRUPTED if self._stopping.is_set() else UNREACHABLE
-            result = HostResult(name=host.name, status=status, reason=f"{type(exc).__name__}: {exc}",
+        except Exception as exc:  # a gpudiag bug: this host says so, the fleet goes on
+            status = INTERRUPTED if self._stopping.is_set() else INTERNAL_ERROR
+            message = (str(exc).splitlines() or [""])[0][:200]
+            result = HostResult(name=host.name, status=status,
+                                reason=f"gpudiag bug while handling this host: {type(exc).__name__}: {message}",
                                 address=host.address, transport=_transport_name(host), python=host.python,
                                 duration_s=time.monotonic() - started)
         if self._stopping.is_set() and result.status != OK:

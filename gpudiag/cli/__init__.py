@@ -24,6 +24,8 @@ class ExitCode(enum.IntEnum):
     NOTHING_RAN = 4        # repro: every cell skipped (no CUDA / nothing to run on)
     INTERNAL = 70          # a bug in gpudiag itself (EX_SOFTWARE), never confused with "error findings"
     INTERRUPTED = 130      # Ctrl-C (128 + SIGINT, as shells report it)
+    TERMINATED = 143       # SIGTERM (timeout, CI, Slurm): finished hosts kept, the run marked interrupted
+    HANGUP = 129           # SIGHUP (the terminal went away): the same
 
 
 class UserError(click.ClickException):

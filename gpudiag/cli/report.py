@@ -54,7 +54,10 @@ def report(run: str | None, as_markdown: bool, as_json: bool, output: Path | Non
         _emit(render_markdown(loaded, findings, charts), output)
     else:
         _console_summary(loaded, findings)
-    sys.exit(ExitCode.FINDINGS if has_errors(findings) else ExitCode.OK)
+    problems = loaded.problems()   # a run that is not a whole record never reads as all clear
+    for line in problems:
+        click.echo(f"gpudiag: {line}", err=True)
+    sys.exit(ExitCode.HOSTS_FAILED if problems else ExitCode.FINDINGS if has_errors(findings) else ExitCode.OK)
 
 
 def _emit(text: str, output: Path | None) -> None:

@@ -7,7 +7,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import click
 from rich.console import Console
@@ -17,7 +17,7 @@ from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import (inventory_option, load_hosts, parse_settings, reports_dir_option,
                                  warn_ignored_ssh_settings)
 from gpudiag.cli.runs import StoredRun, transports
-from gpudiag.models import OK
+from gpudiag.models import INTERNAL_ERROR, OK
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
 from gpudiag.render.console import ScanProgress, summary_table
 from gpudiag.store import StoreError
@@ -81,9 +81,10 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     request = ScanRequest(probes=names, options=options, probe_timeouts=gpu_limits, probe_timeout=probe_timeout,
                           timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks)
     console = Console(stderr=True)
-    run = StoredRun(reports_dir, "scan", console)
+    check_known_hosts_path(known_hosts, accept_new)
+    run = StoredRun(reports_dir, "scan", console, planned=[h.name for h in hosts])
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
-    with _interrupt_policy() as finishing:
+    with interrupt_policy() as stop:
         with ScanProgress(len(hosts), console=console) as progress:
             def on_result(result):  # type: ignore[no-untyped-def]
                 run.store(result)
@@ -91,8 +92,8 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
 
             outcome = Orchestrator(request, factory, on_start=progress.host_started,
                                    on_result=on_result).run(hosts)
-        finishing()   # only writing is left: a late Ctrl-C must not cut run.json short
-        manifest = run.finish(outcome)
+        stop.finishing()   # only writing is left: a late signal must not cut run.json short
+        manifest = run.finish(outcome, signal=stop.signal_name)
     writer = run.writer
     if as_json:
         click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
@@ -100,9 +101,15 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         console.print(summary_table(outcome.results, f"gpudiag scan {manifest.run_id}"))
         console.print(f"results: {writer.dir}", markup=False, highlight=False)
     if outcome.interrupted:
-        console.print("interrupted: finished hosts are kept", style="yellow")
-        sys.exit(ExitCode.INTERRUPTED)
-    if any(r.status != OK for r in outcome.results):
+        console.print(f"interrupted{' by ' + stop.signal_name if stop.signal_name else ''}: finished hosts are "
+                      f"kept", style="yellow")
+        sys.exit(stop.exit_code)
+    if run.failures:
+        console.print(f"gpudiag: error: {len(run.failures)} result write(s) failed; the stored run is incomplete "
+                      f"(gpudiag report says which)", markup=False, highlight=False)
+    if any(r.status == INTERNAL_ERROR for r in outcome.results):
+        sys.exit(ExitCode.INTERNAL)
+    if run.failures or any(r.status != OK for r in outcome.results):
         sys.exit(ExitCode.HOSTS_FAILED)
     sys.exit(ExitCode.FINDINGS if _error_findings(writer.dir, console, quiet=as_json) else ExitCode.OK)
 
@@ -126,25 +133,59 @@ def _error_findings(run_dir: Path, console: Console, quiet: bool) -> bool:
         console.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)")
     return has_errors(findings)
 
-@contextlib.contextmanager
-def _interrupt_policy() -> Iterator[Callable[[], None]]:
-    """The first Ctrl-C stops the scan (KeyboardInterrupt in the orchestrator); later ones are ignored,
-    and once `finishing()` is called all are. The previous handler comes back afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: None
-        return
-    fired = False
+# Signals that end a scan as Ctrl-C does: finished hosts kept, the run marked interrupted, 128 + signal.
+STOP_SIGNALS = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED,
+                signal.SIGHUP: ExitCode.HANGUP}
 
-    def once(signum: int, frame: object) -> None:
-        nonlocal fired
-        if not fired:
-            fired = True
+
+class StopSignals:
+    """Which stop signal arrived first, if any, and the exit code it calls for."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._finishing = False
+
+    @property
+    def signal_name(self) -> str | None:
+        return signal.Signals(self.signum).name if self.signum is not None else None
+
+    @property
+    def exit_code(self) -> int:
+        return int(STOP_SIGNALS.get(self.signum, ExitCode.INTERRUPTED))  # type: ignore[call-overload]
+
+    def handle(self, signum: int, frame: object) -> None:
+        # The first signal stops the scan (KeyboardInterrupt in the orchestrator's wait); later ones, and
+        # any once only writing is left, are noted and ignored.
+        if self.signum is None and not self._finishing:
+            self.signum = signum
             raise KeyboardInterrupt
+        if self.signum is None:
+            self.signum = signum
 
-    previous = signal.signal(signal.SIGINT, once)
+    def finishing(self) -> None:
+        self._finishing = True
+
+
+@contextlib.contextmanager
+def interrupt_policy() -> Iterator[StopSignals]:
+    """SIGINT, SIGTERM and SIGHUP stop the scan the same way; the previous handlers come back afterwards."""
+    stop = StopSignals()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = {signum: signal.signal(signum, stop.handle) for signum in STOP_SIGNALS}
     try:
-        yield lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)
+        yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
+def check_known_hosts_path(path: str | None, accept_new: bool) -> None:
+    """--known-hosts must be a file gpudiag can read and, for --accept-new, create: a usage error before
+    connecting, not one failure per host."""
+    from gpudiag.transports.hostkeys import KnownHostsPathError, check_own_file
+    try:
+        check_own_file(path, accept_new)
+    except KnownHostsPathError as exc:
+        raise UserError(str(exc)) from None
