@@ -338,7 +338,10 @@ class LoadedRun:
             total = len(planned) if planned is not None else len(self.hosts)
             lines.append(f"incomplete: {len(unfinished)} of {total} hosts never finished "
                          f"({', '.join(unfinished[:10])}{' …' if len(unfinished) > 10 else ''}); the run was "
-                         f"killed before it ended, or is still running")
+                         f"killed, could not write its records, or is still running")
+        elif planned is not None and not self.manifest.finished_at:
+            lines.append("incomplete: run.json records no end for this run (killed, could not write its "
+                         "records, or still running)")
         if self.manifest.interrupted:
             by = f" by {self.manifest.signal}" if self.manifest.signal else ""
             lines.append(f"interrupted{by}: hosts that had not finished are marked interrupted")

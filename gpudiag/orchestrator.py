@@ -162,7 +162,10 @@ class Orchestrator:
                                        probe_timeout=self.request.probe_timeout,
                                        budget_s=runner_budget(self.request.timeout))
         try:
-            transport = self.transport_factory(host)
+            try:
+                transport = self.transport_factory(host)
+            except ValueError as exc:   # a host setting no transport can honour (an unknown engine...)
+                raise TransportError(UNREACHABLE, f"cannot reach it this way: {exc}") from None
             with self._lock:
                 self._open[host.name] = transport
             if self._stopping.is_set():   # stop() ran between the check above and the registration

@@ -6,6 +6,7 @@ killed run left are removed by the next run. `reports/latest` holds the newest r
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
@@ -109,7 +110,18 @@ class RunWriter:
 
     def _write_manifest(self) -> None:
         self.manifest = replace(self.manifest, hosts=tuple(self._hosts.values()))
-        write_json_atomic(self.dir / "run.json", self.manifest.to_dict())
+        path = self.dir / "run.json"
+        try:
+            write_json_atomic(path, self.manifest.to_dict())
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            # A full disk has no room for the temp copy, but rewriting in place reuses run.json's own
+            # blocks: the record of which hosts finished (and which could not be written) matters most now.
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(dumps_strict(self.manifest.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
 
     def _write_manifest_or_raise(self) -> None:
         try:
@@ -264,8 +276,8 @@ def load_run(run_dir: Path) -> LoadedRun:
         if name not in have:
             have.add(name)
             hosts.append(HostResult(name=name, status=NEVER_FINISHED,
-                                    reason="planned, but the run ended before this host finished "
-                                           "(killed, or still running)" if not manifest.finished_at else
-                                           "planned, but no result was recorded"))
+                                    reason="planned, but run.json records no end for it: the run was "
+                                           "killed, could not write its records, or is still running"
+                                    if not manifest.finished_at else "planned, but no result was recorded"))
     hosts.sort(key=lambda h: h.name)
     return LoadedRun(path=run_dir, manifest=manifest, hosts=tuple(hosts), unreadable=tuple(unreadable))

@@ -41,16 +41,15 @@ def check_own_file(explicit: str | None, accept_new: bool) -> Path:
     if path.exists() and not os.access(path, os.R_OK):
         raise KnownHostsPathError(f"known-hosts file {path}: not readable")
     if accept_new:
-        if path.exists():
-            if not os.access(path, os.W_OK):
-                raise KnownHostsPathError(f"known-hosts file {path}: not writable (--accept-new records keys there)")
-        else:
-            parent = path.parent
-            while not parent.exists() and parent != parent.parent:
-                parent = parent.parent
-            if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-                raise KnownHostsPathError(f"known-hosts file {path}: cannot be created ({parent} is not a "
-                                          f"writable directory; --accept-new records keys there)")
+        # Open it for appending now (creating it, as OpenSSH creates known_hosts): the only sure test,
+        # since permission bits say little to root, and /proc or a read-only mount refuse only on write.
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with open(path, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise KnownHostsPathError(f"known-hosts file {path}: cannot be written ({exc.strerror or exc}); "
+                                      f"--accept-new records keys there") from None
     return path
 
 
