@@ -35,15 +35,16 @@ def _finite(text: str) -> float:
     return value
 
 
-def _no_constant(name: str) -> Any:
-    raise DocumentError(f"{name} is not JSON")
+def _no_value(name: str) -> Any:
+    """NaN, Infinity, -Infinity (Python's json writes them by default): read as null, a number unknown."""
+    return None
 
 
 def decode_document(text: str) -> Any:
-    """Strict JSON from a host: no NaN/Infinity, no number that overflows, no int too long to convert,
-    at most MAX_DEPTH levels of nesting. Raises DocumentError with a one-line reason."""
+    """JSON from a host, within bounds: NaN/Infinity read as null; a number that overflows, an int too long
+    to convert, or more than MAX_DEPTH levels of nesting raise DocumentError with a one-line reason."""
     try:
-        doc = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+        doc = json.loads(text, parse_float=_finite, parse_constant=_no_value)
     except DocumentError:
         raise
     except json.JSONDecodeError as exc:

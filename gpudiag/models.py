@@ -128,6 +128,7 @@ class CommandResult:
     stderr: bytes
     duration_s: float
     timed_out: bool = False
+    overflow: str | None = None       # "output exceeded N MiB": the command was closed at the cap
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from gpudiag.models import INTERNAL_ERROR, OK
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
 from gpudiag.render.console import ScanProgress, summary_table
 from gpudiag.store import StoreError
+from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 
 
 # GPU probes visit every GPU in turn: an 8-GPU host needs far more than a light probe's limit.
@@ -57,11 +58,14 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.option("--verify-all", is_flag=True,
               help="Hash every installed sglang file against its RECORD, not only the files facts cite.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
+@click.option("--max-output", type=click.IntRange(1, 4096), default=DEFAULT_OUTPUT_LIMIT // 2 ** 20,
+              show_default=True, metavar="MIB",
+              help="Output a host may send, in MiB; past it the host is a frame_error and its connection closed.")
 @reports_dir_option
 def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | None, probes: str | None,
          deep: bool, force: bool, settings: tuple[str, ...], forks: int, timeout: float | None,
          probe_timeout: float | None, accept_new: bool, known_hosts: str | None, connect_timeout: float,
-         verify_all: bool, as_json: bool, reports_dir: Path) -> None:
+         verify_all: bool, as_json: bool, max_output: int, reports_dir: Path) -> None:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
     hosts = load_hosts(targets, inventory_path, python)
     warn_ignored_ssh_settings(hosts)
@@ -79,7 +83,8 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
             raise UserError(str(exc)) from None
     gpu_limits = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
     request = ScanRequest(probes=names, options=options, probe_timeouts=gpu_limits, probe_timeout=probe_timeout,
-                          timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks)
+                          timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks,
+                          output_limit=max_output * 2 ** 20)
     console = Console(stderr=True)
     check_known_hosts_path(known_hosts, accept_new)
     run = StoredRun(reports_dir, "scan", console, planned=[h.name for h in hosts])

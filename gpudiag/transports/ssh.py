@@ -22,8 +22,9 @@ import paramiko
 from gpudiag.transports.hostkeys import HostKeyChecker, HostKeyError, host_id
 from gpudiag.models import AUTH_FAILED, INTERRUPTED, TIMEOUT, UNREACHABLE, CommandResult, Host
 from gpudiag.transports import TransportError
-from gpudiag.transports.ssh_support import (connect_error, describe_failure, drain, feed, parse_jump,
-                                            shutdown)
+from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
+from gpudiag.transports.ssh_support import (RecordingSocket, connect_error, describe_failure, drain, feed,
+                                            parse_jump, shutdown)
 
 # paramiko logs handshake failures at ERROR; without a handler Python would print them on stderr,
 # in the middle of the progress output. Every failure becomes a host status instead.
@@ -60,8 +61,10 @@ class SSHTransport:
         self._expired = threading.Event()   # the run's deadline passed
 
     # -- public ---------------------------------------------------------------------------------
-    def run(self, argv: list[str], stdin: bytes, timeout: float) -> CommandResult:
+    def run(self, argv: list[str], stdin: bytes, timeout: float,
+            output_limit: int = DEFAULT_OUTPUT_LIMIT) -> CommandResult:
         started = time.monotonic()
+        self._output_limit = output_limit
         deadline = started + timeout
         self._expired.clear()
         watchdog = threading.Timer(timeout, self._expire)
@@ -152,7 +155,7 @@ class SSHTransport:
         if code != 0:
             raise TransportError(UNREACHABLE, f"{address}:{port}: {connect_error(code)}")
         sock.setblocking(True)
-        return sock
+        return RecordingSocket(sock)  # type: ignore[return-value]
 
     def _open_client(self, address: str, port: int, user: str, make_sock: Callable[[], Any],
                      deadline: float, label: str) -> paramiko.SSHClient:
@@ -180,8 +183,9 @@ class SSHTransport:
         except Exception as exc:
             if self._closed.is_set() or self._expired.is_set():
                 raise _Stopped() from None
+            heard = sock.non_ssh() if isinstance(sock, RecordingSocket) else b""
             raise TransportError(*describe_failure(exc, client, address, port, user, identity, limit,
-                                                         label)) from None
+                                                   label, heard)) from None
         client.get_transport().set_keepalive(KEEPALIVE_S)  # type: ignore[union-attr]
         return client
 
@@ -210,22 +214,32 @@ class SSHTransport:
             channel.exec_command(shlex.join(argv))
         except (_Stopped, paramiko.SSHException, OSError, EOFError) as exc:
             return self._stopped_result(started, exc)
-        stdout: list[bytes] = []
-        stderr: list[bytes] = []
+        capture = BoundedCapture(self._output_limit)
+        overflowed = threading.Event()
+
+        def stop_at_cap() -> None:
+            overflowed.set()
+            _close_quietly(channel)   # the host's flood ends here; the other reader sees EOF
+
         threads = [threading.Thread(target=feed, args=(channel, stdin), daemon=True),
-                   threading.Thread(target=drain, args=(channel.recv, stdout), daemon=True),
-                   threading.Thread(target=drain, args=(channel.recv_stderr, stderr), daemon=True)]
+                   threading.Thread(target=drain, args=(channel.recv, capture.add_stdout, stop_at_cap),
+                                    daemon=True),
+                   threading.Thread(target=drain, args=(channel.recv_stderr, capture.add_stderr, lambda: None),
+                                    daemon=True)]
         for thread in threads:
             thread.start()
         for reader in threads[1:]:
             reader.join(max(0.0, deadline - time.monotonic()))
+        if overflowed.is_set():
+            return CommandResult(None, capture.stdout, capture.stderr, time.monotonic() - started,
+                                 overflow=capture.describe_overflow())
         if not any(reader.is_alive() for reader in threads[1:]) and not self._closed.is_set():
             # Both streams ended; the exit status follows the EOFs closely.
             channel.status_event.wait(max(0.0, min(5.0, deadline - time.monotonic())))
             # The deadline timer closing the channel also ends the readers and sets the status event
             # (exit status -1): that is a timeout, not the command's own exit.
             if channel.exit_status_ready() and not self._expired.is_set() and channel.exit_status != -1:
-                return CommandResult(channel.exit_status, b"".join(stdout), b"".join(stderr),
+                return CommandResult(channel.exit_status, capture.stdout, capture.stderr,
                                      time.monotonic() - started)
         if self._closed.is_set():
             raise TransportError(INTERRUPTED, "the run was interrupted")
@@ -233,12 +247,8 @@ class SSHTransport:
             # The connection dropped without an exit status (sshd killed, network gone).
             raise TransportError(UNREACHABLE, f"{self._where()}: the connection closed before the command "
                                               f"finished")
-        try:
-            channel.close()
-        except Exception:
-            pass  # the deadline timer may be closing the same channel at this moment
-        return CommandResult(None, b"".join(stdout), b"".join(stderr), time.monotonic() - started,
-                             timed_out=True)
+        _close_quietly(channel)   # the deadline timer may be closing the same channel at this moment
+        return CommandResult(None, capture.stdout, capture.stderr, time.monotonic() - started, timed_out=True)
 
     def _stopped_result(self, started: float, exc: BaseException) -> CommandResult:
         if self._closed.is_set():
@@ -269,3 +279,10 @@ class SSHTransport:
                 resource.close()
             except Exception:
                 pass
+
+
+def _close_quietly(channel: paramiko.Channel) -> None:
+    try:
+        channel.close()
+    except Exception:
+        pass

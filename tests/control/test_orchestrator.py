@@ -27,7 +27,7 @@ class FakeTransport:
         self.host, self.delay = host, delay
         self.closed = threading.Event()
 
-    def run(self, argv, stdin, timeout):
+    def run(self, argv, stdin, timeout, output_limit=None):
         with FakeTransport.lock:
             FakeTransport.live += 1
             FakeTransport.peak = max(FakeTransport.peak, FakeTransport.live)

@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from gpudiag.transports.capture import NOISE_TAIL, STDERR_TAIL
+
 from gpudiag.models import Host
 from gpudiag.transports import TransportError
 from gpudiag.transports.ssh import SSHTransport
@@ -44,7 +46,25 @@ def test_large_stdin_and_both_output_streams_do_not_deadlock(sshd_fleet, home):
     data = os.urandom(4 * 1024 * 1024)
     result = transport(sshd_fleet, "h2").run(["sh", "-c", "cat; head -c 3000000 /dev/zero >&2; exit 7"], data, 60)
     assert result.exit_code == 7 and not result.timed_out
-    assert result.stdout == data and result.stderr == b"\0" * 3000000
+    # Unframed stdout and stderr are kept as bounded tails (transports/capture.py).
+    assert data.endswith(result.stdout) and len(result.stdout) >= NOISE_TAIL
+    assert result.stderr == b"\0" * STDERR_TAIL
+
+
+def test_a_frame_after_megabytes_of_noise_is_kept_whole_and_the_noise_as_a_tail(sshd_fleet, home):
+    frame = b"GPUDIAG-BEGIN n1\n" + b"f" * 3000000 + b"\nGPUDIAG-END n1\n"
+    script = "head -c 5000000 /dev/zero | tr '\\0' y; printf '\\n'; cat"
+    result = transport(sshd_fleet, "h2").run(["sh", "-c", script], frame, 60)
+    assert result.exit_code == 0 and result.overflow is None, result.stderr
+    assert result.stdout.endswith(b"\n" + frame) and len(result.stdout) <= NOISE_TAIL + len(frame) + 32
+
+
+def test_output_past_the_cap_is_cut_off_and_the_command_closed(sshd_fleet, home):
+    started = time.monotonic()
+    result = transport(sshd_fleet, "h2").run(["yes"], b"", 60, output_limit=8 * 2 ** 20)
+    assert result.overflow == "output exceeded 8 MiB" and result.exit_code is None
+    assert time.monotonic() - started < 30          # closed at the cap, not at the 60 s deadline
+    assert len(result.stdout) <= NOISE_TAIL + 64
 
 
 def test_chained_jump_hosts(sshd_fleet, home):
