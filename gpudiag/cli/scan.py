@@ -87,6 +87,7 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
                           output_limit=max_output * 2 ** 20)
     console = Console(stderr=True)
     check_known_hosts_path(known_hosts, accept_new)
+    check_remote_command_lines(hosts)
     run = StoredRun(reports_dir, "scan", console, planned=[h.name for h in hosts])
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
     with interrupt_policy() as stop:
@@ -184,6 +185,21 @@ def interrupt_policy() -> Iterator[StopSignals]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def check_remote_command_lines(hosts: list) -> None:
+    """Every ssh host's command line must read the same under every login shell: a value that would
+    not (a quote or backslash in `python`) is a usage error naming the host, before anything runs."""
+    from gpudiag.transports.container import exec_prefix
+    from gpudiag.transports.shell import UnsafeWord, command_line
+    for host in hosts:
+        if host.transport != "ssh":
+            continue
+        try:
+            command_line((exec_prefix(host.container) if host.container else []) + bundle.bootstrap_argv(host.python))
+        except UnsafeWord as exc:
+            where = f"{host.source}: " if host.source else ""
+            raise UserError(f"{where}host {host.name!r}: python or container {exc}") from None
 
 
 def check_known_hosts_path(path: str | None, accept_new: bool) -> None:

@@ -21,6 +21,9 @@ def parse_container(spec: str) -> tuple[str, str]:
         raise ValueError(f"container {spec!r}: engine must be one of {', '.join(ENGINES)}")
     if not name:
         raise ValueError(f"container {spec!r}: no container name")
+    for part in name.split("/"):
+        if part.startswith("-"):   # `docker exec -i --privileged` would read it as an option
+            raise ValueError(f"container {spec!r}: a name may not begin with '-'")
     return engine, name
 
 

@@ -1,8 +1,8 @@
 """Runs a command on a host over SSH (paramiko): keys, agent, ProxyJump, host-key checks, one deadline.
 
 The whole run, connection included, is bounded by `timeout`; `close()` from another thread (Ctrl-C)
-aborts a connect or a running command at once. The argv is joined with `shlex.join`, so every word
-reaches the remote shell quoted.
+aborts a connect or a running command at once. The argv is written by transports/shell.py, so every
+login shell (bash, dash, zsh, tcsh, fish) reads the same words; a word none can be trusted with is refused.
 """
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import getpass
 import logging
 import os
 import select
-import shlex
 import socket
 import threading
 import time
@@ -23,6 +22,7 @@ from gpudiag.transports.hostkeys import HostKeyChecker, HostKeyError, host_id
 from gpudiag.models import AUTH_FAILED, INTERRUPTED, TIMEOUT, UNREACHABLE, CommandResult, Host
 from gpudiag.transports import TransportError
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
+from gpudiag.transports.shell import UnsafeWord, command_line
 from gpudiag.transports.ssh_support import (RecordingSocket, connect_error, describe_failure, drain, feed,
                                             parse_jump, shutdown)
 
@@ -209,9 +209,13 @@ class SSHTransport:
     def _execute(self, client: paramiko.SSHClient, argv: list[str], stdin: bytes, deadline: float,
                  started: float) -> CommandResult:
         try:
+            command_line(argv)
+        except UnsafeWord as exc:   # checked before the scan too; never sent
+            raise TransportError(UNREACHABLE, f"refused to run: {exc}") from None
+        try:
             channel = client.get_transport().open_session(timeout=self._limit(deadline))  # type: ignore
             self._track(channel)
-            channel.exec_command(shlex.join(argv))
+            channel.exec_command(command_line(argv))
         except (_Stopped, paramiko.SSHException, OSError, EOFError) as exc:
             return self._stopped_result(started, exc)
         capture = BoundedCapture(self._output_limit)

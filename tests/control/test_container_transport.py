@@ -16,7 +16,9 @@ def test_exec_prefix(spec, prefix):
     assert exec_prefix(spec) == prefix
 
 
-@pytest.mark.parametrize("spec, message", [("lxc:box", "engine must be one of"), ("docker:", "no container name")])
+@pytest.mark.parametrize("spec, message", [("lxc:box", "engine must be one of"), ("docker:", "no container name"),
+                                           ("docker:--privileged", "may not begin with '-'"),
+                                           ("kubectl:-n/pod", "may not begin with '-'")])
 def test_bad_specs(spec, message):
     with pytest.raises(ValueError, match=message):
         parse_container(spec)

@@ -35,11 +35,16 @@ def test_noisy_bashrc_really_prints_on_stdout(sshd_fleet, home):
 
 def test_every_word_reaches_the_remote_command_unchanged(sshd_fleet, home, tmp_path):
     marker = tmp_path / "ran"
-    words = ["a b", "it's", '"q"', f";touch {marker}", "$(touch " + str(marker) + ")", "`id`", "x\ny", "*", ""]
-    result = transport(sshd_fleet, "h1").run(["printf", "%s\\0"] + words, b"", 20)
+    words = ["a b", '"q"', f";touch {marker}", "$(touch " + str(marker) + ")", "`id`", "*", "", "~", "=x",
+             "%self", "{a,b}", "#c"]
+    result = transport(sshd_fleet, "h1").run(["printf", "%s|"] + words, b"", 20)
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.split(b"\0")[:-1] == [w.encode() for w in words]
+    assert result.stdout.split(b"|")[:-1] == [w.encode() for w in words]
     assert not marker.exists()
+    # Words login shells read differently are refused, never sent.
+    for word in ("it's", "a\\b", "x\ny", "hi!"):
+        with pytest.raises(TransportError, match="read differently"):
+            transport(sshd_fleet, "h1").run(["printf", "%s", word], b"", 20)
 
 
 def test_large_stdin_and_both_output_streams_do_not_deadlock(sshd_fleet, home):
@@ -53,7 +58,7 @@ def test_large_stdin_and_both_output_streams_do_not_deadlock(sshd_fleet, home):
 
 def test_a_frame_after_megabytes_of_noise_is_kept_whole_and_the_noise_as_a_tail(sshd_fleet, home):
     frame = b"GPUDIAG-BEGIN n1\n" + b"f" * 3000000 + b"\nGPUDIAG-END n1\n"
-    script = "head -c 5000000 /dev/zero | tr '\\0' y; printf '\\n'; cat"
+    script = "yes | head -c 5000000; echo; cat"
     result = transport(sshd_fleet, "h2").run(["sh", "-c", script], frame, 60)
     assert result.exit_code == 0 and result.overflow is None, result.stderr
     assert result.stdout.endswith(b"\n" + frame) and len(result.stdout) <= NOISE_TAIL + len(frame) + 32
