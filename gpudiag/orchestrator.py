@@ -13,9 +13,23 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from gpudiag import bundle
-from gpudiag.models import (FRAME_ERROR, INTERNAL_ERROR, INTERRUPTED, OK, PROBE_ERROR, PYTHON_MISSING, TIMEOUT,
-                            UNREACHABLE, CommandResult, Host, HostResult, ProbeResult, SchemaError,
-                            check_schema, probes_from_dict)
+from gpudiag.models import (
+    FRAME_ERROR,
+    INTERNAL_ERROR,
+    INTERRUPTED,
+    OK,
+    PROBE_ERROR,
+    PYTHON_MISSING,
+    TIMEOUT,
+    UNREACHABLE,
+    CommandResult,
+    Host,
+    HostResult,
+    ProbeResult,
+    SchemaError,
+    check_schema,
+    probes_from_dict,
+)
 from gpudiag.transports import Transport, TransportError, transport_for
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 from gpudiag.transports.container import parse_container

@@ -12,15 +12,25 @@ import re
 import secrets
 import tempfile
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from gpudiag import __version__
 from gpudiag.jsonfile import dumps_strict, read_json
-from gpudiag.models import (NEVER_FINISHED, OK, RESULT_MISSING, UNREADABLE, HostResult, LoadedRun, RunManifest,
-                            SchemaError, UnreadableFile, safe_file_name)
+from gpudiag.models import (
+    NEVER_FINISHED,
+    OK,
+    RESULT_MISSING,
+    UNREADABLE,
+    HostResult,
+    LoadedRun,
+    RunManifest,
+    SchemaError,
+    UnreadableFile,
+    safe_file_name,
+)
 
 # Temp files name their writer's pid, so the next run can tell a killed writer's leftovers from a live one's.
 _TEMP = re.compile(r"^\..+\.(?P<pid>\d+)\.tmp-[^/]*$")

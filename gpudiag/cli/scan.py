@@ -14,15 +14,24 @@ from rich.console import Console
 
 from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import (inventory_option, load_hosts, parse_settings, reports_dir_option,
-                                 warn_ignored_ssh_settings)
+from gpudiag.cli.common import (
+    inventory_option,
+    load_hosts,
+    parse_settings,
+    reports_dir_option,
+    warn_ignored_ssh_settings,
+)
 from gpudiag.cli.runs import StoredRun, transports
-from gpudiag.models import INTERNAL_ERROR, OK
-from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
+from gpudiag.models import INTERNAL_ERROR, OK, Host
+from gpudiag.orchestrator import (
+    DEFAULT_FORKS,
+    DEFAULT_TIMEOUT,
+    Orchestrator,
+    ScanRequest,
+)
 from gpudiag.render.console import ScanProgress, summary_table
 from gpudiag.store import StoreError
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
-
 
 # GPU probes visit every GPU in turn: an 8-GPU host needs far more than a light probe's limit.
 GPU_PROBE_TIMEOUTS = {"copy_bench": 900.0, "cuda_graph": 1200.0}
@@ -187,7 +196,7 @@ def interrupt_policy() -> Iterator[StopSignals]:
             signal.signal(signum, handler)
 
 
-def check_remote_command_lines(hosts: list) -> None:
+def check_remote_command_lines(hosts: list[Host]) -> None:
     """Every ssh host's command line must read the same under every login shell: a value that would
     not (a quote or backslash in `python`) is a usage error naming the host, before anything runs."""
     from gpudiag.transports.container import exec_prefix

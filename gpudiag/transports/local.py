@@ -82,40 +82,42 @@ def _pump(proc: subprocess.Popen[bytes], stdin: bytes, capture: BoundedCapture, 
     """Feed stdin and read both pipes as data arrives, never holding more than the capture keeps.
     Returns "done" (both pipes ended), "timeout", "overflow" or "closed"."""
     selector = selectors.DefaultSelector()
+    readers = {pipe.fileno(): pipe is proc.stdout for pipe in (proc.stdout, proc.stderr)
+               if pipe is not None and not pipe.closed}   # fd → is stdout
+    writer = proc.stdin if proc.stdin is not None and not proc.stdin.closed else None
     try:
-        if proc.stdin is not None and not proc.stdin.closed:
-            if stdin:
-                os.set_blocking(proc.stdin.fileno(), False)
-                selector.register(proc.stdin, selectors.EVENT_WRITE)
-            else:
-                proc.stdin.close()
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None and not pipe.closed:
-                selector.register(pipe, selectors.EVENT_READ)
+        if writer is not None and stdin:
+            os.set_blocking(writer.fileno(), False)
+            selector.register(writer.fileno(), selectors.EVENT_WRITE)
+        elif writer is not None:
+            writer.close()
+        for fd in readers:
+            selector.register(fd, selectors.EVENT_READ)
         data, offset = memoryview(stdin), 0
-        while any(key.events & selectors.EVENT_READ for key in selector.get_map().values()):
+        while readers:
             if stop.is_set():
                 return "closed"
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return "timeout"
             for key, _ in selector.select(min(0.2, remaining)):
-                pipe = key.fileobj
-                if pipe is proc.stdin:
+                fd = key.fd
+                if fd not in readers:   # stdin
                     try:
-                        offset += os.write(proc.stdin.fileno(), data[offset:offset + CHUNK])
+                        offset += os.write(fd, data[offset:offset + CHUNK])
                     except BlockingIOError:
                         continue
                     except OSError:   # the command exited without reading it all
                         offset = len(data)
-                    if offset >= len(data):
-                        selector.unregister(pipe)
-                        proc.stdin.close()
+                    if offset >= len(data) and writer is not None:
+                        selector.unregister(fd)
+                        writer.close()
                     continue
-                chunk = os.read(pipe.fileno(), CHUNK)  # type: ignore[union-attr]
+                chunk = os.read(fd, CHUNK)
                 if not chunk:
-                    selector.unregister(pipe)
-                elif pipe is proc.stdout:
+                    selector.unregister(fd)
+                    del readers[fd]
+                elif readers[fd]:
                     if not capture.add_stdout(chunk):
                         return "overflow"
                 else:

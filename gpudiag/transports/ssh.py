@@ -18,13 +18,27 @@ from typing import Any, Callable
 
 import paramiko
 
-from gpudiag.transports.hostkeys import HostKeyChecker, HostKeyError, host_id
-from gpudiag.models import AUTH_FAILED, INTERRUPTED, TIMEOUT, UNREACHABLE, CommandResult, Host
+from gpudiag.models import (
+    AUTH_FAILED,
+    INTERRUPTED,
+    TIMEOUT,
+    UNREACHABLE,
+    CommandResult,
+    Host,
+)
 from gpudiag.transports import TransportError
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
+from gpudiag.transports.hostkeys import HostKeyChecker, HostKeyError, host_id
 from gpudiag.transports.shell import UnsafeWord, command_line
-from gpudiag.transports.ssh_support import (RecordingSocket, connect_error, describe_failure, drain, feed,
-                                            parse_jump, shutdown)
+from gpudiag.transports.ssh_support import (
+    RecordingSocket,
+    connect_error,
+    describe_failure,
+    drain,
+    feed,
+    parse_jump,
+    shutdown,
+)
 
 # paramiko logs handshake failures at ERROR; without a handler Python would print them on stderr,
 # in the middle of the progress output. Every failure becomes a host status instead.

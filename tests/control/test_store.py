@@ -156,3 +156,47 @@ def test_a_reports_dir_that_cannot_be_written_is_one_store_error(tmp_path, monke
     monkeypatch.setattr(tempfile, "mkstemp", refuse)
     with pytest.raises(StoreError, match=f"cannot create the run: {words}$"):
         RunWriter(tmp_path / "reports", "scan", [])
+
+
+def test_planned_hosts_without_a_result_read_as_never_finished(tmp_path):
+    from gpudiag.store import RunWriter as Writer
+    writer = Writer(tmp_path, "scan", [], planned=["a", "b", "c"])
+    writer.write_host(result("a"))           # then the process is killed: no finish()
+    loaded = load_run(writer.dir)
+    assert {h.name: h.status for h in loaded.hosts} == {"a": "ok", "b": "never_finished", "c": "never_finished"}
+    assert loaded.problems()[0].startswith("incomplete: 2 of 3 hosts never finished (b, c)")
+
+
+def test_temp_files_of_dead_writers_are_removed_and_live_ones_kept(tmp_path):
+    import os
+    import subprocess
+    writer = RunWriter(tmp_path, "scan", [])
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = writer.dir / "hosts" / f".h.json.{dead.pid}.tmp-abc"
+    live = writer.dir / "hosts" / f".h.json.{os.getpid()}.tmp-def"
+    stale.write_text("{")
+    live.write_text("{")
+    RunWriter(tmp_path, "scan", [])          # the next run cleans up
+    assert not stale.exists() and live.exists()
+
+
+def test_nan_and_infinity_are_written_as_null(tmp_path):
+    writer = RunWriter(tmp_path, "scan", [])
+    host = HostResult(name="h", status="ok", probes={"env": ProbeResult("ok", 0.1, data={"r": float("nan"),
+                                                                                       "i": float("inf")})})
+    path = writer.write_host(host)
+
+    def refuse(name):
+        raise ValueError(name)
+    assert json.loads(path.read_text(), parse_constant=refuse)["probes"]["env"]["data"] == {"r": None, "i": None}
+
+
+def test_a_result_file_missing_from_an_ok_host_is_result_missing(tmp_path):
+    writer = RunWriter(tmp_path, "scan", [], planned=["a"])
+    path = writer.write_host(result("a"))
+    writer.finish()
+    path.unlink()
+    loaded = load_run(writer.dir)
+    assert [(h.name, h.status) for h in loaded.hosts] == [("a", "result_missing")]
+    assert loaded.problems() == ["a: result missing (hosts/a.json is missing (status was ok))"]

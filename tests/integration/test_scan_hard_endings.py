@@ -3,7 +3,6 @@ stop a scan as Ctrl-C does, a run killed by -9 reads as incomplete, its temp fil
 next run, a full disk makes the scan exit non-zero, a gpudiag bug is `internal_error` (exit 70), and a
 missing, corrupt or stray host file is reported while the other hosts render."""
 import json
-import os
 import signal
 import subprocess
 import sys

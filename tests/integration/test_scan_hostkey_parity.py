@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import paramiko
-import pytest
 
 
 def key_of(fleet, name):

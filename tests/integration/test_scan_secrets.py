@@ -23,10 +23,10 @@ def argv_secrets():
               json.dumps({"key": S[8]}), "--client-secret", S[9], "--auth-token=" + S[10], "--private-key", S[11],
               "--session", S[12], "--hmac-key", S[13], "--cookie", S[14], "--pw", S[15], "--db-password", S[16],
               "--speculative-num-draft-tokens", "4", "--port", "30991"]
-    in_bash = ["bash", "-c", f"{py} -m sglang.launch_server --api-key {S[17]} --db-pass '{S[18]} word' "
-                             f"--port 30992; true"]
-    in_sh = ["sh", "-c", f"HF_TOKEN={S[19]} {py} -m sglang.launch_server --model-path /m --secret-key={S[20]} "
-                         f"--port 30993; :"]
+    in_bash = ["bash", "-c", (f"{py} -m sglang.launch_server --api-key {S[17]} --db-pass '{S[18]} word' "
+                             f"--port 30992; true")]
+    in_sh = ["sh", "-c", (f"HF_TOKEN={S[19]} {py} -m sglang.launch_server --model-path /m --secret-key={S[20]} "
+                         f"--port 30993; :")]
     exec_a = ["bash", "-c", f"exec -a sglang-srv {py} -m sglang.launch_server --api-key {S[21]} --port 30994"]
     return [direct, in_bash, in_sh, exec_a]
 

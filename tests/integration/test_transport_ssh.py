@@ -6,10 +6,9 @@ import time
 
 import pytest
 
-from gpudiag.transports.capture import NOISE_TAIL, STDERR_TAIL
-
 from gpudiag.models import Host
 from gpudiag.transports import TransportError
+from gpudiag.transports.capture import NOISE_TAIL, STDERR_TAIL
 from gpudiag.transports.ssh import SSHTransport
 
 
