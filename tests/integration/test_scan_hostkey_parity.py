@@ -3,12 +3,15 @@ connect to the same real sshd with the same known_hosts file, and must agree on 
 
 One row differs on purpose, and the test pins it: a host whose key is trusted only through a
 `@cert-authority` line. OpenSSH verifies host certificates; paramiko offers none, so gpudiag refuses
-such a host (safely) and says why. The fleet's sshd presents a plain key, so there both refuse.
+such a host (safely) and says why. The fleet's sshd presents a plain key, so there both refuse; a second
+sshd with a CA-signed host certificate shows the difference.
 """
 import subprocess
+import time
 from pathlib import Path
 
 import paramiko
+import pytest
 
 
 def key_of(fleet, name):
@@ -90,3 +93,57 @@ def test_a_revoked_key_is_refused_and_never_recorded_even_with_accept_new(sshd_f
     assert status == "host_key_revoked", reason
     assert h.host_key_fingerprint in reason and "not recorded" in reason
     assert known.read_text() == text                       # neither did gpudiag
+
+
+@pytest.fixture
+def certified_sshd(sshd_fleet, tmp_path):
+    """One more sshd on 127.0.0.30 whose host key is certified by a CA (HostCertificate)."""
+    from tests.integration.conftest import SSHD, SSHD_CONFIG, _speaks_ssh, free_port, keygen_all
+    root = tmp_path / "certified"
+    root.mkdir()
+    ca, host_key = root / "ca", root / "ssh_host_ed25519_key"
+    keygen_all([ca, host_key])
+    signed = subprocess.run(["ssh-keygen", "-q", "-s", str(ca), "-I", "gdhost", "-h", "-n", "127.0.0.30",
+                             str(host_key) + ".pub"], capture_output=True, text=True, check=False)
+    assert signed.returncode == 0, signed.stderr
+    address, port = "127.0.0.30", free_port("127.0.0.30")
+    config = root / "sshd_config"
+    config.write_text(SSHD_CONFIG.format(address=address, port=port, host_key=host_key,
+                                         authorized_dir=sshd_fleet.authorized_dir, bin_dir=sshd_fleet.bin_dir)
+                      + f"HostCertificate {host_key}-cert.pub\n")
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 15
+        while not _speaks_ssh(address, port):
+            assert proc.poll() is None and time.monotonic() < deadline, "the certified sshd did not start"
+            time.sleep(0.05)
+        yield address, port, Path(str(ca) + ".pub").read_text().split()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_a_host_trusted_only_by_a_cert_authority_is_refused_with_the_reason(sshd_fleet, tmp_path, certified_sshd):
+    """The one place gpudiag is stricter than OpenSSH: host certificates are not checked, so the host
+    is refused, never accepted on a key nobody vouched for."""
+    address, port, ca = certified_sshd
+    known = tmp_path / "known_hosts"
+    known.write_text(f"@cert-authority [{address}]:{port} {ca[0]} {ca[1]}\n")
+    h = sshd_fleet.host("h0")
+    openssh = subprocess.run(
+        ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+         "-o", f"UserKnownHostsFile={known}", "-o", "GlobalKnownHostsFile=/dev/null", "-o", "IdentitiesOnly=yes",
+         "-i", h.key_path, "-p", str(port), f"{h.user}@{address}", "true"],
+        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, check=False)
+    assert openssh.returncode == 0, openssh.stderr          # OpenSSH checks the certificate and accepts
+    inventory = sshd_fleet.write_inventory(tmp_path / "inventory.yaml", [],
+                                           variants={"certified": ("h0", {"address": address, "port": port})})
+    reports = tmp_path / "reports"
+    proc = sshd_fleet.run_gpudiag("scan", "-i", str(inventory), "all", *sshd_fleet.fast_scan_args, "--json",
+                                  "--accept-new", env=sshd_fleet.env(GPUDIAG_KNOWN_HOSTS=str(known),
+                                                                     GPUDIAG_REPORTS=str(reports)))
+    host = sshd_fleet.load_run(proc, reports)[1]["certified"]
+    assert host["status"] == "host_key_unknown"
+    assert "@cert-authority" in host["reason"] and "cannot check host certificates" in host["reason"]
+    assert known.read_text().count("\n") == 1               # --accept-new did not record the bare key

@@ -86,6 +86,8 @@ def test_no_planted_secret_leaves_the_host(sshd_fleet, tmp_path, planted_servers
     sshd_fleet.run_gpudiag("report", "--markdown", "-o", str(markdown_file), env=env)
     stored = [p.read_text(errors="replace") for p in reports.rglob("*") if p.is_file()]
     stored.append(markdown_file.read_text())
+    stored += [Path(h.host_key_path).parent.joinpath("sshd.log").read_text(errors="replace")   # the hosts' logs
+               for h in sshd_fleet.hosts]
     host = json.loads(next(reports.glob("runs/*/hosts/h0.json")).read_text())
     servers = host["probes"]["deployment"]["data"]["servers"]
     ports = {s["args"].get("port") for s in servers}
