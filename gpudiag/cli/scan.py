@@ -22,11 +22,12 @@ from gpudiag.cli.common import (
     warn_ignored_ssh_settings,
 )
 from gpudiag.cli.runs import StoredRun, transports
-from gpudiag.models import INTERNAL_ERROR, OK, Host
+from gpudiag.models import INTERNAL_ERROR, INTERRUPTED, OK, Host, HostResult
 from gpudiag.orchestrator import (
     DEFAULT_FORKS,
     DEFAULT_TIMEOUT,
     Orchestrator,
+    ScanOutcome,
     ScanRequest,
 )
 from gpudiag.render.console import ScanProgress, summary_table
@@ -100,13 +101,17 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     run = StoredRun(reports_dir, "scan", console, planned=[h.name for h in hosts])
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
     with interrupt_policy() as stop:
-        with ScanProgress(len(hosts), console=console) as progress:
-            def on_result(result):  # type: ignore[no-untyped-def]
-                run.store(result)
-                progress.host_done(result)
+        try:
+            with ScanProgress(len(hosts), console=console) as progress:
+                def on_result(result):  # type: ignore[no-untyped-def]
+                    run.store(result)
+                    progress.host_done(result)
 
-            outcome = Orchestrator(request, factory, on_start=progress.host_started,
-                                   on_result=on_result).run(hosts)
+                outcome = Orchestrator(request, factory, on_start=progress.host_started,
+                                       on_result=on_result).run(hosts)
+        except KeyboardInterrupt:   # a signal outside the orchestrator's own wait: hosts stored so far stay
+            outcome = ScanOutcome([HostResult(name=h.name, status=INTERRUPTED, reason="the run was interrupted "
+                                              "before this host finished") for h in hosts], interrupted=True)
         stop.finishing()   # only writing is left: a late signal must not cut run.json short
         manifest = run.finish(outcome, signal=stop.signal_name)
     writer = run.writer
@@ -141,7 +146,7 @@ def _error_findings(run_dir: Path, console: Console, quiet: bool) -> bool:
         return False
     findings = all_findings(run)
     if not quiet and findings:
-        counts = {}
+        counts: dict[str, int] = {}
         for finding in findings:
             counts[finding.severity] = counts.get(finding.severity, 0) + 1
         summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
