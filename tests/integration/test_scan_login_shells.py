@@ -1,6 +1,7 @@
 """The remote command line under every login shell: a login whose shell is bash, dash, zsh, tcsh or fish
 scans ok through `gpudiag scan`, a `python` value those shells would read differently is refused before
-anything runs, and a container name that begins with `-` is a usage error with its file:line."""
+anything runs, and a container name that begins with `-` is a usage error with its file:line. A login
+without a home directory (sshd's "Could not chdir" note on stderr) is not mistaken for a missing Python."""
 import os
 import pwd
 import shutil
@@ -87,3 +88,38 @@ def test_a_container_name_beginning_with_a_dash_is_a_usage_error(sshd_fleet, tmp
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"gpudiag: error: {inventory}:")
     assert lines[0].endswith("host 'boxed': container 'docker:--privileged': a name may not begin with '-'")
+
+
+@pytest.fixture
+def homeless_user(sshd_fleet):
+    """A login whose home directory does not exist: sshd says "Could not chdir to home directory"."""
+    user = "gdsh-nohome"
+    created = False
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        subprocess.run(["useradd", "-M", "-d", "/nonexistent/gdsh-nohome", "-s", "/bin/sh", "-p", "*", user],
+                       check=True, capture_output=True)
+        created = True
+    key = sshd_fleet.authorized_dir / user
+    shutil.copy(sshd_fleet.authorized_dir / sshd_fleet.user, key)
+    os.chmod(key, 0o644)
+    try:
+        yield user
+    finally:
+        if created:
+            subprocess.run(["userdel", user], capture_output=True, check=False)
+
+
+def test_a_login_without_a_home_directory_is_not_python_missing(sshd_fleet, tmp_path, homeless_user):
+    failing = sshd_fleet.script("failing-python", "cat >/dev/null\nexit 1")   # runs, prints no frame
+    variants = {"homeless-ok": ("h0", {"user": homeless_user, "python": sshd_fleet.system_python}),
+                "homeless-failing": ("h1", {"user": homeless_user, "python": str(failing)}),
+                "homeless-missing": ("h2", {"user": homeless_user, "python": "/nonexistent/python3"})}
+    proc, _, reports = scan(sshd_fleet, tmp_path, variants, "--json")
+    hosts = sshd_fleet.load_run(proc, reports)[1]
+    assert hosts["homeless-ok"]["status"] == "ok", hosts["homeless-ok"]["reason"]
+    failing_host = hosts["homeless-failing"]
+    assert "Could not chdir to home directory" in failing_host["output_tail"]["stderr"]   # sshd's real note
+    assert failing_host["status"] == "frame_error", failing_host["reason"]
+    assert hosts["homeless-missing"]["status"] == "python_missing"      # a real missing interpreter still is
