@@ -17,6 +17,8 @@ from typing import Any
 # packing them.
 from probes.boot import child_argv
 
+from gpudiag.jsonfile import DocumentError, decode_document
+
 # The probe catalog (names, sets, what each reads from) is shared with the runner; reading it is part
 # of choosing what to pack.
 from probes.catalog import ALL_PROBES, DEEP_PROBES, LIGHT_PROBES, PROBE_NEEDS, with_needs  # noqa: E402,F401
@@ -131,9 +133,9 @@ def extract_frame(stdout: bytes, nonce: str) -> dict[str, Any]:
             raise FrameError("the probe output starts a frame but never ends it (truncated output)")
         raise FrameError("the probe output holds no gpudiag frame")
     try:
-        doc = json.loads(match.group(1))
-    except json.JSONDecodeError as exc:
-        raise FrameError(f"the frame is not valid JSON: {exc.msg} at char {exc.pos}") from None
+        doc = decode_document(match.group(1))
+    except DocumentError as exc:
+        raise FrameError(f"the frame is not readable: {exc}") from None
     if not isinstance(doc, dict):
         raise FrameError("the frame is not a JSON object")
     return doc

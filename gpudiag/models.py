@@ -18,10 +18,16 @@ TIMEOUT = "timeout"
 AUTH_FAILED = "auth_failed"
 HOST_KEY_UNKNOWN = "host_key_unknown"
 HOST_KEY_CHANGED = "host_key_changed"
+HOST_KEY_REVOKED = "host_key_revoked"   # the key is on a @revoked known_hosts line: never accepted
 PYTHON_MISSING = "python_missing"
 FRAME_ERROR = "frame_error"
 PROBE_ERROR = "probe_error"
-INTERRUPTED = "interrupted"  # the run was stopped (Ctrl-C) before this host finished
+INTERRUPTED = "interrupted"  # the run was stopped (Ctrl-C, SIGTERM, SIGHUP) before this host finished
+INTERNAL_ERROR = "internal_error"  # a gpudiag bug while handling this host (exit 70)
+# Statuses only a stored run read back can have: the host's result is not there to read.
+NEVER_FINISHED = "never_finished"  # planned in run.json, no result: the run was killed (-9, OOM) or is running
+RESULT_MISSING = "result_missing"  # run.json lists a result whose file is gone or could not be written
+UNREADABLE = "unreadable"          # a file in hosts/ that is corrupt, of another shape, or not a host result
 
 PROBE_STATUSES = ("ok", "error", "timeout", "skipped")
 
@@ -125,6 +131,7 @@ class CommandResult:
     stderr: bytes
     duration_s: float
     timed_out: bool = False
+    overflow: str | None = None       # "output exceeded N MiB": the command was closed at the cap
 
 
 @dataclass(frozen=True)
@@ -221,12 +228,18 @@ class RunManifest:
     gpudiag_version: str = ""
     hosts: tuple[dict[str, str], ...] = ()   # [{"name", "status", "reason"}]
     extra: dict[str, Any] = field(default_factory=dict)   # e.g. ingest source, repro options
+    planned: tuple[str, ...] | None = None   # every host the run set out to scan (None: an older run)
+    signal: str | None = None                # the signal that ended the run: SIGINT, SIGTERM, SIGHUP
 
     def to_dict(self) -> dict[str, Any]:
         out = {"schema": SCHEMA_VERSION, "run_id": self.run_id, "kind": self.kind,
                "started_at": self.started_at, "finished_at": self.finished_at,
                "interrupted": self.interrupted, "argv": list(self.argv),
                "gpudiag_version": self.gpudiag_version, "hosts": [dict(h) for h in self.hosts]}
+        if self.planned is not None:
+            out["planned"] = list(self.planned)
+        if self.signal:
+            out["signal"] = self.signal
         out.update(self.extra)
         return out
 
@@ -239,14 +252,18 @@ class RunManifest:
         if not all(isinstance(h, dict) for h in hosts):
             raise SchemaError(f"{what}: 'hosts' holds an entry that is not a JSON object")
         argv = _typed(doc, "argv", list, what, "a list") or []
+        planned = _typed(doc, "planned", list, what, "a list")
+        signal_name = _typed(doc, "signal", str, what, "a string")
         known = {"schema", "run_id", "kind", "started_at", "finished_at", "interrupted", "argv",
-                 "gpudiag_version", "hosts"}
+                 "gpudiag_version", "hosts", "planned", "signal"}
         return cls(run_id=str(doc.get("run_id", "")), kind=str(doc.get("kind", "scan")),
                    started_at=str(doc.get("started_at", "")), finished_at=doc.get("finished_at"),
                    interrupted=bool(doc.get("interrupted", False)), argv=tuple(str(a) for a in argv),
                    gpudiag_version=str(doc.get("gpudiag_version", "")),
                    hosts=tuple(dict(h) for h in hosts),
-                   extra={k: v for k, v in doc.items() if k not in known})
+                   extra={k: v for k, v in doc.items() if k not in known},
+                   planned=tuple(str(n) for n in planned) if planned is not None else None,
+                   signal=signal_name)
 
 
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -291,8 +308,50 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class UnreadableFile:
+    """A file under hosts/ that could not be read as a host result, and why."""
+    file: str                          # relative to the run directory: "hosts/h0.json"
+    reason: str
+    host: str | None = None            # the host run.json names for it, when it names one
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "reason": self.reason, "host": self.host}
+
+
+@dataclass(frozen=True)
 class LoadedRun:
-    """A stored run read back: its manifest and every host's result."""
+    """A stored run read back: its manifest and every host's result.
+
+    Hosts whose result could not be read are still in `hosts`, with a status saying why (never_finished,
+    result_missing, unreadable), so every renderer lists them; `unreadable` keeps the files' own reasons."""
     path: Path
     manifest: RunManifest
     hosts: tuple[HostResult, ...]
+    unreadable: tuple[UnreadableFile, ...] = ()
+
+    @property
+    def never_finished(self) -> tuple[str, ...]:
+        return tuple(h.name for h in self.hosts if h.status == NEVER_FINISHED)
+
+    def problems(self) -> list[str]:
+        """One line per way this run is not a whole, trustworthy record (empty when it is)."""
+        lines = []
+        planned = self.manifest.planned
+        unfinished = self.never_finished
+        if unfinished:
+            total = len(planned) if planned is not None else len(self.hosts)
+            lines.append(f"incomplete: {len(unfinished)} of {total} hosts never finished "
+                         f"({', '.join(unfinished[:10])}{' …' if len(unfinished) > 10 else ''}); the run was "
+                         f"killed, could not write its records, or is still running")
+        elif planned is not None and not self.manifest.finished_at:
+            lines.append("incomplete: run.json records no end for this run (killed, could not write its "
+                         "records, or still running)")
+        if self.manifest.interrupted:
+            by = f" by {self.manifest.signal}" if self.manifest.signal else ""
+            lines.append(f"interrupted{by}: hosts that had not finished are marked interrupted")
+        for h in self.hosts:
+            if h.status == RESULT_MISSING:
+                lines.append(f"{h.name}: result missing ({h.reason})")
+        for u in self.unreadable:
+            lines.append(f"{u.file}: unreadable ({u.reason})")
+        return lines

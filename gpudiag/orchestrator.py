@@ -13,10 +13,25 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from gpudiag import bundle
-from gpudiag.models import (FRAME_ERROR, INTERRUPTED, OK, PROBE_ERROR, PYTHON_MISSING, TIMEOUT,
-                            UNREACHABLE, CommandResult, Host, HostResult, ProbeResult, SchemaError,
-                            check_schema, probes_from_dict)
+from gpudiag.models import (
+    FRAME_ERROR,
+    INTERNAL_ERROR,
+    INTERRUPTED,
+    OK,
+    PROBE_ERROR,
+    PYTHON_MISSING,
+    TIMEOUT,
+    UNREACHABLE,
+    CommandResult,
+    Host,
+    HostResult,
+    ProbeResult,
+    SchemaError,
+    check_schema,
+    probes_from_dict,
+)
 from gpudiag.transports import Transport, TransportError, transport_for
+from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 from gpudiag.transports.container import parse_container
 
 DEFAULT_FORKS = 32
@@ -33,6 +48,7 @@ class ScanRequest:
     probe_timeout: float | None = None          # per probe, inside the runner
     forks: int = DEFAULT_FORKS
     probe_timeouts: dict[str, float] = field(default_factory=dict)   # per named probe, over probe_timeout
+    output_limit: int = DEFAULT_OUTPUT_LIMIT    # stdout bytes a host may send before it is cut off
 
 
 @dataclass
@@ -52,6 +68,9 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
     base = dict(name=host.name, address=host.address, transport=_transport_name(host), python=host.python,
                 duration_s=command.duration_s)
     tails = {"stdout": bundle.tail(command.stdout), "stderr": bundle.tail(command.stderr)}
+    if command.overflow:
+        return HostResult(status=FRAME_ERROR, reason=f"{command.overflow}; the connection was closed there",
+                          output_tail=tails, **base)
     if command.timed_out:
         return HostResult(status=TIMEOUT, reason=f"no answer within the {deadline:.0f} s deadline",
                           output_tail=tails, **base)
@@ -61,7 +80,7 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
         engine_failure = _container_failure(host, command)
         if engine_failure:
             return HostResult(status=UNREACHABLE, reason=engine_failure, output_tail=tails, **base)
-        if _python_missing(command):
+        if _python_missing(command, host.python):
             return HostResult(status=PYTHON_MISSING, output_tail=tails,
                               reason=f"{host.python}: no such interpreter on the host "
                                      f"(exit {command.exit_code})", **base)
@@ -97,12 +116,24 @@ def _read_frame(doc: dict[str, Any]) -> tuple[dict[str, ProbeResult], str | None
     return probes, executable
 
 
-def _python_missing(command: CommandResult) -> bool:
-    err = command.stderr.decode("utf-8", "replace")
+def _python_missing(command: CommandResult, python: str) -> bool:
+    """The shell could not start the interpreter: exit 126/127, or a "not found" / "No such file" line
+    that names it. sshd's own notes ("Could not chdir to home directory …: No such file or directory")
+    are not about the interpreter."""
     if command.exit_code in (126, 127):
         return True
-    return command.exit_code not in (0, None) and ("No such file or directory" in err
-                                                    or "not found" in err) and "Traceback" not in err
+    if command.exit_code in (0, None):
+        return False
+    err = command.stderr.decode("utf-8", "replace")
+    if "Traceback" in err:
+        return False
+    lines = [line for line in err.splitlines() if not _SSHD_NOTE.search(line)]
+    return any(("No such file or directory" in line or "not found" in line) and _names_interpreter(line, python)
+               for line in lines)
+
+
+# What sshd itself prints on stderr before running the command; never a sign of the interpreter.
+_SSHD_NOTE = re.compile(r"^Could not chdir to home directory |^Environment:|^Last login:", re.I)
 
 
 def _container_failure(host: Host, command: CommandResult) -> str | None:
@@ -163,13 +194,17 @@ class Orchestrator:
                                        probe_timeout=self.request.probe_timeout,
                                        budget_s=runner_budget(self.request.timeout))
         try:
-            transport = self.transport_factory(host)
+            try:
+                transport = self.transport_factory(host)
+            except ValueError as exc:   # a host setting no transport can honour (an unknown engine...)
+                raise TransportError(UNREACHABLE, f"cannot reach it this way: {exc}") from None
             with self._lock:
                 self._open[host.name] = transport
             if self._stopping.is_set():   # stop() ran between the check above and the registration
                 transport.close()
             try:
-                command = transport.run(bundle.bootstrap_argv(host.python), payload.data, self.request.timeout)
+                command = transport.run(bundle.bootstrap_argv(host.python), payload.data, self.request.timeout,
+                                        output_limit=self.request.output_limit)
             finally:
                 with self._lock:
                     self._open.pop(host.name, None)
@@ -179,9 +214,11 @@ class Orchestrator:
             result = HostResult(name=host.name, status=exc.status, reason=exc.reason, address=host.address,
                                 transport=_transport_name(host), python=host.python,
                                 duration_s=time.monotonic() - started)
-        except Exception as exc:  # a bug or an odd host must not take the fleet down
-            status = INTERRUPTED if self._stopping.is_set() else UNREACHABLE
-            result = HostResult(name=host.name, status=status, reason=f"{type(exc).__name__}: {exc}",
+        except Exception as exc:  # a gpudiag bug: this host says so, the fleet goes on
+            status = INTERRUPTED if self._stopping.is_set() else INTERNAL_ERROR
+            message = (str(exc).splitlines() or [""])[0][:200]
+            result = HostResult(name=host.name, status=status,
+                                reason=f"gpudiag bug while handling this host: {type(exc).__name__}: {message}",
                                 address=host.address, transport=_transport_name(host), python=host.python,
                                 duration_s=time.monotonic() - started)
         if self._stopping.is_set() and result.status != OK:

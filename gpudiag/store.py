@@ -1,24 +1,39 @@
 """Results on disk: `reports/runs/<run-id>/run.json` and `hosts/<host>.json`, each written atomically.
 
-A host's file is written the moment its result is known, and run.json is rewritten with it, so an
-interrupted or crashed run keeps every finished host. `reports/latest` holds the newest run id.
+run.json is written first, with every planned host, and rewritten as each host's file is written, so
+an interrupted, killed or crashed run keeps every finished host and reads as incomplete. Temp files a
+killed run left are removed by the next run. `reports/latest` holds the newest run id.
 """
 from __future__ import annotations
 
-import json
+import errno
 import os
+import re
 import secrets
 import tempfile
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from gpudiag import __version__
-from gpudiag.jsonfile import read_json
-from gpudiag.models import HostResult, LoadedRun, RunManifest, SchemaError, safe_file_name
+from gpudiag.jsonfile import dumps_strict, read_json
+from gpudiag.models import (
+    NEVER_FINISHED,
+    OK,
+    RESULT_MISSING,
+    UNREADABLE,
+    HostResult,
+    LoadedRun,
+    RunManifest,
+    SchemaError,
+    UnreadableFile,
+    safe_file_name,
+)
 
+# Temp files name their writer's pid, so the next run can tell a killed writer's leftovers from a live one's.
+_TEMP = re.compile(r"^\..+\.(?P<pid>\d+)\.tmp-[^/]*$")
 
 
 class StoreError(Exception):
@@ -34,19 +49,22 @@ def new_run_id() -> str:
 
 
 def write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
-    write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+    write_text_atomic(path, dumps_strict(doc, indent=2, sort_keys=True, default=str) + "\n")
 
 
 class RunWriter:
     """Writes one run as it happens; thread-safe (hosts finish on pool threads)."""
 
     def __init__(self, root: Path, kind: str, argv: list[str], extra: dict[str, Any] | None = None,
-                 run_id: str | None = None, mark_latest: bool = True):
+                 run_id: str | None = None, mark_latest: bool = True, planned: list[str] | None = None):
         self.root = root
         self.run_id = run_id or new_run_id()
         self.dir = root / "runs" / self.run_id
         self.manifest = RunManifest(run_id=self.run_id, kind=kind, started_at=now_iso(), argv=tuple(argv),
-                                    gpudiag_version=__version__, extra=dict(extra or {}))
+                                    gpudiag_version=__version__, extra=dict(extra or {}),
+                                    planned=tuple(planned) if planned is not None else None)
+        self.write_failures: list[str] = []   # hosts whose result could not be written
+        remove_stale_temp_files(root)
         self._hosts: dict[str, dict[str, str]] = {}
         self._files: set[str] = set()     # casefolded: "GPU1" and "gpu1" are one file on macOS
         self._lock = threading.Lock()
@@ -75,7 +93,8 @@ class RunWriter:
             try:
                 write_json_atomic(path, result.to_dict())
             except OSError as exc:
-                self._hosts[result.name] = entry
+                self._hosts[result.name] = dict(entry, write_error=f"{path.name}: {_why(exc)}")
+                self.write_failures.append(result.name)
                 self._try_manifest()
                 raise StoreError(f"{path}: cannot write {result.name}'s result: {_why(exc)}") from None
             self._hosts[result.name] = dict(entry, file=file)
@@ -89,18 +108,31 @@ class RunWriter:
                 self._hosts[name] = {"name": name, "status": status, "reason": reason}
                 self._write_manifest_or_raise()
 
-    def finish(self, interrupted: bool = False, extra: dict[str, Any] | None = None) -> RunManifest:
+    def finish(self, interrupted: bool = False, extra: dict[str, Any] | None = None,
+               signal: str | None = None) -> RunManifest:
         """Raises StoreError when run.json cannot be written; `self.manifest` is complete either way."""
         with self._lock:
             merged = dict(self.manifest.extra)
             merged.update(extra or {})
-            self.manifest = replace(self.manifest, finished_at=now_iso(), interrupted=interrupted, extra=merged)
+            self.manifest = replace(self.manifest, finished_at=now_iso(), interrupted=interrupted, extra=merged,
+                                    signal=signal if interrupted else None)
             self._write_manifest_or_raise()
         return self.manifest
 
     def _write_manifest(self) -> None:
         self.manifest = replace(self.manifest, hosts=tuple(self._hosts.values()))
-        write_json_atomic(self.dir / "run.json", self.manifest.to_dict())
+        path = self.dir / "run.json"
+        try:
+            write_json_atomic(path, self.manifest.to_dict())
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            # A full disk has no room for the temp copy, but rewriting in place reuses run.json's own
+            # blocks: the record of which hosts finished (and which could not be written) matters most now.
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(dumps_strict(self.manifest.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
 
     def _write_manifest_or_raise(self) -> None:
         try:
@@ -127,7 +159,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Write a temp file beside `path`, fsync it, rename it over: readers see the old or the new file,
     a crash leaves no half-written one and no temp file behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.tmp-", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -172,19 +204,91 @@ def _read_json(path: Path) -> dict[str, Any]:
     return doc
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temp_files(root: Path) -> list[Path]:
+    """Remove the temp files of writers that are gone (a run killed mid-write); a live writer's stay."""
+    folders = [root]
+    runs = root / "runs"
+    try:
+        for run_dir in runs.iterdir():
+            folders += [run_dir, run_dir / "hosts"]
+    except OSError:
+        pass
+    removed = []
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            match = _TEMP.match(name)
+            if match and not _pid_alive(int(match.group("pid"))):
+                try:
+                    os.unlink(folder / name)
+                    removed.append(folder / name)
+                except OSError:
+                    pass
+    return removed
+
+
 def load_run(run_dir: Path) -> LoadedRun:
+    """The run as stored. Only an unreadable run.json is an error: a host file that is corrupt or stray
+    is carried as unreadable, and a host with no file reads as never finished or result missing."""
     try:
         manifest = RunManifest.from_dict(_read_json(run_dir / "run.json"), str(run_dir / "run.json"))
-        hosts = []
-        for path in sorted((run_dir / "hosts").glob("*.json")):
-            hosts.append(HostResult.from_dict(_read_json(path), str(path)))
     except SchemaError as exc:
         raise StoreError(str(exc)) from None
-    # Hosts named in run.json without a document (interrupted) still appear, as data.
+    by_file = {str(e.get("file")): str(e.get("name")) for e in manifest.hosts if e.get("file")}
+    hosts: list[HostResult] = []
+    unreadable: list[UnreadableFile] = []
+    try:
+        files = sorted(p for p in (run_dir / "hosts").iterdir() if not p.name.startswith("."))
+    except OSError:
+        files = []
+    for path in files:
+        relative = f"hosts/{path.name}"
+        owner = by_file.get(path.stem) if path.suffix == ".json" else None
+        try:
+            if path.suffix != ".json" or not path.is_file():
+                raise StoreError("not a host result (only <host>.json files belong in hosts/)")
+            result = HostResult.from_dict(_read_json(path), str(path))
+            if owner is not None and result.name != owner:
+                raise StoreError(f"names host {result.name!r}, but run.json gives this file to {owner!r}")
+            hosts.append(result)
+        except (StoreError, SchemaError) as exc:
+            reason = str(exc).replace(str(path) + ": ", "").replace(str(path), relative)
+            unreadable.append(UnreadableFile(relative, reason[:300], owner))
+            if owner is not None:
+                hosts.append(HostResult(name=owner, status=UNREADABLE, reason=f"{relative}: {reason[:300]}"))
     have = {h.name for h in hosts}
     for entry in manifest.hosts:
-        if entry.get("name") not in have:
-            hosts.append(HostResult(name=str(entry.get("name")), status=str(entry.get("status", "")),
-                                    reason=str(entry.get("reason", ""))))
+        name = str(entry.get("name"))
+        if name in have:
+            continue
+        have.add(name)
+        status, reason = str(entry.get("status", "")), str(entry.get("reason", ""))
+        if entry.get("write_error"):
+            status, reason = RESULT_MISSING, f"the result could not be written: {entry['write_error']}"
+        elif entry.get("file"):
+            status, reason = RESULT_MISSING, f"hosts/{entry['file']}.json is missing (status was {status})"
+        elif status == OK:   # an ok host always has a file: its absence is the fact to report
+            status, reason = RESULT_MISSING, "run.json says ok, but no result file is stored"
+        hosts.append(HostResult(name=name, status=status, reason=reason))
+    for name in manifest.planned or ():
+        if name not in have:
+            have.add(name)
+            hosts.append(HostResult(name=name, status=NEVER_FINISHED,
+                                    reason="planned, but run.json records no end for it: the run was "
+                                           "killed, could not write its records, or is still running"
+                                    if not manifest.finished_at else "planned, but no result was recorded"))
     hosts.sort(key=lambda h: h.name)
-    return LoadedRun(path=run_dir, manifest=manifest, hosts=tuple(hosts))
+    return LoadedRun(path=run_dir, manifest=manifest, hosts=tuple(hosts), unreadable=tuple(unreadable))

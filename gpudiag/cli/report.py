@@ -65,7 +65,10 @@ def report(run: str | None, as_markdown: bool, as_json: bool, output: Path | Non
     else:
         hidden = len(every_finding) - len(findings)
         _console_summary(loaded, findings, verdict, f"{hidden} below {severity} not shown" if hidden else "")
-    return ExitCode(verdict.exit_code)
+    problems = loaded.problems()   # a run that is not a whole record never reads as all clear
+    for line in problems:
+        click.echo(f"gpudiag: {line}", err=True)
+    return ExitCode.HOSTS_FAILED if problems else ExitCode(verdict.exit_code)   # 3 outranks every other verdict
 
 
 def output_format(as_markdown: bool, as_json: bool, output: Path | None) -> tuple[bool, bool]:

@@ -20,14 +20,17 @@ from gpudiag.transports import Transport, transport_for
 
 
 class StoredRun:
-    def __init__(self, reports_dir: Path, kind: str, console: Console, extra: dict[str, Any] | None = None):
+    def __init__(self, reports_dir: Path, kind: str, console: Console, extra: dict[str, Any] | None = None,
+                 planned: list[str] | None = None):
         try:
-            self.writer = RunWriter(reports_dir, kind, sys.argv, extra=extra)
+            self.writer = RunWriter(reports_dir, kind, sys.argv, extra=extra, planned=planned)
         except StoreError as exc:
             raise UserError(f"--reports-dir: {exc}") from None
         self.console = console
+        self.failures: list[str] = []   # every write that failed: the command must not exit 0
 
     def warn(self, exc: StoreError) -> None:
+        self.failures.append(str(exc))
         self.console.print(f"gpudiag: warning: {exc}", markup=False, highlight=False, soft_wrap=True)
 
     def store(self, result: HostResult) -> None:
@@ -36,7 +39,8 @@ class StoredRun:
         except StoreError as exc:
             self.warn(exc)
 
-    def finish(self, outcome: ScanOutcome, extra: dict[str, Any] | None = None) -> RunManifest:
+    def finish(self, outcome: ScanOutcome, extra: dict[str, Any] | None = None,
+               signal: str | None = None) -> RunManifest:
         """List every host in run.json and close the run; a failed write is a warning, the summary stays."""
         for result in outcome.results:
             try:
@@ -45,7 +49,7 @@ class StoredRun:
                 self.warn(exc)
                 break   # the same error for every host: once is enough
         try:
-            return self.writer.finish(interrupted=outcome.interrupted, extra=extra)
+            return self.writer.finish(interrupted=outcome.interrupted, extra=extra, signal=signal)
         except StoreError as exc:
             self.warn(exc)
             return self.writer.manifest

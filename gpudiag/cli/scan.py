@@ -6,7 +6,7 @@ import json
 import signal
 import threading
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import click
 from rich.console import Console
@@ -17,12 +17,13 @@ from gpudiag.cli.common import (ResultConsole, Seconds, checked_settings, invent
                                  reports_dir_option, warn_ignored_ssh_settings)
 from gpudiag.cli.runs import StoredRun, transports
 from gpudiag import findings as rules
-from gpudiag.models import OK, LoadedRun
-from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanRequest
+from gpudiag.models import INTERNAL_ERROR, INTERRUPTED, OK, Host, HostResult, LoadedRun
+from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanOutcome, ScanRequest
 from gpudiag.render.console import ScanProgress, summary_table
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.store import StoreError, load_run
 from gpudiag.cli.fail_on import fail_on_option
+from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 from gpudiag.verdict import explicit_checks, verdict
 
 
@@ -61,12 +62,15 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.option("--verify-all", is_flag=True,
               help="Hash every installed sglang file against its RECORD, not only the files facts cite.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
+@click.option("--max-output", type=click.IntRange(1, 4096), default=DEFAULT_OUTPUT_LIMIT // 2 ** 20,
+              show_default=True, metavar="MIB",
+              help="Output a host may send, in MiB; past it the host is a frame_error and its connection closed.")
 @fail_on_option
 @reports_dir_option
 def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | None, probes: str | None,
          deep: bool, force: bool, settings: tuple[str, ...], forks: int, timeout: float | None,
          probe_timeout: float | None, accept_new: bool, known_hosts: str | None, connect_timeout: float,
-         verify_all: bool, as_json: bool, fail_on: str, reports_dir: Path) -> int:
+         verify_all: bool, as_json: bool, max_output: int, fail_on: str, reports_dir: Path) -> int:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
     names = selected_probes(probes, deep)
     options = checked_settings(settings, names)
@@ -84,22 +88,29 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
             raise UserError(str(exc)) from None
     gpu_limits = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
     request = ScanRequest(probes=names, options=options, probe_timeouts=gpu_limits, probe_timeout=probe_timeout,
-                          timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks)
+                          timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks,
+                          output_limit=max_output * 2 ** 20)
     console = Console(stderr=True)
+    check_known_hosts_path(known_hosts, accept_new)
+    check_remote_command_lines(hosts)
     # What the user asked for by name is recorded: a requested check that cannot run makes the host incomplete.
-    run = StoredRun(reports_dir, "scan", console,
+    run = StoredRun(reports_dir, "scan", console, planned=[h.name for h in hosts],
                     extra={"requested": {"checks": list(explicit_checks((), probes, deep))}})
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
-    with _interrupt_policy() as finishing:
-        with ScanProgress(len(hosts), console=console) as progress:
-            def on_result(result):  # type: ignore[no-untyped-def]
-                run.store(result)
-                progress.host_done(result)
+    with interrupt_policy() as stop:
+        try:
+            with ScanProgress(len(hosts), console=console) as progress:
+                def on_result(result):  # type: ignore[no-untyped-def]
+                    run.store(result)
+                    progress.host_done(result)
 
-            outcome = Orchestrator(request, factory, on_start=progress.host_started,
-                                   on_result=on_result).run(hosts)
-        finishing()   # only writing is left: a late Ctrl-C must not cut run.json short
-        manifest = run.finish(outcome)
+                outcome = Orchestrator(request, factory, on_start=progress.host_started,
+                                       on_result=on_result).run(hosts)
+        except KeyboardInterrupt:   # a signal outside the orchestrator's own wait: hosts stored so far stay
+            outcome = ScanOutcome([HostResult(name=h.name, status=INTERRUPTED, reason="the run was interrupted "
+                                              "before this host finished") for h in hosts], interrupted=True)
+        stop.finishing()   # only writing is left: a late signal must not cut run.json short
+        manifest = run.finish(outcome, signal=stop.signal_name)
     writer = run.writer
     stored = _stored_run(writer.dir, console)
     findings = None if stored is None else rules.all_findings(stored)
@@ -122,8 +133,16 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
             summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
             results.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)", markup=False)
     if outcome.interrupted:
-        console.print("interrupted: finished hosts are kept", style="yellow")
-        return ExitCode.INTERRUPTED
+        console.print(f"interrupted{' by ' + stop.signal_name if stop.signal_name else ''}: finished hosts are "
+                      f"kept", style="yellow")
+        return ExitCode(stop.exit_code)
+    if run.failures:
+        console.print(f"gpudiag: error: {len(run.failures)} result write(s) failed; the stored run is incomplete "
+                      f"(gpudiag report says which)", markup=False, highlight=False)
+    if any(r.status == INTERNAL_ERROR for r in outcome.results):
+        return ExitCode.INTERNAL
+    if run.failures:
+        return ExitCode.HOSTS_FAILED
     if result is None:   # the verdict needs the stored run; without it only the hosts' statuses are known
         return ExitCode.HOSTS_FAILED if any(r.status != OK for r in outcome.results) else ExitCode.INCOMPLETE
     return ExitCode(result.exit_code)
@@ -138,25 +157,74 @@ def _stored_run(run_dir: Path, console: Console) -> LoadedRun | None:
         return None
 
 
-@contextlib.contextmanager
-def _interrupt_policy() -> Iterator[Callable[[], None]]:
-    """The first Ctrl-C stops the scan (KeyboardInterrupt in the orchestrator); later ones are ignored,
-    and once `finishing()` is called all are. The previous handler comes back afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: None
-        return
-    fired = False
+# Signals that end a scan as Ctrl-C does: finished hosts kept, the run marked interrupted, 128 + signal.
+STOP_SIGNALS = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED,
+                signal.SIGHUP: ExitCode.HANGUP}
 
-    def once(signum: int, frame: object) -> None:
-        nonlocal fired
-        if not fired:
-            fired = True
+
+class StopSignals:
+    """Which stop signal arrived first, if any, and the exit code it calls for."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._finishing = False
+
+    @property
+    def signal_name(self) -> str | None:
+        return signal.Signals(self.signum).name if self.signum is not None else None
+
+    @property
+    def exit_code(self) -> int:
+        return int(STOP_SIGNALS.get(self.signum, ExitCode.INTERRUPTED))  # type: ignore[call-overload]
+
+    def handle(self, signum: int, frame: object) -> None:
+        # The first signal stops the scan (KeyboardInterrupt in the orchestrator's wait); later ones, and
+        # any once only writing is left, are noted and ignored.
+        if self.signum is None and not self._finishing:
+            self.signum = signum
             raise KeyboardInterrupt
+        if self.signum is None:
+            self.signum = signum
 
-    previous = signal.signal(signal.SIGINT, once)
+    def finishing(self) -> None:
+        self._finishing = True
+
+
+@contextlib.contextmanager
+def interrupt_policy() -> Iterator[StopSignals]:
+    """SIGINT, SIGTERM and SIGHUP stop the scan the same way; the previous handlers come back afterwards."""
+    stop = StopSignals()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = {signum: signal.signal(signum, stop.handle) for signum in STOP_SIGNALS}
     try:
-        yield lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)
+        yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
+def check_remote_command_lines(hosts: list[Host]) -> None:
+    """Every ssh host's command line must read the same under every login shell: a value that would
+    not (a quote or backslash in `python`) is a usage error naming the host, before anything runs."""
+    from gpudiag.transports.container import exec_prefix
+    from gpudiag.transports.shell import UnsafeWord, command_line
+    for host in hosts:
+        if host.transport != "ssh":
+            continue
+        try:
+            command_line((exec_prefix(host.container) if host.container else []) + bundle.bootstrap_argv(host.python))
+        except UnsafeWord as exc:
+            where = f"{host.source}: " if host.source else ""
+            raise UserError(f"{where}host {host.name!r}: python or container {exc}") from None
+
+
+def check_known_hosts_path(path: str | None, accept_new: bool) -> None:
+    """--known-hosts must be a file gpudiag can read and, for --accept-new, create: a usage error before
+    connecting, not one failure per host."""
+    from gpudiag.transports.hostkeys import KnownHostsPathError, check_own_file
+    try:
+        check_own_file(path, accept_new)
+    except KnownHostsPathError as exc:
+        raise UserError(str(exc)) from None

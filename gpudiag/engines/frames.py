@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpudiag.jsonfile import DocumentError, decode_document
+
 _BEGIN = re.compile(r"^(?P<prefix>.*?)GPUDIAG-BEGIN (?P<nonce>\S+)\s*$")
 _END = re.compile(r"^GPUDIAG-END (?P<nonce>\S+)\s*$")
 _PREFIX = re.compile(r"^\s*(?P<key>[^\s:]+): $")
@@ -158,8 +160,8 @@ def _decode(body: list[str]) -> dict[str, Any] | None:
     candidates = ["".join(body), "\n".join(body)] + [line for line in body if line.lstrip().startswith("{")]
     for candidate in candidates:
         try:
-            doc = json.loads(candidate)
-        except ValueError:
+            doc = decode_document(candidate)
+        except DocumentError:
             continue
         if isinstance(doc, dict):
             return doc

@@ -1,4 +1,7 @@
-"""One interface for reaching a host: `run(argv, stdin, timeout) -> CommandResult`.
+"""One interface for reaching a host: `run(argv, stdin, timeout, output_limit) -> CommandResult`.
+
+Output is captured within bounds (transports/capture.py): a command whose stdout passes
+`output_limit` bytes is closed and its result says so (`overflow`).
 
 A transport raises `TransportError` with a host status (unreachable, auth_failed, ...) when it cannot
 run the command at all; a command that ran and failed is a CommandResult, not an exception.
@@ -18,7 +21,7 @@ class TransportError(Exception):
 
 
 class Transport(Protocol):
-    def run(self, argv: list[str], stdin: bytes, timeout: float) -> CommandResult: ...
+    def run(self, argv: list[str], stdin: bytes, timeout: float, output_limit: int = ...) -> CommandResult: ...
 
     def close(self) -> None: ...
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from gpudiag.models import CommandResult
 from gpudiag.transports import Transport
+from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 
 ENGINES = ("docker", "podman", "kubectl")
 
@@ -20,6 +21,9 @@ def parse_container(spec: str) -> tuple[str, str]:
         raise ValueError(f"container {spec!r}: engine must be one of {', '.join(ENGINES)}")
     if not name:
         raise ValueError(f"container {spec!r}: no container name")
+    for part in name.split("/"):
+        if part.startswith("-"):   # `docker exec -i --privileged` would read it as an option
+            raise ValueError(f"container {spec!r}: a name may not begin with '-'")
     return engine, name
 
 
@@ -39,8 +43,9 @@ class ContainerTransport:
         self.inner = inner
         self.prefix = exec_prefix(spec)
 
-    def run(self, argv: list[str], stdin: bytes, timeout: float) -> CommandResult:
-        return self.inner.run(self.prefix + list(argv), stdin, timeout)
+    def run(self, argv: list[str], stdin: bytes, timeout: float,
+            output_limit: int = DEFAULT_OUTPUT_LIMIT) -> CommandResult:
+        return self.inner.run(self.prefix + list(argv), stdin, timeout, output_limit=output_limit)
 
     def close(self) -> None:
         self.inner.close()

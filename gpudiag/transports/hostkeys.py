@@ -1,7 +1,10 @@
 """Host-key checking for the ssh transport: ~/.ssh/known_hosts plus gpudiag's own known-hosts file.
 
 A changed key is never accepted; an unknown one is recorded in gpudiag's own file only with
---accept-new (like OpenSSH's StrictHostKeyChecking=accept-new). Hashed entries are understood.
+--accept-new (like OpenSSH's StrictHostKeyChecking=accept-new). A key on a `@revoked` line is refused
+and never recorded. Hashed entries, `[host]:port`, wildcards and negation are read as OpenSSH reads them.
+`@cert-authority` lines are understood but not used: paramiko offers no host certificates, so such a
+host is refused as unknown, with a reason that says so.
 """
 from __future__ import annotations
 
@@ -17,12 +20,37 @@ from pathlib import Path
 import paramiko
 from paramiko.hostkeys import HostKeyEntry, HostKeys
 
-from gpudiag.models import HOST_KEY_CHANGED, HOST_KEY_UNKNOWN
+from gpudiag.models import HOST_KEY_CHANGED, HOST_KEY_REVOKED, HOST_KEY_UNKNOWN
 
 ENV_KNOWN_HOSTS = "GPUDIAG_KNOWN_HOSTS"
 USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
 _append_lock = threading.Lock()
+
+
+class KnownHostsPathError(Exception):
+    """gpudiag's own known-hosts file cannot be used (a usage error, found before connecting)."""
+
+
+def check_own_file(explicit: str | None, accept_new: bool) -> Path:
+    """The own known-hosts path, checked: readable when it exists, and creatable or writable when
+    --accept-new may append to it."""
+    path = own_known_hosts_path(explicit)
+    if path.is_dir():
+        raise KnownHostsPathError(f"known-hosts file {path}: is a directory")
+    if path.exists() and not os.access(path, os.R_OK):
+        raise KnownHostsPathError(f"known-hosts file {path}: not readable")
+    if accept_new:
+        # Open it for appending now (creating it, as OpenSSH creates known_hosts): the only sure test,
+        # since permission bits say little to root, and /proc or a read-only mount refuse only on write.
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with open(path, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise KnownHostsPathError(f"known-hosts file {path}: cannot be written ({exc.strerror or exc}); "
+                                      f"--accept-new records keys there") from None
+    return path
 
 
 class HostKeyError(Exception):
@@ -52,6 +80,7 @@ class KnownKey:
     key: paramiko.PKey
     file: Path
     line: int
+    marker: str | None = None          # None, "revoked" or "cert-authority"
 
     @property
     def where(self) -> str:
@@ -79,8 +108,12 @@ def _wildcard_match(pattern: str, name: str) -> bool:
     return re.fullmatch(regex, name, re.IGNORECASE) is not None
 
 
+MARKERS = ("@revoked", "@cert-authority")
+
+
 def read_known_keys(path: Path, name: str) -> list[KnownKey]:
-    """Every key `path` holds for `name`, with its line number; unreadable or odd lines are skipped."""
+    """Every key `path` holds for `name`, with its line number and marker; unreadable or odd lines,
+    and unknown markers (OpenSSH ignores them too), are skipped."""
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -88,14 +121,20 @@ def read_known_keys(path: Path, name: str) -> list[KnownKey]:
     found = []
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
-        if not stripped or stripped.startswith(("#", "@")):   # markers (@revoked, @cert-authority) unsupported
+        if not stripped or stripped.startswith("#"):
             continue
+        marker = None
+        if stripped.startswith("@"):
+            word, _, rest = stripped.partition(" ")
+            if word not in MARKERS:
+                continue
+            marker, stripped = word[1:], rest.strip()
         try:
             entry = HostKeyEntry.from_line(stripped, number)
         except Exception:   # an unknown key type or a broken line must not stop the check
             continue
         if entry is not None and entry.key is not None and _matches(entry.hostnames, name):
-            found.append(KnownKey(entry.key, path, number))
+            found.append(KnownKey(entry.key, path, number, marker))
     return found
 
 
@@ -109,8 +148,12 @@ class HostKeyChecker:
         files = extra_files if extra_files is not None else [USER_KNOWN_HOSTS, SYSTEM_KNOWN_HOSTS]
         self.files = [Path(f).expanduser() for f in files] + [self.own_file]
 
-    def known(self, name: str) -> list[KnownKey]:
+    def entries(self, name: str) -> list[KnownKey]:
         return [k for path in self.files for k in read_known_keys(path, name)]
+
+    def known(self, name: str) -> list[KnownKey]:
+        """Keys trusted for `name` (plain lines; not revoked, not CA keys)."""
+        return [k for k in self.entries(name) if k.marker is None]
 
     def known_types(self, name: str) -> list[str]:
         """Key types known for `name`, first preferred (so the server is asked for a key we can check)."""
@@ -122,7 +165,13 @@ class HostKeyChecker:
 
     def check(self, name: str, key: paramiko.PKey) -> None:
         """Return when the key is trusted (maybe after recording it); raise HostKeyError otherwise."""
-        known = self.known(name)
+        entries = self.entries(name)
+        revoked = [k for k in entries if k.marker == "revoked" and k.key.asbytes() == key.asbytes()]
+        if revoked:   # before anything else: a revoked key is refused even where a plain line trusts it
+            raise HostKeyError(HOST_KEY_REVOKED,
+                               f"host key for {name} is REVOKED: server offers {key.get_name()} {fingerprint(key)}, "
+                               f"marked @revoked at {revoked[0].where}; not accepted, not recorded")
+        known = [k for k in entries if k.marker is None]
         same_type = [k for k in known if k.key.get_name() == key.get_name()]
         if any(k.key.asbytes() == key.asbytes() for k in same_type):
             return
@@ -132,12 +181,16 @@ class HostKeyChecker:
                                f"host key for {name} CHANGED: server offers {key.get_name()} {fingerprint(key)}, "
                                f"{old.where} has {fingerprint(old.key)}; not accepted (if the change is expected, "
                                f"remove that line)")
-        if not self.accept_new:
+        authorities = [k for k in entries if k.marker == "cert-authority"]
+        if not self.accept_new or authorities:
             other = f" (known with another key type: {', '.join(sorted({k.key.get_name() for k in known}))})" \
                 if known else ""
+            ca = (f"; {authorities[0].where} names a @cert-authority for it, but gpudiag cannot check host "
+                  f"certificates: add the host key itself") if authorities else ""
+            hint = "" if authorities else "; check it, then rerun with --accept-new to trust it"
             raise HostKeyError(HOST_KEY_UNKNOWN,
-                               f"host key for {name} is not known: {key.get_name()} {fingerprint(key)}{other}; "
-                               f"check it, then rerun with --accept-new to trust it")
+                               f"host key for {name} is not known: {key.get_name()} {fingerprint(key)}{other}"
+                               f"{ca}{hint}")
         self.record(name, key)
 
     def record(self, name: str, key: paramiko.PKey) -> None:

@@ -1,22 +1,27 @@
-"""Runs the command as a child process on this machine (the `localhost` target)."""
+"""Runs the command as a child process on this machine (the `localhost` target), output bounded."""
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import subprocess
+import threading
 import time
 
 from gpudiag.models import CommandResult
+from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
 
 KILL_GRACE_S = 2.0   # after the deadline's kill, how long to wait for the pipes to close
+CHUNK = 65536
 
 
 class LocalTransport:
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
-        self._closed = False
+        self._closed = threading.Event()
 
-    def run(self, argv: list[str], stdin: bytes, timeout: float) -> CommandResult:
+    def run(self, argv: list[str], stdin: bytes, timeout: float,
+            output_limit: int = DEFAULT_OUTPUT_LIMIT) -> CommandResult:
         started = time.monotonic()
         try:
             # A new session so a deadline or Ctrl-C can kill the whole tree, probes' children included.
@@ -25,33 +30,38 @@ class LocalTransport:
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             return CommandResult(127, b"", f"{argv[0]}: {exc.strerror}\n".encode(), 0.0)
         self._proc = proc
-        if self._closed:   # close() ran while the child was being started
+        if self._closed.is_set():   # close() ran while the child was being started
             self._kill(proc)
+        capture = BoundedCapture(output_limit)
         try:
-            out, err = proc.communicate(stdin, timeout=timeout)
-            return CommandResult(proc.returncode, out, err, time.monotonic() - started)
-        except subprocess.TimeoutExpired:
-            self._kill(proc)
-            out, err = self._collect_after_kill(proc)
-            return CommandResult(None, out, err, time.monotonic() - started, timed_out=True)
+            ending = _pump(proc, stdin, capture, started + timeout, self._closed)
+            if ending == "done":
+                try:
+                    proc.wait(max(0.0, started + timeout - time.monotonic()))
+                except subprocess.TimeoutExpired:   # the pipes closed but the process lives on
+                    ending = "timeout"
+            if ending != "done":
+                self._kill(proc)
+                _pump(proc, b"", capture, time.monotonic() + KILL_GRACE_S, threading.Event())
+                try:
+                    proc.wait(KILL_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    pass
+            duration = time.monotonic() - started
+            if ending == "overflow":
+                return CommandResult(None, capture.stdout, capture.stderr, duration,
+                                     overflow=capture.describe_overflow())
+            if ending == "done":
+                return CommandResult(proc.returncode, capture.stdout, capture.stderr, duration)
+            return CommandResult(None, capture.stdout, capture.stderr, duration, timed_out=True)
         finally:
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                try:
+                    if pipe is not None:
+                        pipe.close()
+                except OSError:
+                    pass
             self._proc = None
-
-    @staticmethod
-    def _collect_after_kill(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-        """What the killed tree printed. A descendant that left the process group (setsid, a daemon)
-        may still hold the pipes open: wait briefly, then close them and keep the partial output."""
-        try:
-            return proc.communicate(timeout=KILL_GRACE_S)
-        except subprocess.TimeoutExpired as exc:
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-            try:
-                proc.wait(timeout=KILL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                pass
-            return exc.stdout or b"", exc.stderr or b""
 
     @staticmethod
     def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -61,7 +71,57 @@ class LocalTransport:
             proc.kill()
 
     def close(self) -> None:
-        self._closed = True
+        self._closed.set()
         proc = self._proc
         if proc is not None and proc.poll() is None:
             self._kill(proc)
+
+
+def _pump(proc: subprocess.Popen[bytes], stdin: bytes, capture: BoundedCapture, deadline: float,
+          stop: threading.Event) -> str:
+    """Feed stdin and read both pipes as data arrives, never holding more than the capture keeps.
+    Returns "done" (both pipes ended), "timeout", "overflow" or "closed"."""
+    selector = selectors.DefaultSelector()
+    readers = {pipe.fileno(): pipe is proc.stdout for pipe in (proc.stdout, proc.stderr)
+               if pipe is not None and not pipe.closed}   # fd → is stdout
+    writer = proc.stdin if proc.stdin is not None and not proc.stdin.closed else None
+    try:
+        if writer is not None and stdin:
+            os.set_blocking(writer.fileno(), False)
+            selector.register(writer.fileno(), selectors.EVENT_WRITE)
+        elif writer is not None:
+            writer.close()
+        for fd in readers:
+            selector.register(fd, selectors.EVENT_READ)
+        data, offset = memoryview(stdin), 0
+        while readers:
+            if stop.is_set():
+                return "closed"
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout"
+            for key, _ in selector.select(min(0.2, remaining)):
+                fd = key.fd
+                if fd not in readers:   # stdin
+                    try:
+                        offset += os.write(fd, data[offset:offset + CHUNK])
+                    except BlockingIOError:
+                        continue
+                    except OSError:   # the command exited without reading it all
+                        offset = len(data)
+                    if offset >= len(data) and writer is not None:
+                        selector.unregister(fd)
+                        writer.close()
+                    continue
+                chunk = os.read(fd, CHUNK)
+                if not chunk:
+                    selector.unregister(fd)
+                    del readers[fd]
+                elif readers[fd]:
+                    if not capture.add_stdout(chunk):
+                        return "overflow"
+                else:
+                    capture.add_stderr(chunk)
+        return "done"
+    finally:
+        selector.close()

@@ -1,8 +1,8 @@
 """Runs a command on a host over SSH (paramiko): keys, agent, ProxyJump, host-key checks, one deadline.
 
 The whole run, connection included, is bounded by `timeout`; `close()` from another thread (Ctrl-C)
-aborts a connect or a running command at once. The argv is joined with `shlex.join`, so every word
-reaches the remote shell quoted.
+aborts a connect or a running command at once. The argv is written by transports/shell.py, so every
+login shell (bash, dash, zsh, tcsh, fish) reads the same words; a word none can be trusted with is refused.
 """
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import getpass
 import logging
 import os
 import select
-import shlex
 import socket
 import threading
 import time
@@ -19,11 +18,27 @@ from typing import Any, Callable
 
 import paramiko
 
-from gpudiag.transports.hostkeys import HostKeyChecker, HostKeyError, host_id
-from gpudiag.models import AUTH_FAILED, INTERRUPTED, TIMEOUT, UNREACHABLE, CommandResult, Host
+from gpudiag.models import (
+    AUTH_FAILED,
+    INTERRUPTED,
+    TIMEOUT,
+    UNREACHABLE,
+    CommandResult,
+    Host,
+)
 from gpudiag.transports import TransportError
-from gpudiag.transports.ssh_support import (connect_error, describe_failure, drain, feed, parse_jump,
-                                            shutdown)
+from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
+from gpudiag.transports.hostkeys import HostKeyChecker, HostKeyError, host_id
+from gpudiag.transports.shell import UnsafeWord, command_line
+from gpudiag.transports.ssh_support import (
+    RecordingSocket,
+    connect_error,
+    describe_failure,
+    drain,
+    feed,
+    parse_jump,
+    shutdown,
+)
 
 # paramiko logs handshake failures at ERROR; without a handler Python would print them on stderr,
 # in the middle of the progress output. Every failure becomes a host status instead.
@@ -60,8 +75,10 @@ class SSHTransport:
         self._expired = threading.Event()   # the run's deadline passed
 
     # -- public ---------------------------------------------------------------------------------
-    def run(self, argv: list[str], stdin: bytes, timeout: float) -> CommandResult:
+    def run(self, argv: list[str], stdin: bytes, timeout: float,
+            output_limit: int = DEFAULT_OUTPUT_LIMIT) -> CommandResult:
         started = time.monotonic()
+        self._output_limit = output_limit
         deadline = started + timeout
         self._expired.clear()
         watchdog = threading.Timer(timeout, self._expire)
@@ -152,7 +169,7 @@ class SSHTransport:
         if code != 0:
             raise TransportError(UNREACHABLE, f"{address}:{port}: {connect_error(code)}")
         sock.setblocking(True)
-        return sock
+        return RecordingSocket(sock)  # type: ignore[return-value]
 
     def _open_client(self, address: str, port: int, user: str, make_sock: Callable[[], Any],
                      deadline: float, label: str) -> paramiko.SSHClient:
@@ -180,8 +197,9 @@ class SSHTransport:
         except Exception as exc:
             if self._closed.is_set() or self._expired.is_set():
                 raise _Stopped() from None
+            heard = sock.non_ssh() if isinstance(sock, RecordingSocket) else b""
             raise TransportError(*describe_failure(exc, client, address, port, user, identity, limit,
-                                                         label)) from None
+                                                   label, heard)) from None
         client.get_transport().set_keepalive(KEEPALIVE_S)  # type: ignore[union-attr]
         return client
 
@@ -205,27 +223,41 @@ class SSHTransport:
     def _execute(self, client: paramiko.SSHClient, argv: list[str], stdin: bytes, deadline: float,
                  started: float) -> CommandResult:
         try:
+            command_line(argv)
+        except UnsafeWord as exc:   # checked before the scan too; never sent
+            raise TransportError(UNREACHABLE, f"refused to run: {exc}") from None
+        try:
             channel = client.get_transport().open_session(timeout=self._limit(deadline))  # type: ignore
             self._track(channel)
-            channel.exec_command(shlex.join(argv))
+            channel.exec_command(command_line(argv))
         except (_Stopped, paramiko.SSHException, OSError, EOFError) as exc:
             return self._stopped_result(started, exc)
-        stdout: list[bytes] = []
-        stderr: list[bytes] = []
+        capture = BoundedCapture(self._output_limit)
+        overflowed = threading.Event()
+
+        def stop_at_cap() -> None:
+            overflowed.set()
+            _close_quietly(channel)   # the host's flood ends here; the other reader sees EOF
+
         threads = [threading.Thread(target=feed, args=(channel, stdin), daemon=True),
-                   threading.Thread(target=drain, args=(channel.recv, stdout), daemon=True),
-                   threading.Thread(target=drain, args=(channel.recv_stderr, stderr), daemon=True)]
+                   threading.Thread(target=drain, args=(channel.recv, capture.add_stdout, stop_at_cap),
+                                    daemon=True),
+                   threading.Thread(target=drain, args=(channel.recv_stderr, capture.add_stderr, lambda: None),
+                                    daemon=True)]
         for thread in threads:
             thread.start()
         for reader in threads[1:]:
             reader.join(max(0.0, deadline - time.monotonic()))
+        if overflowed.is_set():
+            return CommandResult(None, capture.stdout, capture.stderr, time.monotonic() - started,
+                                 overflow=capture.describe_overflow())
         if not any(reader.is_alive() for reader in threads[1:]) and not self._closed.is_set():
             # Both streams ended; the exit status follows the EOFs closely.
             channel.status_event.wait(max(0.0, min(5.0, deadline - time.monotonic())))
             # The deadline timer closing the channel also ends the readers and sets the status event
             # (exit status -1): that is a timeout, not the command's own exit.
             if channel.exit_status_ready() and not self._expired.is_set() and channel.exit_status != -1:
-                return CommandResult(channel.exit_status, b"".join(stdout), b"".join(stderr),
+                return CommandResult(channel.exit_status, capture.stdout, capture.stderr,
                                      time.monotonic() - started)
         if self._closed.is_set():
             raise TransportError(INTERRUPTED, "the run was interrupted")
@@ -233,12 +265,8 @@ class SSHTransport:
             # The connection dropped without an exit status (sshd killed, network gone).
             raise TransportError(UNREACHABLE, f"{self._where()}: the connection closed before the command "
                                               f"finished")
-        try:
-            channel.close()
-        except Exception:
-            pass  # the deadline timer may be closing the same channel at this moment
-        return CommandResult(None, b"".join(stdout), b"".join(stderr), time.monotonic() - started,
-                             timed_out=True)
+        _close_quietly(channel)   # the deadline timer may be closing the same channel at this moment
+        return CommandResult(None, capture.stdout, capture.stderr, time.monotonic() - started, timed_out=True)
 
     def _stopped_result(self, started: float, exc: BaseException) -> CommandResult:
         if self._closed.is_set():
@@ -269,3 +297,10 @@ class SSHTransport:
                 resource.close()
             except Exception:
                 pass
+
+
+def _close_quietly(channel: paramiko.Channel) -> None:
+    try:
+        channel.close()
+    except Exception:
+        pass

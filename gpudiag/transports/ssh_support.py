@@ -30,7 +30,9 @@ def parse_jump(spec: str, default_user: str) -> tuple[str, str, int]:
 
 
 def describe_failure(exc: Exception, client: paramiko.SSHClient, address: str, port: int,
-                      user: str, identity: str | None, limit: float, label: str) -> tuple[str, str]:
+                      user: str, identity: str | None, limit: float, label: str,
+                      heard: bytes = b"") -> tuple[str, str]:
+    """`heard`: the first bytes the server sent, when they were not an SSH banner."""
     text = str(exc) or type(exc).__name__
     if isinstance(exc, paramiko.PasswordRequiredException):
         return AUTH_FAILED, f"{label}{user}@{address}: private key {identity} is encrypted; load it into ssh-agent"
@@ -44,7 +46,11 @@ def describe_failure(exc: Exception, client: paramiko.SSHClient, address: str, p
             and not transport.is_authenticated():
         # The server's key was checked, so whatever broke happened while authenticating (bad key file...).
         return AUTH_FAILED, f"{label}{user}@{address}:{port}: authentication failed: {text}"
-    if "protocol banner" in text or (transport is not None and not transport.remote_version):
+    if "protocol banner" in text or "protocol version" in text or \
+            (transport is not None and not transport.remote_version):
+        if heard:
+            return UNREACHABLE, (f"{label}{address}:{port} answered, but not with SSH: it sent "
+                                 f"{shown_bytes(heard)} (another service on that port?)")
         return UNREACHABLE, (f"{label}{address}:{port} accepts TCP but sent no SSH banner within "
                              f"{limit:.0f} s (not an SSH server, or overloaded)")
     if isinstance(exc, (EOFError, ConnectionResetError)):
@@ -87,12 +93,47 @@ def feed(channel: paramiko.Channel, data: bytes) -> None:
         pass  # the command exited or the channel closed: the readers see it
 
 
-def drain(recv: Callable[[int], bytes], sink: list[bytes]) -> None:
+def drain(recv: Callable[[int], bytes], add: Callable[[bytes], object], on_stop: Callable[[], None]) -> None:
+    """Read a stream until it ends; `add` returning False (over the output cap) stops it and calls
+    `on_stop`, which closes the channel."""
     try:
         while True:
             data = recv(65536)
             if not data:
                 return
-            sink.append(data)
+            if add(data) is False:
+                on_stop()
+                return
     except (OSError, EOFError, paramiko.SSHException):
         return
+
+
+def shown_bytes(data: bytes, limit: int = 60) -> str:
+    """Bytes from a host as a short, escaped literal: nothing in it reaches a terminal raw."""
+    text = repr(bytes(data[:limit]))[1:]
+    return text + (f" … ({len(data)} bytes)" if len(data) > limit else "")
+
+
+class RecordingSocket:
+    """A socket that remembers the first bytes it received, so a port that answers with something
+    other than SSH can be told apart from one that answers nothing."""
+
+    KEEP = 256
+
+    def __init__(self, sock: socket.socket):
+        self._sock = sock
+        self.first = b""
+
+    def recv(self, size: int, *args: int) -> bytes:
+        data = self._sock.recv(size, *args)
+        if len(self.first) < self.KEEP:
+            self.first += data[:self.KEEP - len(self.first)]
+        return data
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._sock, name)
+
+    def non_ssh(self) -> bytes:
+        """What the server sent, when it does not start like an SSH banner (b"" otherwise)."""
+        lines = self.first.split(b"\n")
+        return b"" if any(line.startswith(b"SSH-") for line in lines) or not self.first else self.first

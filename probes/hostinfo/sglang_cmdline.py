@@ -8,9 +8,12 @@ import os
 import re
 import shlex
 
+# The redaction rules live in one place; these names are part of this module's interface too.
+from probes.hostinfo.secrets import (REDACTED, looks_secret, looks_secret_env, redact_argv,  # noqa: F401
+                                     without_credentials)
+
 SERVER_MODULES = ("sglang.launch_server", "sglang.srt.server", "sglang.srt.entrypoints.http_server")
 SHELLS = ("sh", "bash", "dash", "zsh", "ash", "ksh")
-REDACTED = "<redacted>"
 
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
              "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING",
@@ -18,19 +21,6 @@ ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX"
              "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NVML_BASED_CUDA_CHECK", "OMP_NUM_THREADS", "LD_LIBRARY_PATH",
              "PATH", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "HF_HOME", "HF_HUB_OFFLINE")
 ENV_PREFIXES = ("SGLANG_", "SGL_", "NCCL_", "FLASHINFER_", "TORCH_NCCL_")
-# Secrets are told by whole name segments (`api_key`, `hf_token`), never by substrings: sglang's
-# --max-total-tokens, --tokenizer-path and --speculative-num-draft-tokens are ordinary flags.
-# sglang 0.4.10-0.5.23 take secrets in --api-key, --admin-api-key, --ssl-keyfile-password and
-# --watermark-config (an inline JSON object may hold the watermark keys).
-SECRET_FLAGS = frozenset(("api_key", "admin_api_key", "ssl_keyfile_password", "watermark_config",
-                          "watermark_key", "watermark_key_b"))
-SECRET_SEGMENTS = frozenset(("secret", "secrets", "password", "passwd", "passphrase", "credential", "credentials",
-                             "cookie", "cookies", "auth", "apikey", "privatekey", "pat"))
-# `key` and `token` are secrets as a whole name or after one of these words: api_key, hf_token, AWS ..._KEY.
-SECRET_QUALIFIERS = frozenset(("api", "admin", "access", "secret", "private", "auth", "bearer", "refresh", "session",
-                               "id", "hf", "hub", "github", "gh", "git", "gitlab", "wandb", "oauth", "jwt",
-                               "client", "signing", "encryption", "hmac", "license", "watermark", "personal"))
-
 ALIASES = {"tp": "tp_size", "tensor_parallel_size": "tp_size", "dp": "dp_size", "data_parallel_size": "dp_size",
            "ep": "ep_size", "expert_parallel_size": "ep_size", "model": "model_path",
            "speculative_draft_model": "speculative_draft_model_path",
@@ -59,7 +49,6 @@ KNOWN_SWITCHES = frozenset(BOOL_FLAGS + ("trust_remote_code", "enable_torch_comp
                                          "enable_ep_moe", "enable_deepep_moe", "disable_custom_all_reduce"))
 
 _FLAG = re.compile(r"^--?[A-Za-z]")
-_URL_CREDENTIALS = re.compile(r"(://)[^/@\s]+@")
 
 
 def parse_cmdline(raw):
@@ -136,27 +125,6 @@ def normalize_flag(name):
     return ALIASES.get(key, key)
 
 
-def _segments(name):
-    return [part for part in re.split(r"[_\-.]+", name.strip().lower()) if part]
-
-
-def looks_secret(name):
-    """True for a flag or variable name that carries a secret: `api_key`, `HF_TOKEN`, `--db-password`,
-    `AWS_SECRET_ACCESS_KEY`; False for `max_total_tokens`, `tokenizer_path`, `speculative_token_map`."""
-    parts = _segments(name)
-    if "_".join(parts) in SECRET_FLAGS or any(part in SECRET_SEGMENTS for part in parts):
-        return True
-    for number, part in enumerate(parts):
-        if part in ("key", "token") and (len(parts) == 1 or (number and parts[number - 1] in SECRET_QUALIFIERS)):
-            return True
-    return False
-
-
-def looks_secret_env(name):
-    """Stricter for environment variables, which are dropped (not shown redacted): any KEY or TOKEN segment."""
-    return looks_secret(name) or any(part in ("key", "token", "session") for part in _segments(name))
-
-
 def split_flags(args):
     """argv after the launch → ({normalized flag: raw value}, positional); `--a b`, `--a=b`, `--a b c`, `--a`."""
     flags, positional, i = {}, [], 0
@@ -173,7 +141,9 @@ def split_flags(args):
             flags[key] = value
             continue
         values = []
-        while key not in KNOWN_SWITCHES and i < len(args) and not _FLAG.match(args[i]):
+        secret = looks_secret(key)   # its value may start with "-": take every word up to the next --flag
+        while key not in KNOWN_SWITCHES and i < len(args) and not (
+                _FLAG.match(args[i]) and (not secret or args[i].startswith("--"))):
             values.append(args[i])
             i += 1
         flags[key] = True if not values else values[0] if len(values) == 1 else values
@@ -227,36 +197,8 @@ def parse_server_args(args):
     for key, raw in flags.items():
         if key not in parsed:
             parsed[key] = REDACTED if looks_secret(key) and raw is not True else raw
-    return {key: _without_credentials(value) for key, value in parsed.items()}, \
-        [_without_credentials(word) for word in positional]
-
-
-def _without_credentials(value):
-    """`https://user:token@host/...` → `https://<redacted>@host/...`, in strings and lists of strings."""
-    if isinstance(value, list):
-        return [_without_credentials(item) for item in value]
-    if isinstance(value, str):
-        return _URL_CREDENTIALS.sub(r"\1" + REDACTED + "@", value)
-    return value
-
-
-def redact_argv(argv):
-    """The command line with values of secret-looking flags replaced (`--api-key X`, `--hf-token=X`)."""
-    out, hide_next = [], False
-    for word in argv:
-        if hide_next and not _FLAG.match(word):
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        hide_next = False
-        if word.startswith("--") and looks_secret(word[2:].partition("=")[0].replace("-", "_")):
-            name, eq, _ = word.partition("=")
-            if eq:
-                out.append(name + "=" + REDACTED)
-                continue
-            hide_next = True
-        out.append(_URL_CREDENTIALS.sub(r"\1" + REDACTED + "@", word))
-    return out
+    return {key: without_credentials(value) for key, value in parsed.items()}, \
+        [without_credentials(word) for word in positional]
 
 
 def allowed_env_name(name):
@@ -274,7 +216,7 @@ def parse_environ(raw):
             continue
         name_text = name.decode("utf-8", "replace")
         if allowed_env_name(name_text):
-            kept[name_text] = _URL_CREDENTIALS.sub(r"\1" + REDACTED + "@", value.decode("utf-8", "replace"))
+            kept[name_text] = without_credentials(value.decode("utf-8", "replace"))
     return kept
 
 

@@ -118,3 +118,17 @@ def test_bootstrap_argv_is_one_line_a_csh_login_shell_accepts():
                           capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
     assert bundle.extract_frame(proc.stdout, payload.nonce)["host"] == "csh-host"
+
+
+def test_frames_too_deep_or_with_huge_numbers_are_frame_errors_and_nan_reads_as_null():
+    from gpudiag import bundle as b
+
+    def framed(body):
+        return f"GPUDIAG-BEGIN n9\n{body}\nGPUDIAG-END n9\n".encode()
+    with pytest.raises(b.FrameError, match="nested deeper than 100 levels"):
+        b.extract_frame(framed("[" * 3000 + "]" * 3000), "n9")
+    with pytest.raises(b.FrameError, match="out of range"):
+        b.extract_frame(framed('{"n": ' + "7" * 6000 + "}"), "n9")
+    with pytest.raises(b.FrameError, match="out of range"):
+        b.extract_frame(framed('{"n": -1e400}'), "n9")
+    assert b.extract_frame(framed('{"a": NaN, "b": [Infinity, 2.5]}'), "n9") == {"a": None, "b": [None, 2.5]}

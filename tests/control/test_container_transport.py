@@ -16,7 +16,9 @@ def test_exec_prefix(spec, prefix):
     assert exec_prefix(spec) == prefix
 
 
-@pytest.mark.parametrize("spec, message", [("lxc:box", "engine must be one of"), ("docker:", "no container name")])
+@pytest.mark.parametrize("spec, message", [("lxc:box", "engine must be one of"), ("docker:", "no container name"),
+                                           ("docker:--privileged", "may not begin with '-'"),
+                                           ("kubectl:-n/pod", "may not begin with '-'")])
 def test_bad_specs(spec, message):
     with pytest.raises(ValueError, match=message):
         parse_container(spec)
@@ -26,7 +28,7 @@ class Recorder:
     def __init__(self):
         self.calls, self.closed = [], False
 
-    def run(self, argv, stdin, timeout):
+    def run(self, argv, stdin, timeout, output_limit=None):
         self.calls.append((argv, stdin, timeout))
         return CommandResult(0, b"", b"", 0.0)
 

@@ -27,7 +27,7 @@ class FakeTransport:
         self.host, self.delay = host, delay
         self.closed = threading.Event()
 
-    def run(self, argv, stdin, timeout):
+    def run(self, argv, stdin, timeout, output_limit=None):
         with FakeTransport.lock:
             FakeTransport.live += 1
             FakeTransport.peak = max(FakeTransport.peak, FakeTransport.live)
@@ -71,9 +71,9 @@ def test_every_host_gets_a_result_whatever_fails():
     assert [r.name for r in outcome.results] == ["ok-1", "raise-1", "crash-1", "timeout-1", "badfactory"]
     assert got["ok-1"] == ("ok", "")
     assert got["raise-1"] == ("auth_failed", "server refused every key offered")
-    assert got["crash-1"] == ("unreachable", "RuntimeError: bug in a transport")
+    assert got["crash-1"] == ("internal_error", "gpudiag bug while handling this host: RuntimeError: bug in a transport")
     assert got["timeout-1"][0] == "timeout" and "7 s deadline" in got["timeout-1"][1]
-    assert got["badfactory"] == ("unreachable", "ValueError: unknown transport")
+    assert got["badfactory"] == ("unreachable", "cannot reach it this way: unknown transport")
     assert all(t.closed.is_set() for t in opened)          # every transport closed after its run
     assert outcome.interrupted is False
 

@@ -102,13 +102,20 @@ def test_latest_run_with_missing_probes_renders_and_exits_0(tmp_path):
 
 def test_newer_schema_is_a_one_line_error_exit_2(tmp_path):
     run = write_run(tmp_path, [{"schema": 1, "name": "a", "status": "ok", "probes": {}}])
-    (run / "hosts" / "a.json").write_text(json.dumps({"schema": 99, "name": "a", "status": "ok"}))
+    manifest = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps(dict(manifest, schema=99)))
     result = invoke(run, "--json")
     assert result.exit_code == 2
     assert "schema 99 is newer" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
 
 
+def test_newer_schema_host_file_is_unreadable_and_the_report_exits_3(tmp_path):
+    run = write_run(tmp_path, [{"schema": 1, "name": "a", "status": "ok", "probes": {}}])
+    (run / "hosts" / "a.json").write_text(json.dumps({"schema": 99, "name": "a", "status": "ok"}))
+    result = invoke(run, "--json")
+    assert result.exit_code == 3
+    assert "schema 99 is newer" in result.output and "Traceback" not in result.output
 def test_missing_run_and_conflicting_formats_exit_2(tmp_path):
     assert invoke("--reports-dir", tmp_path).exit_code == 2
     assert "no runs yet" in invoke("--reports-dir", tmp_path).output

@@ -1,5 +1,6 @@
 """The store: atomic per-host documents, run.json kept current, latest, and schema refusal."""
 import json
+import re
 
 import pytest
 
@@ -45,14 +46,17 @@ def test_unsafe_and_colliding_host_names_get_distinct_safe_files(tmp_path):
     assert json.loads(b.read_text())["name"] == "_etc_passwd"
 
 
-def test_newer_schema_is_refused_with_the_file_named(tmp_path):
+def test_newer_schema_host_file_is_carried_as_unreadable_with_the_reason(tmp_path):
     writer = RunWriter(tmp_path, "scan", [])
     path = writer.write_host(result("h"))
+    writer.write_host(result("other"))
     doc = json.loads(path.read_text())
     doc["schema"] = SCHEMA_VERSION + 1
     path.write_text(json.dumps(doc))
-    with pytest.raises(StoreError, match=r"h\.json: schema 2 is newer"):
-        load_run(writer.dir)
+    loaded = load_run(writer.dir)
+    assert {h.name: h.status for h in loaded.hosts} == {"h": "unreadable", "other": "ok"}
+    assert [u.file for u in loaded.unreadable] == ["hosts/h.json"]
+    assert "schema 2 is newer" in loaded.unreadable[0].reason and loaded.unreadable[0].host == "h"
 
 
 def test_resolve_run_dir_errors_name_the_path(tmp_path):
@@ -68,8 +72,11 @@ def test_resolve_run_dir_errors_name_the_path(tmp_path):
 def test_corrupt_json_names_file_and_line(tmp_path):
     writer = RunWriter(tmp_path, "scan", [])
     (writer.dir / "hosts" / "bad.json").write_text('{\n  "schema": 1,\n  oops\n}')
-    with pytest.raises(StoreError, match=r"bad\.json:3: not valid JSON"):
-        load_run(writer.dir)
+    loaded = load_run(writer.dir)
+    assert loaded.hosts == () and len(loaded.unreadable) == 1
+    assert loaded.unreadable[0].file == "hosts/bad.json"
+    assert loaded.unreadable[0].reason.startswith("hosts/bad.json:3: not valid JSON") or \
+        ":3: not valid JSON" in loaded.unreadable[0].reason
 
 
 def stored_run(tmp_path, host_changes=None, run_changes=None):
@@ -85,26 +92,33 @@ def stored_run(tmp_path, host_changes=None, run_changes=None):
     return writer.dir
 
 
-@pytest.mark.parametrize("host_changes, run_changes, message", [
-    ({"duration_s": "abc"}, None, r"h\.json: 'duration_s' is 'abc', not a number"),
-    ({"probes": ["env"]}, None, r"h\.json: 'probes' is \['env'\], not a JSON object"),
-    ({"probes": {"env": {"status": "ok", "duration_s": "x"}}}, None, r"probe env: 'duration_s' is 'x'"),
-    ({"probes": {"env": "ok"}}, None, r"probe env: 'ok' is not a JSON object"),
-    ({"output_tail": "text"}, None, r"'output_tail' is 'text'"),
-    (None, {"hosts": "x"}, r"run\.json: 'hosts' is 'x', not a list"),
-    (None, {"hosts": ["x"]}, r"run\.json: 'hosts' holds an entry that is not a JSON object"),
-    (None, {"argv": 3}, r"run\.json: 'argv' is 3, not a list"),
+@pytest.mark.parametrize("host_changes, message", [
+    ({"duration_s": "abc"}, r"'duration_s' is 'abc', not a number"),
+    ({"probes": ["env"]}, r"'probes' is \['env'\], not a JSON object"),
+    ({"probes": {"env": {"status": "ok", "duration_s": "x"}}}, r"probe env: 'duration_s' is 'x'"),
+    ({"probes": {"env": "ok"}}, r"probe env: 'ok' is not a JSON object"),
+    ({"output_tail": "text"}, r"'output_tail' is 'text'"),
 ])
-def test_malformed_stored_documents_are_store_errors(tmp_path, host_changes, run_changes, message):
-    run_dir = stored_run(tmp_path, host_changes, run_changes)
+def test_malformed_host_documents_are_unreadable_hosts(tmp_path, host_changes, message):
+    loaded = load_run(stored_run(tmp_path, host_changes))
+    assert [h.status for h in loaded.hosts] == ["unreadable"]
+    assert re.search(message, loaded.unreadable[0].reason), loaded.unreadable[0].reason
+
+
+@pytest.mark.parametrize("run_changes, message", [
+    ({"hosts": "x"}, r"run\.json: 'hosts' is 'x', not a list"),
+    ({"hosts": ["x"]}, r"run\.json: 'hosts' holds an entry that is not a JSON object"),
+    ({"argv": 3}, r"run\.json: 'argv' is 3, not a list"),
+])
+def test_malformed_run_json_is_a_store_error(tmp_path, run_changes, message):
     with pytest.raises(StoreError, match=message):
-        load_run(run_dir)
+        load_run(stored_run(tmp_path, None, run_changes))
 
 
 def test_report_on_a_malformed_stored_document_exits_2_with_one_line(tmp_path):
     from click.testing import CliRunner
     from gpudiag.cli import cli
-    run_dir = stored_run(tmp_path, {"duration_s": "abc", "probes": ["env"]})
+    run_dir = stored_run(tmp_path, None, {"argv": 3})
     result = CliRunner().invoke(cli, ["report", str(run_dir), "--reports-dir", str(tmp_path)])
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
@@ -142,3 +156,47 @@ def test_a_reports_dir_that_cannot_be_written_is_one_store_error(tmp_path, monke
     monkeypatch.setattr(tempfile, "mkstemp", refuse)
     with pytest.raises(StoreError, match=f"cannot create the run: {words}$"):
         RunWriter(tmp_path / "reports", "scan", [])
+
+
+def test_planned_hosts_without_a_result_read_as_never_finished(tmp_path):
+    from gpudiag.store import RunWriter as Writer
+    writer = Writer(tmp_path, "scan", [], planned=["a", "b", "c"])
+    writer.write_host(result("a"))           # then the process is killed: no finish()
+    loaded = load_run(writer.dir)
+    assert {h.name: h.status for h in loaded.hosts} == {"a": "ok", "b": "never_finished", "c": "never_finished"}
+    assert loaded.problems()[0].startswith("incomplete: 2 of 3 hosts never finished (b, c)")
+
+
+def test_temp_files_of_dead_writers_are_removed_and_live_ones_kept(tmp_path):
+    import os
+    import subprocess
+    writer = RunWriter(tmp_path, "scan", [])
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = writer.dir / "hosts" / f".h.json.{dead.pid}.tmp-abc"
+    live = writer.dir / "hosts" / f".h.json.{os.getpid()}.tmp-def"
+    stale.write_text("{")
+    live.write_text("{")
+    RunWriter(tmp_path, "scan", [])          # the next run cleans up
+    assert not stale.exists() and live.exists()
+
+
+def test_nan_and_infinity_are_written_as_null(tmp_path):
+    writer = RunWriter(tmp_path, "scan", [])
+    host = HostResult(name="h", status="ok", probes={"env": ProbeResult("ok", 0.1, data={"r": float("nan"),
+                                                                                       "i": float("inf")})})
+    path = writer.write_host(host)
+
+    def refuse(name):
+        raise ValueError(name)
+    assert json.loads(path.read_text(), parse_constant=refuse)["probes"]["env"]["data"] == {"r": None, "i": None}
+
+
+def test_a_result_file_missing_from_an_ok_host_is_result_missing(tmp_path):
+    writer = RunWriter(tmp_path, "scan", [], planned=["a"])
+    path = writer.write_host(result("a"))
+    writer.finish()
+    path.unlink()
+    loaded = load_run(writer.dir)
+    assert [(h.name, h.status) for h in loaded.hosts] == [("a", "result_missing")]
+    assert loaded.problems() == ["a: result missing (hosts/a.json is missing (status was ok))"]

@@ -22,9 +22,9 @@ def install_stand_in(directory, log, python):
     return path
 
 
-def odd_python(tmp_path, target):
-    """An interpreter path holding a space and a quote."""
-    directory = tmp_path / "py dir's"
+def odd_python(tmp_path, target, name="py dir's"):
+    """An interpreter path holding a space and a quote (no shell reads it locally)."""
+    directory = tmp_path / name
     directory.mkdir()
     (directory / "python3").symlink_to(target)
     return str(directory / "python3")
@@ -56,7 +56,8 @@ def test_docker_exec_argv_over_ssh(sshd_fleet, tmp_path):
     log, marker = tmp_path / "docker-argv.jsonl", tmp_path / "pwned"
     stand_in = install_stand_in(fleet.bin_dir, log, fleet.system_python)   # first on the sessions' PATH
     try:
-        python = odd_python(tmp_path, fleet.system_python)
+        # Over ssh a quote is refused (login shells read it differently); a space and `;` are quoted.
+        python = odd_python(tmp_path, fleet.system_python, "py dir;x")
         name = f"sglang;touch {marker}"
         inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"],
                                           extra={"h0": {"container": f"docker:{name}", "python": python}})

@@ -8,6 +8,7 @@ import pytest
 
 from gpudiag.models import Host
 from gpudiag.transports import TransportError
+from gpudiag.transports.capture import NOISE_TAIL, STDERR_TAIL
 from gpudiag.transports.ssh import SSHTransport
 
 
@@ -33,18 +34,41 @@ def test_noisy_bashrc_really_prints_on_stdout(sshd_fleet, home):
 
 def test_every_word_reaches_the_remote_command_unchanged(sshd_fleet, home, tmp_path):
     marker = tmp_path / "ran"
-    words = ["a b", "it's", '"q"', f";touch {marker}", "$(touch " + str(marker) + ")", "`id`", "x\ny", "*", ""]
-    result = transport(sshd_fleet, "h1").run(["printf", "%s\\0"] + words, b"", 20)
+    words = ["a b", '"q"', f";touch {marker}", "$(touch " + str(marker) + ")", "`id`", "*", "", "~", "=x",
+             "%self", "{a,b}", "#c"]
+    result = transport(sshd_fleet, "h1").run(["printf", "%s|"] + words, b"", 20)
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.split(b"\0")[:-1] == [w.encode() for w in words]
+    assert result.stdout.split(b"|")[:-1] == [w.encode() for w in words]
     assert not marker.exists()
+    # Words login shells read differently are refused, never sent.
+    for word in ("it's", "a\\b", "x\ny", "hi!"):
+        with pytest.raises(TransportError, match="read differently"):
+            transport(sshd_fleet, "h1").run(["printf", "%s", word], b"", 20)
 
 
 def test_large_stdin_and_both_output_streams_do_not_deadlock(sshd_fleet, home):
     data = os.urandom(4 * 1024 * 1024)
     result = transport(sshd_fleet, "h2").run(["sh", "-c", "cat; head -c 3000000 /dev/zero >&2; exit 7"], data, 60)
     assert result.exit_code == 7 and not result.timed_out
-    assert result.stdout == data and result.stderr == b"\0" * 3000000
+    # Unframed stdout and stderr are kept as bounded tails (transports/capture.py).
+    assert data.endswith(result.stdout) and len(result.stdout) >= NOISE_TAIL
+    assert result.stderr == b"\0" * STDERR_TAIL
+
+
+def test_a_frame_after_megabytes_of_noise_is_kept_whole_and_the_noise_as_a_tail(sshd_fleet, home):
+    frame = b"GPUDIAG-BEGIN n1\n" + b"f" * 3000000 + b"\nGPUDIAG-END n1\n"
+    script = "yes | head -c 5000000; echo; cat"
+    result = transport(sshd_fleet, "h2").run(["sh", "-c", script], frame, 60)
+    assert result.exit_code == 0 and result.overflow is None, result.stderr
+    assert result.stdout.endswith(b"\n" + frame) and len(result.stdout) <= NOISE_TAIL + len(frame) + 32
+
+
+def test_output_past_the_cap_is_cut_off_and_the_command_closed(sshd_fleet, home):
+    started = time.monotonic()
+    result = transport(sshd_fleet, "h2").run(["yes"], b"", 60, output_limit=8 * 2 ** 20)
+    assert result.overflow == "output exceeded 8 MiB" and result.exit_code is None
+    assert time.monotonic() - started < 30          # closed at the cap, not at the 60 s deadline
+    assert len(result.stdout) <= NOISE_TAIL + 64
 
 
 def test_chained_jump_hosts(sshd_fleet, home):

@@ -126,3 +126,39 @@ def _fields_in_server_args(site):
     """0.5.14 declares its fields in server_args.py itself."""
     with open(os.path.join(site, "sglang/srt/server_args.py"), encoding="utf-8") as handle:
         return [m.replace("_", "-") for m in re.findall(r"^    ([a-z][a-z0-9_]*): A\[", handle.read(), re.M)]
+
+
+@pytest.mark.parametrize("argv, hidden", [
+    (["--tool-server-token", "t1"], "t1"),
+    (["--db-pass", "-dashed"], "-dashed"),
+    (["--hf-token", "two", "words"], "words"),
+    (["--api-key", "-x", "yval", "--port", "1"], "yval"),
+    (["HF_TOKEN=e1", "python"], "e1"),
+    (["bash", "-c", "python -m sglang.launch_server --api-key b1 --port 1; true"], "b1"),
+    (["sh", "-c", "exec -a srv python -m sglang.launch_server --db-pass 'two words'"], "two words"),
+    (["bash", "-lc", "SGLANG_DB_PASS=x1 python -m sglang.launch_server"], "x1"),
+    (["sh", "-c", "python -m sglang.launch_server --api-key 'unbalanced"], "unbalanced"),
+])
+def test_redact_argv_hides_every_shape(argv, hidden):
+    shown = cmdline.redact_argv(argv)
+    assert hidden not in json.dumps(shown), shown
+
+
+def test_secret_flag_values_starting_with_a_dash_or_of_several_words_never_reach_parsed_args():
+    args, positional = cmdline.parse_server_args(["--db-pass", "-abc", "--hf-token", "a", "b", "--port", "30000"])
+    assert "-abc" not in json.dumps([args, positional]) and '"b"' not in json.dumps([args, positional])
+    assert args["port"] == 30000
+
+
+@pytest.mark.parametrize("name", ["SGLANG_DB_PASS", "SGL_SECRETKEY", "SGLANG_API_KEY", "NCCL_AUTH_TOKEN",
+                                  "SGLANG_SESSION_COOKIE", "SGL_HMAC_SALT", "SGLANG_PASSWD", "SGLANG_PRIVATE_KEY",
+                                  "SGLANG_CREDENTIALS", "SGL_PW"])
+def test_a_deny_rule_beats_an_allowed_prefix(name):
+    assert not cmdline.allowed_env_name(name)
+    assert cmdline.parse_environ(f"{name}=v".encode()) == {}
+
+
+@pytest.mark.parametrize("name", ["SGLANG_ENABLE_TORCH_COMPILE", "SGLANG_MAX_TOTAL_TOKENS", "NCCL_DEBUG",
+                                  "SGLANG_FORWARD_PASS_METRICS", "CUDA_VISIBLE_DEVICES"])
+def test_ordinary_allowed_variables_are_kept(name):
+    assert cmdline.allowed_env_name(name)

@@ -1,0 +1,149 @@
+"""Host keys as OpenSSH judges them: for each known_hosts case, the real `ssh` client and `gpudiag scan`
+connect to the same real sshd with the same known_hosts file, and must agree on accept or refuse.
+
+One row differs on purpose, and the test pins it: a host whose key is trusted only through a
+`@cert-authority` line. OpenSSH verifies host certificates; paramiko offers none, so gpudiag refuses
+such a host (safely) and says why. The fleet's sshd presents a plain key, so there both refuse; a second
+sshd with a CA-signed host certificate shows the difference.
+"""
+import subprocess
+import time
+from pathlib import Path
+
+import paramiko
+import pytest
+
+
+def key_of(fleet, name):
+    return " ".join(fleet.host(name).known_hosts_line.split()[1:])
+
+
+def other_key(fleet):
+    return " ".join(Path(str(fleet.unauthorized_key) + ".pub").read_text().split()[:2])
+
+
+def cases(fleet):
+    """name → (known_hosts text, OpenSSH's verdict, gpudiag's status)."""
+    h = fleet.host("h0")
+    hid, key, port = h.host_id, key_of(fleet, "h0"), h.port
+    wildcard = f"[127.0.0.*]:{port}"
+    return {
+        "unknown": ("", "refuse", "host_key_unknown"),
+        "changed": (f"{hid} {other_key(fleet)}\n", "refuse", "host_key_changed"),
+        "hashed": (f"{paramiko.HostKeys.hash_host(hid)} {key}\n", "accept", "ok"),
+        "[host]:port": (f"{hid} {key}\n", "accept", "ok"),
+        "other port only": (f"[{h.address}]:{port + 1} {key}\n", "refuse", "host_key_unknown"),
+        "wildcard": (f"{wildcard} {key}\n", "accept", "ok"),
+        "negation": (f"{wildcard},!{hid} {key}\n", "refuse", "host_key_unknown"),
+        "@cert-authority": (f"@cert-authority {wildcard} {other_key(fleet)}\n", "refuse", "host_key_unknown"),
+        "@revoked": (f"{hid} {key}\n@revoked {hid} {key}\n", "refuse", "host_key_revoked"),
+        "@revoked by wildcard": (f"{hid} {key}\n@revoked * {key}\n", "refuse", "host_key_revoked"),
+    }
+
+
+def openssh_verdict(fleet, known: Path, accept_new: bool = False) -> str:
+    h = fleet.host("h0")
+    proc = subprocess.run(
+        ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes",
+         "-o", f"StrictHostKeyChecking={'accept-new' if accept_new else 'yes'}",
+         "-o", f"UserKnownHostsFile={known}", "-o", "GlobalKnownHostsFile=/dev/null",
+         "-o", "HostKeyAlgorithms=ssh-ed25519", "-o", "ConnectTimeout=10", "-o", "IdentitiesOnly=yes",
+         "-i", h.key_path, "-p", str(h.port), f"{h.user}@{h.address}", "true"],
+        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    return "accept" if proc.returncode == 0 else "refuse"
+
+
+def gpudiag_status(fleet, tmp_path, known: Path, *args: str) -> tuple[str, str]:
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"])
+    reports = tmp_path / "reports"
+    proc = fleet.run_gpudiag("scan", "-i", str(inventory), "all", *fleet.fast_scan_args, "--json", *args,
+                             env=fleet.env(GPUDIAG_KNOWN_HOSTS=str(known), GPUDIAG_REPORTS=str(reports)))
+    host = fleet.load_run(proc, reports)[1]["h0"]
+    return host["status"], host["reason"]
+
+
+def test_host_key_behaviour_table_matches_openssh(sshd_fleet, tmp_path):
+    table = []
+    for name, (text, expected_openssh, expected_status) in cases(sshd_fleet).items():
+        known = tmp_path / f"known_hosts-{len(table)}"
+        known.write_text(text)
+        openssh = openssh_verdict(sshd_fleet, known)
+        status, reason = gpudiag_status(sshd_fleet, tmp_path, known)
+        table.append((name, openssh, status, reason))
+    rows = "\n".join(f"{n:22} openssh={o:7} gpudiag={s:18} {r[:90]}" for n, o, s, r in table)
+    for (name, openssh, status, _), (expected_openssh, expected_status) in zip(
+            table, [(c[1], c[2]) for c in cases(sshd_fleet).values()]):
+        assert openssh == expected_openssh, f"OpenSSH changed its mind on {name!r}:\n{rows}"
+        assert status == expected_status, f"gpudiag on {name!r}:\n{rows}"
+        assert (status == "ok") == (openssh == "accept"), f"gpudiag and OpenSSH disagree on {name!r}:\n{rows}"
+    reasons = {name: reason for name, _, _, reason in table}
+    assert "marked @revoked at" in reasons["@revoked"]
+    assert "@cert-authority" in reasons["@cert-authority"] and "cannot check host certificates" in \
+        reasons["@cert-authority"]
+
+
+def test_a_revoked_key_is_refused_and_never_recorded_even_with_accept_new(sshd_fleet, tmp_path):
+    h = sshd_fleet.host("h0")
+    known = tmp_path / "known_hosts"
+    text = f"@revoked * {key_of(sshd_fleet, 'h0')}\n"
+    known.write_text(text)
+    assert openssh_verdict(sshd_fleet, known, accept_new=True) == "refuse"
+    assert known.read_text() == text                       # OpenSSH recorded nothing
+    status, reason = gpudiag_status(sshd_fleet, tmp_path, known, "--accept-new")
+    assert status == "host_key_revoked", reason
+    assert h.host_key_fingerprint in reason and "not recorded" in reason
+    assert known.read_text() == text                       # neither did gpudiag
+
+
+@pytest.fixture
+def certified_sshd(sshd_fleet, tmp_path):
+    """One more sshd on 127.0.0.30 whose host key is certified by a CA (HostCertificate)."""
+    from tests.integration.conftest import SSHD, SSHD_CONFIG, _speaks_ssh, free_port, keygen_all
+    root = tmp_path / "certified"
+    root.mkdir()
+    ca, host_key = root / "ca", root / "ssh_host_ed25519_key"
+    keygen_all([ca, host_key])
+    signed = subprocess.run(["ssh-keygen", "-q", "-s", str(ca), "-I", "gdhost", "-h", "-n", "127.0.0.30",
+                             str(host_key) + ".pub"], capture_output=True, text=True, check=False)
+    assert signed.returncode == 0, signed.stderr
+    address, port = "127.0.0.30", free_port("127.0.0.30")
+    config = root / "sshd_config"
+    config.write_text(SSHD_CONFIG.format(address=address, port=port, host_key=host_key,
+                                         authorized_dir=sshd_fleet.authorized_dir, bin_dir=sshd_fleet.bin_dir)
+                      + f"HostCertificate {host_key}-cert.pub\n")
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 15
+        while not _speaks_ssh(address, port):
+            assert proc.poll() is None and time.monotonic() < deadline, "the certified sshd did not start"
+            time.sleep(0.05)
+        yield address, port, Path(str(ca) + ".pub").read_text().split()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_a_host_trusted_only_by_a_cert_authority_is_refused_with_the_reason(sshd_fleet, tmp_path, certified_sshd):
+    """The one place gpudiag is stricter than OpenSSH: host certificates are not checked, so the host
+    is refused, never accepted on a key nobody vouched for."""
+    address, port, ca = certified_sshd
+    known = tmp_path / "known_hosts"
+    known.write_text(f"@cert-authority [{address}]:{port} {ca[0]} {ca[1]}\n")
+    h = sshd_fleet.host("h0")
+    openssh = subprocess.run(
+        ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+         "-o", f"UserKnownHostsFile={known}", "-o", "GlobalKnownHostsFile=/dev/null", "-o", "IdentitiesOnly=yes",
+         "-i", h.key_path, "-p", str(port), f"{h.user}@{address}", "true"],
+        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, check=False)
+    assert openssh.returncode == 0, openssh.stderr          # OpenSSH checks the certificate and accepts
+    inventory = sshd_fleet.write_inventory(tmp_path / "inventory.yaml", [],
+                                           variants={"certified": ("h0", {"address": address, "port": port})})
+    reports = tmp_path / "reports"
+    proc = sshd_fleet.run_gpudiag("scan", "-i", str(inventory), "all", *sshd_fleet.fast_scan_args, "--json",
+                                  "--accept-new", env=sshd_fleet.env(GPUDIAG_KNOWN_HOSTS=str(known),
+                                                                     GPUDIAG_REPORTS=str(reports)))
+    host = sshd_fleet.load_run(proc, reports)[1]["certified"]
+    assert host["status"] == "host_key_unknown"
+    assert "@cert-authority" in host["reason"] and "cannot check host certificates" in host["reason"]
+    assert known.read_text().count("\n") == 1               # --accept-new did not record the bare key
