@@ -4,7 +4,8 @@
 # GPU tests (marked `gpu`) skip themselves without CUDA; scripts/gpu-check.sh runs them on a GPU host.
 #
 # System changes, all undone or documented here:
-#  - apt packages openssh-server, openssh-client, pdsh (when sshd or pdsh is missing; needs root);
+#  - apt packages openssh-server, openssh-client, pdsh, zsh, tcsh, fish (when one is missing; needs root);
+#  - the login-shell tests create one user per shell and remove them when they end;
 #  - the integration fixture creates the system user `gdnoisy` (a login whose .bashrc prints a banner, to
 #    prove framing survives it). This script removes it again when it did not exist before the run;
 #    GPUDIAG_KEEP_TEST_USER=1 keeps it.
@@ -28,20 +29,23 @@ apt_get() {
   rm -f "$err"
 }
 
-if ! command -v sshd >/dev/null 2>&1 && [ ! -x /usr/sbin/sshd ] || ! command -v pdsh >/dev/null 2>&1; then
+# sshd and pdsh for the loopback fleet; zsh, tcsh and fish so the login-shell tests run against real shells.
+missing=0
+{ command -v sshd || [ -x /usr/sbin/sshd ]; } >/dev/null 2>&1 || missing=1
+for tool in pdsh zsh tcsh fish; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
+if [ "$missing" = 1 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt_get update -qq
-  apt_get install -y -qq openssh-server openssh-client pdsh >/dev/null
+  apt_get install -y -qq openssh-server openssh-client pdsh zsh tcsh fish >/dev/null
 fi
 
-# torch: the tests need the CPU build. PyPI's Linux torch wheel is the CUDA build (several GB of nvidia-*
-# packages), so a missing torch comes from PyTorch's CPU index; an installed 2.13.0 is kept as it is.
-if "$PY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null; then
-  echo "test.sh: torch already installed: $("$PY" -c 'import torch; print(torch.__version__, "from", torch.__file__)')"
-else
-  "${PIP[@]}" torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
-  echo "test.sh: installed torch from https://download.pytorch.org/whl/cpu: $("$PY" -c 'import torch; print(torch.__version__)')"
+# torch: the tests need the CPU build, pinned. pip's configured sources are asked first: these machines keep
+# the 2.13.0 CPU wheel in a local wheel directory (pip's find-links). Elsewhere PyPI's Linux wheel is the CUDA
+# build (several GB), which works too but slowly. The line printed says which build was used and from where.
+if ! "$PY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null; then
+  "${PIP[@]}" torch==2.13.0
 fi
+echo "test.sh: torch $("$PY" -c 'import torch; print(torch.__version__, "from", torch.__file__)')"
 "${PIP[@]}" -e '.[test,plots]'   # plots: the chart tests draw for real
 # Engines the ingest tests drive for real (test-only, never runtime dependencies).
 "${PIP[@]}" ansible-core
