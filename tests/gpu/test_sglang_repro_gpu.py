@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from probes.crashlog.table import SIGNATURES
 from probes.graphrepro import launch_plan, sglang_repro
 from probes.sglang_facts import locate
 from probes.sglang_source import facts_from_location
@@ -18,7 +19,7 @@ from probes.sglang_source import facts_from_location
 pytestmark = pytest.mark.gpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TABLE = json.load(open(os.path.join(ROOT, "gpudiag", "data", "signatures.json")))["signatures"]
+TABLE = SIGNATURES   # the signature table, as the control side sends it
 PARSER_ERRORS = ("unrecognized arguments", "invalid choice", "expected one argument", "error: argument")
 
 
