@@ -21,9 +21,8 @@ from rich.text import Text
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, Seconds, inventory_option, load_hosts, reports_dir_option
 from gpudiag.cli.fail_on import fail_on_option
-from gpudiag.cli.runs import StoredRun, transports
-from gpudiag.orchestrator import Orchestrator, ScanRequest
-from gpudiag.render.console import ScanProgress
+from gpudiag.cli.runs import StoredRun, run_hosts, transports
+from gpudiag.orchestrator import ScanOutcome, ScanRequest
 from gpudiag.repro import logrun
 from gpudiag.repro import plan as plan_mod
 from gpudiag.repro import signatures as sig_mod
@@ -105,19 +104,16 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
                                                               "force": force},
                           timeout=timeout, probe_timeout=max(60.0, timeout - 30.0))
     console = Console(stderr=True)
-    run = StoredRun(reports_dir, "repro", console,
+    run = StoredRun(reports_dir, "repro", console, planned=[h.name for h in hosts],
                     extra={"repro": {"problem": "cuda-graph-crash", "plan": plan.to_dict()}})
     factory = transports(accept_new=accept_new, known_hosts=known_hosts)
 
-    with ScanProgress(len(hosts), console=console) as progress:
-        def on_result(result):  # type: ignore[no-untyped-def]
-            run.store(result)
-            progress.host_done(result)
+    def summarize(outcome: ScanOutcome) -> dict[str, Any]:
+        return {"repro": summary.run_summary([summary.host_repro(r) for r in outcome.results], plan.to_dict())}
 
-        outcome = Orchestrator(request, factory, on_start=progress.host_started, on_result=on_result).run(hosts)
+    outcome, manifest, stop = run_hosts(run, hosts, request, factory, console, summarize)
     repros = [summary.host_repro(r) for r in outcome.results]
-    block = summary.run_summary(repros, plan.to_dict())
-    manifest = run.finish(outcome, extra={"repro": block})
+    block = summarize(outcome)["repro"]
     writer = run.writer
     if as_json:
         click.echo(json.dumps(block, indent=2, sort_keys=True))
@@ -127,8 +123,9 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
             _print_host(results, item)
         results.print(Text(f"results: {writer.dir}  (gpudiag report {manifest.run_id})"))
     if outcome.interrupted:
-        console.print("interrupted: finished hosts are kept; every server and child was killed", style="yellow")
-        return ExitCode.INTERRUPTED
+        console.print(f"interrupted{' by ' + stop.signal_name if stop.signal_name else ''}: finished hosts are kept; "
+                      "every server and child was killed", style="yellow")
+        return ExitCode(stop.exit_code)
     return ExitCode(_final_exit(writer.dir, block["outcome"], fail_on, console))
 
 

@@ -1,4 +1,5 @@
-"""What every command that scans shares: a stored run that survives write errors, and the transports.
+"""What every command that scans shares: a stored run that survives write errors, the transports, and one
+way to run the hosts under the stop-signal policy.
 
 A run that cannot be created is an input error (exit 2); a write that fails during the run is a warning,
 so a full disk never costs the hosts still running, and the summary still lists every host.
@@ -13,8 +14,10 @@ from typing import Any, Callable
 from rich.console import Console
 
 from gpudiag.cli import UserError
-from gpudiag.models import Host, HostResult, RunManifest
-from gpudiag.orchestrator import ScanOutcome
+from gpudiag.cli.signals import StopSignals, interrupt_policy
+from gpudiag.models import INTERRUPTED, Host, HostResult, RunManifest
+from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
+from gpudiag.render.console import ScanProgress
 from gpudiag.store import RunWriter, StoreError
 from gpudiag.transports import Transport, transport_for
 
@@ -58,3 +61,25 @@ class StoredRun:
 def transports(**ssh_options: object) -> Callable[[Host], Transport]:
     """The transport factory for a scan: ssh options reach only ssh hosts (transport_for sees to that)."""
     return functools.partial(transport_for, **ssh_options)
+
+
+def run_hosts(run: StoredRun, hosts: list[Host], request: ScanRequest, factory: Callable[[Host], Transport],
+              console: Console, summarize: Callable[[ScanOutcome], dict[str, Any]] | None = None,
+              ) -> tuple[ScanOutcome, RunManifest, StopSignals]:
+    """Run every host with progress on `console`, storing each result as it comes; SIGINT, SIGTERM and SIGHUP
+    stop the run and keep what finished. `summarize` adds the command's own block to run.json."""
+    with interrupt_policy() as stop:
+        try:
+            with ScanProgress(len(hosts), console=console) as progress:
+                def on_result(result: HostResult) -> None:
+                    run.store(result)
+                    progress.host_done(result)
+
+                outcome = Orchestrator(request, factory, on_start=progress.host_started,
+                                       on_result=on_result).run(hosts)
+        except KeyboardInterrupt:   # a signal outside the orchestrator's own wait: hosts stored so far stay
+            outcome = ScanOutcome([HostResult(name=h.name, status=INTERRUPTED, reason="the run was interrupted "
+                                              "before this host finished") for h in hosts], interrupted=True)
+        stop.finishing()   # only writing is left: a late signal must not cut run.json short
+        manifest = run.finish(outcome, extra=summarize(outcome) if summarize else None, signal=stop.signal_name)
+    return outcome, manifest, stop

@@ -1,12 +1,8 @@
 """`gpudiag scan TARGETS`: run the probe bundle on every target and store one result per host."""
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
-import threading
 from pathlib import Path
-from typing import Iterator
 
 import click
 from rich.console import Console
@@ -15,11 +11,11 @@ from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import (ResultConsole, Seconds, checked_settings, inventory_option, load_hosts,
                                  reports_dir_option, warn_ignored_ssh_settings)
-from gpudiag.cli.runs import StoredRun, transports
+from gpudiag.cli.runs import StoredRun, run_hosts, transports
 from gpudiag import findings as rules
-from gpudiag.models import INTERNAL_ERROR, INTERRUPTED, OK, Host, HostResult, LoadedRun
-from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, Orchestrator, ScanOutcome, ScanRequest
-from gpudiag.render.console import ScanProgress, summary_table
+from gpudiag.models import INTERNAL_ERROR, OK, Host, LoadedRun
+from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, ScanRequest
+from gpudiag.render.console import summary_table
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.store import StoreError, load_run
 from gpudiag.cli.fail_on import fail_on_option
@@ -97,20 +93,7 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     run = StoredRun(reports_dir, "scan", console, planned=[h.name for h in hosts],
                     extra={"requested": {"checks": list(explicit_checks((), probes, deep))}})
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
-    with interrupt_policy() as stop:
-        try:
-            with ScanProgress(len(hosts), console=console) as progress:
-                def on_result(result):  # type: ignore[no-untyped-def]
-                    run.store(result)
-                    progress.host_done(result)
-
-                outcome = Orchestrator(request, factory, on_start=progress.host_started,
-                                       on_result=on_result).run(hosts)
-        except KeyboardInterrupt:   # a signal outside the orchestrator's own wait: hosts stored so far stay
-            outcome = ScanOutcome([HostResult(name=h.name, status=INTERRUPTED, reason="the run was interrupted "
-                                              "before this host finished") for h in hosts], interrupted=True)
-        stop.finishing()   # only writing is left: a late signal must not cut run.json short
-        manifest = run.finish(outcome, signal=stop.signal_name)
+    outcome, manifest, stop = run_hosts(run, hosts, request, factory, console)
     writer = run.writer
     stored = _stored_run(writer.dir, console)
     findings = None if stored is None else rules.all_findings(stored)
@@ -155,54 +138,6 @@ def _stored_run(run_dir: Path, console: Console) -> LoadedRun | None:
     except StoreError as exc:   # already warned when writing failed; findings need the stored run
         console.print(f"gpudiag: warning: findings not checked: {exc}", markup=False, highlight=False)
         return None
-
-
-# Signals that end a scan as Ctrl-C does: finished hosts kept, the run marked interrupted, 128 + signal.
-STOP_SIGNALS = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED,
-                signal.SIGHUP: ExitCode.HANGUP}
-
-
-class StopSignals:
-    """Which stop signal arrived first, if any, and the exit code it calls for."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self._finishing = False
-
-    @property
-    def signal_name(self) -> str | None:
-        return signal.Signals(self.signum).name if self.signum is not None else None
-
-    @property
-    def exit_code(self) -> int:
-        return int(STOP_SIGNALS.get(self.signum, ExitCode.INTERRUPTED))  # type: ignore[call-overload]
-
-    def handle(self, signum: int, frame: object) -> None:
-        # The first signal stops the scan (KeyboardInterrupt in the orchestrator's wait); later ones, and
-        # any once only writing is left, are noted and ignored.
-        if self.signum is None and not self._finishing:
-            self.signum = signum
-            raise KeyboardInterrupt
-        if self.signum is None:
-            self.signum = signum
-
-    def finishing(self) -> None:
-        self._finishing = True
-
-
-@contextlib.contextmanager
-def interrupt_policy() -> Iterator[StopSignals]:
-    """SIGINT, SIGTERM and SIGHUP stop the scan the same way; the previous handlers come back afterwards."""
-    stop = StopSignals()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-    previous = {signum: signal.signal(signum, stop.handle) for signum in STOP_SIGNALS}
-    try:
-        yield stop
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 def check_remote_command_lines(hosts: list[Host]) -> None:

@@ -188,3 +188,31 @@ def test_an_unusable_known_hosts_path_is_a_usage_error(sshd_fleet, tmp_path, mak
                                                 proc.stderr.split(f"{path}: ", 1)[1].strip()]
     assert message in proc.stderr
     assert not (tmp_path / "reports").exists()   # refused before any run started
+
+
+def test_repro_stops_on_sigterm_like_scan_and_its_run_plans_every_host(sshd_fleet, tmp_path):
+    reports = tmp_path / "reports"
+    slow = sshd_fleet.script("slow-python", "cat >/dev/null\nsleep 20")
+    inventory = sshd_fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"],
+                                           variants={"slow": ("h2", {"python": str(slow)})})
+    proc = subprocess.Popen(sshd_fleet.gpudiag_argv() + ["repro", "cuda-graph-crash", "-i", str(inventory), "all",
+                                                         "--batch-sizes", "1", "--draft-tokens", "2",
+                                                         "--timeout", "90"],
+                            env=sshd_fleet.env(GPUDIAG_REPORTS=str(reports)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(sshd_fleet.home))
+    try:
+        wait_for_files(proc, reports, 1, limit=90)
+        run = json.loads(next(reports.glob("runs/*/run.json")).read_text())
+        assert sorted(run["planned"]) == ["h0", "slow"]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 143, err
+    assert "interrupted by SIGTERM" in err
+    run = json.loads(next(reports.glob("runs/*/run.json")).read_text())
+    assert run["kind"] == "repro" and run["interrupted"] is True and run["signal"] == "SIGTERM"
+    assert {h["name"]: h["status"] for h in run["hosts"]}["slow"] == "interrupted"
+    assert run["repro"]["outcome"]   # the repro's own block is written even for a stopped run
