@@ -46,6 +46,8 @@ def merge_columns(rows: Sequence[Sequence[Any]], first: int = 1) -> list[tuple[A
     """Columns from `first` on (one per device) that hold the same value in every row become one column whose
     header lists them: "GPU 4, 5, 7"."""
     header, *body = rows
+    if not body or any(len(row) != len(header) for row in body):
+        return [tuple(row) for row in rows]     # nothing to compare, or a ragged table: shown as it is
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i in range(first, len(header)):
         groups.setdefault(tuple(row[i] for row in body), []).append(i)

@@ -16,7 +16,7 @@ from gpudiag.models import HostResult, LoadedRun
 from gpudiag.render.appendix import host_sections
 from gpudiag.render.blocks import table
 from gpudiag.render.copy_timings import copy_section
-from gpudiag.render.safe_text import md
+from gpudiag.render.safe_text import code, md
 
 TITLE = "## Appendix: hosts"
 WHAT = ("per host, the environment, torch checks, sglang source facts (file:line), servers, copy timings and the "
@@ -32,7 +32,7 @@ def link_line(appendix_name: str | None) -> str:
     """The report's pointer to its appendix: a relative link to the file, or 'below' when they share a stream."""
     if appendix_name is None:
         return f"- Appendix: at the end of this document ({WHAT}); `-o FILE.md` writes it to FILE.appendix.md."
-    return f"- Appendix: [{md(appendix_name)}]({quote(appendix_name)}) — {WHAT}."
+    return f"- Appendix: {_link(appendix_name)} — {WHAT}."
 
 
 def render_appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
@@ -52,8 +52,13 @@ def appendix_document(run: LoadedRun, charts: Mapping[str, str], report_name: st
     """The appendix as a file of its own, with a title that names its run and links back to the report."""
     body = render_appendix(run, charts)
     head = [f"# gpudiag report appendix — run {md(run.manifest.run_id)}", "",
-            f"The report: [{md(report_name)}]({quote(report_name)}).", ""]
+            f"The report: {_link(report_name)}.", ""]
     return "\n".join(head + body).rstrip("\n") + "\n"
+
+
+def _link(name: str) -> str:
+    """A relative link to a file beside this one; the name as a code span, so no bracket in it ends the link."""
+    return f"[{code(name)}]({quote(name)})"
 
 
 def _host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:

@@ -45,10 +45,10 @@ def test_the_report_fits_in_250_lines_and_links_its_appendix(tmp_path):
     assert "appendix: " + str(tmp_path / "FINDINGS.appendix.md") in result.output
     report, appendix = out.read_text(), (tmp_path / "FINDINGS.appendix.md").read_text()
     assert len(report.splitlines()) <= 250
-    assert "- Appendix: [FINDINGS.appendix.md](FINDINGS.appendix.md) — per host" in report
+    assert "- Appendix: [`FINDINGS.appendix.md`](FINDINGS.appendix.md) — per host" in report
     assert "## Appendix: hosts" not in report and "#### Source facts (sglang)" not in report
     assert appendix.startswith("# gpudiag report appendix — run 20260110T120000Z-a1b2\n\nThe report: "
-                               "[FINDINGS.md](FINDINGS.md).")
+                               "[`FINDINGS.md`](FINDINGS.md).")
     for section in ("### gpu-a", "#### Copy timings", "#### CUDA-graph repro matrix", "#### Source facts (sglang)",
                     "### gpu-b", "### gpu-c"):
         assert section in appendix
@@ -61,6 +61,13 @@ def test_the_report_fits_in_250_lines_and_links_its_appendix(tmp_path):
     steps = report.split("## Next steps")[1]
     actions = [line.split(". ", 1)[1].rsplit(" (finding", 1)[0] for line in steps.splitlines() if line[:1].isdigit()]
     assert len(actions) == len(set(actions))
+
+
+def test_an_odd_report_name_gives_a_link_that_still_points_at_its_appendix(tmp_path):
+    out = tmp_path / "fleet (a) [b].md"
+    assert invoke(FLEET3, "-o", out, "--no-charts").exit_code == 3
+    assert (tmp_path / "fleet (a) [b].appendix.md").is_file()
+    assert "[`fleet (a) [b].appendix.md`](fleet%20%28a%29%20%5Bb%5D.appendix.md)" in out.read_text()
 
 
 def test_on_stdout_the_appendix_follows_the_report(tmp_path):
