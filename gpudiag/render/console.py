@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -29,7 +29,7 @@ class ScanProgress:
         self.quiet = quiet
         self.live = self.console.is_terminal and not quiet
         self._progress: Progress | None = None
-        self._task = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> "ScanProgress":
         if self.live:
