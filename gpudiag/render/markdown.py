@@ -218,7 +218,7 @@ def _next_steps(findings: Sequence[Finding], answers: AnswerSet, argv: Sequence[
             hosts.extend(f.hosts)
     steps = [f"{md(step, 2000, keep_code=True)} (finding {', '.join(map(str, sorted(numbers)))} · "
              f"{md(host_list(tuple(dict.fromkeys(hosts))) if hosts else 'fleet')})"
-             for step, (numbers, hosts) in seen.items()]
+             for step, (numbers, hosts) in zip(_said_once(list(seen)), seen.values())]
     gaps: dict[tuple[str, str, str], list[str]] = {}
     for name, per_host in answers.per_host.items():
         for a in per_host:
@@ -234,6 +234,27 @@ def _next_steps(findings: Sequence[Finding], answers: AnswerSet, argv: Sequence[
     if not steps:
         steps = ["Nothing urgent. Rerun `gpudiag scan --deep` after any sglang, torch or driver change."]
     return lines + [f"{i}. {step}" for i, step in enumerate(steps, 1)] + [""]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.)])\s+(?=[A-Z(])")
+
+
+def _said_once(advice: list[str]) -> list[str]:
+    """Advice with the sentences an earlier step already gave replaced by "Otherwise as step N.": two findings
+    that call for the same action (say, the same safe flag values) do not spell it out twice."""
+    first_step: dict[str, int] = {}
+    out = []
+    for number, text in enumerate(advice, 1):
+        sentences = _SENTENCE_END.split(text)
+        repeated = sorted({first_step[s] for s in sentences if s in first_step})
+        for sentence in sentences:
+            first_step.setdefault(sentence, number)
+        new = [s for s in sentences if first_step[s] == number]
+        if repeated and new:
+            steps = ", ".join(map(str, repeated))
+            text = " ".join(new) + f" Otherwise as step{'s' if len(repeated) > 1 else ''} {steps}."
+        out.append(text)
+    return out
 
 
 def _saving_us(finding: Finding) -> float:

@@ -61,6 +61,10 @@ def test_the_report_fits_in_250_lines_and_links_its_appendix(tmp_path):
     steps = report.split("## Next steps")[1]
     actions = [line.split(". ", 1)[1].rsplit(" (finding", 1)[0] for line in steps.splitlines() if line[:1].isdigit()]
     assert len(actions) == len(set(actions))
+    # both repro failures call for the same safe flag values: the second step says so instead of repeating them
+    assert steps.count("keep --speculative-num-draft-tokens at 8 or less") == 1
+    assert "2. Measured: eagle_draft fails from batch size 64 with 16 draft tokens. (known report: sglang #3395 " \
+           "(fixed by PR #3430)) Otherwise as step 1. (finding 2 · 1 host: gpu-a)" in steps
 
 
 def test_an_odd_report_name_gives_a_link_that_still_points_at_its_appendix(tmp_path):
@@ -142,6 +146,10 @@ def test_latest_run_with_missing_probes_renders_and_exits_0(tmp_path):
     assert result.exit_code == 0, result.output
     assert "| lone | ok | - |" in result.output and "3.10.12" in result.output
     assert "torch_caps skipped (0.0 s: torch is not installed)" in result.output
+    methodology = result.output.split("## Methodology")[1].split("\n## ")[0]
+    assert "- Environment:" in methodology                  # env ran
+    for absent in ("torch capabilities", "Copy timings", "CUDA-graph repro", "Source facts"):
+        assert absent not in methodology                    # skipped, timed out or not selected: no method
 
 
 def test_newer_schema_is_a_one_line_error_exit_2(tmp_path):
