@@ -211,7 +211,7 @@ def _classify_log(source: str, as_json: bool, reports_dir: Path, fail_on: str) -
         click.echo(json.dumps(dict(block, run_id=manifest.run_id), indent=2, sort_keys=True))
     else:
         for line in logrun.describe(block):
-            click.echo(line)
+            click.echo(safe(line, 2000))     # quoted log lines are host output: no escapes reach the terminal
         click.echo(f"results: {writer.dir}  (gpudiag report {manifest.run_id})")
     return ExitCode.FINDINGS if _log_fails(block, fail_on) else ExitCode.OK
 

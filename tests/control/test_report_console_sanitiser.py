@@ -123,3 +123,13 @@ def test_repro_table_cleans_every_host_string():
     # rich adds its own styling escapes on a terminal; none of the host's sequences survive
     for bad in ("\x1b]0;owned", "\x1b[2J", "\x1b]8;;http://evil", "\x9b", "\u202e", "\x00", "\x07"):
         assert bad not in text
+
+
+def test_repro_log_quotes_a_hostile_log_without_its_controls(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text("booting\nRuntimeError: num_active_captures_ > 0 INTERNAL ASSERT FAILED " + ESCAPES + "\n",
+                   encoding="utf-8")
+    result = invoke("repro", "cuda-graph-crash", "--log", log, "--reports-dir", tmp_path / "reports")
+    assert result.exit_code == 1, result.output
+    assert "INTERNAL ASSERT FAILED" in result.output
+    assert_clean(result.output)
