@@ -11,13 +11,14 @@ from rich.text import Text
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.models import LoadedRun
+from gpudiag.render.safe_text import clean_run, console as safe
 from gpudiag.rundiff import HostDiff, diff_runs
 from gpudiag.store import StoreError, load_run, resolve_run_dir
 
 
 def _load(spec: str, reports_dir: Path) -> LoadedRun:
     try:
-        return load_run(resolve_run_dir(spec, reports_dir))
+        return clean_run(load_run(resolve_run_dir(spec, reports_dir)))   # host strings bounded, escapes gone
     except StoreError as exc:
         raise UserError(str(exc)) from None
 
@@ -37,10 +38,11 @@ def diff(run_a: str, run_b: str, as_json: bool, show_all: bool, reports_dir: Pat
                                "hosts": [d.to_dict() for d in changes]}, indent=2))
         return ExitCode.OK
     console = ResultConsole(highlight=False)
-    console.print(Text(f"gpudiag diff {a.manifest.run_id} → {b.manifest.run_id}"))
+    run_a, run_b = safe(a.manifest.run_id), safe(b.manifest.run_id)
+    console.print(Text(f"gpudiag diff {run_a} → {run_b}"))
     shown = [d for d in changes if d.changed or show_all]
     for host in shown:
-        _print_host(console, host, a.manifest.run_id, b.manifest.run_id)
+        _print_host(console, host, run_a, run_b)
     unchanged = len(changes) - len([d for d in changes if d.changed])
     if unchanged:
         console.print(Text(f"{unchanged} host(s) unchanged"), style="dim")
@@ -48,25 +50,29 @@ def diff(run_a: str, run_b: str, as_json: bool, show_all: bool, reports_dir: Pat
 
 
 def _print_host(console: Console, d: HostDiff, run_a: str, run_b: str) -> None:
-    # Host-provided text is printed as plain Text: a version or path holding "[...]" is not rich markup.
+    # Host-provided text goes through the console sanitiser and is printed as plain Text: a version or path
+    # holding an escape sequence or "[...]" is neither a terminal command nor rich markup.
+    def line(text: str, style: str = "") -> None:
+        console.print(Text(safe(text, 2000), style=style))
+
+    name = safe(d.name)
     if d.only_in:
-        console.print(Text(f"{d.name}: only in {run_a if d.only_in == 'a' else run_b}"))
+        line(f"{name}: only in {run_a if d.only_in == 'a' else run_b}")
         return
     if not d.changed:
-        console.print(Text(f"{d.name}: unchanged"))
+        line(f"{name}: unchanged")
         return
-    console.print(Text(d.name, style="bold"))
+    line(name, "bold")
     for what, before, after in d.facts:
-        console.print(Text(f"  {what}: {before} → {after}"))
+        line(f"  {what}: {safe(before)} → {safe(after)}")
     for kind, paths in d.files.items():
-        console.print(Text(f"  sglang files {kind}: {', '.join(paths)}"))
+        line(f"  sglang files {kind}: {', '.join(safe(p) for p in paths)}")
     for flag, before, after in d.flags:
-        console.print(Text(f"  server flag {flag}: {before} → {after}"))
+        line(f"  server flag {safe(flag)}: {safe(before)} → {safe(after)}")
     for title in d.new_findings:
-        console.print(Text(f"  new finding: {title}"))
+        line(f"  new finding: {safe(title)}")
     for title in d.resolved_findings:
-        console.print(Text(f"  resolved: {title}"))
+        line(f"  resolved: {safe(title)}")
     for t in d.timings:
-        console.print(Text(f"  copy timing GPU {t['gpu']} {t['workload']} {t['strategy']} ({t['mode']}): "
-                           f"{t['before_us']:g} µs → {t['after_us']:g} µs ({t['change']:+.0%}, "
-                           f"noise ±{t['noise_us']:g} µs)"))
+        line(f"  copy timing GPU {safe(t['gpu'])} {safe(t['workload'])} {safe(t['strategy'])} ({t['mode']}): "
+             f"{t['before_us']:g} µs → {t['after_us']:g} µs ({t['change']:+.0%}, noise ±{t['noise_us']:g} µs)")

@@ -15,6 +15,7 @@ from gpudiag.findings import all_findings
 from gpudiag.findings.facts import host_facts
 from gpudiag.models import SEVERITIES, Finding
 from gpudiag.render.json_report import render_json
+from gpudiag.render.host_appendix import appendix_document, appendix_path
 from gpudiag.render.markdown import render_markdown
 from gpudiag.render import plots
 from gpudiag.models import LoadedRun
@@ -33,7 +34,8 @@ SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "
 @click.option("--json", "as_json", is_flag=True, help="Print findings and summary as JSON (docs/report-json.md).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="Write the report here, markdown for .md and JSON for .json unless a format flag says; "
-                   "`-` is stdout. Charts go beside a markdown file.")
+                   "`-` is stdout. A markdown FILE.md gets its per-host appendix in FILE.appendix.md and its "
+                   "charts beside it; on stdout the appendix follows the report.")
 @click.option("--severity", type=click.Choice(SEVERITIES), metavar="LEVEL",
               help=f"Show only findings at LEVEL or worse ({', '.join(SEVERITIES)}).")
 @click.option("--no-charts", is_flag=True, help="Tables only, even when matplotlib is installed.")
@@ -61,7 +63,10 @@ def report(run: str | None, as_markdown: bool, as_json: bool, output: Path | Non
             if not plots.charts_available():
                 click.echo("charts: matplotlib not installed (pip install 'gpudiag[plots]'); tables only",
                            err=True)
-        _emit(render_markdown(loaded, findings, charts, verdict), output)
+        if output is None:     # one stream: the appendix follows the report
+            _emit(render_markdown(loaded, findings, charts, verdict), None)
+        else:
+            _emit_markdown(loaded, findings, charts, verdict, output)
     else:
         hidden = len(every_finding) - len(findings)
         _console_summary(loaded, findings, verdict, f"{hidden} below {severity} not shown" if hidden else "")
@@ -93,7 +98,7 @@ def at_least(findings: list[Finding], severity: str) -> list[Finding]:
             and worst_first.index(f.severity) <= worst_first.index(severity)]
 
 
-def _emit(text: str, output: Path | None) -> None:
+def _emit(text: str, output: Path | None, label: str = "report") -> None:
     if output is None:
         click.echo(text, nl=False)
         return
@@ -102,7 +107,18 @@ def _emit(text: str, output: Path | None) -> None:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UserError(f"{output}: cannot write: {exc.strerror or exc}") from None
-    click.echo(f"report: {output}", err=True)
+    click.echo(f"{label}: {output}", err=True)
+
+
+def _emit_markdown(run: LoadedRun, findings: Sequence[Finding], charts: dict[str, str], verdict: Verdict,
+                   output: Path) -> None:
+    """The report, and beside it its appendix (FILE.appendix.md), which the report links to."""
+    if not run.hosts:
+        _emit(render_markdown(run, findings, charts, verdict, appendix_name=None), output)
+        return
+    appendix = appendix_path(output)
+    _emit(appendix_document(run, charts, output.name), appendix, "appendix")
+    _emit(render_markdown(run, findings, charts, verdict, appendix_name=appendix.name), output)
 
 
 def _console_summary(run: LoadedRun, findings: Sequence[Finding], verdict: Verdict, hidden: str = "") -> None:

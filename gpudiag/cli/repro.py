@@ -23,6 +23,7 @@ from gpudiag.cli.common import ResultConsole, Seconds, inventory_option, load_ho
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
 from gpudiag.orchestrator import ScanOutcome, ScanRequest
+from gpudiag.render.safe_text import console as safe
 from gpudiag.repro import logrun
 from gpudiag.repro import plan as plan_mod
 from gpudiag.repro import signatures as sig_mod
@@ -151,28 +152,33 @@ def _final_exit(run_dir: Path, outcome: str, fail_on: str, console: Console) -> 
 
 
 def _print_host(console: Console, item: summary.HostRepro) -> None:
-    # Everything below comes from the host (names, reasons, log lines): printed as text, never as rich markup.
+    # Everything below comes from the host (names, reasons, log lines): cleaned by the console sanitiser (no
+    # escapes or controls, capped) and printed as text, never as rich markup.
     if not item.ran:
-        console.print(Text.assemble((item.host, "bold"), f": could not run the repro: {item.reason}"), style="red")
+        console.print(Text.assemble((safe(item.host), "bold"), f": could not run the repro: {safe(item.reason)}"),
+                      style="red")
         return
-    table = Table(title=Text(f"{item.host}: {item.environment_line()}"), title_justify="left")
+    table = Table(title=Text(safe(f"{item.host}: {item.environment_line()}", 1000)), title_justify="left")
     for column in summary.COLUMNS:
         table.add_column(column, overflow="fold")
     for row in summary.cell_rows(item):
-        table.add_row(*(Text(str(value)) for value in row))
+        table.add_row(*(Text(safe(value)) for value in row))
     console.print(table)
     if item.all_skipped:
-        console.print(Text(f"nothing ran: {item.data.get('skip_reason') or 'every cell skipped'}"), style="yellow")
+        console.print(Text(f"nothing ran: {safe(item.data.get('skip_reason') or 'every cell skipped')}"),
+                      style="yellow")
     for boundary in item.data.get("boundaries") or []:
-        if boundary.get("text"):
-            console.print(Text(f"boundary: {boundary['text']}"))
+        if isinstance(boundary, dict) and boundary.get("text"):
+            console.print(Text(f"boundary: {safe(boundary['text'])}"))
     for signature in item.data.get("signatures") or []:
-        console.print(Text(f"signature {signature.get('name')}: {signature.get('meaning')} "
-                           f"({signature.get('reference')})"))
-        console.print(Text(f"  advice: {signature.get('recommendation')}"))
+        if not isinstance(signature, dict):
+            continue
+        console.print(Text(safe(f"signature {signature.get('name')}: {signature.get('meaning')} "
+                                f"({signature.get('reference')})", 1000)))
+        console.print(Text(f"  advice: {safe(signature.get('recommendation'), 1000)}"))
     _print_interpreter(console, item.data)
     for note in item.data.get("notes") or []:
-        console.print(Text(f"note: {note}"), style="dim")
+        console.print(Text(f"note: {safe(note)}"), style="dim")
 
 
 def _print_interpreter(console: Console, data: dict[str, Any]) -> None:
@@ -184,7 +190,7 @@ def _print_interpreter(console: Console, data: dict[str, Any]) -> None:
     server = data.get("server") or {}
     if server.get("pid") is not None:
         line += f"; live server pid {server['pid']}" + (f", port {server['port']}" if server.get("port") else "")
-    console.print(Text(line))
+    console.print(Text(safe(line, 1000)))
 
 
 def _classify_log(source: str, as_json: bool, reports_dir: Path, fail_on: str) -> int:
@@ -202,7 +208,7 @@ def _classify_log(source: str, as_json: bool, reports_dir: Path, fail_on: str) -
         click.echo(json.dumps(dict(block, run_id=manifest.run_id), indent=2, sort_keys=True))
     else:
         for line in logrun.describe(block):
-            click.echo(line)
+            click.echo(safe(line, 2000))     # quoted log lines are host output: no escapes reach the terminal
         click.echo(f"results: {writer.dir}  (gpudiag report {manifest.run_id})")
     return ExitCode.FINDINGS if _log_fails(block, fail_on) else ExitCode.OK
 

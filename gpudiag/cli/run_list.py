@@ -14,6 +14,7 @@ from gpudiag.cli import ExitCode
 from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.jsonfile import read_json
 from gpudiag.models import RunManifest, SchemaError
+from gpudiag.render.safe_text import console as console_text
 
 
 class _Unreadable(Exception):
@@ -57,7 +58,8 @@ def runs(as_json: bool, last: int | None, reports_dir: Path) -> int:
         table.add_column(column, overflow="fold", no_wrap=column in ("run", "started"))
     for r in rows:
         statuses = ", ".join(f"{n} {s}" for s, n in r["statuses"].items())
-        table.add_row(*(Text(str(v)) for v in (r["run_id"], r["kind"], r["hosts"], statuses,
-                                                r["started_at"], r["state"])))
+        # run.json can hold anything a host or an edit put there: cleaned, plain Text.
+        table.add_row(*(Text(console_text(v)) for v in (r["run_id"], r["kind"], r["hosts"], statuses,
+                                                         r["started_at"], r["state"])))
     ResultConsole().print(table)
     return ExitCode.OK

@@ -149,7 +149,8 @@ def _eagle_table(sg: dict[str, Any]) -> list[str]:
         fact = as_dict(fact)
         where = f"{fact.get('file')}:{fact.get('replay_line') or fact.get('line')}" if fact.get("file") else "-"
         state = "batched" if fact.get("batched") else "per tensor" if fact.get("batched") is False else "absent"
-        separate = {True: "yes", False: "no"}.get(fact.get("hidden_states_separate"), "-")
+        flag = fact.get("hidden_states_separate")
+        separate = "yes" if flag is True else "no" if flag is False else "-"
         rows.append((name.replace("_", "-"), f"{fact.get('class')}.{fact.get('replay_method')} ({where})", state,
                      ", ".join(map(str, as_list(fact.get("grouped_fields")))) or "-",
                      ", ".join(map(str, as_list(fact.get("per_tensor_fields")))) or "-", separate))

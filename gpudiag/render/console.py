@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Sequence
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from gpudiag.models import OK, Host, HostResult
+from gpudiag.render.safe_text import console as safe
 
 STATUS_STYLE = {OK: "green", "timeout": "yellow", "interrupted": "yellow", "probe_error": "yellow"}
 
@@ -28,7 +29,7 @@ class ScanProgress:
         self.quiet = quiet
         self.live = self.console.is_terminal and not quiet
         self._progress: Progress | None = None
-        self._task = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> "ScanProgress":
         if self.live:
@@ -53,12 +54,13 @@ class ScanProgress:
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, advance=1, failed=self.failed)
             if result.status != OK:   # failures scroll above the bar as they happen
-                self._progress.console.print(f"{result.name}: {result.status} — {result.reason}", markup=False,
+                self._progress.console.print(f"{safe(result.name)}: {safe(result.status)} — {safe(result.reason)}",
+                                             markup=False,
                                              highlight=False, style=STATUS_STYLE.get(result.status, "red"))
         elif not self.quiet:
-            reason = f" — {result.reason}" if result.reason else ""
+            reason = f" — {safe(result.reason)}" if result.reason else ""
             # One plain line per host (CI logs, pipes): no markup, no wrapping, so grep sees whole lines.
-            self.console.print(f"[{self.done}/{self.total}] {result.name}: {result.status} "
+            self.console.print(f"[{self.done}/{self.total}] {safe(result.name)}: {safe(result.status)} "
                                f"({result.duration_s:.1f} s){reason}", markup=False, highlight=False,
                                soft_wrap=True)
 
@@ -70,7 +72,7 @@ def summary_table(results: Sequence[HostResult], title: str) -> Table:
     for r in results:
         probes = ", ".join(f"{k}:{v.status}" for k, v in r.probes.items()) or "-"
         style = STATUS_STYLE.get(r.status, "red")
-        # Names, probe names and reasons come from hosts: plain Text, never parsed as rich markup.
-        table.add_row(Text(r.name), Text(r.status, style=style), f"{r.duration_s:.1f}s", Text(probes),
-                      Text(r.reason or ""))
+        # Names, probe names and reasons come from hosts: cleaned (no escapes, capped) plain Text, never markup.
+        table.add_row(Text(safe(r.name)), Text(safe(r.status), style=style), f"{r.duration_s:.1f}s",
+                      Text(safe(probes, 2000)), Text(safe(r.reason or "")))
     return table

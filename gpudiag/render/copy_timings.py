@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping
 from gpudiag.findings.common import as_dict, as_list, dig, fmt_bytes, fmt_us, number, probe
 from gpudiag.findings.copies import NOISY_CV, OUTLIER_RATIO, copy_gpus, device_label, workloads
 from gpudiag.models import HostResult
-from gpudiag.render.blocks import table
+from gpudiag.render.blocks import merge_columns, table
 from gpudiag.render.safe_text import md
 
 STRATEGIES = ("installed", "loop", "grouped_foreach", "grouped_foreach_dma_split", "packed")
@@ -26,7 +26,8 @@ def copy_section(host: HostResult, charts: Mapping[str, str]) -> list[str]:
         return []
     data = as_dict(probe(host, "copy_bench"))
     lines = ["#### Copy timings", "", f"Method: {md(data.get('method') or '-')}; {_samples_text(timings(data))}. "
-             f"One column per device; a cell is the median (p10–p90) eager, then / inside a replayed graph; "
+             f"One column per device (devices that read the same share one); a cell is the median (p10–p90) "
+             f"eager, then / inside a replayed graph; "
              f"{NOISY_MARK} marks a noisy timing (cv > {NOISY_CV:.0%} or flagged by the probe).", ""]
     lines += _installed_line(as_dict(data.get("installed"))) + _paths_line(as_dict(dig(data, "summary", "paths")))
     measured = [g for g in gpus if g.get("status", "ok") == "ok"]
@@ -155,11 +156,12 @@ def _devices(gpus: list[dict[str, Any]]) -> list[str]:
     for (name, label), per in cells.items():
         rows.append((name if name != previous else " ", label) + tuple(per.get(i, "-") for i in range(len(gpus))))
         previous = name
-    lines = head + table(rows)
+    lines = head + table(merge_columns(rows, 2))
     if summary:
-        lines += table([("workload", "fields", "bytes", "casts (src → dst)") + tuple(f"best on {c}" for c in columns)]
-                       + [(name, e["fields"], e["bytes"], e["casts"]) + tuple(e.get(i, "-") for i in range(len(gpus)))
-                          for name, e in summary.items()])
+        lines += table(merge_columns(
+            [("workload", "fields", "bytes", "casts (src → dst)") + tuple(f"best on {c}" for c in columns)]
+            + [(name, e["fields"], e["bytes"], e["casts"]) + tuple(e.get(i, "-") for i in range(len(gpus)))
+               for name, e in summary.items()], 4))
     return lines + notes.lines() + _sweep(gpus) + _said_once(gpus, _split_text) + _said_once(gpus, _h2d_text)
 
 
@@ -268,9 +270,9 @@ def _sweep(gpus: list[dict[str, Any]]) -> list[str]:
             sizes.setdefault(s.get("bytes"), {})[i] = f"{spread(copy)} / {spread(foreach)} ({_faster(copy, foreach)})"
     if not sizes:
         return []
-    rows: list[tuple[Any, ...]] = [("bytes",) + tuple(f"{_column(g)} copy_() / foreach" for g in gpus)]
+    rows: list[tuple[Any, ...]] = [("bytes: copy_() / foreach",) + tuple(_column(g) for g in gpus)]
     rows += [(fmt_bytes(b),) + tuple(per.get(i, "-") for i in range(len(gpus))) for b, per in sizes.items()]
-    return table(rows)
+    return table(merge_columns(rows, 1))
 
 
 def _sweep_side(row: dict[str, Any], kind: str) -> dict[str, Any]:

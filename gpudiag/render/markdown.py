@@ -1,4 +1,5 @@
-"""The run as a markdown report: summary, fleet table, findings with evidence, per-host appendix, methodology.
+"""The run as a markdown report: answers, verdict, fleet table, findings with evidence, methodology, next steps;
+the per-host appendix (host_appendix) follows it or sits in a file of its own.
 
 Pure and deterministic: the same run and findings give the same bytes (no clock, everything sorted).
 """
@@ -8,16 +9,15 @@ import re
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, probe
-from gpudiag.findings.cuda_graph import cells
+from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, probe
 from gpudiag.findings.facts import host_facts
 from gpudiag.findings.group import reproduce_command
-from gpudiag.models import SEVERITIES, Evidence, Finding, HostResult
-from gpudiag.render.appendix import host_sections
+from gpudiag.models import SEVERITIES, Evidence, Finding
+from gpudiag.render.host_appendix import link_line, render_appendix
 from gpudiag.repro.logrun import appendix as log_appendix
-from gpudiag.render.blocks import fenced, table
+from gpudiag.render.blocks import fenced, merge_rows, table
 from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, markdown_block
-from gpudiag.render.copy_timings import METHOD_TEXT, copy_section, methods_and_samples, timings
+from gpudiag.render.copy_timings import METHOD_TEXT, methods_and_samples, timings
 from gpudiag.render.safe_text import clean, clean_run, code, md
 from gpudiag.models import LoadedRun
 from gpudiag.verdict import EXIT_MEANING, Verdict, verdict as compute_verdict
@@ -26,20 +26,24 @@ TOP_FINDINGS = 5
 
 
 def render_markdown(run: LoadedRun, findings: Sequence[Finding], charts: Mapping[str, str] | None = None,
-                    verdict: Verdict | None = None) -> str:
+                    verdict: Verdict | None = None, appendix_name: str | None = None) -> str:
+    """The report; with `appendix_name` it links to the appendix in that file (written by the caller, see
+    host_appendix.appendix_document), without it the appendix follows the report in the same document."""
     charts = charts or {}
     run = clean_run(run)
     verdict = verdict or compute_verdict(run, findings)
     answers = answer_set(run)
     out: list[str] = []
-    for section in (_title(run), markdown_block(answers), _summary(findings, verdict, answers), _fleet(run, verdict),
-                    _findings(findings), _appendix(run, charts), _methodology(run),
-                    _next_steps(findings, answers, run.manifest.argv)):
+    for section in (_title(run, appendix_name), markdown_block(answers), _summary(findings, verdict, answers),
+                    _fleet(run, verdict), _findings(findings),
+                    log_appendix(run.manifest.extra) or _crash_log(as_dict(run.manifest.extra.get("repro"))),
+                    _methodology(run), _next_steps(findings, answers, run.manifest.argv),
+                    render_appendix(run, charts) if appendix_name is None else []):
         out += section
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _title(run: LoadedRun) -> list[str]:
+def _title(run: LoadedRun, appendix_name: str | None) -> list[str]:
     m = run.manifest
     statuses = Counter(h.status for h in run.hosts)
     counts = md(", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
@@ -49,8 +53,8 @@ def _title(run: LoadedRun) -> list[str]:
              f"{md(m.finished_at or '-')}"
              + (" — **interrupted**" if m.interrupted else ""),
              f"- Hosts: {len(run.hosts)} ({counts or 'none'})",
-             f"- gpudiag {md(m.gpudiag_version or '-')}" + (f": {code(' '.join(m.argv[1:]))}" if m.argv else ""), ""]
-    return lines
+             f"- gpudiag {md(m.gpudiag_version or '-')}" + (f": {code(' '.join(m.argv[1:]))}" if m.argv else "")]
+    return lines + ([link_line(appendix_name)] if run.hosts else []) + [""]
 
 
 def _summary(findings: Sequence[Finding], verdict: Verdict, answers: AnswerSet) -> list[str]:
@@ -102,23 +106,29 @@ def _fleet(run: LoadedRun, verdict: Verdict) -> list[str]:
     return lines
 
 
+def numbered(findings: Sequence[Finding]) -> list[tuple[int, Finding]]:
+    """Findings in the order the report shows and numbers them: by severity, then as given."""
+    order = [f for severity in SEVERITIES for f in findings if f.severity == severity]
+    return list(enumerate(order, 1))
+
+
 def _findings(findings: Sequence[Finding]) -> list[str]:
     lines = ["## Findings", ""]
-    number = 0
-    for severity in SEVERITIES:
-        group = [f for f in findings if f.severity == severity]
-        if not group:
-            continue
-        lines += [f"### {severity.capitalize()} ({len(group)})", ""]
-        for f in group:
-            number += 1
-            hosts = f" · {md(host_list(f.hosts))}" if f.hosts else ""
-            lines += [f"#### {number}. {md(f.title, keep_code=True)}", "", f"Rule `{md(f.id)}`{hosts}. Evidence:", ""]
-            for e in f.evidence:
-                lines += _evidence(e)
-            lines += ([""] if lines[-1] else []) + [f"**Recommendation:** {md(f.recommendation, 2000, keep_code=True)}  ",
-                      f"Reproduce: {code(reproduce_command(f), 1000)}", ""]
-    if number == 0:
+    if findings:
+        lines += ["Worst first. Each finding names its rule and hosts, then the evidence (source lines, measured "
+                  "numbers, flags), what to do, and the command that gathers the evidence again.", ""]
+    severity = None
+    for number, f in numbered(findings):
+        if f.severity != severity:
+            severity = f.severity
+            lines += [f"### {severity.capitalize()} ({sum(1 for g in findings if g.severity == severity)})", ""]
+        hosts = f" · {md(host_list(f.hosts))}" if f.hosts else ""
+        lines += [f"#### {number}. {md(f.title, keep_code=True)}", "", f"Rule `{md(f.id)}`{hosts}. Evidence:", ""]
+        for e in f.evidence:
+            lines += _evidence(e)
+        lines += ([""] if lines[-1] else []) + [f"**Recommendation:** {md(f.recommendation, 2000, keep_code=True)}  ",
+                  f"Reproduce: {code(reproduce_command(f), 1000)}", ""]
+    if not findings:
         lines += ["None.", ""]
     return lines
 
@@ -131,39 +141,9 @@ def _evidence(e: Evidence) -> list[str]:
     lines = [f"- {host}{md(e.text, 2000, keep_code=True)}{where}" + (f": {code(snippet)}" if one_line else "")]
     if snippet and not one_line:
         lines += [""] + fenced(e.file, e.line, snippet, "python" if e.kind == "source" else "text")
-    if e.table:
-        lines += [""] + table(e.table)
+    if e.table:   # per-GPU rows that read the same are said once
+        lines += [""] + table(merge_rows(e.table) if e.table[0] and e.table[0][0] == "GPU" else e.table)
     return lines
-
-
-def _appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
-    lines = log_appendix(run.manifest.extra) or _crash_log(as_dict(run.manifest.extra.get("repro")))
-    if not run.hosts:
-        return lines
-    lines += ["## Appendix: hosts", ""]
-    for host in run.hosts:
-        lines += [f"### {md(host.name)}", "", f"Status: {md(host.status)}" + (f" — {md(host.reason)}"
-                                                                              if host.reason else ""), ""]
-        lines += _host_detail(host, charts)
-    return lines
-
-
-def _host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
-    """One host's probe table and sections; data that cannot be read costs this host's section only."""
-    try:
-        lines = []
-        if host.probes:
-            lines += ["Probes: " + "; ".join(
-                f"{md(name)} {md(p.status)} ({float(p.duration_s):.1f} s"
-                + (f": {md(p.reason or dig(p.error, 'message'), 300)})" if p.reason or dig(p.error, "message") else ")")
-                for name, p in sorted(host.probes.items())) + ".", ""]
-        lines += host_sections(host)
-        for section in (copy_section(host, charts), _repro_matrix(host, charts)):
-            lines += section
-        return lines
-    except Exception as exc:  # noqa: BLE001 - one host's odd data never breaks the fleet's report
-        return [f"This host's data could not be read ({type(exc).__name__}: {md(exc, 200)}); the other hosts' "
-                "sections stand.", ""]
 
 
 def _crash_log(repro: dict[str, Any]) -> list[str]:
@@ -187,31 +167,6 @@ def _crash_log(repro: dict[str, Any]) -> list[str]:
                 f"{str(q.get('line', '?')).rjust(width)}: {q.get('text', '')}" for q in quoted), "text")
         lines += [f"**Advice:** {md(m.get('recommendation') or '-')}" + (f" ({md(m['reference'])})" if m.get("reference")
                                                                         else ""), ""]
-    return lines
-
-
-def _repro_matrix(host: HostResult, charts: Mapping[str, str]) -> list[str]:
-    found = cells(host)
-    if not found:
-        return []
-    data = probe(host, "cuda_graph") or {}
-    gpu = as_dict(data.get("gpu"))
-    sizes = sorted({int(c["batch_size"]) for c in found if isinstance(c.get("batch_size"), int)})
-    keys = sorted({(str(c.get("path")), str(c.get("draft_tokens", "-"))) for c in found})
-    status = {(str(c.get("path")), str(c.get("draft_tokens", "-")), c.get("batch_size")): str(c.get("status"))
-              for c in found}
-    rows: list[tuple[Any, ...]] = [("path", "draft tokens") + tuple(f"bs {s}" for s in sizes)]
-    rows += [k + tuple(status.get(k + (s,), "-") for s in sizes) for k in keys]
-    where = (f"on GPU {gpu.get('index', '-')} {gpu.get('name', '-')} ({gpu.get('compute_capability', '-')})" if gpu
-             else f"not run: {data.get('skip_reason') or 'no GPU was chosen'}")
-    lines = ["#### CUDA-graph repro matrix", "", f"{md(data.get('mode', '-'))} mode {md(where)}.", ""] + table(rows)
-    if dig(data, "boundary", "text"):
-        lines += [f"Boundary: {md(dig(data, 'boundary', 'text'))}", ""]
-    if charts.get(f"repro:{host.name}"):
-        lines += [f"![repro matrix, {md(host.name)}]({md(charts[f'repro:{host.name}'])})",
-                  f"*{md(charts.get(f'repro:{host.name}:caption') or '')}*", ""]
-    elif charts.get(f"repro:{host.name}:not_drawn"):
-        lines += [f"Heat map not drawn: {md(charts[f'repro:{host.name}:not_drawn'])}.", ""]
     return lines
 
 
@@ -251,14 +206,19 @@ def _methodology(run: LoadedRun) -> list[str]:
 def _next_steps(findings: Sequence[Finding], answers: AnswerSet, argv: Sequence[str] = ()) -> list[str]:
     """Each action once, ranked: severity, then the measured saving it names (µs per decode step), then how many
     hosts it helps; then what would answer the questions left unchecked."""
-    lines = ["## Next steps", ""]
+    lines = ["## Next steps", "", "Each action once, most urgent first (severity, then the saving it measured, then "
+             "the hosts it helps); the finding numbers point at the evidence.", ""]
+    number_of = {id(f): n for n, f in numbered(findings)}
     ranked = sorted(findings, key=lambda f: (SEVERITY_RANK.get(f.severity, 9), -_saving_us(f), -len(f.hosts)))
-    seen: dict[str, list[str]] = {}
+    seen: dict[str, tuple[list[int], list[str]]] = {}
     for f in ranked:
         if f.severity != "info":
-            seen.setdefault(f.recommendation, []).extend(f.hosts)
-    steps = [f"{md(step, 2000, keep_code=True)} ({md(host_list(tuple(dict.fromkeys(hosts))) if hosts else 'fleet')})"
-             for step, hosts in seen.items()]
+            numbers, hosts = seen.setdefault(f.recommendation, ([], []))
+            numbers.append(number_of[id(f)])
+            hosts.extend(f.hosts)
+    steps = [f"{md(step, 2000, keep_code=True)} (finding {', '.join(map(str, sorted(numbers)))} · "
+             f"{md(host_list(tuple(dict.fromkeys(hosts))) if hosts else 'fleet')})"
+             for step, (numbers, hosts) in zip(_said_once(list(seen)), seen.values())]
     gaps: dict[tuple[str, str, str], list[str]] = {}
     for name, per_host in answers.per_host.items():
         for a in per_host:
@@ -274,6 +234,27 @@ def _next_steps(findings: Sequence[Finding], answers: AnswerSet, argv: Sequence[
     if not steps:
         steps = ["Nothing urgent. Rerun `gpudiag scan --deep` after any sglang, torch or driver change."]
     return lines + [f"{i}. {step}" for i, step in enumerate(steps, 1)] + [""]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.)])\s+(?=[A-Z(])")
+
+
+def _said_once(advice: list[str]) -> list[str]:
+    """Advice with the sentences an earlier step already gave replaced by "Otherwise as step N.": two findings
+    that call for the same action (say, the same safe flag values) do not spell it out twice."""
+    first_step: dict[str, int] = {}
+    out = []
+    for number, text in enumerate(advice, 1):
+        sentences = _SENTENCE_END.split(text)
+        repeated = sorted({first_step[s] for s in sentences if s in first_step})
+        for sentence in sentences:
+            first_step.setdefault(sentence, number)
+        new = [s for s in sentences if first_step[s] == number]
+        if repeated and new:
+            steps = ", ".join(map(str, repeated))
+            text = " ".join(new) + f" Otherwise as step{'s' if len(repeated) > 1 else ''} {steps}."
+        out.append(text)
+    return out
 
 
 def _saving_us(finding: Finding) -> float:

@@ -117,7 +117,7 @@ def _copy_chart(gpu: dict[str, Any], host: str, path: Path) -> None:
 
 def _repro_chart(found: list[dict[str, Any]], host: str, path: Path) -> None:
     import matplotlib.pyplot as plt
-    sizes = sorted({c.get("batch_size") for c in found if isinstance(c.get("batch_size"), int)})
+    sizes = sorted({int(c["batch_size"]) for c in found if isinstance(c.get("batch_size"), int)})
     rows = sorted({(str(c.get("path")), str(c.get("draft_tokens", "-"))) for c in found})
     grid = [[float("nan")] * len(sizes) for _ in rows]
     for c in found:

@@ -19,6 +19,7 @@ from gpudiag.store import load_run
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FLEET3 = FIXTURES / "runs" / "fleet3"
 GOLDEN = FIXTURES / "golden" / "fleet3.md"
+GOLDEN_APPENDIX = FIXTURES / "golden" / "fleet3.appendix.md"
 
 
 def invoke(*args):
@@ -30,9 +31,56 @@ def test_markdown_matches_the_golden_file(tmp_path):
     result = invoke(FLEET3, "--markdown", "-o", out, "--no-charts")   # the same bytes with or without matplotlib
     assert result.exit_code == 3, result.output      # gpu-c was not reached (3 outranks the findings)
     text = out.read_text(encoding="utf-8")
+    appendix = (tmp_path / "FINDINGS.appendix.md").read_text(encoding="utf-8")
     if os.environ.get("GPUDIAG_UPDATE_GOLDEN") == "1":
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+        GOLDEN.write_text(text.replace("FINDINGS.appendix.md", "fleet3.appendix.md"), encoding="utf-8")
+        GOLDEN_APPENDIX.write_text(appendix.replace("FINDINGS.md", "fleet3.md"), encoding="utf-8")
+    assert text == GOLDEN.read_text(encoding="utf-8").replace("fleet3.appendix.md", "FINDINGS.appendix.md")
+    assert appendix == GOLDEN_APPENDIX.read_text(encoding="utf-8").replace("fleet3.md", "FINDINGS.md")
+
+
+def test_the_report_fits_in_250_lines_and_links_its_appendix(tmp_path):
+    out = tmp_path / "FINDINGS.md"
+    result = invoke(FLEET3, "-o", out, "--no-charts")
+    assert "appendix: " + str(tmp_path / "FINDINGS.appendix.md") in result.output
+    report, appendix = out.read_text(), (tmp_path / "FINDINGS.appendix.md").read_text()
+    assert len(report.splitlines()) <= 250
+    assert "- Appendix: [`FINDINGS.appendix.md`](FINDINGS.appendix.md) — per host" in report
+    assert "## Appendix: hosts" not in report and "#### Source facts (sglang)" not in report
+    assert appendix.startswith("# gpudiag report appendix — run 20260110T120000Z-a1b2\n\nThe report: "
+                               "[`FINDINGS.md`](FINDINGS.md).")
+    for section in ("### gpu-a", "#### Copy timings", "#### CUDA-graph repro matrix", "#### Source facts (sglang)",
+                    "### gpu-b", "### gpu-c"):
+        assert section in appendix
+    # the numbers behind each finding stay in the report itself
+    assert "| eagle_draft_extend | 64 | 16 | mismatch |" in report
+    assert "| 4, 5, 7 | eagle_draft/bs32/h7168 | 448 KiB | 10.4 µs | 12.8 µs |" in report   # equal GPUs once
+    assert "| 6 | eagle_draft/bs32/h7168 | 448 KiB | 14.0 µs | 17.3 µs |" in report
+    # methodology only for probes that ran; next steps point at their findings
+    assert "(finding 1 · 1 host: gpu-a)" in report
+    steps = report.split("## Next steps")[1]
+    actions = [line.split(". ", 1)[1].rsplit(" (finding", 1)[0] for line in steps.splitlines() if line[:1].isdigit()]
+    assert len(actions) == len(set(actions))
+    # both repro failures call for the same safe flag values: the second step says so instead of repeating them
+    assert steps.count("keep --speculative-num-draft-tokens at 8 or less") == 1
+    assert "2. Measured: eagle_draft fails from batch size 64 with 16 draft tokens. (known report: sglang #3395 " \
+           "(fixed by PR #3430)) Otherwise as step 1. (finding 2 · 1 host: gpu-a)" in steps
+
+
+def test_an_odd_report_name_gives_a_link_that_still_points_at_its_appendix(tmp_path):
+    out = tmp_path / "fleet (a) [b].md"
+    assert invoke(FLEET3, "-o", out, "--no-charts").exit_code == 3
+    assert (tmp_path / "fleet (a) [b].appendix.md").is_file()
+    assert "[`fleet (a) [b].appendix.md`](fleet%20%28a%29%20%5Bb%5D.appendix.md)" in out.read_text()
+
+
+def test_on_stdout_the_appendix_follows_the_report(tmp_path):
+    result = invoke(FLEET3, "--markdown")
+    text = result.output
+    assert "- Appendix: at the end of this document" in text and "`-o FILE.md` writes it to FILE.appendix.md" in text
+    assert text.index("## Next steps") < text.index("## Appendix: hosts") < text.index("#### Copy timings")
+    assert invoke(FLEET3, "-o", "-").output == text
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_markdown_has_every_section_and_cites_the_facts():
@@ -98,6 +146,10 @@ def test_latest_run_with_missing_probes_renders_and_exits_0(tmp_path):
     assert result.exit_code == 0, result.output
     assert "| lone | ok | - |" in result.output and "3.10.12" in result.output
     assert "torch_caps skipped (0.0 s: torch is not installed)" in result.output
+    methodology = result.output.split("## Methodology")[1].split("\n## ")[0]
+    assert "- Environment:" in methodology                  # env ran
+    for absent in ("torch capabilities", "Copy timings", "CUDA-graph repro", "Source facts"):
+        assert absent not in methodology                    # skipped, timed out or not selected: no method
 
 
 def test_newer_schema_is_a_one_line_error_exit_2(tmp_path):
@@ -130,8 +182,9 @@ def test_without_matplotlib_markdown_has_tables_and_no_chart_files(tmp_path, mon
     out = tmp_path / "out" / "FINDINGS.md"
     result = invoke(run_dir, "--markdown", "-o", out)
     assert result.exit_code == 3
-    assert sorted(p.name for p in out.parent.iterdir()) == ["FINDINGS.md"]
-    assert "![" not in out.read_text() and "matplotlib not installed" in result.output
+    assert sorted(p.name for p in out.parent.iterdir()) == ["FINDINGS.appendix.md", "FINDINGS.md"]
+    assert "![" not in out.read_text() + (out.parent / "FINDINGS.appendix.md").read_text()
+    assert "matplotlib not installed" in result.output
 
 
 def test_charts_written_beside_the_markdown_are_linked(tmp_path, monkeypatch):
@@ -144,7 +197,7 @@ def test_charts_written_beside_the_markdown_are_linked(tmp_path, monkeypatch):
     out = tmp_path / "FINDINGS.md"
     invoke(FLEET3, "--markdown", "-o", out)
     assert calls == [("20260110T120000Z-a1b2", tmp_path)]
-    text = out.read_text()
+    text = (tmp_path / "FINDINGS.appendix.md").read_text()      # the charts sit with the per-host timings
     assert "![copy time vs size, gpu-a](copy-gpu-a.png)" in text and "![repro matrix, gpu-a](repro-gpu-a.png)" in text
 
 
@@ -161,7 +214,7 @@ def test_charts_are_drawn_and_linked_when_matplotlib_is_installed(tmp_path):
     pngs = sorted(p.name for p in tmp_path.glob("*.png"))
     assert pngs == ["copy-gpu-a.png", "repro-gpu-a.png"]
     assert all((tmp_path / p).read_bytes().startswith(b"\x89PNG") for p in pngs)
-    assert "![copy time vs size, gpu-a](copy-gpu-a.png)" in out.read_text()
+    assert "![copy time vs size, gpu-a](copy-gpu-a.png)" in (tmp_path / "FINDINGS.appendix.md").read_text()
     again = tmp_path / "again"
     again.mkdir()
     invoke(FLEET3, "--markdown", "-o", again / "FINDINGS.md")

@@ -75,14 +75,24 @@ def gpu(index, **extra):
 
 
 def test_one_table_with_a_column_per_device_eager_and_graph_spread_and_noise():
-    text = render(copy_host([gpu(0), gpu(1)]))
+    slower = gpu(1)
+    slower["workloads"][0]["strategies"]["loop"] = timing(30.0, graph=12.0, speedup=1.0)
+    text = render(copy_host([gpu(0), slower]))
     assert text.count("| workload | strategy | GPU 0 | GPU 1 |") == 1                # one table, GPUs as columns
     assert "| eagle_draft/bs128/h7168 | installed | 11.0 µs (9.9–12.1) / 4.0 µs (3.6–4.4) | 11.0 µs (9.9–12.1) / " \
            "4.0 µs (3.6–4.4) |" in text
-    assert "|   | loop | 22.0 µs (19.8–24.2) / 9.0 µs (8.1–9.9) |" in text
+    assert "|   | loop | 22.0 µs (19.8–24.2) / 9.0 µs (8.1–9.9) | 30.0 µs (27.0–33.0) / 12.0 µs (10.8–13.2) |" in text
     assert "|   | grouped_foreach | 10.0 µs (9.0–11.0) ~ / 4.2 µs (3.8–4.6) |" in text   # cv 9% > 5%: noisy
     assert "|   | packed (sglang cannot use it) | wrong [2] | wrong [2] |" in text and "[2] changed a source" in text
     assert "| dflash_verify/bs512 | - | skipped: needs about 900 MiB | skipped: needs about 900 MiB |" in text
+
+
+def test_devices_that_read_the_same_share_one_column():
+    text = render(copy_host([gpu(0), gpu(1), gpu(2)]))
+    assert text.count("| workload | strategy | GPU 0, 1, 2 |") == 1               # said once, not three times
+    assert "|   | loop | 22.0 µs (19.8–24.2) / 9.0 µs (8.1–9.9) |\n" in text
+    assert "| bytes: copy_() / foreach | GPU 0, 1, 2 |" in text
+    assert "best on GPU 0, 1, 2 |" in text
 
 
 def test_installed_variants_gates_baseline_and_casts_are_shown():
@@ -114,7 +124,7 @@ def test_sweep_split_h2d_outliers_and_failed_devices():
     assert "- GPU 1: Host→device: pinned memory unavailable." in text
     assert "- GPU 3 (NVIDIA H200): **timeout** — no result within 60 s" in text
     assert "- GPU 4 (NVIDIA H200): **error** — CUDA error: an illegal memory access" in text
-    assert "| workload | strategy | GPU 0 | GPU 1 | GPU 2 |" in text                  # failed devices: no column
+    assert "| workload | strategy | GPU 0, 1, 2 |" in text           # failed devices: no column; equal ones share
     assert "| 2 | 1.41 | 9 | h2d/pinned | 11.0 | 8.0 | 1.375 |" in text
 
 

@@ -26,7 +26,7 @@ def test_the_readme_meanings_are_the_ones_the_reports_print():
     for code, meaning in EXIT_MEANING.items():
         words = re.sub(r"[`()]", "", table[code]).lower()
         # the report's line is the table's, less its markdown and the parenthesised details
-        assert re.sub(r"[`()]", "", meaning).lower().split(" (")[0].split(",")[0] in words, (code, meaning)
+        assert re.sub(r"[`()]", "", meaning.split(" (")[0]).lower().split(",")[0] in words, (code, meaning)
 
 
 def test_the_readme_names_every_fail_on_level():
