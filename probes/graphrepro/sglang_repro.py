@@ -74,8 +74,9 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
     requests at each batch size, smallest first. Returns one cell per batch size. The group is always killed.
 
     `release` (the installed sglang) words the advice; `known` (e.g. "compute capability sm_103") takes part
-    in the signatures' `requires`. `time_left()` is the work time left (the caller keeps its own reserve for cleanup): readiness waits and
-    request timeouts are cut to it, and batch sizes it leaves no time for are skipped."""
+    in the signatures' `requires`. `time_left()` is the work time left (the caller keeps its own reserve for
+    cleanup): readiness waits and request timeouts are cut to it, and batch sizes it leaves no time for are
+    skipped."""
     started = time.monotonic()
     target_dir, draft_dir, sources, layers = prepare_dirs(workdir, settings, algorithm, draft_tokens)
     topk = int(settings.get("topk", 1))
