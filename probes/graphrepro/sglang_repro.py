@@ -1,4 +1,5 @@
 """Real reproduction: launch the host's sglang with dummy weights for one cell and classify the outcome."""
+import functools
 import os
 import time
 
@@ -15,12 +16,14 @@ BUDGET_SPENT = "time budget spent"
 
 
 CAPTURE_FAMILIES = ("capture_failure", "oom_in_capture", "capture_hang")
+# One launch's log is read once, not once per batch size (its cells share the verdict, read-only).
+_verdict = functools.lru_cache(maxsize=2)(classify_cell)
 
 
 def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text, release=None, known=""):
     """(status, detail, verdict) for one launched cell; `verdict` is the crash-log classifier's reading of the
     server's log (probes.crashlog.cell), the same `repro --log` gives. Pure: tests feed it recorded outcomes."""
-    verdict = classify_cell(log_text, release, known)
+    verdict = _verdict(log_text, release, known)
     if ready == "hang":
         return "hang", "server neither ready nor dead before the timeout", verdict
     if ready == "died":
