@@ -299,7 +299,7 @@ def summarise(data, where):
     seen = {}
     for cell in data["cells"]:
         signature = cell.get("signature")
-        if signature and signature.get("name") not in seen:
-            seen[signature["name"]] = signature
+        if signature and signature.get("name") not in seen:   # with the release its advice is worded for
+            seen[signature["name"]] = dict(signature, advice_assumes=cell.get("advice_assumes"))
     data["signatures"] = list(seen.values())
     data["advice"] = [s["recommendation"] for s in seen.values() if s.get("recommendation")]

@@ -167,7 +167,8 @@ def _print_host(console: Console, item: summary.HostRepro) -> None:
     for signature in item.data.get("signatures") or []:
         console.print(Text(f"signature {signature.get('name')}: {signature.get('meaning')} "
                            f"({signature.get('reference')})"))
-        console.print(Text(f"  advice: {signature.get('recommendation')}"))
+        assumes = f" (assumes {signature['advice_assumes']})" if signature.get("advice_assumes") else ""
+        console.print(Text(f"  advice{assumes}: {signature.get('recommendation')}"))
     _print_interpreter(console, item.data)
     for note in item.data.get("notes") or []:
         console.print(Text(f"note: {note}"), style="dim")

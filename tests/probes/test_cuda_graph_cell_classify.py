@@ -140,3 +140,18 @@ def test_a_healthy_server_whose_log_shows_acceptance_stuck_keeps_the_note():
     status, _, verdict = sglang_repro.classify("ready", answered, True, 1.0, True, text)
     assert status == "silent_failure" and verdict["note"]["name"] == "acceptance_stuck_at_one"
     assert verdict["signature"] is None
+
+
+def test_the_repro_console_says_which_release_the_advice_assumes():
+    import io
+    from rich.console import Console
+    from gpudiag.cli.repro import _print_host
+    from gpudiag.repro.summary import HostRepro
+    cell = cuda_graph.synthetic_cell(raised("Capture cuda graph failed: something odd"), "eagle_draft", "EAGLE", 4,
+                                     8, "0.5.11", "", ClosingWorker())
+    data = {"cells": [cell], "boundaries": [], "notes": []}
+    cuda_graph.summarise(data, "sm_90")
+    assert data["signatures"][0]["advice_assumes"] == "sglang 0.5.11 (before 0.5.14)"
+    out = io.StringIO()
+    _print_host(Console(file=out, width=250, color_system=None), HostRepro("h", True, "", data))
+    assert "advice (assumes sglang 0.5.11 (before 0.5.14)): Lower --cuda-graph-max-bs (e.g. 32" in out.getvalue()
