@@ -23,7 +23,7 @@ _verdict = functools.lru_cache(maxsize=2)(classify_cell)
 def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text, release=None, known=""):
     """(status, detail, verdict) for one launched cell; `verdict` is the crash-log classifier's reading of the
     server's log (probes.crashlog.cell), the same `repro --log` gives. Pure: tests feed it recorded outcomes."""
-    verdict = _verdict(log_text, release, known)
+    verdict = _verdict(log_text, release if isinstance(release, str) else None, str(known or ""))
     if ready == "hang":
         return "hang", "server neither ready nor dead before the timeout", verdict
     if ready == "died":

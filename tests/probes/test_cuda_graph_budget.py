@@ -40,7 +40,7 @@ def launch(tmp_path, python, seconds, sizes):
     deadline = time.monotonic() + seconds
     settings = cuda_graph.settings_from({"layers": 2})
     cells = sglang_repro.run_launch(settings, "EAGLE", sizes, 3, str(tmp_path), python, None, dict(os.environ),
-                                    [], "", lambda: max(0.0, deadline - time.monotonic()))
+                                    None, "", lambda: max(0.0, deadline - time.monotonic()))
     return cells, deadline
 
 
