@@ -30,7 +30,7 @@ from gpudiag.models import (
     check_schema,
     probes_from_dict,
 )
-from gpudiag.transports import Transport, TransportError, transport_for
+from gpudiag.transports import Transport, TransportError, container_logs, transport_for
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 from gpudiag.transports.container import parse_container
 
@@ -202,14 +202,20 @@ class Orchestrator:
                 self._open[host.name] = transport
             if self._stopping.is_set():   # stop() ran between the check above and the registration
                 transport.close()
+            engine_log = None
             try:
                 command = transport.run(bundle.bootstrap_argv(host.python), payload.data, self.request.timeout,
                                         output_limit=self.request.output_limit)
+                if container_logs.wanted(host.container, self.request.probes) and not self._stopping.is_set():
+                    engine_log = container_logs.fetch(transport, str(host.container),
+                                                      self.request.timeout - (time.monotonic() - started))
             finally:
                 with self._lock:
                     self._open.pop(host.name, None)
                 transport.close()
             result = classify(host, command, payload.nonce, self.request.timeout)
+            if engine_log is not None:   # the engine's log, read outside the container
+                result = container_logs.attach(result, str(host.container), engine_log)
         except TransportError as exc:
             result = HostResult(name=host.name, status=exc.status, reason=exc.reason, address=host.address,
                                 transport=_transport_name(host), python=host.python,

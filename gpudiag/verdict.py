@@ -5,7 +5,6 @@ Precedence: hosts that could not be scanned (3) > findings at or above the thres
 """
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -161,7 +160,3 @@ def verdict(run: LoadedRun, findings: Sequence[Finding], fail_on: str = DEFAULT_
     else:
         code = ExitCode.OK
     return Verdict(exit_code=code, fail_on=fail_on, hosts=hosts, failing_findings=len(over), requested=requested)
-
-
-def command_text(argv: Sequence[str]) -> str:
-    return shlex.join(["gpudiag", *argv[1:]]) if argv else "gpudiag"

@@ -11,8 +11,8 @@ import shutil
 import tempfile
 
 from probes.context import run_command
-from probes.graphrepro import configs, declared, placement, sglang_repro, specs, sweep, synthetic
-from probes.graphrepro.signatures import match_signatures
+from probes.crashlog.cell import cell_fields, classify_cell
+from probes.graphrepro import configs, declared, placement, sglang_repro, specs, sweep
 from probes.graphrepro.worker import Worker
 from probes.hostinfo import interpreter
 
@@ -24,11 +24,12 @@ RESERVE_SECONDS = 20.0
 MIN_CELL_SECONDS = RESERVE_SECONDS + 10.0   # no cell starts with less time than this left
 BUDGET_SPENT = "time budget spent"
 MAX_SYNTHETIC_HIDDEN = 16384
+LOG_EXCERPT_LINES = 60   # the text the classifier read, for `repro --log` and the report
 
 
 def settings_from(options):
     settings = dict(DEFAULTS)
-    settings.update(dict((k, v) for k, v in (options or {}).items() if v is not None and k != "signatures"))
+    settings.update(dict((k, v) for k, v in (options or {}).items() if v is not None))
     settings["algorithms"] = [a.upper() for a in settings["algorithms"] if a.upper() in ALGORITHMS]
     settings["batch_sizes"] = sorted(set(int(b) for b in settings["batch_sizes"]))
     return settings
@@ -81,7 +82,6 @@ def environment(ctx, info):
 def collect(ctx):
     options = ctx.option("cuda_graph", {}) or {}
     settings = settings_from(options)
-    table = options.get("signatures") or []
     force = bool(options.get("force", ctx.option("force", False)))
     idle = placement.idle_devices(ctx)
     # Every child (device query, synthetic cells, sglang servers) runs under the host's chosen interpreter.
@@ -116,11 +116,11 @@ def collect(ctx):
     device = [d for d in info["devices"] if d["index"] == picked[0]] or [{"index": picked[0]}]
     data["gpu"] = dict(device[0])
     env = placement.child_env(",".join(str(i) for i in picked))
-    context = "compute capability %s" % device[0].get("compute_capability", "")
+    known = "compute capability %s" % device[0].get("compute_capability", "")   # for the signatures' requires
     for mode in modes:
         runner = run_sglang if mode == "sglang" else run_synthetic
         try:
-            runner(ctx, settings, data, env, table, context, python)
+            runner(ctx, settings, data, env, known, python)
         except Exception as exc:  # keep the cells already measured; the note says what stopped the sweep
             data["notes"].append("%s sweep stopped: %s: %s" % (mode, type(exc).__name__, exc))
     summarise(data, device[0].get("compute_capability", ""))
@@ -185,8 +185,13 @@ def _budget_guard(ctx, oracle):
     return guarded
 
 
-def run_synthetic(ctx, settings, data, env, table, context, python):
+def installed_release(ctx):
+    return (ctx.results.get("sglang_source") or {}).get("version")
+
+
+def run_synthetic(ctx, settings, data, env, known, python):
     values = sweep.draft_token_values(*settings["draft_tokens"])
+    release = installed_release(ctx)
     worker = Worker(modules=ctx.modules or None, env=env, python=python)
     try:
         for label, algorithm, path in planned_labels(settings, "synthetic"):
@@ -194,10 +199,10 @@ def run_synthetic(ctx, settings, data, env, table, context, python):
                 args = {"path": path, "batch_size": batch_size, "draft_tokens": draft_tokens,
                         "topk": settings["topk"], "hidden_size": settings["hidden_size"],
                         "max_mem_mib": settings["max_mem_mib"],
-                        "release": (ctx.results.get("sglang_source") or {}).get("version")}   # its replay fields
+                        "release": release}   # its replay fields
                 timeout = max(1.0, min(float(settings["cell_timeout"]), work_left(ctx)))
                 result = worker.call("probes.graphrepro.synthetic:run_cell", args, timeout)
-                return synthetic_cell(result, path, algorithm, batch_size, draft_tokens, table, context, worker)
+                return synthetic_cell(result, path, algorithm, batch_size, draft_tokens, release, known, worker)
             result = sweep.sweep(settings["batch_sizes"], values, _budget_guard(ctx, oracle))
             record(data, label, result, "synthetic")
     finally:
@@ -205,41 +210,52 @@ def run_synthetic(ctx, settings, data, env, table, context, python):
         worker.remove_logs()
 
 
-def synthetic_cell(result, path, algorithm, batch_size, draft_tokens, table, context, worker):
+def failure_text(result):
+    """What a failed synthetic cell left, in the order it was printed: the child's stderr, then its
+    traceback (or the error line), then how the child ended."""
+    parts = [result.get("log_tail") or ""]
+    parts += [str(line) for line in result.get("traceback") or []] or [str(result.get("detail") or "")]
+    if result.get("status") == "died":
+        parts.append(str(result.get("detail") or ""))
+    return "\n".join(p for p in parts if p)
+
+
+def synthetic_cell(result, path, algorithm, batch_size, draft_tokens, release, known, worker):
     status = result.get("status")
-    if status == "died":
-        status = "device_fault"  # a native crash of the child (SIGSEGV, SIGABRT) while it ran the cell
-    elif status == "error" and synthetic.is_device_fault(str(result.get("detail"))):
-        status = "device_fault"
-    if status not in ("ok", "skipped"):
-        worker.close()  # the CUDA context may be poisoned: the next cell gets a fresh child
-    text = "\n".join([str(result.get("detail") or ""), result.get("log_tail") or ""])
-    hits = match_signatures(text, table, context) if status != "ok" else []
     cell = {"path": path, "algorithm": algorithm, "batch_size": batch_size, "draft_tokens": draft_tokens,
             "status": status, "detail": result.get("detail", ""), "max_abs_diff": result.get("max_abs_diff"),
-            "capture_s": result.get("capture_s"), "signature": hits[0] if hits else None, "mode": "synthetic",
+            "capture_s": result.get("capture_s"), "signature": None, "mode": "synthetic",
             "memory_cap_mib": result.get("memory_cap_mib"), "estimated_mib": result.get("estimated_mib")}
-    if status != "ok" and result.get("log_tail"):
-        cell["log_excerpt"] = result["log_tail"].strip().splitlines()[-20:]
+    if status in ("ok", "skipped"):
+        return cell
+    worker.close()  # the CUDA context may be poisoned: the next cell gets a fresh child
+    if status == "mismatch":   # measured wrong numbers, not a crash: nothing to classify
+        return cell
+    text = failure_text(result)
+    verdict = classify_cell(text, release, known)
+    if status == "died" or verdict["family"] == "device_fault":
+        status = "device_fault"  # a native crash of the child (SIGSEGV, SIGABRT) or a fault while it ran
+    cell.update(cell_fields(verdict), status=status)
+    cell["log_excerpt"] = text.strip().splitlines()[-LOG_EXCERPT_LINES:]
     return cell
 
 
-def run_sglang(ctx, settings, data, env, table, context, python):
+def run_sglang(ctx, settings, data, env, known, python):
     values = sweep.draft_token_values(*settings["draft_tokens"])
     source = ctx.results.get("sglang_source") or {}
     flags = source.get("server_flags")
     if not flags:
         data["notes"].append("sglang's server flags unknown (sglang_source gave none): canonical spellings used")
-    known = [str(a).upper() for a in source.get("speculative_algorithms") or []]
-    if not known:
+    algorithms = [str(a).upper() for a in source.get("speculative_algorithms") or []]
+    if not algorithms:
         data["notes"].append("sglang's speculative algorithms unknown (sglang_source gave none): all launched")
     workdir = tempfile.mkdtemp(prefix="gpudiag-repro-")
     try:
         for label, algorithm, _ in planned_labels(settings, "sglang"):
-            if known and algorithm not in known:
+            if algorithms and algorithm not in algorithms:
                 data["cells"] += absent_algorithm_cells(settings, algorithm, source.get("version"), values[-1])
                 data["notes"].append("%s not launched: sglang %s has no %s (it has %s)" % (
-                    algorithm, source.get("version") or "(version unknown)", algorithm, ", ".join(known)))
+                    algorithm, source.get("version") or "(version unknown)", algorithm, ", ".join(algorithms)))
                 continue
 
             def launch(draft_tokens, algorithm=algorithm):
@@ -248,7 +264,7 @@ def run_sglang(ctx, settings, data, env, table, context, python):
                             for b in settings["batch_sizes"]]
                 try:
                     return sglang_repro.run_launch(settings, algorithm, settings["batch_sizes"], draft_tokens,
-                                                   workdir, python, flags, env, table, context,
+                                                   workdir, python, flags, env, source.get("version"), known,
                                                    lambda: work_left(ctx))
                 except configs.ConfigError as exc:
                     return [{"batch_size": b, "status": "error", "detail": str(exc)} for b in settings["batch_sizes"]]
@@ -283,7 +299,7 @@ def summarise(data, where):
     seen = {}
     for cell in data["cells"]:
         signature = cell.get("signature")
-        if signature and signature.get("name") not in seen:
-            seen[signature["name"]] = signature
+        if signature and signature.get("name") not in seen:   # with the release its advice is worded for
+            seen[signature["name"]] = dict(signature, advice_assumes=cell.get("advice_assumes"))
     data["signatures"] = list(seen.values())
     data["advice"] = [s["recommendation"] for s in seen.values() if s.get("recommendation")]

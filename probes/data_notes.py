@@ -114,7 +114,9 @@ NOTES = {
         'led|mismatch|device_fault|timeout|skipped|crashed_on_request|hang|silent_failure|error,\ndetail, '
         'max_abs_diff, capture_s, memory_cap_mib, estimated_mib (synthetic only), acceptance_length, sign'
         'ature{name, kind, severity, meaning, recommendation, reference,\nlines:[{line, text}]}, log_excer'
-        'pt, command, omitted_flags, config_sources}]`,\n`boundaries:[{label, mode, rows:[{batch_size, max'
+        'pt, command, omitted_flags, config_sources,\nfamily, crash, advice_assumes (a failed cell\'s text read '
+        'by the crash-log classifier, as `repro --log` reads it)}]`,\n`boundaries:[{label, mode, rows:[{b'
+        'atch_size, max'
         '_ok, min_fail, fail_status, complete}], text, failing_from_batch_size,\nsafe_up_to}], boundary{..'
         ".}, signatures:[...], advice:[...]`.\nOptions: `max_mem_mib` (4096; the synthetic child's allocat"
         'or cap, cells estimated above it are `skipped`). Cells not\nrun for lack of time are `skipped` wi'

@@ -26,7 +26,6 @@ from gpudiag.orchestrator import ScanOutcome, ScanRequest
 from gpudiag.render.safe_text import console as safe
 from gpudiag.repro import logrun
 from gpudiag.repro import plan as plan_mod
-from gpudiag.repro import signatures as sig_mod
 from gpudiag.repro import summary
 from gpudiag.store import RunWriter, StoreError
 
@@ -82,10 +81,6 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
                      log_file: str | None, accept_new: bool, known_hosts: str | None, as_json: bool,
                      fail_on: str, reports_dir: Path) -> int:
     """Reproduce CUDA-graph crashes on TARGETS (default localhost) or classify --log FILE."""
-    try:
-        table = sig_mod.load_table()
-    except sig_mod.SignatureError as exc:
-        raise UserError(str(exc)) from None
     if log_file is not None:
         if targets:
             raise UserError("--log classifies a file on this machine; give it without TARGETS")
@@ -101,7 +96,7 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     except plan_mod.PlanError as exc:
         raise UserError(str(exc)) from None
     hosts = load_hosts(targets or ("localhost",), inventory_path, python)
-    request = ScanRequest(probes=list(REPRO_PROBES), options={"cuda_graph": plan.probe_options(table),
+    request = ScanRequest(probes=list(REPRO_PROBES), options={"cuda_graph": plan.probe_options(),
                                                               "force": force},
                           timeout=timeout, probe_timeout=max(60.0, timeout - 30.0))
     console = Console(stderr=True)
@@ -175,7 +170,8 @@ def _print_host(console: Console, item: summary.HostRepro) -> None:
             continue
         console.print(Text(safe(f"signature {signature.get('name')}: {signature.get('meaning')} "
                                 f"({signature.get('reference')})", 1000)))
-        console.print(Text(f"  advice: {safe(signature.get('recommendation'), 1000)}"))
+        assumes = f" (assumes {safe(signature['advice_assumes'])})" if signature.get("advice_assumes") else ""
+        console.print(Text(f"  advice{assumes}: {safe(signature.get('recommendation'), 1000)}"))
     _print_interpreter(console, item.data)
     for note in item.data.get("notes") or []:
         console.print(Text(f"note: {safe(note)}"), style="dim")

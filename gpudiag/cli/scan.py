@@ -75,13 +75,6 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     options.update(force=force, deep=deep)
     if verify_all:
         options.setdefault("sglang_source", {})["verify_all"] = True
-    if "cuda_graph" in names:
-        # The crash-signature table is control-side data; the probe matches failures against it.
-        from gpudiag.repro import signatures
-        try:
-            options.setdefault("cuda_graph", {})["signatures"] = signatures.load_table()
-        except signatures.SignatureError as exc:
-            raise UserError(str(exc)) from None
     gpu_limits = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
     request = ScanRequest(probes=names, options=options, probe_timeouts=gpu_limits, probe_timeout=probe_timeout,
                           timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks,

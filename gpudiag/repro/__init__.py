@@ -1,1 +1,1 @@
-"""Control side of `gpudiag repro`: the crash-signature table, sweep planning and result summaries."""
+"""Control side of `gpudiag repro`: plan parsing, result summaries, log runs and crash-log classification."""

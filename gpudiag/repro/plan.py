@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,8 +10,6 @@ MODES = ("auto", "sglang", "synthetic", "both")
 MAX_DRAFT_TOKENS = 64
 MAX_BATCH_SIZE = 4096       # far above any captured CUDA-graph batch size; more is a typo
 DEFAULT_MAX_MEM_MIB = 4096   # the synthetic harness's allocator cap per child
-PATHS_PER_ALGORITHM = {"EAGLE": ("eagle_draft", "eagle_draft_extend"), "EAGLE3": ("eagle_draft", "eagle_draft_extend"),
-                       "DFLASH": ("dflash_verify",)}
 
 
 class PlanError(ValueError):
@@ -81,25 +78,12 @@ class ReproPlan:
     judge_acceptance: bool = False
     max_mem_mib: int = DEFAULT_MAX_MEM_MIB
 
-    def sweep_labels(self) -> list[str]:
-        """The sweeps a synthetic run makes (EAGLE3 shares EAGLE's replay paths)."""
-        return list(dict.fromkeys(p for a in self.algorithms for p in PATHS_PER_ALGORITHM[a]))
-
-    def max_cells_per_sweep(self) -> int:
-        """Upper bound of a bisection over the draft-token range, summed over batch sizes."""
-        count = self.draft_tokens[1] - self.draft_tokens[0] + 1
-        per_size = 1 if count == 1 else 2 + max(0, math.ceil(math.log2(count)) - 1)
-        return per_size * len(self.batch_sizes)
-
-    def probe_options(self, signatures: list[dict[str, Any]]) -> dict[str, Any]:
+    def probe_options(self) -> dict[str, Any]:
         return {"algorithms": list(self.algorithms), "batch_sizes": list(self.batch_sizes),
                 "draft_tokens": list(self.draft_tokens), "layers": self.layers, "tp": self.tp, "topk": self.topk,
                 "mode": self.mode, "model": self.model, "draft_model": self.draft_model, "force": self.force,
                 "cell_timeout": self.cell_timeout, "model_override": self.model_override,
-                "judge_acceptance": self.judge_acceptance, "max_mem_mib": self.max_mem_mib,
-                "signatures": signatures}
+                "judge_acceptance": self.judge_acceptance, "max_mem_mib": self.max_mem_mib}
 
     def to_dict(self) -> dict[str, Any]:
-        out = self.probe_options([])
-        out.pop("signatures")
-        return out
+        return self.probe_options()

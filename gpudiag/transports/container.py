@@ -41,11 +41,16 @@ def exec_prefix(spec: str) -> list[str]:
 class ContainerTransport:
     def __init__(self, inner: Transport, spec: str):
         self.inner = inner
+        self.spec = spec
         self.prefix = exec_prefix(spec)
 
     def run(self, argv: list[str], stdin: bytes, timeout: float,
             output_limit: int = DEFAULT_OUTPUT_LIMIT) -> CommandResult:
         return self.inner.run(self.prefix + list(argv), stdin, timeout, output_limit=output_limit)
+
+    def run_outside(self, argv: list[str], timeout: float) -> CommandResult:
+        """On the machine that runs the container (the engine's own commands, e.g. its logs)."""
+        return self.inner.run(list(argv), b"", timeout)
 
     def close(self) -> None:
         self.inner.close()

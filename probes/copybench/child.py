@@ -45,11 +45,6 @@ def parse_line(line):
     return parse_frame(MARK, line)
 
 
-def parse_lines(stdout):
-    """The device results the child framed, in order; anything else in the output is ignored."""
-    return [r for r in (parse_line(line) for line in (stdout or "").splitlines()) if r is not None]
-
-
 class Child(object):
     """One running benchmark child: its framed lines arrive on a queue, its stderr's tail is kept."""
 

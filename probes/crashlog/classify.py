@@ -93,14 +93,14 @@ class Entry(object):
     """A signature with its patterns compiled; what it needs from the whole log is looked up once, on demand
     (a log without crashes never pays for it)."""
 
-    def __init__(self, index, entry, match, requires, context):
+    def __init__(self, index, entry, match, requires, context, known=""):
         self.index, self.entry, self.match = index, entry, match
-        self._requires, self._context = requires, context
+        self._requires, self._context, self._known = requires, context, known
         self._required = self._lines = None
 
     def required(self):
         if self._required is None:
-            self._required = all(p.search(self.index.whole) for p in self._requires)
+            self._required = all(p.search(self.index.whole) or p.search(self._known) for p in self._requires)
         return self._required
 
     def context_lines(self):
@@ -109,12 +109,14 @@ class Entry(object):
         return list(self._lines)
 
 
-def classify(text, table=None, installed_release=None):
+def classify(text, table=None, installed_release=None, known=""):
+    """`known`: what the caller knows of the machine (e.g. "compute capability sm_103"); it satisfies a
+    signature's `requires` like a line of the log would, and is never quoted."""
     index = LogIndex(logical_lines(text))
     lines, whole = index.lines, index.whole
     release = releases.infer_release(whole, installed_release)
     words = releases.flag_words(release["generation"], release.get("release"))
-    compiled = [Entry(index, *parts) for parts in _compile(SIGNATURES if table is None else table)]
+    compiled = [Entry(index, *parts, known=known) for parts in _compile(SIGNATURES if table is None else table)]
     ready_lines = [l.number for l in index.every(READY)]
     ready = lines[ready_lines[0] - 1] if ready_lines else None
     captures = [(l.number, l.stream, bool(CAPTURE_BEGIN.search(l.text)))

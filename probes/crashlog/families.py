@@ -21,7 +21,8 @@ NOT_GRAPH = (
 OOM = re.compile(r"out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", re.I)
 DEVICE_FAULT = re.compile(r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|illegal address|"
                           r"misaligned address|cudaErrorMisalignedAddress|unspecified launch failure|"
-                          r"cudaErrorLaunchFailure|device-side assert(ion)? triggered|Xid \d+", re.I)
+                          r"cudaErrorLaunchFailure|device-side assert(ion)? triggered|Xid \d+|"
+                          r"an illegal instruction was encountered|uncorrectable ECC", re.I)
 COLLECTIVE = re.compile(r"NCCL|Watchdog caught collective|ProcessGroup\w*|DistBackendError|gloo|"
                         r"collective operation timeout|all_?reduce.*(timed out|timeout)", re.I)
 COLLECTIVE_FAILURE = re.compile(r"NCCL (error|WARN)|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|"

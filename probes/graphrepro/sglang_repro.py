@@ -1,9 +1,10 @@
 """Real reproduction: launch the host's sglang with dummy weights for one cell and classify the outcome."""
+import functools
 import os
 import time
 
+from probes.crashlog.cell import cell_fields, classify_cell
 from probes.graphrepro import configs, launch_plan, launcher, traffic
-from probes.graphrepro.signatures import match_signatures
 
 READY_TIMEOUT = 900.0
 REQUEST_TIMEOUT = 180.0
@@ -14,30 +15,36 @@ IMPORT_TIMEOUT = 120.0   # importing sglang's server module once, before the fir
 BUDGET_SPENT = "time budget spent"
 
 
-def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text, table, context=""):
-    """(status, detail, signature) for one launched cell. Pure: tests feed it recorded outcomes."""
-    matches = match_signatures(log_text, table, context)
-    crash = [m for m in matches if m.get("severity") in ("critical", "error")]
-    signature = (crash or matches or [None])[0]
+CAPTURE_FAMILIES = ("capture_failure", "oom_in_capture", "capture_hang")
+# One launch's log is read once, not once per batch size (its cells share the verdict, read-only).
+_verdict = functools.lru_cache(maxsize=2)(classify_cell)
+
+
+def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text, release=None, known=""):
+    """(status, detail, verdict) for one launched cell; `verdict` is the crash-log classifier's reading of the
+    server's log (probes.crashlog.cell), the same `repro --log` gives. Pure: tests feed it recorded outcomes."""
+    verdict = _verdict(log_text, release if isinstance(release, str) else None, str(known or ""))
     if ready == "hang":
-        return "hang", "server neither ready nor dead before the timeout", signature
+        return "hang", "server neither ready nor dead before the timeout", verdict
     if ready == "died":
-        if any(m.get("kind") == "capture" for m in crash) or "capture" in log_text.lower():
-            return "capture_failed", "server died during start-up (graph capture)", signature
+        if verdict["family"] == "not_a_graph_problem":   # an import error or a taken port is no graph failure
+            return "error", "server died during start-up, not in graph code: %s" % verdict["crash"], verdict
+        if verdict["phase"] == "capture" or verdict["family"] in CAPTURE_FAMILIES:
+            return "capture_failed", "server died during start-up (graph capture)", verdict
         last = [line for line in log_text.strip().splitlines() if line.strip()][-1:] or ["no output"]
-        return "error", "server died during start-up: %s" % last[0][:200], signature
+        return "error", "server died during start-up: %s" % last[0][:200], verdict
     failed = [r for r in results if not r.get("ok")]
     if failed or not alive_after:
         timeouts = [r for r in failed if str(r.get("error", "")).startswith("timeout")]
         if alive_after and timeouts and len(timeouts) == len(failed):
             return "hang", "%d of %d requests got no answer; server still running" % (
-                len(timeouts), len(results)), signature
+                len(timeouts), len(results)), verdict
         what = "server died" if not alive_after else "server answered errors"
         first = failed[0].get("error") if failed else "no error on the requests"
-        return "crashed_on_request", "%s under %d concurrent requests (%s)" % (what, len(results), first), signature
+        return "crashed_on_request", "%s under %d concurrent requests (%s)" % (what, len(results), first), verdict
     if judge_acceptance and acceptance is not None and acceptance <= 1.0:
-        return "silent_failure", "acceptance length %.2f: no draft token accepted" % acceptance, signature
-    return "ok", "", signature if signature and signature.get("severity") != "info" else None
+        return "silent_failure", "acceptance length %.2f: no draft token accepted" % acceptance, verdict
+    return "ok", "", verdict
 
 
 def prepare_dirs(workdir, settings, algorithm, draft_tokens):
@@ -64,13 +71,15 @@ def prepare_dirs(workdir, settings, algorithm, draft_tokens):
     return target_dir, draft_dir, {"target": target_source, "draft": draft_source}, layers
 
 
-def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, flags, env, table, context,
+def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, flags, env, release, known,
                time_left):
     """One server for one draft-token budget, graphs captured for every batch size; then concurrent
     requests at each batch size, smallest first. Returns one cell per batch size. The group is always killed.
 
-    `time_left()` is the work time left (the caller keeps its own reserve for cleanup): readiness waits and
-    request timeouts are cut to it, and batch sizes it leaves no time for are skipped."""
+    `release` (the installed sglang) words the advice; `known` (e.g. "compute capability sm_103") takes part
+    in the signatures' `requires`. `time_left()` is the work time left (the caller keeps its own reserve for
+    cleanup): readiness waits and request timeouts are cut to it, and batch sizes it leaves no time for are
+    skipped."""
     started = time.monotonic()
     target_dir, draft_dir, sources, layers = prepare_dirs(workdir, settings, algorithm, draft_tokens)
     topk = int(settings.get("topk", 1))
@@ -116,18 +125,21 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
         detail = "%s while waiting for the server to be ready (%.0f s)" % (BUDGET_SPENT, ready_budget)
         return [dict(common, batch_size=s, status="skipped", detail=detail, signature=None) for s in sizes]
     return [dict(common, batch_size=s, status="skipped", detail=skipped[s], signature=None) if s in skipped
-            else _launch_cell(common, s, ready, outcomes, settings, log_text, table, context) for s in sizes]
+            else _launch_cell(common, s, ready, outcomes, settings, log_text, release, known) for s in sizes]
 
 
-def _launch_cell(common, size, ready, outcomes, settings, log_text, table, context):
+def _launch_cell(common, size, ready, outcomes, settings, log_text, release, known):
     cell = dict(common, batch_size=size)
     if ready == "ready" and size not in outcomes:
         cell.update(status="skipped", detail="not reached: the server died at a smaller batch size", signature=None)
         return cell
     results, alive, acceptance = outcomes.get(size, ([], False, None))
-    status, detail, signature = classify(ready, results, alive, acceptance, settings.get("judge_acceptance", False),
-                                         log_text, table, context)
-    cell.update(status=status, detail=detail, signature=signature, acceptance_length=acceptance)
+    status, detail, verdict = classify(ready, results, alive, acceptance, settings.get("judge_acceptance", False),
+                                       log_text, release, known)
+    cell.update(status=status, detail=detail, acceptance_length=acceptance, signature=None)
     if status != "ok":
+        cell.update(cell_fields(verdict))
         cell["log_excerpt"] = log_text.strip().splitlines()[-LOG_EXCERPT_LINES:]
+    elif verdict["note"]:   # a healthy server whose log still shows something worth a look
+        cell.update(signature=verdict["note"], advice_assumes=verdict["advice_assumes"])
     return cell

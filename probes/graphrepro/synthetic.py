@@ -5,7 +5,9 @@ Runs inside a worker child (probes.graphrepro.worker); torch is imported in func
 """
 import math
 import time
+import traceback
 
+from probes.crashlog.families import DEVICE_FAULT
 from probes.graphrepro import specs as specs_mod
 
 REPLAY_TRIALS = 3
@@ -16,6 +18,8 @@ VOCAB = 4096
 TOLERANCE = 2e-2
 DEFAULT_MAX_MEM_MIB = 4096
 MIB = 1 << 20
+MAX_TRACEBACK_LINES = 40
+MAX_TRACEBACK_LINE = 500
 
 
 def device_info(args):
@@ -293,8 +297,10 @@ def compare_replays(diffs, scales, non_finite=0):
 
 
 def _failure(stage, exc):
+    """The cell's status by stage, with the traceback kept for the crash-log classifier (frames through
+    torch's capture_end tell a capture failure the same way they do in a server's log)."""
     text = "%s: %s" % (type(exc).__name__, str(exc)[:800])
-    if is_device_fault(text):
+    if DEVICE_FAULT.search(text):
         status = "device_fault"
     elif stage == "setup":
         status = "error"
@@ -302,10 +308,6 @@ def _failure(stage, exc):
         status = "capture_failed"
     else:
         status = "replay_failed"
-    return {"status": status, "detail": "%s during %s" % (text, stage), "stage": stage}
-
-
-def is_device_fault(text):
-    markers = ("illegal memory access", "illegal address", "misaligned address", "device-side assert",
-               "unspecified launch failure", "CUDA error: an illegal instruction", "uncorrectable ECC")
-    return any(m.lower() in text.lower() for m in markers)
+    printed = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).splitlines()
+    lines = [line[:MAX_TRACEBACK_LINE] for line in printed[-MAX_TRACEBACK_LINES:]]
+    return {"status": status, "detail": "%s during %s" % (text, stage), "stage": stage, "traceback": lines}

@@ -142,15 +142,6 @@ def torch_child(ctx, entry, timeout, env=None, **fields):
     return data, chosen
 
 
-def parse_answer(stdout):
-    """The child's framed answer {ok, data|reason}, or None when it printed none (crashed, killed)."""
-    for line in reversed((stdout or "").splitlines()):
-        found = child.parse_frame(MARK, line)
-        if found is not None:
-            return found
-    return None
-
-
 def answer(compute):
     """In the child: run `compute()` and write its framed result on the real stdout; anything torch prints
     goes to stderr. Ends the process at once (CUDA teardown can hang or crash after the answer)."""

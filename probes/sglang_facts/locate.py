@@ -131,11 +131,6 @@ def find_dist_infos(paths):
     return found
 
 
-def find_dist_info(paths, prefer=None):
-    found = find_dist_infos(([prefer] if prefer else []) + list(paths))
-    return found[0] if found else None
-
-
 def editable_in(site):
     """An editable install recorded in a site directory: direct_url.json or a setuptools finder map.
 

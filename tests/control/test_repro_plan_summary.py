@@ -23,14 +23,13 @@ def test_option_parsing():
             parse(text)
 
 
-def test_plan_bounds_the_bisection_and_becomes_probe_options():
+def test_plan_becomes_probe_options_without_a_signature_table():
     p = plan.ReproPlan(algorithms=("EAGLE3", "DFLASH"), batch_sizes=(1, 4), draft_tokens=(2, 16))
-    assert p.sweep_labels() == ["eagle_draft", "eagle_draft_extend", "dflash_verify"]
-    assert p.max_cells_per_sweep() == 2 * 5   # 15 candidates: top, bottom, then 3 halvings
-    options = p.probe_options([{"name": "x"}])
-    assert options["draft_tokens"] == [2, 16] and options["signatures"] == [{"name": "x"}]
+    options = p.probe_options()
+    assert options["draft_tokens"] == [2, 16] and options["algorithms"] == ["EAGLE3", "DFLASH"]
+    assert "signatures" not in options   # the probe classifies with its own classifier
     assert options["max_mem_mib"] == 4096 and plan.ReproPlan(max_mem_mib=512).to_dict()["max_mem_mib"] == 512
-    assert "signatures" not in p.to_dict()
+    assert p.to_dict() == options
 
 
 def host(name, cells=None, status="ok", probe_status="ok"):

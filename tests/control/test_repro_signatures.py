@@ -1,10 +1,15 @@
-"""The signature table as data: validated on load, most specific first, and the older recorded logs
+"""The signature table as data: well formed, most specific first, and the older recorded logs
 (tests/fixtures/logs/*.log) still named by their signature and line."""
+import re
 from pathlib import Path
 
 import pytest
 
 from gpudiag.repro import signatures as sig
+from probes.crashlog import releases
+from probes.crashlog.classify import render_advice
+from probes.crashlog.families import FAMILIES
+from probes.crashlog.table import SIGNATURES
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
@@ -45,23 +50,29 @@ def test_acceptance_stuck_at_one_is_a_note_not_a_crash():
 
 
 def test_every_required_reference_is_in_the_table():
-    references = " ".join(e["reference"] for e in sig.load_table())
+    references = " ".join(e["reference"] for e in SIGNATURES)
     for ref in ("#35437", "#26957", "#22930", "z-lab/dflash #146", "#3395", "PR #31852", "#25563"):
         assert ref in references
 
 
-def test_the_table_sent_to_the_probe_has_no_unfilled_flag_words():
-    for entry in sig.load_table():
-        assert "{" not in entry["recommendation"], entry["name"]
+@pytest.mark.parametrize("generation", ["0.5.14+", "before 0.5.14", None])
+def test_every_advice_is_filled_in_every_release_spelling(generation):
+    words = releases.flag_words(generation)
+    for entry in SIGNATURES:
+        advice = render_advice(entry["recommendation"], words)
+        assert "{" not in advice and "}" not in advice, (entry["name"], generation)
 
 
-def test_bad_tables_name_the_entry_and_the_field():
-    good = {"name": "x", "match": ["a"], "meaning": "m", "recommendation": "r", "reference": "f"}
-    with pytest.raises(sig.SignatureError, match=r"entry 0 \(x\): bad pattern '\('"):
-        sig.load_table([dict(good, match=["("])])
-    with pytest.raises(sig.SignatureError, match=r"entry 1 \(y\): missing match, meaning"):
-        sig.load_table([good, {"name": "y", "recommendation": "r", "reference": "f"}])
-    with pytest.raises(sig.SignatureError, match="severity 'fatal' is not one of"):
-        sig.load_table([dict(good, severity="fatal")])
-    with pytest.raises(sig.SignatureError, match="requires must be a list of strings"):
-        sig.load_table([dict(good, requires="a")])
+def test_the_table_is_well_formed():
+    """What a control-side check once validated on every run, checked once here: the table is code."""
+    names = [entry["name"] for entry in SIGNATURES]
+    assert len(names) == len(set(names))
+    for entry in SIGNATURES:
+        assert entry.get("severity", "error") in ("critical", "error", "warning", "info"), entry["name"]
+        assert entry["match"] and entry["meaning"] and entry["recommendation"] and entry["reference"]
+        for key in ("match", "requires", "context"):
+            assert isinstance(entry.get(key) or [], list), (entry["name"], key)
+            for pattern in entry.get(key) or []:
+                re.compile(pattern)
+        for family in entry.get("families") or [entry.get("family")]:
+            assert family is None or family in FAMILIES, (entry["name"], family)

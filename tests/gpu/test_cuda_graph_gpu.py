@@ -4,7 +4,6 @@ import time
 
 import pytest
 
-from probes.crashlog.table import SIGNATURES
 from probes import cuda_graph
 from probes.context import ProbeContext
 from probes.graphrepro import specs
@@ -14,7 +13,6 @@ from probes.graphrepro.worker import Worker
 pytestmark = pytest.mark.gpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TABLE = SIGNATURES   # the signature table, as the control side sends it
 CELL_STATUSES = ("ok", "capture_failed", "replay_failed", "mismatch", "device_fault", "timeout", "skipped",
                  "error")
 
@@ -47,7 +45,7 @@ def healthy(args):
 def test_synthetic_matrix_runs_every_cell_and_prints_it():
     options = {"cuda_graph": {"algorithms": ["EAGLE", "DFLASH"], "batch_sizes": [1, 4, 16, 64],
                               "draft_tokens": [2, 16], "mode": "synthetic", "force": True,
-                              "cell_timeout": 180, "signatures": TABLE}}
+                              "cell_timeout": 180}}
     started = time.monotonic()
     data = cuda_graph.collect(ProbeContext(options=options, deadline=started + 1200))
     print("\n%s, torch %s, foreach copy %s" % (data["gpu"], data["environment"]["torch"],

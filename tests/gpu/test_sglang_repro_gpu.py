@@ -11,7 +11,6 @@ import sys
 
 import pytest
 
-from probes.crashlog.table import SIGNATURES
 from probes.graphrepro import launch_plan, sglang_repro
 from probes.sglang_facts import locate
 from probes.sglang_source import facts_from_location
@@ -19,7 +18,6 @@ from probes.sglang_source import facts_from_location
 pytestmark = pytest.mark.gpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TABLE = SIGNATURES   # the signature table, as the control side sends it
 PARSER_ERRORS = ("unrecognized arguments", "invalid choice", "expected one argument", "error: argument")
 
 
@@ -45,7 +43,7 @@ def test_the_release_starts_with_the_repro_flags(serving, algorithm, tmp_path):
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=visible)
     settings = {"layers": 2, "topk": 1, "tp": 1, "mem_fraction": 0.3}
     cells = sglang_repro.run_launch(settings, algorithm, [1, 2], 4, str(tmp_path), python, facts["server_flags"],
-                                    env, TABLE, "", lambda: 600.0)
+                                    env, facts.get("version"), "", lambda: 600.0)
     log = "\n".join(line for cell in cells for line in cell.get("log_excerpt") or [])
     print(json.dumps([{k: c.get(k) for k in ("batch_size", "status", "detail", "omitted_flags")} for c in cells]))
     assert not [p for p in PARSER_ERRORS if p in log], log[-3000:]

@@ -40,7 +40,7 @@ def launch(tmp_path, python, seconds, sizes):
     deadline = time.monotonic() + seconds
     settings = cuda_graph.settings_from({"layers": 2})
     cells = sglang_repro.run_launch(settings, "EAGLE", sizes, 3, str(tmp_path), python, None, dict(os.environ),
-                                    [], "", lambda: max(0.0, deadline - time.monotonic()))
+                                    None, "", lambda: max(0.0, deadline - time.monotonic()))
     return cells, deadline
 
 
@@ -79,7 +79,7 @@ def test_the_probe_returns_before_its_deadline_with_the_cells_it_has(tmp_path, m
     ctx = ProbeContext(deadline=deadline, results={"sglang_source": {"speculative_algorithms": ["DFLASH"]}})
     settings = cuda_graph.settings_from({"algorithms": ["DFLASH"], "batch_sizes": [1, 2], "draft_tokens": [2, 8]})
     data = {"cells": [], "boundaries": [], "notes": []}
-    cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), [], "", python)
+    cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), "", python)
     assert time.monotonic() < deadline
     assert data["cells"] and data["cells"][0]["status"] == "hang"
     spent = [c for c in data["cells"] if c["status"] == "skipped"]

@@ -10,12 +10,10 @@ import subprocess
 import sys
 import time
 
-from probes.crashlog.table import SIGNATURES
 from probes.graphrepro import launch_plan, launcher, sglang_repro, traffic
 from tests.probes.test_cuda_graph_support import STANDIN_SERVER, group_members, wait_group_empty
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TABLE = SIGNATURES   # the signature table, as the control side sends it
 
 
 def release_flags(version):
@@ -111,9 +109,9 @@ def test_crash_at_start_is_died_with_a_capture_signature(tmp_path):
     with start_standin(tmp_path, "crash") as server:
         state = server.wait_ready(30, poll=0.1)
         assert server.exit_description() == "exit 1"
-    status, detail, signature = sglang_repro.classify(state, [], False, None, False, server.log_text(), TABLE)
+    status, detail, verdict = sglang_repro.classify(state, [], False, None, False, server.log_text())
     assert (state, status) == ("died", "capture_failed")
-    assert signature["name"] == "oom_during_capture"
+    assert verdict["signature"]["name"] == "oom_during_capture" and verdict["family"] == "oom_in_capture"
     assert wait_group_empty(server.proc.pid)
 
 
@@ -131,9 +129,9 @@ def test_crash_on_request_is_classified_with_the_log_signature(tmp_path):
         results = traffic.send_concurrent(server.port, 2, timeout=20)
         time.sleep(0.5)
         alive = server.alive() and server.health()
-    status, detail, signature = sglang_repro.classify("ready", results, alive, None, False, server.log_text(), TABLE)
+    status, detail, verdict = sglang_repro.classify("ready", results, alive, None, False, server.log_text())
     assert status == "crashed_on_request" and "server died" in detail
-    assert signature["name"] == "illegal_memory_access_replay"
+    assert verdict["signature"]["name"] == "illegal_memory_access_replay" and verdict["family"] == "device_fault"
 
 
 def test_request_hang_while_alive_is_hang(tmp_path):
@@ -141,14 +139,14 @@ def test_request_hang_while_alive_is_hang(tmp_path):
         assert server.wait_ready(30, poll=0.1) == "ready"
         results = traffic.send_concurrent(server.port, 2, timeout=1.0)
         alive = server.alive()
-    status, _, _ = sglang_repro.classify("ready", results, alive, None, False, server.log_text(), TABLE)
+    status, _, _ = sglang_repro.classify("ready", results, alive, None, False, server.log_text())
     assert status == "hang"
 
 
 def test_acceptance_of_one_is_silent_failure_only_with_real_weights():
     answered = [{"ok": True, "completion_tokens": 32, "spec_verify_ct": 32}]
-    assert sglang_repro.classify("ready", answered, True, 1.0, True, "", TABLE)[0] == "silent_failure"
-    assert sglang_repro.classify("ready", answered, True, 1.0, False, "", TABLE)[0] == "ok"
+    assert sglang_repro.classify("ready", answered, True, 1.0, True, "")[0] == "silent_failure"
+    assert sglang_repro.classify("ready", answered, True, 1.0, False, "")[0] == "ok"
 
 
 def test_killing_the_probe_kills_the_server_group(tmp_path):

@@ -4,15 +4,12 @@ import os
 
 import pytest
 
-from probes.crashlog.table import SIGNATURES
 from probes import cuda_graph
 from probes.context import ProbeContext
 from probes import gpu_layer as gpus
 from probes.graphrepro import specs, synthetic
-from probes.graphrepro.signatures import match_signatures, primary_signature
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TABLE = SIGNATURES   # the signature table, as the control side sends it
 LOGS = os.path.join(ROOT, "tests", "fixtures", "logs")
 
 
@@ -24,7 +21,7 @@ def cpu_only():
 @pytest.mark.skipif(not cpu_only(), reason="checks the no-CUDA path; this host has CUDA")
 def test_without_cuda_every_planned_cell_is_skipped_with_the_reason():
     options = {"cuda_graph": {"algorithms": ["EAGLE", "DFLASH"], "batch_sizes": [1, 8], "draft_tokens": [2, 4],
-                              "mode": "synthetic", "signatures": TABLE}}
+                              "mode": "synthetic"}}
     data = cuda_graph.collect(ProbeContext(options=options))
     cells = data["cells"]
     assert {(c["path"], c["batch_size"]) for c in cells} == {
@@ -120,22 +117,6 @@ def test_failures_are_classified_by_stage_and_device_fault_text():
     assert synthetic._failure("capture", RuntimeError("operation not permitted when stream is capturing"))[
         "status"] == "capture_failed"
     assert synthetic._failure("replay", TypeError("bad"))["status"] == "replay_failed"
-
-
-def test_host_matcher_names_the_same_signatures_as_the_fixtures_expect():
-    expected = {"dflash_capture_end_assert.log": "capture_end_no_active_capture",
-                "eagle_capture_failed_oom.log": "oom_during_capture",
-                "eagle3_replay_none_copy.log": "replay_input_copy_none",
-                "b300_eagle_draft_capture.log": "sm103_eagle_draft_capture"}
-    for name, signature in expected.items():
-        text = open(os.path.join(LOGS, name)).read()
-        assert primary_signature(text, TABLE)["name"] == signature, name
-    # The compute capability reaches `requires` from the probe's context, never the quoted lines.
-    text = "Exception: Capture cuda graph failed: CUDA error: unspecified launch failure (EAGLE draft)"
-    assert primary_signature(text, TABLE)["name"] == "capture_failed"
-    hit = primary_signature(text, TABLE, context="compute capability sm_103")
-    assert hit["name"] == "sm103_eagle_draft_capture" and hit["lines"] == [{"line": 1, "text": text}]
-    assert match_signatures("", TABLE) == [] and match_signatures("x", [{"match": ["("]}]) == []
 
 
 class FakeCuda:
@@ -278,7 +259,7 @@ def test_synthetic_sweep_gives_each_cell_the_memory_cap_and_only_the_time_left(m
                                          "max_mem_mib": 1536})
     data = {"cells": [], "boundaries": [], "notes": []}
     ctx = ProbeContext(deadline=time.monotonic() + 100)
-    cuda_graph.run_synthetic(ctx, settings, data, {}, TABLE, "", "python3")
+    cuda_graph.run_synthetic(ctx, settings, data, {}, "", "python3")
     assert calls and all(h == "probes.graphrepro.synthetic:run_cell" for h, _, _ in calls)
     assert all(a["max_mem_mib"] == 1536 for _, a, _ in calls)
     assert all(t <= 100 - cuda_graph.RESERVE_SECONDS for _, _, t in calls)   # never the 120 s cell timeout

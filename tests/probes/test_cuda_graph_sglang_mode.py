@@ -9,13 +9,11 @@ import sys
 
 import pytest
 
-from probes.crashlog.table import SIGNATURES
 from probes import cuda_graph
 from probes.context import ProbeContext
 from tests.probes.test_cuda_graph_support import STANDIN_SERVER
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TABLE = SIGNATURES   # the signature table, as the control side sends it
 
 FAKE_SGLANG = r'''#!%(python)s
 import json, os, sys
@@ -52,17 +50,18 @@ def test_sglang_sweep_finds_the_capture_boundary_and_leaves_nothing(tmp_path):
     fake.write_text(FAKE_SGLANG % {"python": sys.executable, "standin": str(standin)})
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     flags = [{"name": f, "file": "sglang/srt/server_args.py", "line": 1} for f in FLAGS_0_5_11]
-    ctx = ProbeContext(results={"sglang_source": {"server_flags": flags}})
+    ctx = ProbeContext(results={"sglang_source": {"server_flags": flags, "version": "0.5.11"}})
     settings = cuda_graph.settings_from({"algorithms": ["DFLASH"], "batch_sizes": [1, 4], "draft_tokens": [6, 10]})
     data = {"cells": [], "boundaries": [], "notes": []}
-    cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), TABLE, "compute capability sm_90", str(fake))
+    cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), "compute capability sm_90", str(fake))
     cuda_graph.summarise(data, "sm_90")
     by_cell = {(c["batch_size"], c["draft_tokens"]): c for c in data["cells"]}
     assert sorted({dt for _, dt in by_cell}) == [6, 8, 9, 10]   # one launch per draft-token value, bisected
     assert by_cell[(1, 10)]["status"] == "ok" and by_cell[(4, 8)]["status"] == "ok"
     failing = by_cell[(4, 9)]
     assert failing["status"] == "crashed_on_request" and "server died" in failing["detail"]
-    assert failing["signature"]["name"] == "illegal_memory_access_replay"
+    assert failing["signature"]["name"] == "illegal_memory_access_replay"   # the crash-log classifier's
+    assert failing["family"] == "device_fault" and failing["advice_assumes"] == "sglang 0.5.11 (before 0.5.14)"
     assert any("illegal memory access" in line for line in failing["log_excerpt"])
     assert failing["omitted_flags"] == [] and "--speculative-draft-load-format" in failing["command"]
     assert failing["config_sources"]["target"] == "bundled Llama-3-8B-shaped config"
@@ -113,7 +112,7 @@ def test_algorithms_the_release_lacks_are_skipped_never_launched(tmp_path, versi
     settings = cuda_graph.settings_from({"batch_sizes": [1, 4], "draft_tokens": [2, 3]})
     assert settings["algorithms"] == ["EAGLE", "EAGLE3", "DFLASH"]
     data = {"cells": [], "boundaries": [], "notes": []}
-    cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), TABLE, "", str(fake))
+    cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), "", str(fake))
     cuda_graph.summarise(data, "sm_90")
     assert set(record.read_text().split()) == {"EAGLE", "EAGLE3"}
     dflash = [c for c in data["cells"] if c["algorithm"] == "DFLASH"]
@@ -124,7 +123,7 @@ def test_algorithms_the_release_lacks_are_skipped_never_launched(tmp_path, versi
     # Without the release's list every algorithm is still tried, and the note says why.
     data = {"cells": [], "boundaries": [], "notes": []}
     only_dflash = cuda_graph.settings_from({"algorithms": ["DFLASH"], "batch_sizes": [1], "draft_tokens": [2, 2]})
-    cuda_graph.run_sglang(ProbeContext(results={}), only_dflash, data, dict(os.environ), TABLE, "", str(fake))
+    cuda_graph.run_sglang(ProbeContext(results={}), only_dflash, data, dict(os.environ), "", str(fake))
     assert record.read_text().split()[-1] == "DFLASH" and data["cells"][0]["status"] == "error"
     assert any("speculative algorithms unknown" in n for n in data["notes"])
 
@@ -157,7 +156,7 @@ def run_with_fake(tmp_path, at_import):
     ctx = ProbeContext(results={"sglang_source": {"version": "0.5.11", "speculative_algorithms": ["EAGLE"]}})
     settings = cuda_graph.settings_from({"algorithms": ["EAGLE"], "batch_sizes": [1, 4], "draft_tokens": [2, 4]})
     data = {"cells": [], "boundaries": [], "notes": []}
-    cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), TABLE, "", str(fake))
+    cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), "", str(fake))
     return data, fake, record
 
 
