@@ -80,7 +80,8 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
                           timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks,
                           output_limit=max_output * 2 ** 20)
     console = Console(stderr=True)
-    check_known_hosts_path(known_hosts, accept_new)
+    if any(h.transport == "ssh" for h in hosts):   # host keys concern ssh hosts only (paramiko stays unloaded)
+        check_known_hosts_path(known_hosts, accept_new)
     check_remote_command_lines(hosts)
     # What the user asked for by name is recorded: a requested check that cannot run makes the host incomplete.
     run = StoredRun(reports_dir, "scan", console, planned=[h.name for h in hosts],

@@ -11,7 +11,7 @@ from gpudiag.cli.common import parse_settings
 @pytest.fixture
 def scan_requests(monkeypatch):
     """Run `gpudiag scan` without scanning: each call records the ScanRequest the CLI built."""
-    from gpudiag.cli import scan as scan_module
+    from gpudiag.cli import runs as runs_module   # where commands build their Orchestrator
     from gpudiag.orchestrator import ScanOutcome
     seen = []
 
@@ -22,7 +22,7 @@ def scan_requests(monkeypatch):
         def run(self, hosts):
             return ScanOutcome(results=[])
 
-    monkeypatch.setattr(scan_module, "Orchestrator", Recorder)
+    monkeypatch.setattr(runs_module, "Orchestrator", Recorder)
 
     def scan(*args):
         CliRunner().invoke(cli, ["scan", "localhost", *args])

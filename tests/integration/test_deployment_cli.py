@@ -29,6 +29,11 @@ def standin_server(tmp_path):
     deadline = time.monotonic() + 10
     while b"sglang.launch_server" not in _cmdline(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
+    # This test's own /proc view: the stand-in alone, whatever else runs on the machine.
+    proc.view = tmp_path / "proc"
+    proc.view.mkdir()
+    os.symlink("/proc/%d" % proc.pid, str(proc.view / str(proc.pid)))
+    os.symlink("/proc/uptime", str(proc.view / "uptime"))
     yield proc
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
@@ -53,7 +58,8 @@ def scan(tmp_path, *args):
 
 
 def test_scan_stores_the_running_server(tmp_path, standin_server):
-    text = scan(tmp_path, "--probes", "deployment,env,torch_caps")
+    text = scan(tmp_path, "--probes", "deployment,env,torch_caps", "--set",
+                f"deployment.proc_root={standin_server.view}")
     assert HF_TOKEN not in text
     doc = json.loads(text)
     assert doc["status"] == "ok"

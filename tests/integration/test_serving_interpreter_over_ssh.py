@@ -186,15 +186,17 @@ def test_repro_without_python_runs_in_the_serving_venv(layout, tmp_path):
     assert "no CUDA device" in graph["data"]["skip_reason"]
     assert "torch does not import" not in json.dumps(probes)
     assert "no CUDA device" in proc.stdout + proc.stderr
-    assert "interpreter: %s (the live sglang server's interpreter); live server pid" % wanted in proc.stderr
+    assert "interpreter: %s (the live sglang server's interpreter); live server pid" % wanted in proc.stdout
 
 
 def test_an_explicit_python_other_than_the_servers_is_used_and_both_are_shown(layout, tmp_path):
     fleet = layout["fleet"]
     inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"])
     explicit = layout["other"] if chosen_python(layout) == layout["serving"] else layout["serving"]
+    # --python bypasses the wrapper that gives the probes this layout's /proc view: name the view directly.
     proc = fleet.run_gpudiag("scan", "-i", str(inventory), "h0", "--probes", "deployment,torch_caps",
-                             "--set", "torch_caps.cuda=false", "--python", explicit, "--json", timeout=300)
+                             "--set", "torch_caps.cuda=false", "--set", "deployment.proc_root=%s" % (layout["root"] / "proc"),
+                             "--python", explicit, "--json", timeout=300)
     _, hosts = fleet.load_run(proc)
     probes = hosts["h0"]["probes"]
     chosen = probes["deployment"]["data"]["interpreter"]
