@@ -281,7 +281,7 @@ class Evidence:
     table: tuple[tuple[str, ...], ...] | None = None   # first row is the header
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"kind": self.kind, "text": self.text}
+        out: dict[str, Any] = {"kind": self.kind, "text": self.text}
         for key in ("host", "file", "line", "snippet"):
             value = getattr(self, key)
             if value is not None:

@@ -58,7 +58,7 @@ class StoredRun:
             return self.writer.manifest
 
 
-def transports(**ssh_options: object) -> Callable[[Host], Transport]:
+def transports(**ssh_options: Any) -> Callable[[Host], Transport]:
     """The transport factory for a scan: ssh options reach only ssh hosts (transport_for sees to that)."""
     return functools.partial(transport_for, **ssh_options)
 

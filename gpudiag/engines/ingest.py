@@ -75,7 +75,7 @@ def from_parsed_text(parsed: frames.ParsedText, source: Source) -> list[HostResu
     results = []
     for frame in parsed.frames:
         name = frame_name(frame, source.stem if single else None)
-        address = frame.label if frame.label_kind == "host" else _doc_hostname(frame) or name
+        address = (frame.label if frame.label_kind == "host" else None) or _doc_hostname(frame) or name
         results.append(from_frame(frame, name, address, transport))
     for label, lines in parsed.frameless.items():
         text = "\n".join(lines)
@@ -110,7 +110,7 @@ def from_frame(frame: frames.Frame, name: str, address: str, transport: str) -> 
 def classify_document(host: Host, document: dict[str, Any], nonce: str) -> HostResult:
     """A scan's own classification, fed the frame as the host would have printed it."""
     text = f"GPUDIAG-BEGIN {nonce}\n{json.dumps(document)}\nGPUDIAG-END {nonce}\n"
-    probes = document.get("probes") if isinstance(document.get("probes"), dict) else {}
+    probes: dict[str, Any] = document["probes"] if isinstance(document.get("probes"), dict) else {}
     duration = sum(float(p["duration_s"]) for p in probes.values()
                    if isinstance(p, dict) and isinstance(p.get("duration_s"), (int, float)))
     command = CommandResult(exit_code=0, stdout=text.encode("utf-8"), stderr=b"", duration_s=duration)

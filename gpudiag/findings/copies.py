@@ -163,16 +163,16 @@ def _large_field_in_group(host: HostResult) -> list[Finding]:
 def _split_bytes(host: HostResult) -> float | None:
     values = [number(g.get("recommended_split_bytes") or g.get("crossover_bytes"))
               for g in copy_gpus(host, cuda_only=True)]
-    values = [v for v in values if v]
-    return median(values)
+    present = [v for v in values if v]
+    return median(present)
 
 
 def _split_off_bytes(workload: dict[str, Any]) -> float | None:
     """Bytes of the largest tensor the split strategy moved out of the group (the probe marks it split: dma)."""
     sizes = [number(f.get("bytes")) for f in as_list(workload.get("fields"))
              if isinstance(f, dict) and f.get("split") == "dma"]
-    sizes = [s for s in sizes if s]
-    return max(sizes) if sizes else None
+    present = [s for s in sizes if s]
+    return max(present) if present else None
 
 
 def _measured_split(host: HostResult) -> Finding | None:

@@ -44,10 +44,10 @@ def judge_guard(guard: dict[str, Any], host: HostResult, server: dict[str, Any])
             return CLEAR, "the host's GPUs are NVIDIA GPUs, served by sglang's built-in CUDA platform", ""
         return UNKNOWN, "the guard asks which device platform sglang runs on, which a scan does not read", ""
     for name in sorted(set(re.findall(r"server_args\.(\w+)", condition))):
-        negated = re.search(rf"not\s+[\w.]*server_args\.{name}\b", condition) is not None
+        flag_negated = re.search(rf"not\s+[\w.]*server_args\.{name}\b", condition) is not None
         if name in args:
             flag = f"--{name.replace('_', '-')}"
-            if truthy_flag(args[name] or False) != negated:
+            if truthy_flag(args[name] or False) != flag_negated:
                 return HOLDS, f"the server runs with {flag}={args[name]}", f"change {flag} for this deployment"
             return CLEAR, f"the server runs with {flag}={args[name]}", ""
     return UNKNOWN, "the guard's condition is not one a scan can evaluate", ""

@@ -44,8 +44,8 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
     else:
         saving = f"upstream measured about {UPSTREAM_SAVING_US} µs per decode step (sglang PR #28465); " \
                  "run `gpudiag scan --deep` to measure it here"
-    installed = version_tuple(version)
-    if installed is not None and installed < version_tuple(BATCHED_RELEASE):
+    installed, batched = version_tuple(version), version_tuple(BATCHED_RELEASE)
+    if installed is not None and batched is not None and installed < batched:
         action = f"Upgrade sglang from {version} to {BATCHED_RELEASE} or later, the first release that batches " \
                  f"these copies (PR #28465)"
     else:
@@ -117,8 +117,9 @@ def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple
             # What the installed release really does on this path (per-tensor loop in older releases, its own
             # grouped function in newer ones): the probe's baseline, else the installed strategy's own time.
             baseline = number(dig(w, "installed_baseline", "median_us"))
-            if baseline is None and ok_timing(w, "installed"):
-                baseline = ok_timing(w, "installed")["median_us"]
+            installed_timing = ok_timing(w, "installed")
+            if baseline is None and installed_timing:
+                baseline = installed_timing["median_us"]
             saving = number(w.get("saving_vs_installed_us"))
             if saving is None and baseline is not None and best:
                 saving = baseline - best["median_us"]
@@ -174,10 +175,11 @@ def torch_other_interpreter(hosts: list[HostResult]) -> list[Finding]:
     """Rule 11: torch facts (env, torch_caps) describe another Python than the one sglang was read from."""
     findings = []
     for host in hosts:
-        version = torch_facts(host)[0]
-        if not torch_from_other_interpreter(host) or not version:
+        version, torch_where = torch_facts(host)
+        sglang_where = sglang_interpreter(host)
+        if not torch_from_other_interpreter(host) or not version or torch_where is None or sglang_where is None:
             continue   # only a torch that was really read, in a Python other than the serving one
-        (sglang_path, why), (torch_path, torch_why) = sglang_interpreter(host), torch_facts(host)[1]
+        (sglang_path, why), (torch_path, torch_why) = sglang_where, torch_where
         findings.append(Finding(
             id="sglang.torch_other_interpreter", severity="warning",
             title=f"torch {version} was read in {torch_path}, not in the Python whose sglang was read",

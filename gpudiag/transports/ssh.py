@@ -7,6 +7,7 @@ login shell (bash, dash, zsh, tcsh, fish) reads the same words; a word none can 
 from __future__ import annotations
 
 import errno
+import functools
 import getpass
 import logging
 import os
@@ -120,10 +121,11 @@ class SSHTransport:
         for index, (user, address, port) in enumerate(hops):
             last = index == len(hops) - 1
             label = "" if last else f"jump host {user}@{address}:{port}: "
+            make_sock: Callable[[], Any]
             if previous is None:
-                make_sock = (lambda a=address, p=port: self._tcp(a, p, deadline))
+                make_sock = functools.partial(self._tcp, address, port, deadline)
             else:
-                make_sock = (lambda c=previous, a=address, p=port, l=previous_label: self._tunnel(c, a, p, l, deadline))
+                make_sock = functools.partial(self._tunnel, previous, address, port, previous_label, deadline)
             previous = self._open_client(address, port, user, make_sock, deadline, label)
             previous_label = label
         assert previous is not None
