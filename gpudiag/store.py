@@ -18,7 +18,10 @@ from typing import Any
 from gpudiag import __version__
 from gpudiag.jsonfile import read_json
 from gpudiag.models import HostResult, LoadedRun, RunManifest, SchemaError, safe_file_name
+from gpudiag.probe_data import ProbeDataError, check_host_document
 
+
+UNREADABLE = "unreadable"   # a stored host document whose probe data does not fit its declaration
 
 
 class StoreError(Exception):
@@ -177,7 +180,13 @@ def load_run(run_dir: Path) -> LoadedRun:
         manifest = RunManifest.from_dict(_read_json(run_dir / "run.json"), str(run_dir / "run.json"))
         hosts = []
         for path in sorted((run_dir / "hosts").glob("*.json")):
-            hosts.append(HostResult.from_dict(_read_json(path), str(path)))
+            doc = _read_json(path)
+            try:
+                check_host_document(doc, str(path))
+            except ProbeDataError as exc:   # data that does not fit its probe's declaration is not guessed at
+                hosts.append(HostResult(name=str(doc.get("name") or path.stem), status=UNREADABLE, reason=str(exc)))
+                continue
+            hosts.append(HostResult.from_dict(doc, str(path)))
     except SchemaError as exc:
         raise StoreError(str(exc)) from None
     # Hosts named in run.json without a document (interrupted) still appear, as data.

@@ -21,9 +21,11 @@ import importlib.util
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -73,9 +75,22 @@ def _symlink(target, link):
     os.symlink(target, link)
 
 
+def install_tree(source, target):
+    """The unpacked wheel as real files under `target` (hard links where the filesystem allows): the
+    integrity check only hashes files that lie inside site-packages."""
+    for folder, _, names in os.walk(source):
+        into = os.path.join(target, os.path.relpath(folder, source))
+        os.makedirs(into, exist_ok=True)
+        for name in names:
+            try:
+                os.link(os.path.join(folder, name), os.path.join(into, name))
+            except OSError:
+                shutil.copy2(os.path.join(folder, name), os.path.join(into, name))
+
+
 def make_venv(scratch, spec):
-    """A venv at the host's path under `scratch` whose site-packages holds the host's sglang wheel; the
-    packages of this Python (torch) are reachable through a .pth file. Returns its python."""
+    """A venv at the host's path under `scratch` whose site-packages holds the host's sglang wheel; this
+    Python's torch is lent to it by a .pth file. Returns its python."""
     from tests.sglang_wheels import site_packages_for
     venv = scratch + spec["venv"]
     base = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
@@ -84,12 +99,9 @@ def make_venv(scratch, spec):
     with open(os.path.join(venv, "pyvenv.cfg"), "w", encoding="utf-8") as handle:
         handle.write("home = %s\ninclude-system-site-packages = false\n" % os.path.dirname(base))
     site = os.path.join(venv, "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
-    wheel = str(site_packages_for(spec["sglang"]))
-    for name in sorted(os.listdir(wheel)):
-        _symlink(os.path.join(wheel, name), os.path.join(site, name))
-    lines = [torch_site()] if torch_site() else []
+    install_tree(str(site_packages_for(spec["sglang"])), site)
     with open(os.path.join(site, "zz-record-fleet.pth"), "w", encoding="utf-8") as handle:
-        handle.write("".join(line + "\n" for line in lines))
+        handle.write((torch_site() or "") + "\n")   # this Python's torch, for the probes and their children
     return python
 
 
@@ -319,13 +331,16 @@ def record_host(host_dir):
 def record_fleet():
     """{path relative to the fleet directory: text} for every file of the fleet."""
     files = {"run.json": dumps(read_json(os.path.join(SEGMENTS, "run.json")))}
-    for name in sorted(os.listdir(SEGMENTS)):
-        path = os.path.join(SEGMENTS, name)
-        if os.path.isdir(path):
-            files["hosts/%s.json" % name] = dumps(record_host(path))
-        elif name.endswith(".json") and name != "run.json":   # a host that never answered: as recorded
-            files["hosts/" + name] = dumps(read_json(path))
-    return files
+    names = sorted(os.listdir(SEGMENTS))
+    folders = [n for n in names if os.path.isdir(os.path.join(SEGMENTS, n))]
+    with ThreadPoolExecutor(max_workers=len(folders) or 1) as pool:   # each host's probes in their own child
+        docs = pool.map(lambda n: record_host(os.path.join(SEGMENTS, n)), folders)
+        for name, doc in zip(folders, docs):
+            files["hosts/%s.json" % name] = dumps(doc)
+    for name in names:
+        if name.endswith(".json") and name != "run.json":   # a host that never answered: as recorded
+            files["hosts/" + name] = dumps(read_json(os.path.join(SEGMENTS, name)))
+    return dict(sorted(files.items()))
 
 
 def first_difference(old, new, where="$"):

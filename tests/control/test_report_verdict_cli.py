@@ -179,7 +179,7 @@ def test_timeout_busy_gpu_and_unreached_host_reasons(tmp_path):
     doc, answers = answers_of(result.output)
     assert only(answers, "Q6") == "not checked — probe cuda_graph timed out after 1200 s"
     assert "--force" in only(answers, "Q5")
-    assert "--force to check anyway" in only(answers, "Q1")
+    assert "cuda:0, cuda:1, cuda:2, cuda:3 not checked — serving sglang (pid 4087, port 30000)" in only(answers, "Q1")
     assert doc["answers"]["unreached_hosts"] == [
         {"name": "gpu-c", "reason": "not checked — the host was not reached (unreachable: gpu-c.lab.internal:22: "
                                     "connection timed out after 10 s)"}]
