@@ -181,12 +181,12 @@ def load_run(run_dir: Path) -> LoadedRun:
         hosts = []
         for path in sorted((run_dir / "hosts").glob("*.json")):
             doc = _read_json(path)
+            host = HostResult.from_dict(doc, str(path))
             try:
                 check_host_document(doc, str(path))
             except ProbeDataError as exc:   # data that does not fit its probe's declaration is not guessed at
-                hosts.append(HostResult(name=str(doc.get("name") or path.stem), status=UNREADABLE, reason=str(exc)))
-                continue
-            hosts.append(HostResult.from_dict(doc, str(path)))
+                host = HostResult(name=host.name, status=UNREADABLE, reason=str(exc))
+            hosts.append(host)
     except SchemaError as exc:
         raise StoreError(str(exc)) from None
     # Hosts named in run.json without a document (interrupted) still appear, as data.

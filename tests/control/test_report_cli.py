@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from gpudiag.cli import cli
 from gpudiag.findings import all_findings
+from gpudiag.probe_data import fitted_host
 from gpudiag.render import plots
 from gpudiag.render.markdown import render_markdown
 from gpudiag.store import load_run
@@ -83,7 +84,7 @@ def write_run(root, hosts):
                                               "started_at": "2026-02-02T00:00:00Z",
                                               "hosts": [{"name": h["name"], "status": h["status"]} for h in hosts]}))
     for h in hosts:
-        (run / "hosts" / f"{h['name']}.json").write_text(json.dumps(h))
+        (run / "hosts" / f"{h['name']}.json").write_text(json.dumps(fitted_host(h)))
     (root / "latest").write_text("r1\n")
     return run
 

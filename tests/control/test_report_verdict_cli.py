@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpudiag.cli import cli
+from gpudiag.probe_data import fitted_host
 from tests.sglang_wheels import require
 
 FLEET3 = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"
@@ -43,7 +44,7 @@ def write_run(root, hosts, argv=("gpudiag", "scan", "all"), kind="scan", extra=N
     manifest.update(extra or {})
     (run / "run.json").write_text(json.dumps(manifest))
     for h in hosts:
-        (run / "hosts" / f"{h['name']}.json").write_text(json.dumps(h))
+        (run / "hosts" / f"{h['name']}.json").write_text(json.dumps(fitted_host(h)))
     (root / "latest").write_text("r1\n")
     return run
 
