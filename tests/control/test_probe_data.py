@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from gpudiag.probe_data import ProbeDataError, check_host_document, host_problems, probe_problem
+from gpudiag.probe_data import ProbeDataError, check_host_document, fitted, fitted_host, host_problems, probe_problem
 from probes import schemas
 from probes.data_shapes import SHAPES
 
@@ -127,7 +127,8 @@ def test_a_drifted_fixture_is_named_down_to_the_field():
     fixture = json.load(open(os.path.join(FLEET, "gpu-a.json"), encoding="utf-8"))
     drifted = copy.deepcopy(fixture)
     drifted["probes"]["env"]["data"]["gpus"]["gpu_count"] = drifted["probes"]["env"]["data"]["gpus"].pop("count")
-    assert record.first_difference(fixture, drifted) == "$.probes.env.data.gpus.count: in the fixture, no longer produced"
+    assert record.first_difference(fixture, drifted) == \
+        "$.probes.env.data.gpus.count: in the fixture, no longer produced"
     drifted = copy.deepcopy(fixture)
     drifted["probes"]["torch_caps"]["data"]["checks"]["cpu"]["ok"] = 1
     assert record.first_difference(fixture, drifted) == \
@@ -167,3 +168,19 @@ def test_the_store_refuses_a_misfit_host_naming_the_field(tmp_path):
     assert hosts["gpu-a"]["status"] == "ok"
     assert hosts["gpu-b"]["status"] == "unreadable"
     assert hosts["gpu-b"]["reason"] == f"{run / 'hosts' / 'gpu-b.json'}: probes.env.data.gpus.count: missing"
+
+
+def test_fitted_fills_only_what_hand_written_data_lacks():
+    for name in SHAPES:
+        assert probe_problem(name, {"status": "ok", "data": fitted(name, {})}) is None, name
+    env = fitted("env", {"hostname": "lone", "python": {"version": "3.10.12"}, "gpus": {"devices": [{"index": 3}]}})
+    assert env["hostname"] == "lone" and env["python"]["version"] == "3.10.12"
+    assert env["gpus"]["devices"][0]["index"] == 3 and env["gpus"]["devices"][0]["uuid"] is None
+    assert probe_problem("env", {"status": "ok", "data": env}) is None
+    doc = fitted_host({"name": "h", "probes": {"env": {"status": "ok", "data": {}},
+                                               "torch_caps": {"status": "skipped", "reason": "no torch"}}})
+    assert doc["probes"]["torch_caps"] == {"status": "skipped", "reason": "no torch"}
+    assert host_problems(doc) == []
+    wrong = fitted("env", {"cpu_count": "many"})       # a wrong type stays wrong: fitted() adds, never converts
+    assert probe_problem("env", {"status": "ok", "data": wrong}) == \
+        "probes.env.data.cpu_count: expected int or null, got str 'many'"
