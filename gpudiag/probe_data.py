@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from probes.data_shapes import SHAPES
-from probes.schemas import check
+from probes.schemas import check, complete
 
 
 class ProbeDataError(ValueError):
@@ -42,3 +42,16 @@ def check_host_document(doc: dict[str, Any], where: str) -> None:
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ProbeDataError(f"{where}: {problems[0]}{more}")
+
+
+def fitted(name: str, partial: Any) -> Any:
+    """Hand-written data of probe `name` with every declared key it lacks added, empty (null, [], 0, false):
+    what tests build their host documents with, so the store reads them."""
+    return complete(SHAPES[name], partial) if name in SHAPES else partial
+
+
+def fitted_host(doc: dict[str, Any]) -> dict[str, Any]:
+    """A host document whose ok probe results are fitted()."""
+    probes = {name: dict(result, data=fitted(name, result.get("data"))) if result.get("status") == "ok" else result
+              for name, result in (doc.get("probes") or {}).items()}
+    return dict(doc, probes=probes)

@@ -31,6 +31,7 @@ from gpudiag.models import (
     UnreadableFile,
     safe_file_name,
 )
+from gpudiag.probe_data import ProbeDataError, check_host_document
 
 # Temp files name their writer's pid, so the next run can tell a killed writer's leftovers from a live one's.
 _TEMP = re.compile(r"^\..+\.(?P<pid>\d+)\.tmp-[^/]*$")
@@ -260,9 +261,14 @@ def load_run(run_dir: Path) -> LoadedRun:
         try:
             if path.suffix != ".json" or not path.is_file():
                 raise StoreError("not a host result (only <host>.json files belong in hosts/)")
-            result = HostResult.from_dict(_read_json(path), str(path))
+            doc = _read_json(path)
+            result = HostResult.from_dict(doc, str(path))
             if owner is not None and result.name != owner:
                 raise StoreError(f"names host {result.name!r}, but run.json gives this file to {owner!r}")
+            try:
+                check_host_document(doc, str(path))
+            except ProbeDataError as exc:   # data that does not fit its probe's declaration is not guessed at
+                result = HostResult(name=result.name, status=UNREADABLE, reason=str(exc))
             hosts.append(result)
         except (StoreError, SchemaError) as exc:
             reason = str(exc).replace(str(path) + ": ", "").replace(str(path), relative)

@@ -18,7 +18,7 @@ _TIMING = obj({"status": s("ok | wrong | skipped | error").opt(), "median_us": n
 ENV = obj({
     "hostname": s(), "os": s(), "kernel": s(), "cpu_count": i().null(), "memory_total_mib": i().null(),
     "python": obj({"executable": s(), "version": s(), "prefix": s(), "venv": b()}),
-    "torch": obj({"available": b(), "version": s().null(), "cuda": s().null(), "reason": s().null(),
+    "torch": obj({"available": b().null("null when not asked (env.torch=false)"), "version": s().null(), "cuda": s().null(), "reason": s().null(),
                   "interpreter": _INTERPRETER.opt()},
                  "torch as the serving interpreter sees it, read without starting CUDA"),
     "gpus": obj({"status": enum(("ok", "skipped")), "reason": s().null(),

@@ -31,7 +31,7 @@ def collect(ctx):
     data["python"] = python_facts()
     want_torch = options.get("torch", True) not in (False, "false", "0", 0)
     data["torch"] = serving_torch_facts(ctx, timeout) if want_torch else \
-        {"available": None, "reason": "not asked (env.torch=false)"}
+        {"available": None, "version": None, "cuda": None, "reason": "not asked (env.torch=false)"}
     data["gpus"], data["topology"] = collect_gpus(timeout, torch_fallback=want_torch)
     return data
 

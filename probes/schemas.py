@@ -163,3 +163,30 @@ def markdown(shapes, notes, intro):
             lines += ["", notes[name].strip()]
         lines.append("")
     return "\n".join(lines)
+
+
+def example(spec):
+    """The plainest value that fits `spec`: null where allowed, else empty, zero, false or the first choice."""
+    if spec.nullable:
+        return None
+    if spec.kind == "obj":
+        return dict((key, example(field)) for key, field in spec.fields.items() if not field.optional)
+    return {"list": [], "map": {}, "str": "", "int": 0, NUMBER: 0, "bool": False, "any": None,
+            "enum": (spec.values or (None,))[0]}[spec.kind]
+
+
+def complete(spec, partial):
+    """`partial` with every declared key it lacks filled by example(): hand-written data made to fit."""
+    if spec.kind == "obj" and isinstance(partial, dict):
+        out = dict(partial)
+        for key, field in spec.fields.items():
+            if key in out:
+                out[key] = complete(field, out[key])
+            elif not field.optional:
+                out[key] = example(field)
+        return out
+    if spec.kind in ("list", "map") and isinstance(partial, (list, dict)):
+        items = partial.items() if isinstance(partial, dict) else enumerate(partial)
+        done = [(k, complete(spec.item, v)) for k, v in items]
+        return dict(done) if isinstance(partial, dict) else [v for _, v in done]
+    return partial

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from gpudiag.probe_data import ProbeDataError, check_host_document, host_problems, probe_problem
+from gpudiag.probe_data import ProbeDataError, check_host_document, fitted, fitted_host, host_problems, probe_problem
 from probes import schemas
 from probes.data_shapes import SHAPES
 
@@ -94,9 +94,93 @@ def test_the_probe_data_doc_is_generated_from_the_declarations():
     assert "| `gpus[].workloads[].fields[].size_split` | dma\\|foreach |" in text
 
 
-@pytest.mark.xfail(strict=True, reason="tests/fixtures/runs/fleet3 is hand-written in an older shape than the probes "
-                                       "emit (no env gpus.count, torch_caps interpreter, copy_bench "
-                                       "installed.behaviour); it validates once regenerated from real output")
-def test_the_recorded_fleet_fits_the_declarations():
-    for path in sorted(glob.glob(os.path.join(FLEET, "*.json"))):
+def test_every_recorded_run_fits_the_declarations():
+    paths = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "runs", "*", "hosts", "*.json")))
+    assert len(paths) >= 3
+    for path in paths:
         check_host_document(json.load(open(path, encoding="utf-8")), path)
+
+
+def test_the_recorded_fleet_is_what_the_probes_produce_now():
+    """scripts/record-fleet.py --check reruns the light probes for real (the sglang wheels of the fleet's
+    releases, its nvidia-smi outputs, its servers) and merges the recorded GPU segments: a probe whose
+    output changed shape, or a segment that no longer fits, fails here, naming the field."""
+    pytest.importorskip("torch")
+    from tests.sglang_wheels import require
+    for version in ("0.5.11", "0.5.23"):
+        require(version)
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "record-fleet.py"), "--check"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _record_fleet():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("record_fleet", os.path.join(ROOT, "scripts", "record-fleet.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_drifted_fixture_is_named_down_to_the_field():
+    record = _record_fleet()
+    fixture = json.load(open(os.path.join(FLEET, "gpu-a.json"), encoding="utf-8"))
+    drifted = copy.deepcopy(fixture)
+    drifted["probes"]["env"]["data"]["gpus"]["gpu_count"] = drifted["probes"]["env"]["data"]["gpus"].pop("count")
+    assert record.first_difference(fixture, drifted) == \
+        "$.probes.env.data.gpus.count: in the fixture, no longer produced"
+    drifted = copy.deepcopy(fixture)
+    drifted["probes"]["torch_caps"]["data"]["checks"]["cpu"]["ok"] = 1
+    assert record.first_difference(fixture, drifted) == \
+        "$.probes.torch_caps.data.checks.cpu.ok: bool in the fixture, int now"
+    assert record.first_difference(fixture, copy.deepcopy(fixture)) is None
+
+
+def test_a_segment_the_release_cannot_produce_is_cleaned_or_refused():
+    """0.5.11 has no env-gated fast path: its copy_bench rows carry no on/off timings; a recorded check on a
+    live server's GPU is refused."""
+    record = _record_fleet()
+    fixture = json.load(open(os.path.join(FLEET, "gpu-a.json"), encoding="utf-8"))
+    bench = fixture["probes"]["copy_bench"]["data"]
+    assert bench["installed"]["release"] == "0.5.11"
+    assert all("env" not in w["strategies"]["installed"] for g in bench["gpus"] for w in g["workloads"])
+    env, deployment = fixture["probes"]["env"]["data"], fixture["probes"]["deployment"]["data"]
+    segment = {"cuda_checks": {"cuda:0": {"status": "ok", "ok": True}}}
+    with pytest.raises(record.RecordError, match="checks on GPUs the policy leaves alone: cuda:0"):
+        record.merge_torch_caps({"checks": {}}, segment, env, deployment)
+
+
+def test_the_store_refuses_a_misfit_host_naming_the_field(tmp_path):
+    """A stored host document whose data does not fit is an unreadable host with one line naming the
+    field; the other hosts are read."""
+    import shutil
+    from click.testing import CliRunner
+    from gpudiag.cli import cli
+    run = tmp_path / "fleet3"
+    shutil.copytree(os.path.dirname(FLEET), run)
+    doc = json.load(open(run / "hosts" / "gpu-b.json", encoding="utf-8"))
+    del doc["probes"]["env"]["data"]["gpus"]["count"]
+    (run / "hosts" / "gpu-b.json").write_text(json.dumps(doc), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["report", str(run), "--json"])
+    assert "Traceback" not in result.output
+    out = json.loads(result.output)
+    hosts = {h["name"]: h for h in out["hosts"]}
+    assert hosts["gpu-a"]["status"] == "ok"
+    assert hosts["gpu-b"]["status"] == "unreadable"
+    assert hosts["gpu-b"]["reason"] == f"{run / 'hosts' / 'gpu-b.json'}: probes.env.data.gpus.count: missing"
+
+
+def test_fitted_fills_only_what_hand_written_data_lacks():
+    for name in SHAPES:
+        assert probe_problem(name, {"status": "ok", "data": fitted(name, {})}) is None, name
+    env = fitted("env", {"hostname": "lone", "python": {"version": "3.10.12"}, "gpus": {"devices": [{"index": 3}]}})
+    assert env["hostname"] == "lone" and env["python"]["version"] == "3.10.12"
+    assert env["gpus"]["devices"][0]["index"] == 3 and env["gpus"]["devices"][0]["uuid"] is None
+    assert probe_problem("env", {"status": "ok", "data": env}) is None
+    doc = fitted_host({"name": "h", "probes": {"env": {"status": "ok", "data": {}},
+                                               "torch_caps": {"status": "skipped", "reason": "no torch"}}})
+    assert doc["probes"]["torch_caps"] == {"status": "skipped", "reason": "no torch"}
+    assert host_problems(doc) == []
+    wrong = fitted("env", {"cpu_count": "many"})       # a wrong type stays wrong: fitted() adds, never converts
+    assert probe_problem("env", {"status": "ok", "data": wrong}) == \
+        "probes.env.data.cpu_count: expected int or null, got str 'many'"

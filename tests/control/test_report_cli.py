@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from gpudiag.cli import cli
 from gpudiag.findings import all_findings
+from gpudiag.probe_data import fitted_host
 from gpudiag.render import plots
 from gpudiag.render.markdown import render_markdown
 from gpudiag.store import load_run
@@ -131,7 +132,7 @@ def write_run(root, hosts):
                                               "started_at": "2026-02-02T00:00:00Z",
                                               "hosts": [{"name": h["name"], "status": h["status"]} for h in hosts]}))
     for h in hosts:
-        (run / "hosts" / f"{h['name']}.json").write_text(json.dumps(h))
+        (run / "hosts" / f"{h['name']}.json").write_text(json.dumps(fitted_host(h)))
     (root / "latest").write_text("r1\n")
     return run
 
@@ -251,21 +252,23 @@ def test_json_to_a_file_is_deterministic_and_an_interrupted_host_is_reported(tmp
 
 def test_appendix_shows_what_the_probes_gathered_as_tables():
     text = invoke(FLEET3, "--markdown").output
-    assert "| cuda:0, cuda:1, cuda:2, cuda:3 | skipped | - | - | - | - | - | GPU busy: 1 process(es); --force to " \
-           "check anyway |" in text                                   # torch_caps, busy GPUs skipped, one row
-    assert "| cuda:4 | ok | 4 of 4 |" in text
+    assert "| cuda:0, cuda:1, cuda:2, cuda:3 | skipped | - | - | - | - | - | serving sglang (pid 4087, port 30000): " \
+           "never touched, not even with --force |" in text           # torch_caps, the server's GPUs, one row
+    assert "| cuda:4, cuda:5, cuda:6, cuda:7 | ok | 4 of 4 |" in text
+    assert "| cpu | ok | 8 of 8 |" in text
     assert "(seq_lens, out_cache_loc, positions, topk_p, topk_index, req_pool_indices, mrope_positions, rids_int, " \
            "bootstrap_room_ids_int) → sglang.srt.model_executor.runner_utils.buffers" in text   # resolved definition
     assert "| hidden_states separate |" in text and "| batched |" in text
-    assert "Graph-runner classes (3): BaseBreakableCudaGraphRunner" in text
-    assert "Breakable-graph helpers (2): BreakableCUDAGraph, eager_on_graph." in text
+    assert "Graph-runner classes (29): BaseBreakableCudaGraphRunner, BaseCudaGraphRunner," in text     # 0.5.23
+    assert "Graph-runner classes (16): BreakableCudaGraphRunner, CPUGraphRunner, CudaGraphRunner," in text  # 0.5.11
+    assert "Breakable-graph helpers (6): BreakableCUDAGraph, BreakableCUDAGraphCapture," in text
     assert "`--cuda-graph-max-bs-decode`" in text
     assert "| --disable-cuda-graph | --cuda-graph-backend-{decode,prefill}=disabled |" in text
     assert "Server pid 4087 (/opt/sglang/.venv/bin/python), CUDA_VISIBLE_DEVICES=0,1,2,3:" in text
     deployment = text[text.index("Server pid 4087"):text.index("#### Copy timings")]
     assert "--speculative-num-steps 3" in deployment and "--enable-dp-attention" not in deployment
     assert "Read from `/srv/sglang-dev/.venv/bin/python` (chosen: live_server)" in text
-    assert "20 files checked (only the files the facts above cite; hash every file with `gpudiag scan " \
+    assert "43 files checked (only the files the facts above cite; hash every file with `gpudiag scan " \
            "--verify-all`, or `--set sglang_source.verify_all=true`)" in text
 
 
@@ -289,7 +292,7 @@ def test_json_hosts_carry_interpreters_and_decode_graph_settings():
     doc = json.loads(invoke(FLEET3, "--json").output)
     gpu_a, gpu_b = doc["hosts"][0], doc["hosts"][1]
     assert gpu_a["sglang_interpreter"] == "/opt/sglang/.venv/bin/python (live_server)"
-    assert gpu_a["torch_interpreter"] == "/opt/sglang/.venv/bin/python (ran the probes)"
+    assert gpu_a["torch_interpreter"] == "/opt/sglang/.venv/bin/python (live_server)"   # the probes ran under it
     assert gpu_a["torch_elsewhere"] is False and gpu_a["graph_max_bs"] == "64"
     assert gpu_b["cuda_graphs"] == "off" and gpu_b["deployment_flags"]["model_path"] == "Qwen/Qwen3-8B"
     assert "cuda_graph_backend_decode" not in gpu_b["deployment_flags"]     # no server here uses that spelling

@@ -150,9 +150,9 @@ def test_fleet3_cites_the_fixture_graph_and_dma_figures():
     text = render_markdown(load_run(FLEET3), all_findings(load_run(FLEET3)))
     data = json.loads((FLEET3 / "hosts" / "gpu-a.json").read_text())["probes"]["copy_bench"]["data"]
     [w] = [w for w in data["gpus"][0]["workloads"] if w["name"] == "eagle_draft/bs128/h7168"]
-    split, foreach = w["strategies"]["grouped_foreach_dma_split"], w["strategies"]["grouped_foreach"]
-    assert split["graph"]["median_us"] < foreach["graph"]["median_us"] and w["best"] == "grouped_foreach_dma_split"
-    assert f"| grouped_foreach_dma_split | {split['median_us']:.1f} µs ({split['p10_us']:.1f}–{split['p90_us']:.1f})" \
+    split, foreach = w["strategies"]["grouped_foreach_size_split"], w["strategies"]["grouped_foreach"]
+    assert split["graph"]["median_us"] < foreach["graph"]["median_us"] and w["best"] == "grouped_foreach_size_split"
+    assert f"| grouped_foreach_size_split | {split['median_us']:.1f} µs ({split['p10_us']:.1f}–{split['p90_us']:.1f})" \
            f" / {split['graph']['median_us']:.1f} µs" in text
 
 

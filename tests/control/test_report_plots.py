@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpudiag.cli import cli
+from gpudiag.probe_data import fitted_host
 from gpudiag.render import plots
 
 FLEET3 = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"
@@ -54,7 +55,7 @@ def _run_with(tmp_path, copy_gpus, cells):
     doc["probes"]["copy_bench"]["data"]["gpus"] = copy_gpus
     doc["probes"]["copy_bench"]["data"]["device"] = copy_gpus[0].get("device", "cuda")
     doc["probes"]["cuda_graph"]["data"]["cells"] = cells
-    (run / "hosts" / "box.json").write_text(json.dumps(doc))
+    (run / "hosts" / "box.json").write_text(json.dumps(fitted_host(doc)))
     (run / "run.json").write_text(json.dumps({"schema": 1, "run_id": "r1", "kind": "scan", "started_at": "x",
                                               "hosts": [{"name": "box", "status": "ok"}]}))
     return run

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpudiag.cli import cli
+from gpudiag.probe_data import fitted_host
 from tests.sglang_wheels import require
 
 FLEET3 = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"
@@ -43,7 +44,7 @@ def write_run(root, hosts, argv=("gpudiag", "scan", "all"), kind="scan", extra=N
     manifest.update(extra or {})
     (run / "run.json").write_text(json.dumps(manifest))
     for h in hosts:
-        (run / "hosts" / f"{h['name']}.json").write_text(json.dumps(h))
+        (run / "hosts" / f"{h['name']}.json").write_text(json.dumps(fitted_host(h)))
     (root / "latest").write_text("r1\n")
     return run
 
@@ -180,7 +181,7 @@ def test_timeout_busy_gpu_and_unreached_host_reasons(tmp_path):
     doc, answers = answers_of(result.output)
     assert only(answers, "Q6") == "not checked — probe cuda_graph timed out after 1200 s"
     assert "--force" in only(answers, "Q5")
-    assert "--force to check anyway" in only(answers, "Q1")
+    assert "cuda:0, cuda:1, cuda:2, cuda:3 not checked — serving sglang (pid 4087, port 30000)" in only(answers, "Q1")
     assert doc["answers"]["unreached_hosts"] == [
         {"name": "gpu-c", "reason": "not checked — the host was not reached (unreachable: gpu-c.lab.internal:22: "
                                     "connection timed out after 10 s)"}]

@@ -5,12 +5,13 @@ import re
 import pytest
 
 from gpudiag.models import SCHEMA_VERSION, HostResult, ProbeResult
+from gpudiag.probe_data import fitted
 from gpudiag.store import RunWriter, StoreError, load_run, resolve_run_dir
 
 
 def result(name, status="ok"):
     return HostResult(name=name, status=status, reason="" if status == "ok" else "why",
-                      probes={"env": ProbeResult("ok", 0.1, data={"hostname": name})})
+                      probes={"env": ProbeResult("ok", 0.1, data=fitted("env", {"hostname": name}))})
 
 
 def test_each_host_is_on_disk_the_moment_it_is_written(tmp_path):
