@@ -168,20 +168,21 @@ def _split_bytes(host: HostResult) -> float | None:
 
 
 def _split_off_bytes(workload: dict[str, Any]) -> float | None:
-    """Bytes of the largest tensor the split strategy moved out of the group (the probe marks it split: dma)."""
+    """Bytes of the largest tensor the size split moved out of the group (the probe marks it size_split: dma)."""
     sizes = [number(f.get("bytes")) for f in as_list(workload.get("fields"))
-             if isinstance(f, dict) and f.get("split") == "dma"]
+             if isinstance(f, dict) and f.get("size_split") == "dma"]
     present = [s for s in sizes if s]
     return max(present) if present else None
 
 
 def _measured_split(host: HostResult) -> Finding | None:
-    """Workloads where moving a tensor out of the foreach group to copy_() made the replay slower."""
+    """Workloads where moving a tensor out of the foreach group to copy_() by its size (the probe's
+    grouped_foreach_size_split) made the replay slower than keeping it in the group."""
     rows = [("GPU", "workload", "split off", "foreach, all fields", "foreach + copy_() split")]
     losing, winning = [], []
     for gpu in copy_gpus(host, cuda_only=True):
         for w in workloads(gpu):
-            whole, split, size = ok_timing(w, "grouped_foreach"), ok_timing(w, "grouped_foreach_dma_split"), \
+            whole, split, size = ok_timing(w, "grouped_foreach"), ok_timing(w, "grouped_foreach_size_split"), \
                 _split_off_bytes(w)
             if not whole or not split or size is None:
                 continue   # nothing was split off: the two strategies are the same copies
