@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 
+from probes import events
 from probes.context import run_command
 from probes.graphrepro import configs, declared, placement, sglang_repro, specs, sweep, synthetic
 from probes.graphrepro.signatures import match_signatures
@@ -185,11 +186,19 @@ def _budget_guard(ctx, oracle):
     return guarded
 
 
+def most_steps(labels, values, per_label):
+    """The most cells (or launches) a sweep can take: bisection tries the ends, then halves the gap."""
+    tries = 1 if len(values) < 2 else 2 + max(0, (len(values) - 2).bit_length())
+    return len(labels) * per_label * tries
+
+
 def run_synthetic(ctx, settings, data, env, table, context, python):
     values = sweep.draft_token_values(*settings["draft_tokens"])
+    labels = planned_labels(settings, "synthetic")
+    steps = events.NumberedSteps("cuda_graph", "cell", most_steps(labels, values, len(settings["batch_sizes"])))
     worker = Worker(modules=ctx.modules or None, env=env, python=python)
     try:
-        for label, algorithm, path in planned_labels(settings, "synthetic"):
+        for label, algorithm, path in labels:
             def oracle(batch_size, draft_tokens, path=path, algorithm=algorithm):
                 args = {"path": path, "batch_size": batch_size, "draft_tokens": draft_tokens,
                         "topk": settings["topk"], "hidden_size": settings["hidden_size"],
@@ -198,7 +207,8 @@ def run_synthetic(ctx, settings, data, env, table, context, python):
                 timeout = max(1.0, min(float(settings["cell_timeout"]), work_left(ctx)))
                 result = worker.call("probes.graphrepro.synthetic:run_cell", args, timeout)
                 return synthetic_cell(result, path, algorithm, batch_size, draft_tokens, table, context, worker)
-            result = sweep.sweep(settings["batch_sizes"], values, _budget_guard(ctx, oracle))
+            result = sweep.sweep(settings["batch_sizes"], values, steps.wrap(
+                _budget_guard(ctx, oracle), lambda bs, dt, label=label: "%s bs=%d draft=%d" % (label, bs, dt)))
             record(data, label, result, "synthetic")
     finally:
         worker.close()
@@ -233,9 +243,11 @@ def run_sglang(ctx, settings, data, env, table, context, python):
     known = [str(a).upper() for a in source.get("speculative_algorithms") or []]
     if not known:
         data["notes"].append("sglang's speculative algorithms unknown (sglang_source gave none): all launched")
+    labels = planned_labels(settings, "sglang")
+    steps = events.NumberedSteps("cuda_graph", "launch", most_steps(labels, values, 1))
     workdir = tempfile.mkdtemp(prefix="gpudiag-repro-")
     try:
-        for label, algorithm, _ in planned_labels(settings, "sglang"):
+        for label, algorithm, _ in labels:
             if known and algorithm not in known:
                 data["cells"] += absent_algorithm_cells(settings, algorithm, source.get("version"), values[-1])
                 data["notes"].append("%s not launched: sglang %s has no %s (it has %s)" % (
@@ -252,6 +264,7 @@ def run_sglang(ctx, settings, data, env, table, context, python):
                                                    lambda: work_left(ctx))
                 except configs.ConfigError as exc:
                     return [{"batch_size": b, "status": "error", "detail": str(exc)} for b in settings["batch_sizes"]]
+            launch = steps.wrap(launch, lambda dt, label=label: "%s draft=%d, sglang server" % (label, dt))
             record(data, label, sweep.sweep_launches(settings["batch_sizes"], values, launch), "sglang")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -114,7 +114,8 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
             run.store(result)
             progress.host_done(result)
 
-        outcome = Orchestrator(request, factory, on_start=progress.host_started, on_result=on_result).run(hosts)
+        outcome = Orchestrator(request, factory, on_start=progress.host_started, on_result=on_result,
+                               on_event=progress.host_event).run(hosts)
     repros = [summary.host_repro(r) for r in outcome.results]
     block = summary.run_summary(repros, plan.to_dict())
     manifest = run.finish(outcome, extra={"repro": block})

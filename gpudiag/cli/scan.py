@@ -105,7 +105,7 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
                     progress.host_done(result)
 
                 outcome = Orchestrator(request, factory, on_start=progress.host_started,
-                                       on_result=on_result).run(hosts)
+                                       on_result=on_result, on_event=progress.host_event).run(hosts)
         except KeyboardInterrupt:   # a signal outside the orchestrator's own wait: hosts stored so far stay
             outcome = ScanOutcome([HostResult(name=h.name, status=INTERRUPTED, reason="the run was interrupted "
                                               "before this host finished") for h in hosts], interrupted=True)
