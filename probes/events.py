@@ -76,7 +76,7 @@ def forward(line):
     except ValueError:
         return True
     if isinstance(doc, dict) and doc.get("probe") and doc.get("step") in STEPS and doc.get("state") in STATES:
-        fields = dict((k, doc.get(k)) for k in ("i", "n", "what", "status", "duration_s"))
+        fields = {k: doc.get(k) for k in ("i", "n", "what", "status", "duration_s")}
         emit(doc["probe"], doc["step"], doc["state"], **fields)
     return True
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 MARK = b"GPUDIAG-EVENT "
 MAX_LINE = 2048            # bytes; the host side writes at most 1024

@@ -121,7 +121,7 @@ class DeviceSteps(dict):
 
     def __init__(self, targets):
         dict.__init__(self)
-        self.numbers = dict((_key(t), n) for n, t in enumerate(targets, 1))
+        self.numbers = {_key(t): n for n, t in enumerate(targets, 1)}
         self.started = set()
 
     def start(self, index):
