@@ -127,3 +127,34 @@ def test_the_runner_streams_probe_steps_on_stderr_and_keeps_them_out_of_the_fram
     assert [(s["probe"], s["step"], s["state"]) for s in steps] == [
         ("stepper", "probe", "started"), ("stepper", "device", "started"), ("stepper", "probe", "finished")]
     assert steps[-1]["status"] == "ok" and steps[-1]["i"] == 1 and steps[-1]["n"] == 1
+
+
+EMITTER = '''
+from probes import events
+from probes.child import FramedWriter
+
+
+def main(payload):
+    writer = FramedWriter("ANSWER ")
+    print("library noise")
+    events.emit("copy_bench", "device", "started", i=1, n=1, what="GPU 0")
+    writer.write({"done": True})
+    return 0
+'''
+
+
+def test_a_real_childs_events_reach_the_runners_stream_through_its_parent(pipe):
+    from probes.boot import local_modules
+    from probes.child import close_streams, parse_frame, spawn
+    modules = dict(local_modules(), **{"probes.test_emitter": [False, EMITTER]})
+    proc = spawn(sys.executable, "probes.test_emitter:main", modules, close_stdin=True)
+    answers = []
+    for raw in iter(proc.stdout.readline, b""):
+        text = raw.decode()
+        if not events.forward(text):
+            answers.append(parse_frame("ANSWER ", text))
+    proc.wait(timeout=60)
+    close_streams(proc)
+    assert answers == [{"done": True}]
+    (line,) = pipe.lines()
+    assert line.startswith("GPUDIAG-EVENT n0 ") and '"what":"GPU 0"' in line
