@@ -210,7 +210,7 @@ class Orchestrator:
             try:
                 command = transport.run(bundle.bootstrap_argv(host.python), payload.data, self.request.timeout,
                                         output_limit=self.request.output_limit,
-                                        **self._event_reader(host, payload.nonce))
+                                        events=self._event_reader(host, payload.nonce))
             finally:
                 with self._lock:
                     self._open.pop(host.name, None)
@@ -231,12 +231,12 @@ class Orchestrator:
             result = _interrupted(host)
         return result
 
-    def _event_reader(self, host: Host, nonce: str) -> dict[str, EventReader]:
-        """The transport's `events` argument when someone listens: no listener, no parsing."""
+    def _event_reader(self, host: Host, nonce: str) -> EventReader | None:
+        """What reads the host's progress events, when someone listens: no listener, no parsing."""
         on_event = self.on_event
         if on_event is None:
-            return {}
-        return {"events": EventReader(nonce, lambda event: on_event(host, event))}
+            return None
+        return EventReader(nonce, lambda event: on_event(host, event))
 
     def run(self, hosts: list[Host]) -> ScanOutcome:
         results: dict[str, HostResult] = {}
