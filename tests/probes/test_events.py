@@ -158,3 +158,67 @@ def test_a_real_childs_events_reach_the_runners_stream_through_its_parent(pipe):
     assert answers == [{"done": True}]
     (line,) = pipe.lines()
     assert line.startswith("GPUDIAG-EVENT n0 ") and '"what":"GPU 0"' in line
+
+
+def test_cuda_graph_reports_each_synthetic_cell_as_k_of_at_most_k(monkeypatch):
+    import time
+    from probes import cuda_graph
+    from probes.context import ProbeContext
+
+    class FakeWorker(object):
+        def __init__(self, **kwargs):
+            pass
+
+        def call(self, handler, args, timeout):
+            return {"status": "ok" if args["draft_tokens"] <= 5 else "capture_failed", "detail": ""}
+
+        def close(self):
+            pass
+
+        def remove_logs(self):
+            pass
+
+    seen = []
+    monkeypatch.setattr(cuda_graph, "Worker", FakeWorker)
+    monkeypatch.setattr(events, "emit", lambda probe, step, state, **f: seen.append((probe, step, state, f)))
+    settings = cuda_graph.settings_from({"algorithms": ["EAGLE"], "batch_sizes": [1, 4], "draft_tokens": [2, 9]})
+    data = {"cells": [], "boundaries": [], "notes": []}
+    ctx = ProbeContext(options={}, deadline=time.monotonic() + 600)
+    cuda_graph.run_synthetic(ctx, settings, data, {}, [], "", sys.executable)
+    started = [f for _, step, state, f in seen if step == "cell" and state == "started"]
+    finished = [f for _, step, state, f in seen if step == "cell" and state == "finished"]
+    assert len(started) == len(finished) == len(data["cells"]) > 0
+    assert [f["i"] for f in started] == list(range(1, len(started) + 1))
+    assert all(f["n"] >= len(started) for f in started)           # K bounds what the bisection ran
+    assert [f["status"] for f in finished] == [c["status"] for c in data["cells"]]
+    first = data["cells"][0]
+    assert started[0]["what"] == "%s bs=%d draft=%d" % (first["path"], first["batch_size"], first["draft_tokens"])
+
+
+HANGS_ON_2 = '''
+import time
+def bench_all(job, emit=None, extra_strategies=None):
+    out = []
+    for i in job["gpus"]:
+        if i == 2:
+            time.sleep(3600)
+        r = {"index": i, "status": "ok"}
+        emit(r); out.append(r)
+    return out
+'''
+
+
+def test_copy_bench_reports_gpu_i_of_n_with_each_outcome_a_hung_gpu_included(monkeypatch):
+    import time
+    from probes.boot import local_modules
+    from probes.copybench import child
+    seen = []
+    monkeypatch.setattr(child, "GRACE_S", 1.0)
+    monkeypatch.setattr(events, "emit", lambda probe, step, state, **f: seen.append(
+        (step, state, f.get("i"), f.get("n"), f.get("what"), f.get("status"))))
+    modules = dict(local_modules(), **{"probes.copybench.devices": [False, HANGS_ON_2]})
+    child.run_isolated({"device": "cuda", "gpus": [0, 1, 2, 3]}, modules, time.monotonic() + 16)
+    assert seen == [("device", "started", 1, 4, "GPU 0", None), ("device", "finished", 1, 4, "GPU 0", "ok"),
+                    ("device", "started", 2, 4, "GPU 1", None), ("device", "finished", 2, 4, "GPU 1", "ok"),
+                    ("device", "started", 3, 4, "GPU 2", None), ("device", "finished", 3, 4, "GPU 2", "timeout"),
+                    ("device", "started", 4, 4, "GPU 3", None), ("device", "finished", 4, 4, "GPU 3", "ok")]
