@@ -5,10 +5,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
-from probes import events
+from probes import cuda_graph, events
+from probes.boot import local_modules
+from probes.child import close_streams, parse_frame, spawn
+from probes.context import ProbeContext
+from probes.copybench import child
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -144,8 +149,6 @@ def main(payload):
 
 
 def test_a_real_childs_events_reach_the_runners_stream_through_its_parent(pipe):
-    from probes.boot import local_modules
-    from probes.child import close_streams, parse_frame, spawn
     modules = dict(local_modules(), **{"probes.test_emitter": [False, EMITTER]})
     proc = spawn(sys.executable, "probes.test_emitter:main", modules, close_stdin=True)
     answers = []
@@ -161,10 +164,6 @@ def test_a_real_childs_events_reach_the_runners_stream_through_its_parent(pipe):
 
 
 def test_cuda_graph_reports_each_synthetic_cell_as_k_of_at_most_k(monkeypatch):
-    import time
-    from probes import cuda_graph
-    from probes.context import ProbeContext
-
     class FakeWorker(object):
         def __init__(self, **kwargs):
             pass
@@ -209,9 +208,6 @@ def bench_all(job, emit=None, extra_strategies=None):
 
 
 def test_copy_bench_reports_gpu_i_of_n_with_each_outcome_a_hung_gpu_included(monkeypatch):
-    import time
-    from probes.boot import local_modules
-    from probes.copybench import child
     seen = []
     monkeypatch.setattr(child, "GRACE_S", 1.0)
     monkeypatch.setattr(events, "emit", lambda probe, step, state, **f: seen.append(
