@@ -1,6 +1,7 @@
 """Runs the probe bundle on many hosts at once and returns a HostResult for every host.
 
-A bounded pool, a deadline per host, progress through callbacks (no printing here). One host's
+A bounded pool, a deadline per host, progress through callbacks (no printing here): hosts starting and
+finishing, and the progress events a host streams while its probes run. One host's
 failure never stops the others; Ctrl-C closes every open transport and keeps what has finished.
 """
 from __future__ import annotations
@@ -33,11 +34,13 @@ from gpudiag.models import (
 from gpudiag.transports import Transport, TransportError, container_logs, transport_for
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 from gpudiag.transports.container import parse_container
+from gpudiag.transports.events import EventReader, HostEvent
 
 DEFAULT_FORKS = 32
 DEFAULT_TIMEOUT = 300.0
 
 TransportFactory = Callable[[Host], Transport]
+EventCallback = Callable[[Host, HostEvent], None]
 
 
 @dataclass
@@ -172,11 +175,13 @@ def _transport_name(host: Host) -> str:
 class Orchestrator:
     def __init__(self, request: ScanRequest, transport_factory: TransportFactory | None = None,
                  on_start: Callable[[Host], None] | None = None,
-                 on_result: Callable[[HostResult], None] | None = None):
+                 on_result: Callable[[HostResult], None] | None = None,
+                 on_event: EventCallback | None = None):
         self.request = request
         self.transport_factory = transport_factory or transport_for
         self.on_start = on_start or (lambda host: None)
         self.on_result = on_result or (lambda result: None)
+        self.on_event = on_event
         self._open: dict[str, Transport] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -205,7 +210,8 @@ class Orchestrator:
             engine_log = None
             try:
                 command = transport.run(bundle.bootstrap_argv(host.python), payload.data, self.request.timeout,
-                                        output_limit=self.request.output_limit)
+                                        output_limit=self.request.output_limit,
+                                        events=self._event_reader(host, payload.nonce))
                 if container_logs.wanted(host.container, self.request.probes) and not self._stopping.is_set():
                     engine_log = container_logs.fetch(transport, str(host.container),
                                                       self.request.timeout - (time.monotonic() - started))
@@ -230,6 +236,13 @@ class Orchestrator:
         if self._stopping.is_set() and result.status != OK:
             result = _interrupted(host)
         return result
+
+    def _event_reader(self, host: Host, nonce: str) -> EventReader | None:
+        """What reads the host's progress events, when someone listens: no listener, no parsing."""
+        on_event = self.on_event
+        if on_event is None:
+            return None
+        return EventReader(nonce, lambda event: on_event(host, event))
 
     def run(self, hosts: list[Host]) -> ScanOutcome:
         results: dict[str, HostResult] = {}

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 
+from probes import events
 from probes.boot import child_argv, child_payload
 
 LOG_TAIL_BYTES = 6000
@@ -36,18 +37,25 @@ def watch_parent(interval=0.5):
 
 
 class FramedWriter(object):
-    """Owns the real stdout of a child: fd 1 is pointed at stderr, so only `write` reaches the parent."""
+    """Owns the real stdout of a child: fd 1 is pointed at stderr, so only `write` reaches the parent.
+    Progress events the child emits (probes/events.py) travel on the same channel under their own mark."""
 
     def __init__(self, mark):
         self.mark = mark
+        self._lock = threading.Lock()   # one whole line at a time, whichever thread writes
         sys.stdout.flush()
         self.fd = os.dup(1)
         os.dup2(2, 1)
+        events.relay_through(self)
 
     def write(self, document):
-        line = (self.mark + json.dumps(document, default=str, sort_keys=True) + "\n").encode("utf-8")
-        while line:
-            line = line[os.write(self.fd, line):]
+        self.write_marked(self.mark, document)
+
+    def write_marked(self, mark, document):
+        line = (mark + json.dumps(document, default=str, sort_keys=True) + "\n").encode("utf-8")
+        with self._lock:
+            while line:
+                line = line[os.write(self.fd, line):]
 
 
 def flush_std():

@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 
+from probes import events
 from probes.context import run_command
 from probes.crashlog.cell import cell_fields, classify_cell
 from probes.graphrepro import configs, declared, placement, sglang_repro, specs, sweep
@@ -189,12 +190,20 @@ def installed_release(ctx):
     return (ctx.results.get("sglang_source") or {}).get("version")
 
 
+def most_steps(labels, values, per_label):
+    """The most cells (or launches) a sweep can take: bisection tries the ends, then halves the gap."""
+    tries = 1 if len(values) < 2 else 2 + max(0, (len(values) - 2).bit_length())
+    return len(labels) * per_label * tries
+
+
 def run_synthetic(ctx, settings, data, env, known, python):
     values = sweep.draft_token_values(*settings["draft_tokens"])
     release = installed_release(ctx)
+    labels = planned_labels(settings, "synthetic")
+    steps = events.NumberedSteps("cuda_graph", "cell", most_steps(labels, values, len(settings["batch_sizes"])))
     worker = Worker(modules=ctx.modules or None, env=env, python=python)
     try:
-        for label, algorithm, path in planned_labels(settings, "synthetic"):
+        for label, algorithm, path in labels:
             def oracle(batch_size, draft_tokens, path=path, algorithm=algorithm):
                 args = {"path": path, "batch_size": batch_size, "draft_tokens": draft_tokens,
                         "topk": settings["topk"], "hidden_size": settings["hidden_size"],
@@ -203,7 +212,8 @@ def run_synthetic(ctx, settings, data, env, known, python):
                 timeout = max(1.0, min(float(settings["cell_timeout"]), work_left(ctx)))
                 result = worker.call("probes.graphrepro.synthetic:run_cell", args, timeout)
                 return synthetic_cell(result, path, algorithm, batch_size, draft_tokens, release, known, worker)
-            result = sweep.sweep(settings["batch_sizes"], values, _budget_guard(ctx, oracle))
+            result = sweep.sweep(settings["batch_sizes"], values, steps.wrap(
+                _budget_guard(ctx, oracle), lambda bs, dt, label=label: "%s bs=%d draft=%d" % (label, bs, dt)))
             record(data, label, result, "synthetic")
     finally:
         worker.close()
@@ -249,9 +259,11 @@ def run_sglang(ctx, settings, data, env, known, python):
     algorithms = [str(a).upper() for a in source.get("speculative_algorithms") or []]
     if not algorithms:
         data["notes"].append("sglang's speculative algorithms unknown (sglang_source gave none): all launched")
+    labels = planned_labels(settings, "sglang")
+    steps = events.NumberedSteps("cuda_graph", "launch", most_steps(labels, values, 1))
     workdir = tempfile.mkdtemp(prefix="gpudiag-repro-")
     try:
-        for label, algorithm, _ in planned_labels(settings, "sglang"):
+        for label, algorithm, _ in labels:
             if algorithms and algorithm not in algorithms:
                 data["cells"] += absent_algorithm_cells(settings, algorithm, source.get("version"), values[-1])
                 data["notes"].append("%s not launched: sglang %s has no %s (it has %s)" % (
@@ -268,6 +280,7 @@ def run_sglang(ctx, settings, data, env, known, python):
                                                    lambda: work_left(ctx))
                 except configs.ConfigError as exc:
                     return [{"batch_size": b, "status": "error", "detail": str(exc)} for b in settings["batch_sizes"]]
+            launch = steps.wrap(launch, lambda dt, label=label: "%s draft=%d, sglang server" % (label, dt))
             record(data, label, sweep.sweep_launches(settings["batch_sizes"], values, launch), "sglang")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

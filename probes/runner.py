@@ -13,6 +13,7 @@ import threading
 import time
 import traceback
 
+from probes import events
 from probes.catalog import ALL_PROBES, DEEP_PROBES, LIGHT_PROBES, with_needs  # noqa: F401
 from probes.context import ProbeContext, Skip
 
@@ -77,7 +78,7 @@ def run_all(payload):
     # deadline kill the runner and lose every finished probe with it.
     budget = payload.get("budget_s")
     ends = time.monotonic() + float(budget) if budget else None
-    for name in probes:
+    for number, name in enumerate(probes, 1):
         timeout = float(timeouts.get(name, payload.get("probe_timeout", DEFAULT_PROBE_TIMEOUT)))
         if ends is not None:
             left = ends - time.monotonic()
@@ -86,7 +87,10 @@ def run_all(payload):
                                          "reason": "the host's deadline left no time for this probe"}
                 continue
             timeout = min(timeout, left)
+        events.emit(name, "probe", "started", i=number, n=len(probes))
         result = run_probe(name, options, results, timeout, modules)
+        events.emit(name, "probe", "finished", i=number, n=len(probes), status=result["status"],
+                    duration_s=result["duration_s"])
         document_probes[name] = result
         if result["status"] == "ok":
             results[name] = result["data"]
@@ -139,10 +143,12 @@ def main(payload):
     sys.stdout.flush()
     frame_fd = os.dup(1)
     os.dup2(2, 1)  # from here on, fd 1 is stderr: stray prints cannot break the frame
+    events.open_stream(nonce, 2)   # progress lines on stderr, read by the control side as they come
     try:
         document = run_all(payload)
     except BaseException as exc:
         document = {"schema": SCHEMA, "fatal": "runner failed", "error": error_data(exc), "probes": {}}
+    events.close_stream()   # a probe thread left running after its timeout stays silent from here on
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -76,7 +76,7 @@ def run_hosts(run: StoredRun, hosts: list[Host], request: ScanRequest, factory: 
                     progress.host_done(result)
 
                 outcome = Orchestrator(request, factory, on_start=progress.host_started,
-                                       on_result=on_result).run(hosts)
+                                       on_result=on_result, on_event=progress.host_event).run(hosts)
         except KeyboardInterrupt:   # a signal outside the orchestrator's own wait: hosts stored so far stay
             outcome = ScanOutcome([HostResult(name=h.name, status=INTERRUPTED, reason="the run was interrupted "
                                               "before this host finished") for h in hosts], interrupted=True)

@@ -2,7 +2,8 @@
 
 Lines may carry a `host: ` prefix (pdsh, clush) or a task label `0: ` (srun --label); they are split
 into one stream per prefix first, so interleaved hosts come apart. Any nonce is accepted; a frame that
-never ends is returned as truncated, never dropped, and never takes its neighbours with it.
+never ends is returned as truncated, never dropped, and never takes its neighbours with it. Progress event
+lines (probes/events.py) that an engine merged into the text are dropped: only frames carry results.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from gpudiag.jsonfile import DocumentError, decode_document
 
 _BEGIN = re.compile(r"^(?P<prefix>.*?)GPUDIAG-BEGIN (?P<nonce>\S+)\s*$")
 _END = re.compile(r"^GPUDIAG-END (?P<nonce>\S+)\s*$")
+_EVENT = re.compile(r"^GPUDIAG-(?:CHILD-)?EVENT ")
 _PREFIX = re.compile(r"^\s*(?P<key>[^\s:]+): $")
 # pdsh reports its own view of a host on stderr: "pdsh@control: node3: ssh exited with exit code 255".
 _PDSH_NOTE = re.compile(r"^pdsh@[^:\s]+: (?P<host>[^:\s]+): (?P<message>.*)$")
@@ -113,6 +115,8 @@ def frames_in_stream(lines: list[str], label: str | None) -> tuple[list[Frame], 
     order: list[tuple[str, list[str], bool]] = []   # (nonce, body lines, ended)
     outside: list[str] = []
     for line in lines:
+        if _EVENT.match(line):
+            continue
         begin = _BEGIN.match(line)
         if begin and not begin.group("prefix").strip():
             nonce = begin.group("nonce")

@@ -1,7 +1,8 @@
 """One interface for reaching a host: `run(argv, stdin, timeout, output_limit) -> CommandResult`.
 
 Output is captured within bounds (transports/capture.py): a command whose stdout passes
-`output_limit` bytes is closed and its result says so (`overflow`).
+`output_limit` bytes is closed and its result says so (`overflow`). `events` reads the progress lines
+in the host's stderr as they arrive (transports/events.py).
 
 A transport raises `TransportError` with a host status (unreachable, auth_failed, ...) when it cannot
 run the command at all; a command that ran and failed is a CommandResult, not an exception.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from gpudiag.models import UNREACHABLE, CommandResult, Host
+from gpudiag.transports.events import EventReader
 
 
 class TransportError(Exception):
@@ -21,7 +23,8 @@ class TransportError(Exception):
 
 
 class Transport(Protocol):
-    def run(self, argv: list[str], stdin: bytes, timeout: float, output_limit: int = ...) -> CommandResult: ...
+    def run(self, argv: list[str], stdin: bytes, timeout: float, output_limit: int = ...,
+            events: EventReader | None = None) -> CommandResult: ...
 
     def close(self) -> None: ...
 

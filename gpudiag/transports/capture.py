@@ -2,9 +2,12 @@
 
 stdout counts against a cap (default 64 MiB); until the frame starts only a short tail of it is kept
 (login banners, a `yes` loop), from the frame's first line on everything is kept up to the cap. stderr
-is kept as a tail. Over the cap the caller closes the command and the host is a frame_error.
+is kept as a tail, less the progress events an EventReader takes out of it as they arrive. Over the cap the
+caller closes the command and the host is a frame_error.
 """
 from __future__ import annotations
+
+from gpudiag.transports.events import EventReader
 
 DEFAULT_OUTPUT_LIMIT = 64 * 2 ** 20
 STDERR_TAIL = 64 * 2 ** 10
@@ -13,8 +16,9 @@ FRAME_MARKER = b"GPUDIAG-BEGIN "       # the framing line (gpudiag.bundle); nois
 
 
 class BoundedCapture:
-    def __init__(self, limit: int = DEFAULT_OUTPUT_LIMIT):
+    def __init__(self, limit: int = DEFAULT_OUTPUT_LIMIT, events: EventReader | None = None):
         self.limit = limit
+        self.events = events
         self.total = 0                     # stdout bytes received, kept or not
         self.overflowed = False
         self._noise = bytearray()          # before the frame: a tail only
@@ -51,6 +55,8 @@ class BoundedCapture:
         return None
 
     def add_stderr(self, data: bytes) -> None:
+        if self.events is not None:
+            data = self.events.feed(data)
         self._stderr += data
         if len(self._stderr) > STDERR_TAIL:
             del self._stderr[:len(self._stderr) - STDERR_TAIL]
@@ -61,7 +67,8 @@ class BoundedCapture:
 
     @property
     def stderr(self) -> bytes:
-        return bytes(self._stderr)
+        rest = self.events.rest() if self.events is not None else b""
+        return bytes(self._stderr) + rest
 
     def describe_overflow(self) -> str:
         return f"output exceeded {self.limit / 2 ** 20:g} MiB"

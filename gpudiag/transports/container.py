@@ -8,6 +8,7 @@ from __future__ import annotations
 from gpudiag.models import CommandResult
 from gpudiag.transports import Transport
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
+from gpudiag.transports.events import EventReader
 
 ENGINES = ("docker", "podman", "kubectl")
 
@@ -45,8 +46,8 @@ class ContainerTransport:
         self.prefix = exec_prefix(spec)
 
     def run(self, argv: list[str], stdin: bytes, timeout: float,
-            output_limit: int = DEFAULT_OUTPUT_LIMIT) -> CommandResult:
-        return self.inner.run(self.prefix + list(argv), stdin, timeout, output_limit=output_limit)
+            output_limit: int = DEFAULT_OUTPUT_LIMIT, events: EventReader | None = None) -> CommandResult:
+        return self.inner.run(self.prefix + list(argv), stdin, timeout, output_limit=output_limit, events=events)
 
     def run_outside(self, argv: list[str], timeout: float) -> CommandResult:
         """On the machine that runs the container (the engine's own commands, e.g. its logs)."""

@@ -10,6 +10,7 @@ import time
 
 from gpudiag.models import CommandResult
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
+from gpudiag.transports.events import EventReader
 
 KILL_GRACE_S = 2.0   # after the deadline's kill, how long to wait for the pipes to close
 CHUNK = 65536
@@ -21,7 +22,7 @@ class LocalTransport:
         self._closed = threading.Event()
 
     def run(self, argv: list[str], stdin: bytes, timeout: float,
-            output_limit: int = DEFAULT_OUTPUT_LIMIT) -> CommandResult:
+            output_limit: int = DEFAULT_OUTPUT_LIMIT, events: EventReader | None = None) -> CommandResult:
         started = time.monotonic()
         try:
             # A new session so a deadline or Ctrl-C can kill the whole tree, probes' children included.
@@ -32,7 +33,7 @@ class LocalTransport:
         self._proc = proc
         if self._closed.is_set():   # close() ran while the child was being started
             self._kill(proc)
-        capture = BoundedCapture(output_limit)
+        capture = BoundedCapture(output_limit, events)
         try:
             ending = _pump(proc, stdin, capture, started + timeout, self._closed)
             if ending == "done":

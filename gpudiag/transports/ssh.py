@@ -29,6 +29,7 @@ from gpudiag.models import (
 )
 from gpudiag.transports import TransportError
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
+from gpudiag.transports.events import EventReader
 from gpudiag.transports.hostkeys import HostKeyChecker, HostKeyError, host_id
 from gpudiag.transports.shell import UnsafeWord, command_line
 from gpudiag.transports.ssh_support import (
@@ -77,9 +78,10 @@ class SSHTransport:
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, argv: list[str], stdin: bytes, timeout: float,
-            output_limit: int = DEFAULT_OUTPUT_LIMIT) -> CommandResult:
+            output_limit: int = DEFAULT_OUTPUT_LIMIT, events: EventReader | None = None) -> CommandResult:
         started = time.monotonic()
         self._output_limit = output_limit
+        self._events = events
         deadline = started + timeout
         self._expired.clear()
         watchdog = threading.Timer(timeout, self._expire)
@@ -234,7 +236,7 @@ class SSHTransport:
             channel.exec_command(command_line(argv))
         except (_Stopped, paramiko.SSHException, OSError, EOFError) as exc:
             return self._stopped_result(started, exc)
-        capture = BoundedCapture(self._output_limit)
+        capture = BoundedCapture(self._output_limit, self._events)
         overflowed = threading.Event()
 
         def stop_at_cap() -> None:

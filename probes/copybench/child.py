@@ -10,6 +10,7 @@ import subprocess
 import threading
 import time
 
+from probes import events
 from probes.child import (
     FramedWriter,
     close_streams,
@@ -60,7 +61,10 @@ class Child(object):
 
     def _read_stdout(self):
         for raw in iter(self.proc.stdout.readline, b""):
-            found = parse_line(raw.decode("utf-8", "replace"))
+            text = raw.decode("utf-8", "replace")
+            if events.forward(text):   # a progress line of the child's: the runner passes it on
+                continue
+            found = parse_line(text)
             if found is not None:
                 self.lines.put(found)
         self.lines.put(None)   # end of output: the child is gone
@@ -94,7 +98,7 @@ class Child(object):
 def run_isolated(job, modules, deadline, python=None):
     """Run the job in children until every device has a result or time is up: [device results]."""
     targets = [None] if job["device"] == "cpu" else list(job["gpus"])
-    results = {}
+    results = DeviceSteps(targets)
     for _ in range(len(targets) + 1):
         remaining = [t for t in targets if _key(t) not in results]
         if not remaining:
@@ -105,6 +109,31 @@ def run_isolated(job, modules, deadline, python=None):
             break
         _run_child(job, modules, deadline, python, remaining, results)
     return [results.get(_key(t), {"index": t, "status": "error", "reason": "no result"}) for t in targets]
+
+
+class DeviceSteps(dict):
+    """Device results by key, reporting each device's progress (GPU i of N started, finished) as it goes."""
+
+    def __init__(self, targets):
+        dict.__init__(self)
+        self.numbers = {_key(t): n for n, t in enumerate(targets, 1)}
+        self.started = set()
+
+    def start(self, index):
+        key = _key(index)
+        if key not in self.started and key not in self:
+            self.started.add(key)
+            events.emit("copy_bench", "device", "started", i=self.numbers.get(key), n=len(self.numbers),
+                        what=_label(index))
+
+    def __setitem__(self, key, result):
+        dict.__setitem__(self, key, result)
+        events.emit("copy_bench", "device", "finished", i=self.numbers.get(key), n=len(self.numbers),
+                    what=_label(result.get("index")), status=result.get("status"))
+
+
+def _label(index):
+    return "cpu" if index is None else "GPU %s" % index
 
 
 def _run_child(job, modules, deadline, python, remaining, results):
@@ -120,6 +149,7 @@ def _run_child(job, modules, deadline, python, remaining, results):
             waiting = [t for t in remaining if _key(t) not in results]
             if not waiting:
                 break
+            results.start(waiting[0])
             now = time.monotonic()
             share = max(0.0, child_deadline - now) / len(waiting)   # as the child's bench_all divides it
             got = child.next_result(min(share + GRACE_S, deadline - 1.0 - now))

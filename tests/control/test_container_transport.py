@@ -28,7 +28,7 @@ class Recorder:
     def __init__(self):
         self.calls, self.closed = [], False
 
-    def run(self, argv, stdin, timeout, output_limit=None):
+    def run(self, argv, stdin, timeout, output_limit=None, events=None):
         self.calls.append((argv, stdin, timeout))
         return CommandResult(0, b"", b"", 0.0)
 

@@ -27,7 +27,7 @@ class FakeTransport:
         self.host, self.delay = host, delay
         self.closed = threading.Event()
 
-    def run(self, argv, stdin, timeout, output_limit=None):
+    def run(self, argv, stdin, timeout, output_limit=None, events=None):
         with FakeTransport.lock:
             FakeTransport.live += 1
             FakeTransport.peak = max(FakeTransport.peak, FakeTransport.live)
@@ -43,7 +43,12 @@ class FakeTransport:
             if kind == "timeout":
                 return CommandResult(None, b"partial", b"", timeout, timed_out=True)
             time.sleep(self.delay)
-            return CommandResult(0, frame_for(stdin), b"", self.delay)
+            stderr = b""
+            if events is not None:   # what a runner streams while its probes run, and a line of its own
+                nonce = json.loads(stdin)["nonce"]
+                stderr = events.feed(b"GPUDIAG-EVENT %s {\"probe\": \"env\", \"step\": \"probe\", "
+                                     b"\"state\": \"started\", \"i\": 1, \"n\": 1}\nown line\n" % nonce.encode())
+            return CommandResult(0, frame_for(stdin), stderr, self.delay)
         finally:
             with FakeTransport.lock:
                 FakeTransport.live -= 1
@@ -121,3 +126,12 @@ def test_ctrl_c_in_the_main_loop_interrupts_the_run():
     statuses = {r.name: r.status for r in outcome.results}
     assert statuses["slow-1"] == statuses["slow-2"] == statuses["slow-3"] == "interrupted"
     assert all(t.closed.is_set() for t in opened)
+
+
+def test_events_reach_the_callback_with_their_host():
+    seen = []
+    outcome = Orchestrator(ScanRequest(probes=["env"], forks=2), FakeTransport,
+                           on_event=lambda host, event: seen.append((host.name, event.probe, event.state))).run(
+        hosts("ok-1", "ok-2"))
+    assert sorted(seen) == [("ok-1", "env", "started"), ("ok-2", "env", "started")]
+    assert all(r.status == "ok" for r in outcome.results)
