@@ -12,8 +12,9 @@ from typing import Any
 
 from gpudiag.findings.common import as_dict, as_list, dig, probe
 from gpudiag.findings.dflash import dflash_guards, first_guard_holding
-from gpudiag.findings.facts import (algorithm_of, decode_graph_switch, server_args,
+from gpudiag.findings.facts import (algorithm_of, copy_path_text, decode_graph_switch, server_args,
                                     servers_of, sglang_interpreter, torch_facts)
+from gpudiag.findings.server_scope import scope
 from gpudiag.models import OK, PROBE_ERROR, HostResult
 
 ANSWERED, PARTIAL, NOT_CHECKED = "answered", "partial", "not checked"
@@ -108,6 +109,7 @@ def q1_foreach_copy(host: HostResult) -> Answer:
             unchecked.setdefault(why, []).append(device)
     texts = [f"{', '.join(devices)}: {text}" for text, devices in parts.items()]
     texts += [f"{', '.join(devices)} not checked — {why}" for why, devices in unchecked.items()]
+    texts += _copy_paths(as_dict(caps.get("checks")))
     gpu = no_gpu_reason(host)
     if gpu:
         texts.append(f"GPUs not checked — {gpu}")
@@ -118,12 +120,24 @@ def q1_foreach_copy(host: HostResult) -> Answer:
         unchecked.setdefault("missing", missing)
         texts.append(f"{', '.join(missing)} not checked — torch_caps recorded no check for them")
     text = f"present in {where}; " + "; ".join(texts)
+    said = scope(host, interpreter[0] if interpreter else None, "torch facts")
+    text += f"; {said}" if said else ""
     serving = sglang_interpreter(host)
     if serving and interpreter and serving[0] != interpreter[0]:
         text += f"; read in {interpreter[0]}, not in the serving {serving[0]}: not judged against sglang"
         return Answer("Q1", PARTIAL, text, f"gpudiag scan HOST --python {serving[0]} --probes torch_caps")
     return Answer("Q1", PARTIAL if unchecked or gpu else ANSWERED, text,
                   "gpudiag scan HOST --probes torch_caps --force")
+
+
+def _copy_paths(checks: dict[str, Any]) -> list[str]:
+    """Which copy ran on each device that was checked (devices that read the same share one clause)."""
+    by_text: dict[str, list[str]] = {}
+    for device, check in sorted(checks.items()):
+        text = copy_path_text(as_dict(check))
+        if text and as_dict(check).get("status") == "ok":
+            by_text.setdefault(text, []).append(device)
+    return [f"copy path on {', '.join(devices)}: {text}" for text, devices in by_text.items()]
 
 
 def _sglang_gap(host: HostResult) -> str | None:

@@ -8,6 +8,7 @@ from gpudiag.findings.answers import (ANSWERED, PARTIAL, USABLE_STRATEGIES, Answ
                                       no_gpu_reason, probe_gap)
 from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe
 from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
+from gpudiag.findings.server_scope import scope
 from gpudiag.models import HostResult
 
 
@@ -33,8 +34,11 @@ def q5_copy_cost(host: HostResult) -> Answer:
     if not parts:
         return _not_checked("Q5", "no workload was measured", command)
     status = PARTIAL if any("not checked" in p for p in parts) else ANSWERED
-    return Answer("Q5", status, "; ".join(parts) + " (1 replay per path per decode step; step time not measured)",
-                  command)
+    data = probe(host, "copy_bench") or {}
+    ran_in = as_dict(data.get("interpreter")).get("path") or data.get("python")
+    said = scope(host, str(ran_in) if ran_in else None, "timings")
+    return Answer("Q5", status, "; ".join(parts) + " (1 replay per path per decode step; step time not measured)"
+                  + (f"; {said}" if said else ""), command)
 
 
 def _best_saving(gpu: dict[str, Any]) -> str:
