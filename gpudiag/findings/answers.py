@@ -14,7 +14,7 @@ from gpudiag.findings.common import as_dict, as_list, dig, probe
 from gpudiag.findings.dflash import dflash_guards, first_guard_holding
 from gpudiag.findings.facts import (algorithm_of, copy_path_text, decode_graph_switch, server_args,
                                     servers_of, sglang_interpreter, torch_facts)
-from gpudiag.findings.server_scope import scope
+from gpudiag.findings.server_scope import scope, server_label
 from gpudiag.models import OK, PROBE_ERROR, HostResult
 
 ANSWERED, PARTIAL, NOT_CHECKED = "answered", "partial", "not checked"
@@ -243,16 +243,18 @@ def q4_dflash(host: HostResult) -> Answer:
         return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); no DFlash server "
                                       "running", "gpudiag scan HOST")
     states = []
+    several = len(servers_of(host)) > 1
     for server in servers:
+        name = server_label(server) if several else f"pid {server.get('pid')}"
         disabled, switch = decode_graph_switch(server_args(server))
         holding = first_guard_holding(host, server)
         if disabled:
             also = f"; with graphs on, guard {_where(holding[0])} would still hold ({holding[1][1]})" if holding else ""
-            states.append(f"pid {server.get('pid')}: draft graph off by {switch}{also}")
+            states.append(f"{name}: draft graph off by {switch}{also}")
         elif holding:
-            states.append(f"pid {server.get('pid')}: draft graph off by guard {_where(holding[0])} "
+            states.append(f"{name}: draft graph off by guard {_where(holding[0])} "
                           f"({holding[1][1]})")
         else:
-            states.append(f"pid {server.get('pid')}: draft graph on (no guard holds)")
+            states.append(f"{name}: draft graph on (no guard holds)")
     return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); " + "; ".join(states),
                   "gpudiag scan HOST")

@@ -29,15 +29,19 @@ def server_label(server: dict[str, Any]) -> str:
     return f"server pid {ident.get('pid', '?')} ({', '.join(parts)})"
 
 
-def server_release(server: dict[str, Any]) -> str:
-    """'sglang 0.5.11 in /venv/bin/python' from the server's own record, or why its sglang is unknown."""
-    python = server.get("python") or "an unknown interpreter"
+def release_of(server: dict[str, Any]) -> str:
+    """'sglang 0.5.11' from the server's own record, or why its sglang is unknown."""
     sglang = as_dict(server.get("sglang"))
     if sglang.get("found"):
-        return f"sglang {sglang.get('version') or '(version unknown)'} in {python}"
+        return f"sglang {sglang.get('version') or '(version unknown)'}"
     if sglang.get("found") is False:
-        return f"no sglang found in {python}"
-    return f"{python} (its sglang not located: {sglang.get('reason') or 'not recorded'})"
+        return "no sglang found"
+    return f"sglang not located ({sglang.get('reason') or 'not recorded'})"
+
+
+def server_release(server: dict[str, Any]) -> str:
+    """'sglang 0.5.11 in /venv/bin/python': the server's own release and interpreter."""
+    return f"{release_of(server)} in {server.get('python') or 'an unknown interpreter'}"
 
 
 def several_servers(host: HostResult) -> bool:

@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 from gpudiag.findings.common import as_dict, as_list, dig, probe
 from gpudiag.findings.facts import command_line, copy_path_text, host_facts, servers_of, torch_facts
-from gpudiag.findings.server_scope import scope, server_release
+from gpudiag.findings.server_scope import release_of, scope
 from gpudiag.models import HostResult
 from gpudiag.render.blocks import fenced, table
 from gpudiag.render.safe_text import code, md
@@ -214,7 +214,7 @@ def deployment(host: HostResult) -> list[str]:
         return lines + ["No running sglang server found.", ""]
     for s in servers:
         visible = s.get("cuda_visible_devices") or dig(s, "env", "CUDA_VISIBLE_DEVICES")
-        release = f"; {md(server_release(s))}" if len(servers) > 1 else ""
+        release = f"; {md(release_of(s))}" if len(servers) > 1 else ""
         lines += [f"Server pid {md(s.get('pid', '-'))} ({md(s.get('python') or '-')}{release}), CUDA_VISIBLE_DEVICES="
                   f"{md(visible) if visible not in (None, '') else 'unset (every GPU)'}:", ""]
         lines += fenced(None, None, command_line(s), "")
