@@ -65,7 +65,7 @@ def explicit_note(host: HostResult) -> str:
     others = [str(o) for o in as_list(chosen.get("differs_from_live"))]
     if chosen.get("why") != "explicit" or not others:
         return ""
-    return f"--python {chosen.get('path')} is not the live servers' interpreter ({', '.join(others)})"
+    return f"--python {chosen.get('path')} differs from a live server's interpreter ({', '.join(others)})"
 
 
 def scope(host: HostResult, python: str | None, what: str) -> str:
