@@ -45,7 +45,8 @@ def q7_integrity(host: HostResult) -> Answer:
             "every file"
         verdict = f"{len(changed)} differ: {', '.join(map(str, changed[:5]))}" if changed else "all match"
         return Answer("Q7", ANSWERED, f"{version}: {integrity.get('checked')} files hashed against "
-                                      f"{integrity.get('record')} ({covered}); {verdict}", "gpudiag scan HOST --verify-all")
+                                      f"{integrity.get('record')} ({covered}); {verdict}",
+                      "gpudiag scan HOST --verify-all")
     if method == "editable":
         git = as_dict(integrity.get("editable"))
         changed = as_list(git.get("changed"))

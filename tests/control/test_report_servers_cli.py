@@ -28,7 +28,8 @@ def two_servers():
     (pid 3300, port 31000, GPUs 4,5) running sglang 0.5.11."""
     b = host_doc("gpu-b")
     deployment = b["probes"]["deployment"]["data"]
-    first = _with_identity(deployment["servers"][0], "0.5.23", "/srv/sglang-dev/.venv/lib/python3.11/site-packages/sglang")
+    first = _with_identity(deployment["servers"][0], "0.5.23",
+                           "/srv/sglang-dev/.venv/lib/python3.11/site-packages/sglang")
     first["cuda_visible_devices"] = first["identity"]["gpus"] = "0,1,2,3"
     second = copy.deepcopy(first)
     second.update(pid=3300, python=OLD, cuda_visible_devices="4,5",
