@@ -151,3 +151,15 @@ def test_a_real_scan_reports_the_cpu_copy_path(tmp_path):
     _, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
     assert "copy path on cpu: per-tensor for same-dtype contiguous, non-contiguous, mixed dtype pairs" in \
         only(answers, "Q1")
+
+
+def test_measured_answers_say_which_server_they_describe(tmp_path):
+    b = two_servers()
+    b["probes"]["cuda_graph"] = {"status": "ok", "duration_s": 1.0, "data": {
+        "mode": "synthetic", "gpu": {"index": 0, "compute_capability": "sm_90"},
+        "interpreter": {"path": SERVING, "why": "live_server", "pid": 2211},
+        "cells": [{"algorithm": "EAGLE", "path": "eagle_draft", "batch_size": 8, "draft_tokens": 4, "status": "ok"}]}}
+    write_run(tmp_path, [b])
+    _, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
+    assert only(answers, "Q6") == ("no break in 1 cells on GPU 0 sm_90 (synthetic mode); graph results describe "
+                                   f"{SERVING}, run by server pid 2211 (port 30000, GPUs 0,1,2,3); {NOT_READ}")
