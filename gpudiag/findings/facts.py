@@ -216,13 +216,17 @@ def sglang_interpreter(host: HostResult, found_only: bool = True) -> tuple[str, 
 
 
 def torch_facts(host: HostResult) -> tuple[Any, tuple[str, str] | None]:
-    """(torch version, (path, why) of the Python it was read in). torch_caps that ran under a chosen
-    interpreter says so (`interpreter`) and then describes the serving torch; otherwise env and torch_caps both
-    describe the Python that ran the probes."""
+    """(torch version, (path, why) of the Python it was read in). torch_caps and env that ran under a chosen
+    interpreter say so (`interpreter`) and then describe that Python's torch; without that record (older
+    bundles), they describe the Python that ran the probes."""
     env, caps = probe(host, "env") or {}, probe(host, "torch_caps") or {}
     chosen = as_dict(caps.get("interpreter"))
     if chosen.get("path") and caps.get("torch_version"):
         return caps["torch_version"], (str(chosen["path"]), str(chosen.get("why") or "-"))
+    # env reads torch's build in a child of the chosen interpreter too, and records which one.
+    read_by_env = as_dict(dig(env, "torch", "interpreter"))
+    if read_by_env.get("path") and dig(env, "torch", "version"):
+        return dig(env, "torch", "version"), (str(read_by_env["path"]), str(read_by_env.get("why") or "-"))
     probing = dig(env, "python", "executable")
     version = dig(env, "torch", "version") or caps.get("torch_version")
     return version, ((str(probing), "ran the probes") if probing else None)

@@ -163,3 +163,23 @@ def test_measured_answers_say_which_server_they_describe(tmp_path):
     _, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
     assert only(answers, "Q6") == ("no break in 1 cells on GPU 0 sm_90 (synthetic mode); graph results describe "
                                    f"{SERVING}, run by server pid 2211 (port 30000, GPUs 0,1,2,3); {NOT_READ}")
+
+
+def test_env_torch_read_in_the_servers_python_is_not_another_interpreter(tmp_path):
+    """env reads torch's build in a child of the chosen interpreter: the report says so, and does not warn that
+    torch was read in another Python than sglang's."""
+    b = host_doc("gpu-b")
+    del b["probes"]["torch_caps"]
+    env = b["probes"]["env"]["data"]
+    env["python"]["executable"] = "/usr/bin/python3"
+    env["torch"]["interpreter"] = {"path": SERVING, "why": "live_server", "ran": "child"}
+    write_run(tmp_path, [b])
+    doc = json.loads(invoke("report", "--reports-dir", tmp_path, "--json").output)
+    [host] = doc["hosts"]
+    assert host["torch_interpreter"] == f"{SERVING} (live_server)" and host["torch_elsewhere"] is False
+    assert not [f for f in doc["findings"] if f["id"] == "sglang.torch_other_interpreter"]
+    env["torch"]["interpreter"] = {"path": "/usr/bin/python3", "why": "default", "ran": "child"}
+    write_run(tmp_path / "other", [b])
+    doc = json.loads(invoke("report", "--reports-dir", tmp_path / "other", "--json").output)
+    assert doc["hosts"][0]["torch_elsewhere"] is True
+    assert [f for f in doc["findings"] if f["id"] == "sglang.torch_other_interpreter"]
