@@ -14,7 +14,7 @@ from gpudiag.findings.common import as_dict, as_list, dig, probe
 from gpudiag.findings.dflash import dflash_guards, first_guard_holding
 from gpudiag.findings.facts import (algorithm_of, copy_path_text, decode_graph_switch, server_args,
                                     servers_of, sglang_interpreter, torch_facts)
-from gpudiag.findings.server_scope import scope, server_label
+from gpudiag.findings.server_scope import scope, server_label, servers_read
 from gpudiag.models import OK, PROBE_ERROR, HostResult
 
 ANSWERED, PARTIAL, NOT_CHECKED = "answered", "partial", "not checked"
@@ -234,7 +234,7 @@ def q4_dflash(host: HostResult) -> Answer:
     guards = dflash_guards(host)
     guard_text = f"{len(guards)} draft-graph guard(s) at " + ", ".join(_where(g) for g in guards) if guards else \
         "no draft-graph guard"
-    servers = [s for s in servers_of(host) if algorithm_of(s) == "DFLASH"]
+    servers = [s for s in servers_read(host) if algorithm_of(s) == "DFLASH"]   # the read release's guards
     logged = _log_lines(host, "Disable DFLASH draft cuda graph")
     if logged:
         return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); DFlash draft graph "

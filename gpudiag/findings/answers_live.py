@@ -10,8 +10,8 @@ from gpudiag.findings.answers_measured import q5_copy_cost, q6_graph_breaks
 from gpudiag.findings.common import as_dict, as_list, dig, probe
 from gpudiag.findings.facts import algorithm_of, graph_max_bs, graphs_disabled, server_args, servers_of, \
     sglang_interpreter
-from gpudiag.findings.server_scope import (explicit_note, read_for_live_server, scope, server_label, server_release,
-                                           several_servers)
+from gpudiag.findings.server_scope import (explicit_note, scope, server_label, server_release, several_servers,
+                                           unread_servers)
 from gpudiag.models import HostResult
 
 # The flags the source probe records (graphs and speculative decoding): only these can be checked against the
@@ -55,15 +55,6 @@ def q7_integrity(host: HostResult) -> Answer:
                       "gpudiag scan HOST")
     why = integrity.get("reason") or "no RECORD matched the imported files and no git checkout was found"
     return Answer("Q7", PARTIAL, f"{version}: integrity unknown — {why}", "gpudiag scan HOST --verify-all")
-
-
-def unread_servers(host: HostResult) -> list[dict[str, Any]]:
-    """Live servers whose interpreter is not the one sglang was read in, while that one is another live server's:
-    their code was not read (deployment's per-server record still names their release)."""
-    read = sglang_interpreter(host)
-    if not read or not read_for_live_server(host, read[0]):
-        return []
-    return [s for s in servers_of(host) if s.get("python") and s.get("python") != read[0]]
 
 
 def live_mismatches(host: HostResult) -> list[tuple[dict[str, Any], list[str], int]]:

@@ -3,10 +3,10 @@ interpreter other than the one whose sglang was read. On a host with several ser
 interpreters, the servers whose code was not read are named, with their own release."""
 from __future__ import annotations
 
-from gpudiag.findings.answers_live import live_mismatches, unread_servers
+from gpudiag.findings.answers_live import live_mismatches
 from gpudiag.findings.common import source
 from gpudiag.findings.facts import command_line, sglang_interpreter
-from gpudiag.findings.server_scope import server_label, server_release
+from gpudiag.findings.server_scope import server_label, server_release, unread_servers
 from gpudiag.models import Evidence, Finding, HostResult
 
 

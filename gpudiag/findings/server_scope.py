@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpudiag.findings.common import as_dict, as_list, dig, probe
-from gpudiag.findings.facts import servers_of
+from gpudiag.findings.facts import servers_of, sglang_interpreter
 from gpudiag.models import HostResult
 
 
@@ -46,6 +46,26 @@ def server_release(server: dict[str, Any]) -> str:
 
 def several_servers(host: HostResult) -> bool:
     return len(servers_of(host)) > 1
+
+
+def server_name(host: HostResult, server: dict[str, Any]) -> str:
+    """How a finding names a server: pid, port and GPUs on a host with several, else just its pid."""
+    return server_label(server) if several_servers(host) else f"server pid {server.get('pid', '?')}"
+
+
+def unread_servers(host: HostResult) -> list[dict[str, Any]]:
+    """Live servers whose interpreter is not the one sglang was read in, while that one is another live server's:
+    their code was not read (deployment's per-server record still names their release)."""
+    read = sglang_interpreter(host)
+    if not read or not read_for_live_server(host, read[0]):
+        return []
+    return [s for s in servers_of(host) if s.get("python") and s.get("python") != read[0]]
+
+
+def servers_read(host: HostResult) -> list[dict[str, Any]]:
+    """The live servers the sglang source facts describe: rules built on those facts judge only these."""
+    unread = [id(s) for s in unread_servers(host)]
+    return [s for s in servers_of(host) if id(s) not in unread]
 
 
 def split_by_interpreter(host: HostResult, python: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

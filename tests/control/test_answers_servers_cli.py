@@ -183,3 +183,23 @@ def test_env_torch_read_in_the_servers_python_is_not_another_interpreter(tmp_pat
     doc = json.loads(invoke("report", "--reports-dir", tmp_path / "other", "--json").output)
     assert doc["hosts"][0]["torch_elsewhere"] is True
     assert [f for f in doc["findings"] if f["id"] == "sglang.torch_other_interpreter"]
+
+
+def test_findings_name_the_server_and_judge_only_servers_whose_code_was_read(tmp_path):
+    b = two_servers()
+    servers = b["probes"]["deployment"]["data"]["servers"]
+    servers[1]["env"] = {"SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH": "1"}     # 0.5.11's code was not read
+    write_run(tmp_path, [b])
+    doc = json.loads(invoke("report", "--reports-dir", tmp_path, "--json").output)
+    [spec] = [f for f in doc["findings"] if f["id"] == "cuda_graph.spec_without_graphs"]
+    assert spec["evidence"][0]["text"] == ("server pid 2211 (port 30000, GPUs 0,1,2,3): --speculative-algorithm "
+                                           "DFLASH with --disable-cuda-graph")
+    assert not [f for f in doc["findings"] if f["id"] == "sglang.fill_fast_path_unread"]
+    # The server whose release was read is judged, and named.
+    servers[0]["args"].update(speculative_algorithm="EAGLE", disable_cuda_graph=False, enable_dp_attention=False)
+    servers[0]["env"] = {"SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH": "1"}
+    write_run(tmp_path / "read", [b])
+    doc = json.loads(invoke("report", "--reports-dir", tmp_path / "read", "--json").output)
+    [unread] = [f for f in doc["findings"] if f["id"] == "sglang.fill_fast_path_unread"]
+    assert unread["evidence"][0]["text"].startswith("server pid 2211 (port 30000, GPUs 0,1,2,3) (EAGLE) sets "
+                                                    "SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH=1")
