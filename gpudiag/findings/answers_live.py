@@ -64,10 +64,10 @@ def live_mismatches(host: HostResult) -> list[tuple[dict[str, Any], list[str], i
     known = {str(f.get("name")) for f in as_list(dig(probe(host, "sglang_source"), "server_flags"))
              if isinstance(f, dict)}
     read = sglang_interpreter(host)
-    unread = [id(s) for s in unread_servers(host)]
+    unread = unread_servers(host)
     out = []
     for server in servers_of(host):
-        if id(server) in unread:
+        if server in unread:
             continue
         words = [str(w) for w in as_list(server.get("cmdline"))]
         flags = sorted({w.split("=", 1)[0] for w in words if w.startswith("--")})

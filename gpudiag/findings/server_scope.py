@@ -64,8 +64,8 @@ def unread_servers(host: HostResult) -> list[dict[str, Any]]:
 
 def servers_read(host: HostResult) -> list[dict[str, Any]]:
     """The live servers the sglang source facts describe: rules built on those facts judge only these."""
-    unread = [id(s) for s in unread_servers(host)]
-    return [s for s in servers_of(host) if id(s) not in unread]
+    unread = unread_servers(host)
+    return [s for s in servers_of(host) if s not in unread]
 
 
 def split_by_interpreter(host: HostResult, python: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -80,7 +80,7 @@ def read_for_live_server(host: HostResult, python: str | None) -> bool:
 
 
 def explicit_note(host: HostResult) -> str:
-    """'--python P is not the live server's interpreter (Q)' when the scan's --python differs from a server's."""
+    """'--python P differs from a live server's interpreter (Q)' when the scan's --python is not a server's."""
     chosen = as_dict(dig(probe(host, "deployment"), "interpreter"))
     others = [str(o) for o in as_list(chosen.get("differs_from_live"))]
     if chosen.get("why") != "explicit" or not others:
