@@ -186,7 +186,7 @@ def test_repro_without_python_runs_in_the_serving_venv(layout, tmp_path):
     assert "no CUDA device" in graph["data"]["skip_reason"]
     assert "torch does not import" not in json.dumps(probes)
     assert "no CUDA device" in proc.stdout + proc.stderr
-    assert "interpreter: %s (the live sglang server's interpreter); live server pid" % wanted in proc.stderr
+    assert "interpreter: %s (the live sglang server's interpreter); live server pid" % wanted in proc.stdout
 
 
 def test_an_explicit_python_other_than_the_servers_is_used_and_both_are_shown(layout, tmp_path):
