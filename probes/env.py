@@ -1,8 +1,9 @@
 """Host and GPU environment: OS, CPU, memory, the probing Python, torch build, GPUs and topology.
 
-nvidia-smi answers the GPU questions without initialising CUDA; torch is imported inside the function
-and only its build facts are read. When the live sglang server runs under another Python, the torch
-section describes that Python's torch (read in a child); `torch.interpreter` says which Python it was.
+nvidia-smi answers the GPU questions without initialising CUDA. torch is imported only in a child of the
+host's chosen interpreter (--python, else the live server's, else the probing one), never in the probes' own
+process, and only its build facts are read; `torch.interpreter` says which Python it was and why. Without
+nvidia-smi, the GPUs are read through torch.cuda in such a child too.
 Options (`--set env.KEY=VALUE`): command_timeout (s, default 10), torch (false: do not import torch).
 """
 import os
@@ -32,7 +33,9 @@ def collect(ctx):
     want_torch = options.get("torch", True) not in (False, "false", "0", 0)
     data["torch"] = serving_torch_facts(ctx, timeout) if want_torch else \
         {"available": None, "version": None, "cuda": None, "reason": "not asked (env.torch=false)"}
-    data["gpus"], data["topology"] = collect_gpus(timeout, torch_fallback=want_torch)
+    chosen = interpreter.target(ctx)["path"] if want_torch else None
+    data["gpus"], data["topology"] = collect_gpus(timeout, torch_fallback=want_torch, python=chosen,
+                                                  modules=ctx.modules)
     return data
 
 
@@ -67,21 +70,17 @@ def python_facts():
 
 
 def serving_torch_facts(ctx, timeout):
-    """torch_facts() under the live server's Python when that is another one (in a child), else here."""
+    """torch_facts() read in a child of the host's chosen interpreter (the probing one included), so this
+    process never imports torch; when the child gives nothing, the reason names that interpreter."""
     wanted = interpreter.target(ctx)
-    if interpreter.is_other(wanted["path"]):
-        # Importing torch takes seconds on a cold disk: more than an nvidia-smi call.
-        facts, why = interpreter.run_child(wanted["path"], "probes.env:torch_child_main", ctx.modules,
-                                           max(timeout, ctx.time_left(45.0)))
-        if facts is not None:
-            facts["interpreter"] = dict(wanted, ran="child")
-            return facts
-        facts = torch_facts()
-        facts["interpreter"] = {"path": sys.executable, "why": "fallback", "ran": "here", "wanted": wanted,
-                                "reason": "could not run under the server's Python: " + why}
-        return facts
-    facts = torch_facts()
-    facts["interpreter"] = {"path": sys.executable, "why": wanted["why"], "ran": "here"}
+    # Importing torch takes seconds on a cold disk: more than an nvidia-smi call.
+    facts, why = interpreter.run_child(wanted["path"], "probes.env:torch_child_main", ctx.modules,
+                                       max(timeout, ctx.time_left(45.0)))
+    recorded = {"path": wanted["path"], "why": wanted["why"], "ran": "child"}
+    if facts is None:
+        return {"available": False, "version": None, "cuda": None, "cudnn": None, "nccl": None, "arch_list": [],
+                "reason": "torch facts not read: " + why, "interpreter": recorded}
+    facts["interpreter"] = recorded
     return facts
 
 

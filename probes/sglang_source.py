@@ -1,6 +1,6 @@
 """What the installed sglang does, read as text and AST (never imported): copies, EAGLE, DFlash, flags.
 
-The package is found for the interpreter that serves (deployment's choice, else the probes' own);
+The package is found for the host's one interpreter choice (--python, else the live server's, else the probes' own);
 every fact carries file (relative to site-packages), line and snippet. Data shape: docs/probe-data.md.
 """
 import os
@@ -20,7 +20,7 @@ from probes.sglang_facts.version import find_version
 
 def collect(ctx):
     options = ctx.option("sglang_source", {}) or {}
-    path, why = locate.choose_interpreter(ctx.results, ctx.options)
+    path, why = locate.choose_interpreter(ctx)
     data = {"found": False, "reason": None, "interpreter": {"path": path, "why": why}}
     if options.get("site_packages"):
         site = os.path.abspath(os.path.expanduser(str(options["site_packages"])))

@@ -12,8 +12,9 @@ from typing import Any
 
 from gpudiag.findings.common import as_dict, as_list, dig, probe
 from gpudiag.findings.dflash import dflash_guards, first_guard_holding
-from gpudiag.findings.facts import (algorithm_of, decode_graph_switch, server_args,
+from gpudiag.findings.facts import (algorithm_of, copy_path_text, decode_graph_switch, server_args,
                                     servers_of, sglang_interpreter, torch_facts)
+from gpudiag.findings.server_scope import scope, server_label, servers_read
 from gpudiag.models import OK, PROBE_ERROR, HostResult
 
 ANSWERED, PARTIAL, NOT_CHECKED = "answered", "partial", "not checked"
@@ -108,6 +109,7 @@ def q1_foreach_copy(host: HostResult) -> Answer:
             unchecked.setdefault(why, []).append(device)
     texts = [f"{', '.join(devices)}: {text}" for text, devices in parts.items()]
     texts += [f"{', '.join(devices)} not checked — {why}" for why, devices in unchecked.items()]
+    texts += _copy_paths(as_dict(caps.get("checks")))
     gpu = no_gpu_reason(host)
     if gpu:
         texts.append(f"GPUs not checked — {gpu}")
@@ -118,12 +120,24 @@ def q1_foreach_copy(host: HostResult) -> Answer:
         unchecked.setdefault("missing", missing)
         texts.append(f"{', '.join(missing)} not checked — torch_caps recorded no check for them")
     text = f"present in {where}; " + "; ".join(texts)
+    said = scope(host, interpreter[0] if interpreter else None, "torch facts")
+    text += f"; {said}" if said else ""
     serving = sglang_interpreter(host)
     if serving and interpreter and serving[0] != interpreter[0]:
         text += f"; read in {interpreter[0]}, not in the serving {serving[0]}: not judged against sglang"
         return Answer("Q1", PARTIAL, text, f"gpudiag scan HOST --python {serving[0]} --probes torch_caps")
     return Answer("Q1", PARTIAL if unchecked or gpu else ANSWERED, text,
                   "gpudiag scan HOST --probes torch_caps --force")
+
+
+def _copy_paths(checks: dict[str, Any]) -> list[str]:
+    """Which copy ran on each device that was checked (devices that read the same share one clause)."""
+    by_text: dict[str, list[str]] = {}
+    for device, check in sorted(checks.items()):
+        text = copy_path_text(as_dict(check))
+        if text and as_dict(check).get("status") == "ok":
+            by_text.setdefault(text, []).append(device)
+    return [f"copy path on {', '.join(devices)}: {text}" for text, devices in by_text.items()]
 
 
 def _sglang_gap(host: HostResult) -> str | None:
@@ -220,7 +234,7 @@ def q4_dflash(host: HostResult) -> Answer:
     guards = dflash_guards(host)
     guard_text = f"{len(guards)} draft-graph guard(s) at " + ", ".join(_where(g) for g in guards) if guards else \
         "no draft-graph guard"
-    servers = [s for s in servers_of(host) if algorithm_of(s) == "DFLASH"]
+    servers = [s for s in servers_read(host) if algorithm_of(s) == "DFLASH"]   # the read release's guards
     logged = _log_lines(host, "Disable DFLASH draft cuda graph")
     if logged:
         return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); DFlash draft graph "
@@ -229,16 +243,18 @@ def q4_dflash(host: HostResult) -> Answer:
         return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); no DFlash server "
                                       "running", "gpudiag scan HOST")
     states = []
+    several = len(servers_of(host)) > 1
     for server in servers:
+        name = server_label(server) if several else f"pid {server.get('pid')}"
         disabled, switch = decode_graph_switch(server_args(server))
         holding = first_guard_holding(host, server)
         if disabled:
             also = f"; with graphs on, guard {_where(holding[0])} would still hold ({holding[1][1]})" if holding else ""
-            states.append(f"pid {server.get('pid')}: draft graph off by {switch}{also}")
+            states.append(f"{name}: draft graph off by {switch}{also}")
         elif holding:
-            states.append(f"pid {server.get('pid')}: draft graph off by guard {_where(holding[0])} "
+            states.append(f"{name}: draft graph off by guard {_where(holding[0])} "
                           f"({holding[1][1]})")
         else:
-            states.append(f"pid {server.get('pid')}: draft graph on (no guard holds)")
+            states.append(f"{name}: draft graph on (no guard holds)")
     return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); " + "; ".join(states),
                   "gpudiag scan HOST")

@@ -10,12 +10,24 @@ from gpudiag.findings.answers_measured import q5_copy_cost, q6_graph_breaks
 from gpudiag.findings.common import as_dict, as_list, dig, probe
 from gpudiag.findings.facts import algorithm_of, graph_max_bs, graphs_disabled, server_args, servers_of, \
     sglang_interpreter
+from gpudiag.findings.server_scope import (explicit_note, scope, server_label, server_release, several_servers,
+                                           unread_servers)
 from gpudiag.models import HostResult
 
 # The flags the source probe records (graphs and speculative decoding): only these can be checked against the
 # release; the same pattern as probes/sglang_facts/flags.py.
 RECORDED_FLAGS = re.compile(r"cuda[-_]?graph|cudagraph|graph|speculative|spec[-_]|draft|eagle|dflash|breakable|"
                             r"piecewise", re.I)
+
+
+def with_sglang_scope(host: HostResult, answer: Answer) -> Answer:
+    """The answer, ending with which servers the sglang facts describe when a host runs several releases or
+    interpreters (`not read for server pid N (…)` for the others)."""
+    read = sglang_interpreter(host)
+    said = scope(host, read[0] if read else None, "sglang facts")
+    if not said:
+        return answer
+    return Answer(answer.qid, answer.status, f"{answer.text}; {said}", answer.command)
 
 
 def q7_integrity(host: HostResult) -> Answer:
@@ -29,11 +41,12 @@ def q7_integrity(host: HostResult) -> Answer:
     method = integrity.get("method")
     if method == "record":
         changed = as_list(integrity.get("modified")) + as_list(integrity.get("missing"))
-        scope = "the files the facts cite; --verify-all hashes all" if integrity.get("scope") == "cited" else \
+        covered = "the files the facts cite; --verify-all hashes all" if integrity.get("scope") == "cited" else \
             "every file"
         verdict = f"{len(changed)} differ: {', '.join(map(str, changed[:5]))}" if changed else "all match"
         return Answer("Q7", ANSWERED, f"{version}: {integrity.get('checked')} files hashed against "
-                                      f"{integrity.get('record')} ({scope}); {verdict}", "gpudiag scan HOST --verify-all")
+                                      f"{integrity.get('record')} ({covered}); {verdict}",
+                      "gpudiag scan HOST --verify-all")
     if method == "editable":
         git = as_dict(integrity.get("editable"))
         changed = as_list(git.get("changed"))
@@ -45,13 +58,17 @@ def q7_integrity(host: HostResult) -> Answer:
 
 
 def live_mismatches(host: HostResult) -> list[tuple[dict[str, Any], list[str], int]]:
-    """Per live server: (server, what differs from the code on disk, flags checked). A flag counts as unknown
-    only among those the source probe records (graphs, speculative decoding); [] when sglang was not read."""
+    """Per live server whose code was read (or that runs an interpreter no read fact describes): (server, what
+    differs from the code on disk, flags checked). A flag counts as unknown only among those the source probe
+    records (graphs, speculative decoding); [] when sglang was not read."""
     known = {str(f.get("name")) for f in as_list(dig(probe(host, "sglang_source"), "server_flags"))
              if isinstance(f, dict)}
     read = sglang_interpreter(host)
+    unread = unread_servers(host)
     out = []
     for server in servers_of(host):
+        if server in unread:
+            continue
         words = [str(w) for w in as_list(server.get("cmdline"))]
         flags = sorted({w.split("=", 1)[0] for w in words if w.startswith("--")})
         unknown = [f for f in flags if known and RECORDED_FLAGS.search(f) and f not in known]
@@ -75,15 +92,25 @@ def q8_live_matches_disk(host: HostResult) -> Answer:
     if gap:
         return _not_checked("Q8", gap)
     known = as_list(dig(probe(host, "sglang_source"), "server_flags"))
+    several = several_servers(host)
     parts, differs = [], False
     for server, notes, checked in live_mismatches(host):
         differs |= bool(notes)
-        parts.append(f"pid {server.get('pid')}: " + ("; ".join(notes) if notes else
-                                                     f"all {checked} flags exist, interpreter "
-                                                     f"{server.get('python') or '?'} is the one read"))
+        name = server_label(server) if several or explicit_note(host) else f"pid {server.get('pid')}"
+        parts.append(f"{name}: " + ("; ".join(notes) if notes else
+                                    f"all {checked} flags exist, interpreter {server.get('python') or '?'} "
+                                    "is the one read"))
+    unread = unread_servers(host)
+    for server in unread:
+        parts.append(f"{server_label(server)}: not checked — sglang not read for it (it runs "
+                     f"{server_release(server)}; rescan with --python {server.get('python')})")
+    note = explicit_note(host)
+    if note:
+        parts.append(note + ": the facts describe --python")
     if not known:
         return Answer("Q8", PARTIAL, "; ".join(parts) + "; server flags of the release not read", "gpudiag scan HOST")
-    return Answer("Q8", ANSWERED, "; ".join(parts) + ("" if differs else "; file changes since start not recorded"),
+    status = PARTIAL if unread else ANSWERED
+    return Answer("Q8", status, "; ".join(parts) + ("" if differs else "; file changes since start not recorded"),
                   "gpudiag scan HOST")
 
 
@@ -94,21 +121,34 @@ def q9_serving(host: HostResult) -> Answer:
     servers = servers_of(host)
     if not servers:
         return Answer("Q9", ANSWERED, "no sglang server running", "gpudiag scan HOST")
+    several = len(servers) > 1
     parts = []
     for server in servers:
         args = server_args(server)
         max_bs = graph_max_bs(args)
         graphs = "off" if graphs_disabled(args) else (f"max bs {max_bs[0]}" if max_bs else "default sizes")
-        parts.append(f"pid {server.get('pid')}: {algorithm_of(server) or 'no speculative decoding'}, draft tokens "
+        name = server_label(server) if several else f"pid {server.get('pid')}"
+        runs = server_release(server) if several else (server.get("python") or "?")
+        parts.append(f"{name}: {algorithm_of(server) or 'no speculative decoding'}, draft tokens "
                      f"{args.get('speculative_num_draft_tokens') or '-'}, CUDA graphs {graphs}, TP "
-                     f"{args.get('tp_size') or 1}, GPUs {server.get('cuda_visible_devices') or 'all'}, "
-                     f"{server.get('python') or '?'}")
+                     f"{args.get('tp_size') or 1}, GPUs {server.get('cuda_visible_devices') or 'all'}, {runs}")
+    note = explicit_note(host)
+    if note:
+        parts.append(note + ": torch and sglang facts describe --python, each server's own is named here")
     return Answer("Q9", ANSWERED, "; ".join(parts), "gpudiag scan HOST")
 
 
+def sglang_scoped(answerer: Callable[[HostResult], Answer]) -> Callable[[HostResult], Answer]:
+    """An answer from the sglang source facts, saying which servers it describes when that is not all of them."""
+    def answer(host: HostResult) -> Answer:
+        found = answerer(host)
+        return found if found.status == NOT_CHECKED else with_sglang_scope(host, found)
+    return answer
+
+
 ANSWERERS: tuple[Callable[[HostResult], Answer], ...] = (
-    q1_foreach_copy, q2_grouped_copy, q3_eagle_batching, q4_dflash, q5_copy_cost, q6_graph_breaks, q7_integrity,
-    q8_live_matches_disk, q9_serving)
+    q1_foreach_copy, sglang_scoped(q2_grouped_copy), sglang_scoped(q3_eagle_batching), sglang_scoped(q4_dflash),
+    q5_copy_cost, q6_graph_breaks, sglang_scoped(q7_integrity), q8_live_matches_disk, q9_serving)
 
 
 def host_answers(host: HostResult) -> list[Answer]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.findings.answers import (ANSWERED, PARTIAL, USABLE_STRATEGIES, Answer, _log_lines, _not_checked,
-                                      no_gpu_reason, probe_gap)
+from gpudiag.findings.answers import (ANSWERED, NOT_CHECKED, PARTIAL, USABLE_STRATEGIES, Answer, _log_lines,
+                                      _not_checked, no_gpu_reason, probe_gap)
 from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe
 from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
+from gpudiag.findings.server_scope import scope
 from gpudiag.models import HostResult
 
 
@@ -33,8 +34,11 @@ def q5_copy_cost(host: HostResult) -> Answer:
     if not parts:
         return _not_checked("Q5", "no workload was measured", command)
     status = PARTIAL if any("not checked" in p for p in parts) else ANSWERED
-    return Answer("Q5", status, "; ".join(parts) + " (1 replay per path per decode step; step time not measured)",
-                  command)
+    data = probe(host, "copy_bench") or {}
+    ran_in = as_dict(data.get("interpreter")).get("path") or data.get("python")
+    said = scope(host, str(ran_in) if ran_in else None, "timings")
+    return Answer("Q5", status, "; ".join(parts) + " (1 replay per path per decode step; step time not measured)"
+                  + (f"; {said}" if said else ""), command)
 
 
 def _best_saving(gpu: dict[str, Any]) -> str:
@@ -70,6 +74,13 @@ def q6_graph_breaks(host: HostResult) -> Answer:
         return Answer("Q6", ANSWERED, f"server log: {logged[0]}", command) if logged else \
             _not_checked("Q6", gap, command)
     data = probe(host, "cuda_graph") or {}
+    answer = _q6_from_cells(data, command)
+    ran_in = as_dict(data.get("interpreter")).get("path")
+    said = scope(host, str(ran_in) if ran_in else None, "graph results") if answer.status != NOT_CHECKED else ""
+    return Answer("Q6", answer.status, f"{answer.text}; {said}", command) if said else answer
+
+
+def _q6_from_cells(data: dict[str, Any], command: str) -> Answer:
     cells = [c for c in as_list(data.get("cells")) if isinstance(c, dict)]
     ran = [c for c in cells if c.get("status") != "skipped"]
     if not ran:

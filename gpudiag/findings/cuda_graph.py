@@ -9,6 +9,7 @@ from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, number
 from gpudiag.findings.dflash import first_guard_holding
 from gpudiag.findings.facts import EAGLE_FAMILY, algorithm_of, command_line, decode_graph_switch, graph_max_bs, \
     graphs_disabled, max_bs_flag, server_args, servers_of
+from gpudiag.findings.server_scope import server_name
 from gpudiag.models import Evidence, Finding, HostResult
 
 NOT_FAILURES = ("ok", "skipped")
@@ -55,7 +56,7 @@ def spec_without_graphs(hosts: list[HostResult]) -> list[Finding]:
             if not algorithm or algorithm == "NONE" or not disabled:
                 continue
             evidence = [Evidence(kind="flag", host=host.name,
-                                 text=f"server pid {server.get('pid', '?')}: --speculative-algorithm {algorithm} "
+                                 text=f"{server_name(host, server)}: --speculative-algorithm {algorithm} "
                                       f"with {switch}", snippet=command_line(server) or None)]
             max_bs = max_bs_flag(host)
             boundary = ok_boundary(host, algorithm)
@@ -152,7 +153,7 @@ def _live_servers_against(host: HostResult, failing: list[dict[str, Any]]) -> li
         verdict = "inside the failing range: it can hit this failure" if inside else \
             "outside the failing range measured here"
         out.append(Evidence(kind="flag", host=host.name,
-                            text=f"live server pid {server.get('pid', '?')} ({algorithm}) captures graphs up to "
+                            text=f"live {server_name(host, server)} ({algorithm}) captures graphs up to "
                                  f"{max_bs[1]} {max_bs[0]} with {tokens:g} draft tokens: {verdict}"))
     return out
 

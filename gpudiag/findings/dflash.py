@@ -6,7 +6,8 @@ import re
 from typing import Any
 
 from gpudiag.findings.common import as_list, dig, number, probe, source, source_evidence, truthy_flag
-from gpudiag.findings.facts import algorithm_of, graphs_disabled, server_args, servers_of
+from gpudiag.findings.facts import algorithm_of, graphs_disabled, server_args
+from gpudiag.findings.server_scope import server_name, servers_read
 from gpudiag.models import Evidence, Finding, HostResult
 
 HOLDS, CLEAR, UNKNOWN = "holds", "clear", "unknown"
@@ -133,7 +134,8 @@ def dflash_draft_graph_disabled(hosts: list[HostResult]) -> list[Finding]:
     A server that disabled decode graphs is left to rule 5: the guards never run there."""
     findings = []
     for host in hosts:
-        servers = [s for s in servers_of(host) if algorithm_of(s) == "DFLASH" and not graphs_disabled(server_args(s))]
+        # The guards are the read release's: only servers running that release are judged by them.
+        servers = [s for s in servers_read(host) if algorithm_of(s) == "DFLASH" and not graphs_disabled(server_args(s))]
         if not dflash_guards(host) or not servers:
             continue
         evidence, advice, unknown = [], [], []
@@ -145,7 +147,7 @@ def dflash_draft_graph_disabled(hosts: list[HostResult]) -> list[Finding]:
             guard, (_, why, lift) = found
             message = str(guard.get("message") or LOG_LINE).rstrip(". ")
             evidence.append(source_evidence(host, guard, f"'{message}' — the first guard in source order that holds: "
-                                                         f"{why} (server pid {server.get('pid', '?')})"))
+                                                         f"{why} ({server_name(host, server)})"))
             advice.append(lift)
         if evidence:
             findings.append(_dflash_finding(host, evidence, advice))
@@ -165,13 +167,13 @@ def _dflash_finding(host: HostResult, evidence: list[Evidence], advice: list[str
 
 
 def _dflash_unknown(host: HostResult, servers: list[dict[str, Any]], why: str) -> Finding:
-    pids = ", ".join(str(s.get("pid", "?")) for s in servers)
+    names = ", ".join(server_name(host, s) for s in servers)
     return Finding(
         id="cuda_graph.dflash_draft_graph_disabled", severity="info",
         title="the DFlash draft CUDA graph may be switched off at start-up: a scan cannot tell",
         hosts=(host.name,),
         evidence=(Evidence(kind="text", host=host.name,
-                           text=f"server pid {pids}: no guard holds on what the scan reads, but {why}"),),
+                           text=f"{names}: no guard holds on what the scan reads, but {why}"),),
         recommendation=f"Search the server's start-up log for '{LOG_LINE}': when it is there, the draft runs "
                        "eagerly on every step for the reason it gives.",
         sources=(source(host, "sglang_source"), source(host, "deployment")))

@@ -216,13 +216,17 @@ def sglang_interpreter(host: HostResult, found_only: bool = True) -> tuple[str, 
 
 
 def torch_facts(host: HostResult) -> tuple[Any, tuple[str, str] | None]:
-    """(torch version, (path, why) of the Python it was read in). torch_caps that ran under a chosen
-    interpreter says so (`interpreter`) and then describes the serving torch; otherwise env and torch_caps both
-    describe the Python that ran the probes."""
+    """(torch version, (path, why) of the Python it was read in). torch_caps and env that ran under a chosen
+    interpreter say so (`interpreter`) and then describe that Python's torch; without that record (older
+    bundles), they describe the Python that ran the probes."""
     env, caps = probe(host, "env") or {}, probe(host, "torch_caps") or {}
     chosen = as_dict(caps.get("interpreter"))
     if chosen.get("path") and caps.get("torch_version"):
         return caps["torch_version"], (str(chosen["path"]), str(chosen.get("why") or "-"))
+    # env reads torch's build in a child of the chosen interpreter too, and records which one.
+    read_by_env = as_dict(dig(env, "torch", "interpreter"))
+    if read_by_env.get("path") and dig(env, "torch", "version"):
+        return dig(env, "torch", "version"), (str(read_by_env["path"]), str(read_by_env.get("why") or "-"))
     probing = dig(env, "python", "executable")
     version = dig(env, "torch", "version") or caps.get("torch_version")
     return version, ((str(probing), "ran the probes") if probing else None)
@@ -259,3 +263,28 @@ def _flags(servers: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
         if servers and values != [UNKNOWN]:   # a spelling no server here uses is not a difference
             flags.append((key, ", ".join(values)))
     return tuple(flags)
+
+
+# torch_caps `paths`: which copy ran for each kind of tensor list sglang's replays hand to _foreach_copy_.
+COPY_LIST_KINDS = (("contiguous_same_dtype", "same-dtype contiguous"), ("non_contiguous", "non-contiguous"),
+                   ("mixed_pairs_one_call", "mixed dtype pairs"))
+COPY_PATH_NAMES = {"fast": "fast multi_tensor_apply", "per_tensor": "per-tensor"}
+
+
+def copy_path_text(check: dict[str, Any]) -> str:
+    """'fast multi_tensor_apply for same-dtype contiguous; per-tensor for non-contiguous, mixed dtype pairs', from
+    one device's torch_caps `paths`; '' when the probe recorded none."""
+    paths = as_dict(as_dict(check).get("paths"))
+    by_path: dict[str, list[str]] = {}
+    for key, label in COPY_LIST_KINDS:
+        found = as_dict(paths.get(key))
+        if not found:
+            continue
+        name = str(found.get("path") or "unknown")
+        if name not in COPY_PATH_NAMES:
+            why = found.get("reason")
+            name = "path unknown" + (f" ({why})" if why else "")
+        else:
+            name = COPY_PATH_NAMES[name]
+        by_path.setdefault(name, []).append(label)
+    return "; ".join(f"{name} for {', '.join(labels)}" for name, labels in by_path.items())

@@ -6,7 +6,8 @@ from typing import Any
 
 from gpudiag.findings.answers import FILL_FAST_PATH_ENV
 from gpudiag.findings.common import as_dict, as_list, dig, probe, source, truthy_flag
-from gpudiag.findings.facts import eagle_family, algorithm_of, servers_of
+from gpudiag.findings.facts import algorithm_of, eagle_family
+from gpudiag.findings.server_scope import server_name, servers_read
 from gpudiag.models import Evidence, Finding, HostResult
 
 
@@ -25,7 +26,7 @@ def eagle_fill_fast_path_unread(hosts: list[HostResult]) -> list[Finding]:
                    for t in as_list(dig(sglang, "eagle", key, "grouped_resolves_to"))]
         unread = [t for t in targets if f"{t.get('file')}:{t.get('line')}" in definitions
                   and not _reads_variable(definitions[f"{t.get('file')}:{t.get('line')}"])]
-        for server in servers_of(host):
+        for server in servers_read(host):   # the read release's replays: only its servers
             value = as_dict(server.get("env")).get(FILL_FAST_PATH_ENV)
             if not eagle_family(algorithm_of(server)) or value is None or not truthy_flag(value) or not unread:
                 continue
@@ -35,7 +36,7 @@ def eagle_fill_fast_path_unread(hosts: list[HostResult]) -> list[Finding]:
                 title=f"{FILL_FAST_PATH_ENV}=1 does not reach the EAGLE draft replays",
                 hosts=(host.name,),
                 evidence=(Evidence(kind="flag", host=host.name,
-                                   text=f"server pid {server.get('pid', '?')} ({algorithm_of(server)}) sets "
+                                   text=f"{server_name(host, server)} ({algorithm_of(server)}) sets "
                                         f"{FILL_FAST_PATH_ENV}={value}; its draft replays call the "
                                         f"_grouped_foreach_copy_ at {where}, which does not read it",
                                    file=str(unread[0].get("file") or "") or None,

@@ -6,7 +6,8 @@ import re
 from typing import Any, Iterable
 
 from gpudiag.findings.common import as_dict, as_list, dig, probe
-from gpudiag.findings.facts import command_line, host_facts, servers_of, torch_facts
+from gpudiag.findings.facts import command_line, copy_path_text, host_facts, servers_of, torch_facts
+from gpudiag.findings.server_scope import release_of, scope
 from gpudiag.models import HostResult
 from gpudiag.render.blocks import fenced, table
 from gpudiag.render.safe_text import code, md
@@ -68,9 +69,14 @@ def torch_capabilities(host: HostResult) -> list[str]:
              f"{'present' if has else 'absent' if has is False else 'unknown'}; read in "
              f"{md(interpreter[0] + ' (' + interpreter[1] + ')') if interpreter else '-'}; pairs written "
              f"{md(caps.get('pair_order') or 'src->dst')}.", ""]
+    said = scope(host, interpreter[0] if interpreter else None, "torch facts")
+    lines += [md(said[0].upper() + said[1:]) + ".", ""] if said else []
     checks = sorted(as_dict(caps.get("checks")).items(), key=lambda kv: _device_key(kv[0]))
     if checks:
-        rows: list[tuple[Any, ...]] = [("device", "status", "dtype pairs ok") + TORCH_CHECKS + ("note",)]
+        # Which copy ran (fast multi_tensor_apply or per-tensor), where torch_caps recorded it.
+        with_paths = any(copy_path_text(as_dict(check)) for _, check in checks)
+        rows: list[tuple[Any, ...]] = [("device", "status", "dtype pairs ok") + TORCH_CHECKS
+                                       + (("copy path",) if with_paths else ()) + ("note",)]
         grouped: dict[tuple[Any, ...], list[str]] = {}
         for device, check in checks:
             check = as_dict(check)
@@ -79,7 +85,8 @@ def torch_capabilities(host: HostResult) -> list[str]:
             # Devices that read the same (busy GPUs differ only in the pid) share one row.
             note = re.sub(r",? e\.g\. pid \d+", "", str(check.get("reason") or ""))
             row = ((check.get("status") or ("ok" if check.get("ok") else "-"), f"{ok} of {len(pairs)}" if pairs else "-")
-                   + tuple(_short(check.get(name)) for name in TORCH_CHECKS) + (note,))
+                   + tuple(_short(check.get(name)) for name in TORCH_CHECKS)
+                   + ((copy_path_text(check) or "-",) if with_paths else ()) + (note,))
             grouped.setdefault(row, []).append(device)
         rows += [(", ".join(devices),) + row for row, devices in grouped.items()]
         lines += table(rows)
@@ -201,13 +208,15 @@ def deployment(host: HostResult) -> list[str]:
     lines = ["#### Deployment", ""]
     if chosen.get("path"):
         lines += [f"Serving interpreter: {code(chosen['path'])} (chosen: {md(chosen.get('why') or '-')}"
-                  + (f", server pid {md(chosen['pid'])}" if chosen.get("pid") else "") + ").", ""]
+                  + (f", server pid {md(chosen['pid'])}" if chosen.get("pid") else "") + ")"
+                  + (f"; {md(chosen['note'])}" if chosen.get("note") else "") + ".", ""]
     servers = servers_of(host)
     if not servers:
         return lines + ["No running sglang server found.", ""]
     for s in servers:
         visible = s.get("cuda_visible_devices") or dig(s, "env", "CUDA_VISIBLE_DEVICES")
-        lines += [f"Server pid {md(s.get('pid', '-'))} ({md(s.get('python') or '-')}), CUDA_VISIBLE_DEVICES="
+        release = f"; {md(release_of(s))}" if len(servers) > 1 else ""
+        lines += [f"Server pid {md(s.get('pid', '-'))} ({md(s.get('python') or '-')}{release}), CUDA_VISIBLE_DEVICES="
                   f"{md(visible) if visible not in (None, '') else 'unset (every GPU)'}:", ""]
         lines += fenced(None, None, command_line(s), "")
     return lines

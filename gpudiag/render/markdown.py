@@ -172,8 +172,9 @@ def _crash_log(repro: dict[str, Any]) -> list[str]:
 
 # Methodology lines, each shown only when its probe ran on some host.
 METHOD_LINES = (
-    ("env", "Environment: hostname, OS, Python and torch read on each host by the probing interpreter; GPUs, "
-            "driver and topology from `nvidia-smi` (each command under a timeout)."),
+    ("env", "Environment: hostname, OS and Python read on each host by the probing interpreter, torch's build in a "
+            "child of the serving interpreter; GPUs, driver and topology from `nvidia-smi` (each command under a "
+            "timeout)."),
     ("sglang_source", "Source facts: the installed sglang read as text and AST on the host (never imported); "
                       "every fact names its file (relative to site-packages) and line. Integrity: files hashed "
                       "against the wheel's RECORD (the cited files; `--verify-all` hashes all), or `git status` "

@@ -1,7 +1,7 @@
 """Where sglang lives for the chosen interpreter, found without importing it.
 
-The interpreter is the one deployment saw serving (when known), else the one running the probes.
-Another interpreter is asked for its sys.path in a child process; the package and its dist-info
+The interpreter is the host's one choice (probes/hostinfo/interpreter.py: --python, else the live server's,
+else the probing one). Another interpreter is asked for its sys.path in a child process; the package and its dist-info
 are then looked up in those paths with PathFinder and a directory listing, editable installs included.
 """
 import ast
@@ -19,15 +19,11 @@ QUERY = ("import sys, json, site\n"
          "print(json.dumps({'path': sys.path, 'user_site': user, 'executable': sys.executable}))")
 
 
-def choose_interpreter(ctx_results, options):
-    """(path, why): deployment's choice when present, else the probes' own interpreter."""
-    chosen = (ctx_results.get("deployment") or {}).get("interpreter") or {}
-    if isinstance(chosen, dict) and chosen.get("path"):
-        return chosen["path"], chosen.get("why") or "deployment"
-    # An explicit --python is the interpreter running these probes: use it by its real path.
-    if options.get("python") and options.get("python_explicit"):
-        return sys.executable, "explicit"
-    return sys.executable, "default"
+def choose_interpreter(ctx):
+    """(path, why) of the host's one interpreter choice, made in probes/hostinfo/interpreter.py."""
+    from probes.hostinfo import interpreter  # lazily: it reaches deployment, which needs only this path
+    chosen = interpreter.target(ctx)
+    return chosen["path"], chosen["why"]
 
 
 def same_interpreter(path):

@@ -193,13 +193,52 @@ def test_an_explicit_python_other_than_the_servers_is_used_and_both_are_shown(la
     fleet = layout["fleet"]
     inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"])
     explicit = layout["other"] if chosen_python(layout) == layout["serving"] else layout["serving"]
-    # --python bypasses the wrapper that gives the probes this layout's /proc view: name the view directly.
+    # --python bypasses the wrapper that points deployment at this test's /proc view: name the view here, so
+    # other processes on the machine stay out.
+    view = "deployment.proc_root=%s" % (layout["root"] / "proc")
     proc = fleet.run_gpudiag("scan", "-i", str(inventory), "h0", "--probes", "deployment,torch_caps",
-                             "--set", "torch_caps.cuda=false", "--set", "deployment.proc_root=%s" % (layout["root"] / "proc"),
-                             "--python", explicit, "--json", timeout=300)
+                             "--set", "torch_caps.cuda=false", "--set", view, "--python", explicit, "--json",
+                             timeout=300)
     _, hosts = fleet.load_run(proc)
     probes = hosts["h0"]["probes"]
     chosen = probes["deployment"]["data"]["interpreter"]
     assert chosen["path"] == explicit and chosen["why"] == "explicit"
     assert chosen["differs_from_live"] == [chosen_python(layout)] and "--python" in chosen["note"]
     assert probes["torch_caps"]["data"]["interpreter"]["path"] == explicit
+    # The report shows both interpreters and says which one the torch facts describe.
+    report = fleet.run_gpudiag("report", json.loads(proc.stdout)["run_id"], "--json", timeout=120)
+    answers = {q["id"]: q["answers"][0]["answer"] for q in json.loads(report.stdout)["answers"]["questions"]}
+    live = chosen_python(layout)
+    assert "--python %s differs from a live server's interpreter (%s)" % (explicit, live) in answers["Q9"]
+    assert "torch facts describe %s, run by server pid" % explicit in answers["Q1"]
+    assert "not read for server pid" in answers["Q1"] and live in answers["Q1"]
+
+
+def test_the_report_names_both_servers_and_what_was_not_read_for_each(layout, tmp_path):
+    """A light scan with no flags: the report names each server by pid, port and GPUs with its own release, and
+    the answers from the one sglang read say which server they describe and that the other was not read."""
+    fleet = layout["fleet"]
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"])
+    proc = fleet.run_gpudiag("scan", "-i", str(inventory), "h0", "--set", "torch_caps.cuda=false", "--json",
+                             timeout=300)
+    assert proc.stdout.strip(), proc.stderr[-3000:]
+    report = fleet.run_gpudiag("report", json.loads(proc.stdout)["run_id"], "--json", timeout=120)
+    answers = {q["id"]: q["answers"][0]["answer"] for q in json.loads(report.stdout)["answers"]["questions"]}
+    wanted = chosen_python(layout)
+    by_python = {layout["serving"]: (layout["servers"][0].pid, 30000, "0", SERVING),
+                 layout["other"]: (layout["servers"][1].pid, 31000, "1", OTHER)}
+    label = "server pid %d (port %d, GPUs %s)"
+    for python, (pid, port, gpus, version) in by_python.items():
+        assert "%s: EAGLE" % (label % (pid, port, gpus)) in answers["Q9"]
+        assert "sglang %s in %s" % (version, python) in answers["Q9"]
+    [unread] = [python for python in by_python if python != wanted]
+    pid, port, gpus, version = by_python[unread]
+    not_read = "not read for %s, which runs sglang %s in %s" % (label % (pid, port, gpus), version, unread)
+    read_pid, read_port, read_gpus, read_version = by_python[wanted]
+    described = "sglang facts describe %s, run by %s" % (wanted, label % (read_pid, read_port, read_gpus))
+    for qid in ("Q2", "Q3", "Q7"):
+        assert answers[qid].endswith("%s; %s" % (described, not_read)), (qid, answers[qid])
+    assert "torch facts describe %s" % wanted in answers["Q1"] and not_read in answers["Q1"]
+    assert "%s: not checked — sglang not read for it" % (label % (pid, port, gpus)) in answers["Q8"]
+    markdown = fleet.run_gpudiag("report", json.loads(proc.stdout)["run_id"], "--markdown", timeout=120)
+    assert not_read in markdown.stdout.replace("\\", "")

@@ -128,15 +128,19 @@ def test_env_torch_section_follows_the_servers_python(tmp_path, monkeypatch):
     facts = env.serving_torch_facts(served_by(python), 10.0)
     assert facts["available"] is True and facts["version"] == torch.__version__
     assert facts["interpreter"] == {"path": python, "why": "live_server", "ran": "child"}
+    # The probing Python itself: still a child, never an import in this process.
     here = env.serving_torch_facts(served_by(sys.executable, why="default"), 10.0)
-    assert here["interpreter"] == {"path": sys.executable, "why": "default", "ran": "here"}
+    assert here["available"] is True and here["version"] == torch.__version__
+    assert here["interpreter"] == {"path": sys.executable, "why": "default", "ran": "child"}
 
 
-def test_env_torch_section_falls_back_with_the_reason(tmp_path):
+def test_env_torch_section_says_why_when_the_child_gives_nothing(tmp_path, monkeypatch):
     python = script(tmp_path / "python", "exit 5\n")
+    monkeypatch.setattr(env, "torch_facts", lambda: pytest.fail("torch was read in the probing Python"))
     facts = env.serving_torch_facts(served_by(python), 10.0)
-    assert facts["version"] == torch.__version__ and facts["interpreter"]["why"] == "fallback"
-    assert "exit 5" in facts["interpreter"]["reason"]
+    assert facts["available"] is False and facts["version"] is None
+    assert facts["interpreter"] == {"path": python, "why": "live_server", "ran": "child"}
+    assert python in facts["reason"] and "exit 5" in facts["reason"]
 
 
 def venv_seeing_our_packages(venv):
