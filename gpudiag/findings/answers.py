@@ -16,6 +16,7 @@ from gpudiag.findings.facts import (algorithm_of, copy_path_text, decode_graph_s
                                     servers_of, sglang_interpreter, torch_facts)
 from gpudiag.findings.server_scope import scope, server_label, servers_read
 from gpudiag.models import OK, PROBE_ERROR, HostResult
+from probes.crashlog.families import GRAPH_FAMILIES   # the classifier's own list: one place
 
 ANSWERED, PARTIAL, NOT_CHECKED = "answered", "partial", "not checked"
 QUESTIONS = (
@@ -205,29 +206,45 @@ def q3_eagle_batching(host: HostResult) -> Answer:
     return Answer("Q3", ANSWERED, "; ".join(parts), "gpudiag scan HOST")
 
 
-NOT_A_BREAK = ("clean", "dflash_draft_graph_disabled", "not_graph")
+def _server_logs(host: HostResult) -> list[dict[str, Any]]:
+    """The host's server-log classifications (deployment `server_logs`: one record per server pid, or
+    `docker:NAME` for a container's engine log)."""
+    logs = dig(probe(host, "deployment"), "server_logs")
+    records = list(logs.values()) if isinstance(logs, dict) else as_list(logs)
+    return [r for r in records if isinstance(r, dict)]
 
 
 def _log_lines(host: HostResult, needle: str, breaks_only: bool = False) -> list[str]:
-    """Quoted lines of server-log classifications (deployment `server_logs`, or a `log` probe's `logs`) that
-    mention `needle`; with breaks_only, only matches whose family is a crash or graph failure."""
-    logs = as_list(dig(probe(host, "deployment"), "server_logs")) + as_list(dig(probe(host, "log"), "logs"))
+    """Quoted lines of the logged crashes that mention `needle`; with breaks_only, only crashes of a CUDA-graph
+    family (a crash that is not a graph problem never answers where graphs break)."""
     found = []
-    for log in (entry for entry in logs if isinstance(entry, dict)):
-        for match in as_list(log.get("matches")) + ([] if breaks_only else [log]):
-            if breaks_only and str(as_dict(match).get("family") or "clean") in NOT_A_BREAK:
+    for log in _server_logs(host):
+        for crash in (as_dict(c) for c in as_list(log.get("crashes"))):
+            if breaks_only and str(crash.get("family")) not in GRAPH_FAMILIES:
                 continue
-            for line in as_list(as_dict(match).get("lines")):
-                text = str(as_dict(line).get("text") or line)
-                if needle.lower() in text.lower():
-                    found.append(text)
+            texts = [str(as_dict(q).get("text") or "") for q in as_list(crash.get("quoted"))]
+            texts = [crash["summary"]] + texts if breaks_only and crash.get("summary") else texts
+            found += [t for t in texts if t and needle.lower() in t.lower()]
     return found
 
 
+def _dflash_logged(host: HostResult) -> str | None:
+    """What a live server's log says about DFlash's draft graph at start-up (disabled, or its capture failed)."""
+    for log in _server_logs(host):
+        decision = as_dict(log.get("dflash_draft_graph"))
+        if decision.get("state") == "disabled":
+            return f"DFlash draft graph disabled at startup: {decision.get('text') or decision.get('reason')}"
+        if decision.get("state") == "capture_failed":
+            return f"DFlash draft graph capture failed at startup: {decision.get('text') or decision.get('reason')}"
+    return None
+
+
 def q4_dflash(host: HostResult) -> Answer:
+    logged = _dflash_logged(host)
     gap = _sglang_gap(host)
-    if gap:
-        return _not_checked("Q4", gap)
+    if gap:   # the server's own log still answers whether its draft graph is on
+        return Answer("Q4", ANSWERED, f"{logged} (server log; source not read: {gap})", "gpudiag scan HOST") \
+            if logged else _not_checked("Q4", gap)
     dflash = as_dict((probe(host, "sglang_source") or {}).get("dflash"))
     if not dflash.get("present"):
         return Answer("Q4", ANSWERED, f"DFlash absent in sglang {(probe(host, 'sglang_source') or {}).get('version')}")
@@ -235,10 +252,9 @@ def q4_dflash(host: HostResult) -> Answer:
     guard_text = f"{len(guards)} draft-graph guard(s) at " + ", ".join(_where(g) for g in guards) if guards else \
         "no draft-graph guard"
     servers = [s for s in servers_read(host) if algorithm_of(s) == "DFLASH"]   # the read release's guards
-    logged = _log_lines(host, "Disable DFLASH draft cuda graph")
     if logged:
-        return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); DFlash draft graph "
-                                      f"disabled at startup: {logged[0]}", "gpudiag scan HOST")
+        return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); {logged}",
+                      "gpudiag scan HOST")
     if not servers:
         return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); no DFlash server "
                                       "running", "gpudiag scan HOST")

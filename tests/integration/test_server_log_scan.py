@@ -119,6 +119,12 @@ def test_a_scan_answers_the_dflash_question_from_the_live_servers_log(tmp_path, 
     assert "DFlash draft graph disabled at startup: dp attention is enabled (draft runs eager)." in titles
     assert any(f["id"] == "cuda_graph.log_crash" and "capture_end_no_active_capture" in f["title"]
                and f["hosts"] == ["localhost"] for f in findings)
+    # The answers use the logs: sglang's source was not read here (no sglang installed), the logs still say.
+    answers = {q["id"]: [a["answer"] for a in q["answers"]] for q in json.loads(report.stdout)["answers"]["questions"]}
+    [q4] = answers["Q4"]
+    assert q4.startswith("DFlash draft graph ") and "at startup: " in q4 and "(server log; source not read" in q4
+    [q6] = answers["Q6"]
+    assert q6.startswith("server log: ") and "capture" in q6.lower()
 
 
 def test_over_ssh_the_inventory_names_the_log(sshd_fleet, tmp_path, standins):
