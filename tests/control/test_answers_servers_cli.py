@@ -124,11 +124,13 @@ def test_an_explicit_python_other_than_the_servers_shows_both(tmp_path):
 def test_copy_paths_reach_q1_and_the_torch_section(tmp_path):
     b = host_doc("gpu-b")
     checks = b["probes"]["torch_caps"]["data"]["checks"]
-    checks["cuda:0"]["paths"] = {
+    # Two GPUs that ran the checks (the recorded fleet's are a live server's, never touched): the CPU's results
+    # with the profiler's verdict on each copy path.
+    checks["cuda:0"] = dict(checks["cpu"], paths={
         "contiguous_same_dtype": {"path": "fast", "how": "profiler", "launches": 1},
         "non_contiguous": {"path": "per_tensor", "how": "profiler", "launches": 3},
-        "mixed_pairs_one_call": {"path": "per_tensor", "how": "profiler", "launches": 3}}
-    checks["cuda:1"] = dict(checks["cuda:0"], paths={
+        "mixed_pairs_one_call": {"path": "per_tensor", "how": "profiler", "launches": 3}})
+    checks["cuda:1"] = dict(checks["cpu"], paths={
         k: {"path": "unknown", "how": "profiler", "reason": "not asked (torch_caps.profile=false)"}
         for k in ("contiguous_same_dtype", "non_contiguous", "mixed_pairs_one_call")})
     write_run(tmp_path, [b])

@@ -252,7 +252,7 @@ def test_json_to_a_file_is_deterministic_and_an_interrupted_host_is_reported(tmp
 
 def test_appendix_shows_what_the_probes_gathered_as_tables():
     text = invoke(FLEET3, "--markdown").output
-    assert "| cuda:0, cuda:1, cuda:2, cuda:3 | skipped | - | - | - | - | - | serving sglang (pid 4087, port 30000): " \
+    assert "| cuda:0, cuda:1, cuda:2, cuda:3 | skipped | - | - | - | - | - | - | serving sglang (pid 4087, port 30000): " \
            "never touched, not even with --force |" in text           # torch_caps, the server's GPUs, one row
     assert "| cuda:4, cuda:5, cuda:6, cuda:7 | ok | 4 of 4 |" in text
     assert "| cpu | ok | 8 of 8 |" in text

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from gpudiag.cli import cli
 from gpudiag.probe_data import fitted_host
+from probes.crashlog.classify import classify
 from tests.sglang_wheels import require
 
 FLEET3 = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"
@@ -403,12 +404,12 @@ def test_drift_shows_copy_timings_that_moved_beyond_noise(tmp_path):
 def test_dflash_answer_uses_a_server_log_classification_when_the_scan_has_one(tmp_path):
     b = host_doc("gpu-b")
     line = "Disable DFLASH draft cuda graph because dp attention is enabled (draft runs eager)."
-    b["probes"]["deployment"]["data"]["server_logs"] = [
-        {"pid": 2211, "path": "/var/log/sglang.log", "outcome": "clean", "matches": [
-            {"family": "dflash_draft_graph_disabled", "lines": [{"line": 812, "text": line}]}]}]
+    # The record as the deployment probe stores it: the host-side classifier's own output for that log.
+    record = classify("[2026-09-01 10:00:05 TP0] %s\n" % line)
+    b["probes"]["deployment"]["data"]["server_logs"] = {"2211": dict(record, source={"kind": "stdout", "path": "/var/log/sglang.log"})}
     write_run(tmp_path, [b])
     _, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
-    assert only(answers, "Q4").endswith(f"DFlash draft graph disabled at startup: {line}")
+    assert only(answers, "Q4").endswith(f"DFlash draft graph disabled at startup: [2026-09-01 10:00:05 TP0] {line}")
     assert only(answers, "Q6").startswith("not checked — probe cuda_graph not selected")   # not a graph break
     del b["probes"]["deployment"]["data"]["server_logs"]          # without one, the flags and guards answer
     write_run(tmp_path / "plain", [b])
