@@ -1,4 +1,5 @@
 """`python -m gpudiag`: the same command as the `gpudiag` console script."""
+
 from gpudiag.cli import main
 
 main()

@@ -3,6 +3,7 @@
 Nothing touches the host's disk: the bootstrap (probes/boot.py) installs an in-memory importer for the
 probe modules and runs `probes.runner.main`. The payload is one line of JSON: standard library only.
 """
+
 from __future__ import annotations
 
 import functools
@@ -97,16 +98,27 @@ class Payload:
     data: bytes
 
 
-def build_payload(probes: list[str] | None, options: dict[str, Any] | None = None,
-                  timeouts: dict[str, float] | None = None, host: str | None = None,
-                  probe_timeout: float | None = None, nonce: str | None = None,
-                  budget_s: float | None = None) -> Payload:
+def build_payload(
+    probes: list[str] | None,
+    options: dict[str, Any] | None = None,
+    timeouts: dict[str, float] | None = None,
+    host: str | None = None,
+    probe_timeout: float | None = None,
+    nonce: str | None = None,
+    budget_s: float | None = None,
+) -> Payload:
     """The stdin document for one host: probe code, the probe selection, their options and limits
     (`budget_s`: the seconds the runner has in all, so it can answer before the host's deadline)."""
     nonce = nonce or secrets.token_hex(8)
-    doc: dict[str, Any] = {"entry": "probes.runner:main", "nonce": nonce, "probes": list(probes) if probes else None,
-                           "options": options or {}, "timeouts": timeouts or {}, "host": host,
-                           "modules": _packed_modules(tuple(probes or LIGHT_PROBES))}
+    doc: dict[str, Any] = {
+        "entry": "probes.runner:main",
+        "nonce": nonce,
+        "probes": list(probes) if probes else None,
+        "options": options or {},
+        "timeouts": timeouts or {},
+        "host": host,
+        "modules": _packed_modules(tuple(probes or LIGHT_PROBES)),
+    }
     if probe_timeout is not None:
         doc["probe_timeout"] = probe_timeout
     if budget_s is not None:

@@ -1,5 +1,6 @@
 """JSON in and out of gpudiag: files read with errors that name the file (and line), host documents
 decoded within bounds, and documents written so that any JSON parser reads them (no NaN or Infinity)."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-MAX_DEPTH = 100   # probe data nests about ten levels; far deeper is a hostile or broken document
+MAX_DEPTH = 100  # probe data nests about ten levels; far deeper is a hostile or broken document
 
 
 class DocumentError(ValueError):
@@ -24,7 +25,7 @@ def read_json(path: Path, error: type[Exception] = ValueError) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-    except (ValueError, RecursionError) as exc:   # an int of 5000 digits, nesting past the recursion limit
+    except (ValueError, RecursionError) as exc:  # an int of 5000 digits, nesting past the recursion limit
         raise error(f"{path}: not readable JSON: {type(exc).__name__}: {str(exc)[:120]}") from None
 
 
@@ -51,7 +52,7 @@ def decode_document(text: str) -> Any:
         raise DocumentError(f"not valid JSON: {exc.msg} at char {exc.pos}") from None
     except RecursionError:
         raise DocumentError(f"nested deeper than {MAX_DEPTH} levels") from None
-    except ValueError as exc:   # Python refuses to convert ints over 4300 digits
+    except ValueError as exc:  # Python refuses to convert ints over 4300 digits
         raise DocumentError(f"a number is out of range ({str(exc)[:80]})") from None
     if depth(doc) > MAX_DEPTH:
         raise DocumentError(f"nested deeper than {MAX_DEPTH} levels")

@@ -4,6 +4,7 @@ A bounded pool, a deadline per host, progress through callbacks (no printing her
 finishing, and the progress events a host streams while its probes run. One host's
 failure never stops the others; Ctrl-C closes every open transport and keeps what has finished.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,11 +48,11 @@ EventCallback = Callable[[Host, HostEvent], None]
 class ScanRequest:
     probes: list[str] | None = None
     options: dict[str, Any] = field(default_factory=dict)
-    timeout: float = DEFAULT_TIMEOUT            # whole-host deadline, connect included
-    probe_timeout: float | None = None          # per probe, inside the runner
+    timeout: float = DEFAULT_TIMEOUT  # whole-host deadline, connect included
+    probe_timeout: float | None = None  # per probe, inside the runner
     forks: int = DEFAULT_FORKS
-    probe_timeouts: dict[str, float] = field(default_factory=dict)   # per named probe, over probe_timeout
-    output_limit: int = DEFAULT_OUTPUT_LIMIT    # stdout bytes a host may send before it is cut off
+    probe_timeouts: dict[str, float] = field(default_factory=dict)  # per named probe, over probe_timeout
+    output_limit: int = DEFAULT_OUTPUT_LIMIT  # stdout bytes a host may send before it is cut off
 
 
 @dataclass
@@ -68,15 +69,22 @@ def runner_budget(deadline: float) -> float:
 
 def classify(host: Host, command: CommandResult, nonce: str, deadline: float) -> HostResult:
     """Turn what the host printed into a HostResult with one status and a one-line reason."""
-    base = dict(name=host.name, address=host.address, transport=_transport_name(host), python=host.python,
-                duration_s=command.duration_s)
+    base: dict[str, Any] = dict(
+        name=host.name,
+        address=host.address,
+        transport=_transport_name(host),
+        python=host.python,
+        duration_s=command.duration_s,
+    )
     tails = {"stdout": bundle.tail(command.stdout), "stderr": bundle.tail(command.stderr)}
     if command.overflow:
-        return HostResult(status=FRAME_ERROR, reason=f"{command.overflow}; the connection was closed there",
-                          output_tail=tails, **base)
+        return HostResult(
+            status=FRAME_ERROR, reason=f"{command.overflow}; the connection was closed there", output_tail=tails, **base
+        )
     if command.timed_out:
-        return HostResult(status=TIMEOUT, reason=f"no answer within the {deadline:.0f} s deadline",
-                          output_tail=tails, **base)
+        return HostResult(
+            status=TIMEOUT, reason=f"no answer within the {deadline:.0f} s deadline", output_tail=tails, **base
+        )
     try:
         doc = bundle.extract_frame(command.stdout, nonce)
     except bundle.FrameError as exc:
@@ -84,13 +92,17 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
         if engine_failure:
             return HostResult(status=UNREACHABLE, reason=engine_failure, output_tail=tails, **base)
         if _python_missing(command, host.python):
-            return HostResult(status=PYTHON_MISSING, output_tail=tails,
-                              reason=f"{host.python}: no such interpreter on the host "
-                                     f"(exit {command.exit_code})", **base)
+            return HostResult(
+                status=PYTHON_MISSING,
+                output_tail=tails,
+                reason=f"{host.python}: no such interpreter on the host (exit {command.exit_code})",
+                **base,
+            )
         last = command.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
         hint = f"; stderr: {last[0][:160]}" if last[0] else ""
-        return HostResult(status=FRAME_ERROR, reason=f"{exc} (exit {command.exit_code}){hint}",
-                          output_tail=tails, **base)
+        return HostResult(
+            status=FRAME_ERROR, reason=f"{exc} (exit {command.exit_code}){hint}", output_tail=tails, **base
+        )
     try:
         probes, executable = _read_frame(doc)
     except SchemaError as exc:  # a frame of another schema or shape: never read as data
@@ -98,9 +110,11 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
     base["python"] = executable or host.python
     if doc.get("fatal"):
         return HostResult(status=PROBE_ERROR, reason=str(doc["fatal"]), probes=probes, **base)
-    failed = [f"{name} {p.status}" + (f" ({p.error.get('type')}: {str(p.error.get('message', ''))[:80]})"
-                                      if p.error else "")
-              for name, p in probes.items() if p.status in ("error", "timeout")]
+    failed = [
+        f"{name} {p.status}" + (f" ({p.error.get('type')}: {str(p.error.get('message', ''))[:80]})" if p.error else "")
+        for name, p in probes.items()
+        if p.status in ("error", "timeout")
+    ]
     if failed:
         return HostResult(status=PROBE_ERROR, reason="; ".join(failed), probes=probes, **base)
     return HostResult(status=OK, reason="", probes=probes, **base)
@@ -131,8 +145,10 @@ def _python_missing(command: CommandResult, python: str) -> bool:
     if "Traceback" in err:
         return False
     lines = [line for line in err.splitlines() if not _SSHD_NOTE.search(line)]
-    return any(("No such file or directory" in line or "not found" in line) and _names_interpreter(line, python)
-               for line in lines)
+    return any(
+        ("No such file or directory" in line or "not found" in line) and _names_interpreter(line, python)
+        for line in lines
+    )
 
 
 # What sshd itself prints on stderr before running the command; never a sign of the interpreter.
@@ -152,15 +168,20 @@ def _container_failure(host: Host, command: CommandResult) -> str | None:
         return None
     engine, name = parse_container(host.container)
     lines = [line.strip() for line in err.splitlines() if line.strip()]
-    line = next((text for text in lines if _ENGINE_ERROR.search(text)), lines[-1] if lines else
-                f"exit {command.exit_code} with no message")
+    line = next(
+        (text for text in lines if _ENGINE_ERROR.search(text)),
+        lines[-1] if lines else f"exit {command.exit_code} with no message",
+    )
     return f"{engine} exec {name}: {line[:200]}"
 
 
 # What docker, podman and kubectl (or the shell looking for them) print when they cannot exec at all.
-_ENGINE_ERROR = re.compile(r"No such container|no container with|not found|Error from server|"
-                           r"Error response from daemon|Cannot connect to the Docker daemon|"
-                           r"No such file or directory|command not found|^Error:", re.I | re.M)
+_ENGINE_ERROR = re.compile(
+    r"No such container|no container with|not found|Error from server|"
+    r"Error response from daemon|Cannot connect to the Docker daemon|"
+    r"No such file or directory|command not found|^Error:",
+    re.I | re.M,
+)
 
 
 def _names_interpreter(err: str, python: str) -> bool:
@@ -173,10 +194,14 @@ def _transport_name(host: Host) -> str:
 
 
 class Orchestrator:
-    def __init__(self, request: ScanRequest, transport_factory: TransportFactory | None = None,
-                 on_start: Callable[[Host], None] | None = None,
-                 on_result: Callable[[HostResult], None] | None = None,
-                 on_event: EventCallback | None = None):
+    def __init__(
+        self,
+        request: ScanRequest,
+        transport_factory: TransportFactory | None = None,
+        on_start: Callable[[Host], None] | None = None,
+        on_result: Callable[[HostResult], None] | None = None,
+        on_event: EventCallback | None = None,
+    ):
         self.request = request
         self.transport_factory = transport_factory or transport_for
         self.on_start = on_start or (lambda host: None)
@@ -192,47 +217,68 @@ class Orchestrator:
         if self._stopping.is_set():
             return _interrupted(host)
         self.on_start(host)
-        options = dict(self.request.options, python=host.python, python_explicit=host.python_explicit,
-                       server_log=host.server_log)
-        payload = bundle.build_payload(self.request.probes, options, host=host.name,
-                                       timeouts=self.request.probe_timeouts,
-                                       probe_timeout=self.request.probe_timeout,
-                                       budget_s=runner_budget(self.request.timeout))
+        options = dict(
+            self.request.options, python=host.python, python_explicit=host.python_explicit, server_log=host.server_log
+        )
+        payload = bundle.build_payload(
+            self.request.probes,
+            options,
+            host=host.name,
+            timeouts=self.request.probe_timeouts,
+            probe_timeout=self.request.probe_timeout,
+            budget_s=runner_budget(self.request.timeout),
+        )
         try:
             try:
                 transport = self.transport_factory(host)
-            except ValueError as exc:   # a host setting no transport can honour (an unknown engine...)
+            except ValueError as exc:  # a host setting no transport can honour (an unknown engine...)
                 raise TransportError(UNREACHABLE, f"cannot reach it this way: {exc}") from None
             with self._lock:
                 self._open[host.name] = transport
-            if self._stopping.is_set():   # stop() ran between the check above and the registration
+            if self._stopping.is_set():  # stop() ran between the check above and the registration
                 transport.close()
             engine_log = None
             try:
-                command = transport.run(bundle.bootstrap_argv(host.python), payload.data, self.request.timeout,
-                                        output_limit=self.request.output_limit,
-                                        events=self._event_reader(host, payload.nonce))
+                command = transport.run(
+                    bundle.bootstrap_argv(host.python),
+                    payload.data,
+                    self.request.timeout,
+                    output_limit=self.request.output_limit,
+                    events=self._event_reader(host, payload.nonce),
+                )
                 if container_logs.wanted(host.container, self.request.probes) and not self._stopping.is_set():
-                    engine_log = container_logs.fetch(transport, str(host.container),
-                                                      self.request.timeout - (time.monotonic() - started))
+                    engine_log = container_logs.fetch(
+                        transport, str(host.container), self.request.timeout - (time.monotonic() - started)
+                    )
             finally:
                 with self._lock:
                     self._open.pop(host.name, None)
                 transport.close()
             result = classify(host, command, payload.nonce, self.request.timeout)
-            if engine_log is not None:   # the engine's log, read outside the container
+            if engine_log is not None:  # the engine's log, read outside the container
                 result = container_logs.attach(result, str(host.container), engine_log)
         except TransportError as exc:
-            result = HostResult(name=host.name, status=exc.status, reason=exc.reason, address=host.address,
-                                transport=_transport_name(host), python=host.python,
-                                duration_s=time.monotonic() - started)
+            result = HostResult(
+                name=host.name,
+                status=exc.status,
+                reason=exc.reason,
+                address=host.address,
+                transport=_transport_name(host),
+                python=host.python,
+                duration_s=time.monotonic() - started,
+            )
         except Exception as exc:  # a gpudiag bug: this host says so, the fleet goes on
             status = INTERRUPTED if self._stopping.is_set() else INTERNAL_ERROR
             message = (str(exc).splitlines() or [""])[0][:200]
-            result = HostResult(name=host.name, status=status,
-                                reason=f"gpudiag bug while handling this host: {type(exc).__name__}: {message}",
-                                address=host.address, transport=_transport_name(host), python=host.python,
-                                duration_s=time.monotonic() - started)
+            result = HostResult(
+                name=host.name,
+                status=status,
+                reason=f"gpudiag bug while handling this host: {type(exc).__name__}: {message}",
+                address=host.address,
+                transport=_transport_name(host),
+                python=host.python,
+                duration_s=time.monotonic() - started,
+            )
         if self._stopping.is_set() and result.status != OK:
             result = _interrupted(host)
         return result
@@ -246,8 +292,9 @@ class Orchestrator:
 
     def run(self, hosts: list[Host]) -> ScanOutcome:
         results: dict[str, HostResult] = {}
-        pool = ThreadPoolExecutor(max_workers=max(1, min(self.request.forks, len(hosts) or 1)),
-                                  thread_name_prefix="gpudiag-host")
+        pool = ThreadPoolExecutor(
+            max_workers=max(1, min(self.request.forks, len(hosts) or 1)), thread_name_prefix="gpudiag-host"
+        )
         futures: dict[Future[HostResult], Host] = {pool.submit(self.scan_one, h): h for h in hosts}
         pending = set(futures)
         interrupted = False
@@ -284,5 +331,11 @@ class Orchestrator:
 
 
 def _interrupted(host: Host) -> HostResult:
-    return HostResult(name=host.name, status=INTERRUPTED, reason="the run was interrupted before this host finished",
-                      address=host.address, transport=_transport_name(host), python=host.python)
+    return HostResult(
+        name=host.name,
+        status=INTERRUPTED,
+        reason="the run was interrupted before this host finished",
+        address=host.address,
+        transport=_transport_name(host),
+        python=host.python,
+    )

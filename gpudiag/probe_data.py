@@ -3,6 +3,7 @@
 The store calls `check_host_document(doc, where)` on each host document before building its HostResult:
 a shape that does not fit is refused with one line naming the file and the field.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -52,6 +53,8 @@ def fitted(name: str, partial: Any) -> Any:
 
 def fitted_host(doc: dict[str, Any]) -> dict[str, Any]:
     """A host document whose ok probe results are fitted()."""
-    probes = {name: dict(result, data=fitted(name, result.get("data"))) if result.get("status") == "ok" else result
-              for name, result in (doc.get("probes") or {}).items()}
+    probes = {
+        name: dict(result, data=fitted(name, result.get("data"))) if result.get("status") == "ok" else result
+        for name, result in (doc.get("probes") or {}).items()
+    }
     return dict(doc, probes=probes)

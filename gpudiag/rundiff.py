@@ -1,6 +1,7 @@
 """What changed between two stored runs, host by host: versions, sglang files, server flags, findings,
 and copy timings that moved by more than their own spread. Pure: runs in, data out (gpudiag diff prints).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,8 +13,15 @@ from gpudiag.findings.facts import host_facts, server_args, servers_of
 from gpudiag.models import Finding, HostResult, LoadedRun
 
 # Facts compared one to one, by the label the diff shows.
-FACTS = (("status", "status"), ("sglang", "sglang"), ("torch", "torch"), ("driver", "driver"),
-         ("cuda", "cuda"), ("gpus", "gpus"), ("python", "python"))
+FACTS = (
+    ("status", "status"),
+    ("sglang", "sglang"),
+    ("torch", "torch"),
+    ("driver", "driver"),
+    ("cuda", "cuda"),
+    ("gpus", "gpus"),
+    ("python", "python"),
+)
 # A timing moved when the medians differ by more than this share AND by more than both runs' spread.
 MIN_RELATIVE_CHANGE = 0.05
 
@@ -21,26 +29,37 @@ MIN_RELATIVE_CHANGE = 0.05
 @dataclass
 class HostDiff:
     name: str
-    only_in: str | None = None                                    # "a" or "b" when the host is in one run
-    facts: list[tuple[str, str, str]] = field(default_factory=list)        # (what, before, after)
-    files: dict[str, list[str]] = field(default_factory=dict)              # "now modified" → paths, …
-    flags: list[tuple[str, str, str]] = field(default_factory=list)        # (flag, before, after)
+    only_in: str | None = None  # "a" or "b" when the host is in one run
+    facts: list[tuple[str, str, str]] = field(default_factory=list)  # (what, before, after)
+    files: dict[str, list[str]] = field(default_factory=dict)  # "now modified" → paths, …
+    flags: list[tuple[str, str, str]] = field(default_factory=list)  # (flag, before, after)
     new_findings: list[str] = field(default_factory=list)
     resolved_findings: list[str] = field(default_factory=list)
     timings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return bool(self.only_in or self.facts or self.files or self.flags or self.new_findings
-                    or self.resolved_findings or self.timings)
+        return bool(
+            self.only_in
+            or self.facts
+            or self.files
+            or self.flags
+            or self.new_findings
+            or self.resolved_findings
+            or self.timings
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"host": self.name, "only_in": self.only_in,
-                "facts": [{"what": w, "before": a, "after": b} for w, a, b in self.facts],
-                "sglang_files": self.files,
-                "server_flags": [{"flag": f, "before": a, "after": b} for f, a, b in self.flags],
-                "new_findings": self.new_findings, "resolved_findings": self.resolved_findings,
-                "copy_timings": self.timings}
+        return {
+            "host": self.name,
+            "only_in": self.only_in,
+            "facts": [{"what": w, "before": a, "after": b} for w, a, b in self.facts],
+            "sglang_files": self.files,
+            "server_flags": [{"flag": f, "before": a, "after": b} for f, a, b in self.flags],
+            "new_findings": self.new_findings,
+            "resolved_findings": self.resolved_findings,
+            "copy_timings": self.timings,
+        }
 
 
 def diff_runs(a: LoadedRun, b: LoadedRun) -> list[HostDiff]:
@@ -53,8 +72,7 @@ def diff_runs(a: LoadedRun, b: LoadedRun) -> list[HostDiff]:
         elif name not in hosts_a:
             out.append(HostDiff(name, only_in="b"))
         else:
-            out.append(host_diff(hosts_a[name], hosts_b[name], findings_a.get(name, {}),
-                                 findings_b.get(name, {})))
+            out.append(host_diff(hosts_a[name], hosts_b[name], findings_a.get(name, {}), findings_b.get(name, {})))
     return out
 
 
@@ -90,8 +108,9 @@ def _by_host(findings: list[Finding]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for finding in findings:
         for host in finding.hosts:
-            out.setdefault(host, {})[f"{finding.id}/{finding.severity}"] = \
+            out.setdefault(host, {})[f"{finding.id}/{finding.severity}"] = (
                 f"[{finding.severity}] {finding.title} ({finding.id})"
+            )
     return out
 
 
@@ -139,9 +158,18 @@ def moved_timings(a: HostResult, b: HostResult) -> list[dict[str, Any]]:
         noise = max(_spread(old), _spread(timing))
         if abs(m_b - m_a) > noise and abs(m_b - m_a) >= MIN_RELATIVE_CHANGE * m_a:
             gpu, workload, strategy, mode = key
-            out.append({"gpu": gpu, "workload": workload, "strategy": strategy, "mode": mode,
-                        "before_us": m_a, "after_us": m_b, "noise_us": round(noise, 3),
-                        "change": round(m_b / m_a - 1.0, 3)})
+            out.append(
+                {
+                    "gpu": gpu,
+                    "workload": workload,
+                    "strategy": strategy,
+                    "mode": mode,
+                    "before_us": m_a,
+                    "after_us": m_b,
+                    "noise_us": round(noise, 3),
+                    "change": round(m_b / m_a - 1.0, 3),
+                }
+            )
     return out
 
 

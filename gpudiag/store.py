@@ -4,6 +4,7 @@ run.json is written first, with every planned host, and rewritten as each host's
 an interrupted, killed or crashed run keeps every finished host and reads as incomplete. Temp files a
 killed run left are removed by the next run. `reports/latest` holds the newest run id.
 """
+
 from __future__ import annotations
 
 import errno
@@ -56,23 +57,37 @@ def write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
 class RunWriter:
     """Writes one run as it happens; thread-safe (hosts finish on pool threads)."""
 
-    def __init__(self, root: Path, kind: str, argv: list[str], extra: dict[str, Any] | None = None,
-                 run_id: str | None = None, mark_latest: bool = True, planned: list[str] | None = None):
+    def __init__(
+        self,
+        root: Path,
+        kind: str,
+        argv: list[str],
+        extra: dict[str, Any] | None = None,
+        run_id: str | None = None,
+        mark_latest: bool = True,
+        planned: list[str] | None = None,
+    ):
         self.root = root
         self.run_id = run_id or new_run_id()
         self.dir = root / "runs" / self.run_id
-        self.manifest = RunManifest(run_id=self.run_id, kind=kind, started_at=now_iso(), argv=tuple(argv),
-                                    gpudiag_version=__version__, extra=dict(extra or {}),
-                                    planned=tuple(planned) if planned is not None else None)
-        self.write_failures: list[str] = []   # hosts whose result could not be written
+        self.manifest = RunManifest(
+            run_id=self.run_id,
+            kind=kind,
+            started_at=now_iso(),
+            argv=tuple(argv),
+            gpudiag_version=__version__,
+            extra=dict(extra or {}),
+            planned=tuple(planned) if planned is not None else None,
+        )
+        self.write_failures: list[str] = []  # hosts whose result could not be written
         remove_stale_temp_files(root)
         self._hosts: dict[str, dict[str, str]] = {}
-        self._files: set[str] = set()     # casefolded: "GPU1" and "gpu1" are one file on macOS
+        self._files: set[str] = set()  # casefolded: "GPU1" and "gpu1" are one file on macOS
         self._lock = threading.Lock()
         try:
             (self.dir / "hosts").mkdir(parents=True, exist_ok=True)
             self._write_manifest()
-            if mark_latest:   # a run without hosts (a classified log) never becomes the default report
+            if mark_latest:  # a run without hosts (a classified log) never becomes the default report
                 write_text_atomic(root / "latest", self.run_id + "\n")
         except OSError as exc:
             raise StoreError(f"{_failed_path(exc, self.dir)}: cannot create the run: {_why(exc)}") from None
@@ -109,14 +124,20 @@ class RunWriter:
                 self._hosts[name] = {"name": name, "status": status, "reason": reason}
                 self._write_manifest_or_raise()
 
-    def finish(self, interrupted: bool = False, extra: dict[str, Any] | None = None,
-               signal: str | None = None) -> RunManifest:
+    def finish(
+        self, interrupted: bool = False, extra: dict[str, Any] | None = None, signal: str | None = None
+    ) -> RunManifest:
         """Raises StoreError when run.json cannot be written; `self.manifest` is complete either way."""
         with self._lock:
             merged = dict(self.manifest.extra)
             merged.update(extra or {})
-            self.manifest = replace(self.manifest, finished_at=now_iso(), interrupted=interrupted, extra=merged,
-                                    signal=signal if interrupted else None)
+            self.manifest = replace(
+                self.manifest,
+                finished_at=now_iso(),
+                interrupted=interrupted,
+                extra=merged,
+                signal=signal if interrupted else None,
+            )
             self._write_manifest_or_raise()
         return self.manifest
 
@@ -186,8 +207,9 @@ def resolve_run_dir(spec: str | None, root: Path) -> Path:
         by_id = root / "runs" / spec
         if (by_id / "run.json").is_file():
             return by_id
-        raise StoreError(f"{spec}: no run there (expected a run directory with run.json, or a run id under "
-                         f"{root / 'runs'})")
+        raise StoreError(
+            f"{spec}: no run there (expected a run directory with run.json, or a run id under {root / 'runs'})"
+        )
     latest = root / "latest"
     if not latest.is_file():
         raise StoreError(f"{latest}: no runs yet; run `gpudiag scan` first")
@@ -267,7 +289,7 @@ def load_run(run_dir: Path) -> LoadedRun:
                 raise StoreError(f"names host {result.name!r}, but run.json gives this file to {owner!r}")
             try:
                 check_host_document(doc, str(path))
-            except ProbeDataError as exc:   # data that does not fit its probe's declaration is not guessed at
+            except ProbeDataError as exc:  # data that does not fit its probe's declaration is not guessed at
                 result = HostResult(name=result.name, status=UNREADABLE, reason=str(exc))
             hosts.append(result)
         except (StoreError, SchemaError) as exc:
@@ -286,15 +308,21 @@ def load_run(run_dir: Path) -> LoadedRun:
             status, reason = RESULT_MISSING, f"the result could not be written: {entry['write_error']}"
         elif entry.get("file"):
             status, reason = RESULT_MISSING, f"hosts/{entry['file']}.json is missing (status was {status})"
-        elif status == OK:   # an ok host always has a file: its absence is the fact to report
+        elif status == OK:  # an ok host always has a file: its absence is the fact to report
             status, reason = RESULT_MISSING, "run.json says ok, but no result file is stored"
         hosts.append(HostResult(name=name, status=status, reason=reason))
     for name in manifest.planned or ():
         if name not in have:
             have.add(name)
-            hosts.append(HostResult(name=name, status=NEVER_FINISHED,
-                                    reason="planned, but run.json records no end for it: the run was "
-                                           "killed, could not write its records, or is still running"
-                                    if not manifest.finished_at else "planned, but no result was recorded"))
+            hosts.append(
+                HostResult(
+                    name=name,
+                    status=NEVER_FINISHED,
+                    reason="planned, but run.json records no end for it: the run was "
+                    "killed, could not write its records, or is still running"
+                    if not manifest.finished_at
+                    else "planned, but no result was recorded",
+                )
+            )
     hosts.sort(key=lambda h: h.name)
     return LoadedRun(path=run_dir, manifest=manifest, hosts=tuple(hosts), unreadable=tuple(unreadable))

@@ -3,6 +3,7 @@
 One place decides the final exit code of scan, report and repro from the hosts, the findings and `--fail-on`.
 Precedence: hosts that could not be scanned (3) > findings at or above the threshold (1) > incomplete (4) > 0.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ PROBE_FLAGS = {"copy_bench": "--deep or --probes copy_bench", "cuda_graph": "--d
 @dataclass(frozen=True)
 class HostVerdict:
     name: str
-    status: str                  # the host's own status, or `incomplete` when a requested check could not run
+    status: str  # the host's own status, or `incomplete` when a requested check could not run
     reasons: tuple[str, ...] = ()
 
 
@@ -53,9 +54,13 @@ class Verdict:
         return tuple(h for h in self.hosts if h.status == INCOMPLETE)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"exit_code": int(self.exit_code), "fail_on": self.fail_on, "requested_checks": list(self.requested),
-                "failing_findings": self.failing_findings,
-                "incomplete_hosts": [{"name": h.name, "reasons": list(h.reasons)} for h in self.incomplete]}
+        return {
+            "exit_code": int(self.exit_code),
+            "fail_on": self.fail_on,
+            "requested_checks": list(self.requested),
+            "failing_findings": self.failing_findings,
+            "incomplete_hosts": [{"name": h.name, "reasons": list(h.reasons)} for h in self.incomplete],
+        }
 
 
 def requested_checks(run: LoadedRun) -> tuple[str, ...]:
@@ -119,9 +124,9 @@ def _measured_nothing(name: str, data: Any) -> str | None:
     if name == "cuda_graph":
         cells = [c for c in as_list(data.get("cells")) if isinstance(c, dict)]
         if not cells or all(c.get("status") == "skipped" for c in cells):
-            return "every cell skipped — " + str(data.get("skip_reason") or
-                                                 next((c.get("detail") for c in cells if c.get("detail")),
-                                                      "no cell ran"))
+            return "every cell skipped — " + str(
+                data.get("skip_reason") or next((c.get("detail") for c in cells if c.get("detail")), "no cell ran")
+            )
     return None
 
 
@@ -146,8 +151,9 @@ def failing(findings: Iterable[Finding], fail_on: str) -> list[Finding]:
     return [f for f in findings if SEVERITY_RANK.get(f.severity, 9) <= limit]
 
 
-def verdict(run: LoadedRun, findings: Sequence[Finding], fail_on: str = DEFAULT_FAIL_ON,
-            requested: Sequence[str] | None = None) -> Verdict:
+def verdict(
+    run: LoadedRun, findings: Sequence[Finding], fail_on: str = DEFAULT_FAIL_ON, requested: Sequence[str] | None = None
+) -> Verdict:
     requested = tuple(requested if requested is not None else requested_checks(run))
     hosts = host_verdicts(run, requested)
     over = failing(findings, fail_on)

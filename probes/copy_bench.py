@@ -24,7 +24,7 @@ def torch_info():
     try:
         import torch
     except Exception as exc:
-        raise Skip("torch is not importable by %s: %s: %s" % (sys.executable, type(exc).__name__, exc))
+        raise Skip("torch is not importable by %s: %s: %s" % (sys.executable, type(exc).__name__, exc)) from None
     available = bool(torch.cuda.is_available())   # counts devices through NVML; creates no context
     return {"torch_version": torch.__version__, "has_foreach_copy": hasattr(torch, "_foreach_copy_"),
             "cuda_available": available, "device_count": torch.cuda.device_count() if available else 0,

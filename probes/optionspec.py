@@ -44,7 +44,7 @@ class Option(object):
             return _CHECKS[self.kind](self, value)
         except (TypeError, ValueError, OverflowError):
             raise OptionValueError("%s%s: expected %s, got %r" % (owner + "." if owner else "", self.name,
-                                                                  self.accepts(), value))
+                                                                  self.accepts(), value)) from None
 
 
 def _int(option, value):
@@ -88,7 +88,7 @@ def _regex(option, value):
     try:
         re.compile(text)
     except re.error:
-        raise ValueError(text)
+        raise ValueError(text) from None
     return text
 
 

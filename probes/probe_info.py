@@ -72,5 +72,5 @@ def check_settings(settings, selected):
             try:
                 checked.setdefault(probe, {})[key] = option.check(value, probe)
             except OptionValueError as exc:
-                raise SettingError("--set %s" % exc)
+                raise SettingError("--set %s" % exc) from None
     return checked

@@ -62,7 +62,7 @@ def collect_here(ctx):
     try:
         import torch
     except BaseException as exc:
-        raise Skip("torch is not importable: %s: %s" % (type(exc).__name__, exc))
+        raise Skip("torch is not importable: %s: %s" % (type(exc).__name__, exc)) from None
     has_foreach = hasattr(torch, "_foreach_copy_")
     checks = {"cpu": check_device(torch, "cpu", has_foreach)}
     checks["cpu"]["paths"] = device_paths(ctx, torch, "cpu", has_foreach)

@@ -46,10 +46,15 @@ if ! "$PY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2
   "${PIP[@]}" torch==2.13.0
 fi
 echo "test.sh: torch $("$PY" -c 'import torch; print(torch.__version__, "from", torch.__file__)')"
-"${PIP[@]}" -e '.[test,plots]'   # plots: the chart tests draw for real
+"${PIP[@]}" -e '.[test,plots,static]'   # plots: the chart tests draw for real; static: ruff and mypy
 # Engines the ingest tests drive for real (test-only, never runtime dependencies).
 "${PIP[@]}" ansible-core
 "$PY" scripts/install-ansible-posix.py   # the json stdout callback, without the full `ansible` package
+
+# CI (GPUDIAG_STATIC_CHECKS=1) runs ruff and mypy first: a lint or type error fails before the long suite.
+if [ -n "${GPUDIAG_STATIC_CHECKS:-}" ]; then
+  PYTHON="$PY" bash scripts/check-static.sh
+fi
 
 had_user=0
 getent passwd gdnoisy >/dev/null 2>&1 && had_user=1

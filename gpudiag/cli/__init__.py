@@ -3,6 +3,7 @@
 Commands return an ExitCode (or raise); `main` is the one place that turns results and errors into
 exit statuses and one-line messages. Only this package prints, writes files or exits.
 """
+
 from __future__ import annotations
 
 import enum
@@ -18,22 +19,24 @@ from gpudiag import __version__
 
 class ExitCode(enum.IntEnum):
     """Every status gpudiag exits with; the README's exit-code table lists exactly these."""
-    OK = 0                 # all hosts ok, everything asked was checked, no finding at or above --fail-on
-    FINDINGS = 1           # findings at or above --fail-on (default: error)
-    USAGE = 2              # usage or input error (one line)
-    HOSTS_FAILED = 3       # some hosts could not be scanned
-    INCOMPLETE = 4         # a check asked for (--deep, --probes, repro) could not run on some host
-    INTERNAL = 70          # a bug in gpudiag itself (EX_SOFTWARE), never confused with "error findings"
-    HANGUP = 129           # SIGHUP (128 + 1), finished hosts kept
-    INTERRUPTED = 130      # Ctrl-C (128 + SIGINT, as shells report it), finished hosts kept
-    PIPE_CLOSED = 141      # the reader of stdout left (`gpudiag report | head`): 128 + SIGPIPE, quietly
-    TERMINATED = 143       # SIGTERM (128 + 15), finished hosts kept
 
-    NOTHING_RAN = 4        # the name repro's outcome table uses for INCOMPLETE
+    OK = 0  # all hosts ok, everything asked was checked, no finding at or above --fail-on
+    FINDINGS = 1  # findings at or above --fail-on (default: error)
+    USAGE = 2  # usage or input error (one line)
+    HOSTS_FAILED = 3  # some hosts could not be scanned
+    INCOMPLETE = 4  # a check asked for (--deep, --probes, repro) could not run on some host
+    INTERNAL = 70  # a bug in gpudiag itself (EX_SOFTWARE), never confused with "error findings"
+    HANGUP = 129  # SIGHUP (128 + 1), finished hosts kept
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it), finished hosts kept
+    PIPE_CLOSED = 141  # the reader of stdout left (`gpudiag report | head`): 128 + SIGPIPE, quietly
+    TERMINATED = 143  # SIGTERM (128 + 15), finished hosts kept
+
+    NOTHING_RAN = 4  # the name repro's outcome table uses for INCOMPLETE
 
 
 class UserError(click.ClickException):
     """A one-line error about the user's input; exits 2 without a traceback."""
+
     exit_code = ExitCode.USAGE
 
     def show(self, file: Any = None) -> None:
@@ -102,7 +105,7 @@ def main() -> NoReturn:
     # and a closed pipe into exit 1, which a CI job would read as "error findings".
     try:
         code = cli.main(prog_name="gpudiag", standalone_mode=False)
-        sys.stdout.flush()   # a pipe closed by now shows here, not at interpreter exit
+        sys.stdout.flush()  # a pipe closed by now shows here, not at interpreter exit
     except click.exceptions.NoArgsIsHelpError as exc:
         exc.show()
         _exit(ExitCode.USAGE)
@@ -149,8 +152,11 @@ def _internal_error(exc: BaseException) -> NoReturn:
     """An unexpected exception is a gpudiag bug: one line and exit 70, the traceback only on request."""
     if os.environ.get("GPUDIAG_DEBUG"):
         import traceback
+
         traceback.print_exception(type(exc), exc, exc.__traceback__)
     message = (str(exc).splitlines() or [""])[0]
-    click.echo(f"gpudiag: internal error: {type(exc).__name__}: {message} "
-               f"(rerun with GPUDIAG_DEBUG=1 for the traceback)", err=True)
+    click.echo(
+        f"gpudiag: internal error: {type(exc).__name__}: {message} (rerun with GPUDIAG_DEBUG=1 for the traceback)",
+        err=True,
+    )
     _exit(ExitCode.INTERNAL)

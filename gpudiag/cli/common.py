@@ -1,4 +1,5 @@
 """Options and helpers shared by the commands."""
+
 from __future__ import annotations
 
 import json
@@ -22,6 +23,7 @@ MAX_SECONDS = 7 * 24 * 3600.0
 
 class Seconds(click.ParamType):
     """A finite number of seconds within [minimum, MAX_SECONDS]; anything else is a one-line usage error."""
+
     name = "seconds"
 
     def __init__(self, minimum: float) -> None:
@@ -32,7 +34,7 @@ class Seconds(click.ParamType):
             seconds = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if not self.minimum <= seconds <= MAX_SECONDS:   # also false for nan
+        if not self.minimum <= seconds <= MAX_SECONDS:  # also false for nan
             self.fail(f"{value} is not between {self.minimum:g} and {MAX_SECONDS:.0f} seconds", param, ctx)
         return seconds
 
@@ -46,9 +48,13 @@ class ResultConsole(Console):
 
 
 def reports_dir_option(f: Any) -> Any:
-    return click.option("--reports-dir", type=click.Path(file_okay=False, path_type=Path),
-                        default=lambda: os.environ.get("GPUDIAG_REPORTS", "reports"), show_default="reports",
-                        help="Where runs are stored (env GPUDIAG_REPORTS).")(f)
+    return click.option(
+        "--reports-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=lambda: os.environ.get("GPUDIAG_REPORTS", "reports"),
+        show_default="reports",
+        help="Where runs are stored (env GPUDIAG_REPORTS).",
+    )(f)
 
 
 LIMIT_KEY = "gpudiag.limit"
@@ -57,11 +63,21 @@ SSH_NOTES_KEY = "gpudiag.ssh_notes"
 
 def inventory_option(f: Any) -> Any:
     """`-i FILE` and `--limit PATTERN`; the limit rides on the click context, read by load_hosts."""
-    f = click.option("--limit", metavar="PATTERN", expose_value=False, callback=_remember_limit,
-                     help="Keep only the hosts this pattern also selects, as Ansible's --limit "
-                          "(a:b, a:!b, a:&b, wildcards, ranges, @FILE of names).")(f)
-    return click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
-                        help="Inventory file: gpudiag's YAML form, or an Ansible inventory (YAML or INI).")(f)
+    f = click.option(
+        "--limit",
+        metavar="PATTERN",
+        expose_value=False,
+        callback=_remember_limit,
+        help="Keep only the hosts this pattern also selects, as Ansible's --limit "
+        "(a:b, a:!b, a:&b, wildcards, ranges, @FILE of names).",
+    )(f)
+    return click.option(
+        "-i",
+        "--inventory",
+        "inventory_path",
+        type=click.Path(dir_okay=False),
+        help="Inventory file: gpudiag's YAML form, or an Ansible inventory (YAML or INI).",
+    )(f)
 
 
 def _remember_limit(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -91,7 +107,7 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
             raise UserError("no targets given (try `localhost`, a host, a group, or `all` with -i)")
         hosts = resolve_targets(list(targets), inventory, python, ssh_config=ssh, limit=limit)
     except InventoryError as exc:
-        relevant = unused and not isinstance(exc, PatternError)   # a bad range is wrong with or without it
+        relevant = unused and not isinstance(exc, PatternError)  # a bad range is wrong with or without it
         because = f" ({DEFAULT_INVENTORY} was not used: it does not load)" if relevant else ""
         raise UserError(f"{exc}{because}") from None
     _warn_unhonoured(hosts, inventory)
@@ -132,17 +148,17 @@ def ignored_ssh_settings(hosts: list[Host]) -> list[str]:
     try:
         config = SshConfig()
     except SshConfigError:
-        return []   # an unreadable config already stopped resolution with its own error
+        return []  # an unreadable config already stopped resolution with its own error
     ctx = click.get_current_context(silent=True)
     recorded = ctx.meta.get(SSH_NOTES_KEY) if ctx is not None else None
     lines = []
     for host in ssh_hosts:
-        if recorded is not None:   # what load_hosts' own lookups found: no second lookup, no second exec
+        if recorded is not None:  # what load_hosts' own lookups found: no second lookup, no second exec
             notes = dict.fromkeys(recorded.get(host.name, ()))
-        else:   # the alias the user wrote is the host's name or its address before HostName mapped it
+        else:  # the alias the user wrote is the host's name or its address before HostName mapped it
             notes = dict.fromkeys(config.ignored(host.name) + config.ignored(host.address))
         # a note from the config itself says `line N`; one from an included file keeps that file's name
-        shown = [f"line {n[len(str(config.path)) + 1:]}" if n.startswith(f"{config.path}:") else n for n in notes]
+        shown = [f"line {n[len(str(config.path)) + 1 :]}" if n.startswith(f"{config.path}:") else n for n in notes]
         if shown:
             lines.append(f"{host.name}: {config.path}: {'; '.join(shown)}")
     return lines

@@ -1,4 +1,5 @@
 """`gpudiag diff RUN_A RUN_B`: what changed per host between two stored runs."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from gpudiag.store import StoreError, load_run, resolve_run_dir
 
 def _load(spec: str, reports_dir: Path) -> LoadedRun:
     try:
-        return clean_run(load_run(resolve_run_dir(spec, reports_dir)))   # host strings bounded, escapes gone
+        return clean_run(load_run(resolve_run_dir(spec, reports_dir)))  # host strings bounded, escapes gone
     except StoreError as exc:
         raise UserError(str(exc)) from None
 
@@ -34,8 +35,11 @@ def diff(run_a: str, run_b: str, as_json: bool, show_all: bool, reports_dir: Pat
     a, b = _load(run_a, reports_dir), _load(run_b, reports_dir)
     changes = diff_runs(a, b)
     if as_json:
-        click.echo(json.dumps({"a": a.manifest.run_id, "b": b.manifest.run_id,
-                               "hosts": [d.to_dict() for d in changes]}, indent=2))
+        click.echo(
+            json.dumps(
+                {"a": a.manifest.run_id, "b": b.manifest.run_id, "hosts": [d.to_dict() for d in changes]}, indent=2
+            )
+        )
         return ExitCode.OK
     console = ResultConsole(highlight=False)
     run_a, run_b = safe(a.manifest.run_id), safe(b.manifest.run_id)
@@ -74,5 +78,7 @@ def _print_host(console: Console, d: HostDiff, run_a: str, run_b: str) -> None:
     for title in d.resolved_findings:
         line(f"  resolved: {safe(title)}")
     for t in d.timings:
-        line(f"  copy timing GPU {safe(t['gpu'])} {safe(t['workload'])} {safe(t['strategy'])} ({t['mode']}): "
-             f"{t['before_us']:g} µs → {t['after_us']:g} µs ({t['change']:+.0%}, noise ±{t['noise_us']:g} µs)")
+        line(
+            f"  copy timing GPU {safe(t['gpu'])} {safe(t['workload'])} {safe(t['strategy'])} ({t['mode']}): "
+            f"{t['before_us']:g} µs → {t['after_us']:g} µs ({t['change']:+.0%}, noise ±{t['noise_us']:g} µs)"
+        )

@@ -1,4 +1,5 @@
 """`gpudiag bundle` writes the probe zipapp for an engine to run; `gpudiag ingest` stores what it collected."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,14 @@ from gpudiag.store import RunWriter, StoreError
 
 
 @click.command("bundle")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              default=Path("gpudiag-probes.pyz"), show_default=True, help="Where to write the bundle.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("gpudiag-probes.pyz"),
+    show_default=True,
+    help="Where to write the bundle.",
+)
 @click.option("--probes", help="Comma-separated probes the bundle runs by default (default: the light set).")
 @click.option("--deep", is_flag=True, help="Add the GPU-touching probes to the default set.")
 def bundle_cmd(output: Path, probes: str | None, deep: bool) -> None:
@@ -62,9 +69,15 @@ def read_sources(paths: tuple[str, ...]) -> list[Source]:
 
 @click.command("ingest")
 @click.argument("sources", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
-              help="ansible-json: ANSIBLE_STDOUT_CALLBACK=json output; frames: any text holding frames "
-                   "(pdsh/clush `host: ` prefixes, srun output with or without --label, one file per host).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="ansible-json: ANSIBLE_STDOUT_CALLBACK=json output; frames: any text holding frames "
+    "(pdsh/clush `host: ` prefixes, srun output with or without --label, one file per host).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
 @reports_dir_option
 def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path) -> int:
@@ -74,21 +87,22 @@ def ingest(sources: tuple[str, ...], fmt: str, as_json: bool, reports_dir: Path)
         outcome = ingest_sources(loaded, fmt)
     except IngestError as exc:
         raise UserError(str(exc)) from None
-    source_info = {"paths": [s.name for s in loaded], "formats": sorted(set(outcome.formats)),
-                   "engines": sorted(set(outcome.engines))}
+    source_info = {
+        "paths": [s.name for s in loaded],
+        "formats": sorted(set(outcome.formats)),
+        "engines": sorted(set(outcome.engines)),
+    }
     try:
         writer = RunWriter(reports_dir, "ingest", sys.argv, extra={"source": source_info})
         for result in outcome.results:
             writer.write_host(result)
         manifest = writer.finish()
-    except StoreError as exc:   # nothing else to do while ingesting: the run is the whole job
+    except StoreError as exc:  # nothing else to do while ingesting: the run is the whole job
         raise UserError(f"--reports-dir: {exc}") from None
     if as_json:
         click.echo(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
     else:
-        results = ResultConsole()   # results to stdout, warnings to stderr
+        results = ResultConsole()  # results to stdout, warnings to stderr
         results.print(summary_table(outcome.results, f"gpudiag ingest {manifest.run_id}"))
         results.print(f"results: {writer.dir}", markup=False, highlight=False)
     return ExitCode.OK if all(r.status == OK for r in outcome.results) else ExitCode.HOSTS_FAILED
-
-

@@ -1,4 +1,5 @@
 """`gpudiag hosts`: what each target resolves to and how it is reached, without connecting."""
+
 from __future__ import annotations
 
 import json
@@ -36,12 +37,15 @@ def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | No
     resolved = load_hosts(targets or ("all",), inventory_path, python)
     warn_ignored_ssh_settings(resolved)
     if as_json:
-        click.echo(json.dumps([dict(h.to_dict(), route=route(h), skip_reason=h.skip_reason) for h in resolved],
-                              indent=2))
+        click.echo(
+            json.dumps([dict(h.to_dict(), route=route(h), skip_reason=h.skip_reason) for h in resolved], indent=2)
+        )
         return
     ssh_config = config_path()
-    table = Table(title=f"gpudiag hosts ({len(resolved)})",
-                  caption=Text(f"ssh config: {ssh_config}{'' if ssh_config.is_file() else ' (absent)'}"))
+    table = Table(
+        title=f"gpudiag hosts ({len(resolved)})",
+        caption=Text(f"ssh config: {ssh_config}{'' if ssh_config.is_file() else ' (absent)'}"),
+    )
     for column in ("name", "route", "python", "groups", "defined at"):
         table.add_column(column, overflow="fold", no_wrap=column in ("name", "defined at"))
     for h in resolved:
@@ -49,5 +53,3 @@ def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | No
         cells = (h.name, route(h), python_label(h), ",".join(h.groups) or "-", h.source)
         table.add_row(*(Text(console_text(cell)) for cell in cells))
     ResultConsole().print(table)
-
-

@@ -2,6 +2,7 @@
 
 `--markdown` prints docs/probe-options.md; a test keeps the file equal to it.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,17 +44,25 @@ def probe_markdown() -> str:
 
 
 def probe_document(info: ProbeInfo) -> dict[str, Any]:
-    return {"name": info.name, "summary": info.summary, "set": "deep" if info.deep else "light",
-            "needs": info.needs, "cost": info.cost,
-            "options": [{"name": o.name, "kind": o.kind, "accepts": o.accepts(), "default": o.default,
-                         "help": o.help} for o in info.options]}
+    return {
+        "name": info.name,
+        "summary": info.summary,
+        "set": "deep" if info.deep else "light",
+        "needs": info.needs,
+        "cost": info.cost,
+        "options": [
+            {"name": o.name, "kind": o.kind, "accepts": o.accepts(), "default": o.default, "help": o.help}
+            for o in info.options
+        ],
+    }
 
 
 @click.command()
 @click.argument("names", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print the probes and their options as JSON.")
-@click.option("--markdown", "as_markdown", is_flag=True, help="Print the option tables as markdown "
-              "(docs/probe-options.md).")
+@click.option(
+    "--markdown", "as_markdown", is_flag=True, help="Print the option tables as markdown (docs/probe-options.md)."
+)
 def probes(names: tuple[str, ...], as_json: bool, as_markdown: bool) -> int:
     """List the probes (or NAMES): what each needs, what it costs, and its options."""
     unknown = [n for n in names if n not in PROBES]
@@ -75,8 +84,15 @@ def _console(chosen: list[ProbeInfo]) -> None:
     for column in ("probe", "set", "GPU", "torch", "sglang", "cost", "options"):
         table.add_column(column, overflow="fold")
     for info in chosen:
-        table.add_row(info.name, "deep" if info.deep else "light", info.needs["GPU"], info.needs["torch"],
-                      info.needs["sglang"], info.cost, str(len(info.options)))
+        table.add_row(
+            info.name,
+            "deep" if info.deep else "light",
+            info.needs["GPU"],
+            info.needs["torch"],
+            info.needs["sglang"],
+            info.cost,
+            str(len(info.options)),
+        )
     console.print(table)
     if len(chosen) == 1:
         options = Table(title=f"{chosen[0].name} options (--set {chosen[0].name}.KEY=VALUE)")

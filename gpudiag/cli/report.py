@@ -1,4 +1,5 @@
 """`gpudiag report [RUN]`: findings for a stored run, as a console summary, markdown or JSON."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,17 +33,33 @@ SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "
 @click.argument("run", required=False)
 @click.option("--markdown", "as_markdown", is_flag=True, help="Write the full report as markdown.")
 @click.option("--json", "as_json", is_flag=True, help="Print findings and summary as JSON (docs/report-json.md).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-              help="Write the report here, markdown for .md and JSON for .json unless a format flag says; "
-                   "`-` is stdout. A markdown FILE.md gets its per-host appendix in FILE.appendix.md and its "
-                   "charts beside it; on stdout the appendix follows the report.")
-@click.option("--severity", type=click.Choice(SEVERITIES), metavar="LEVEL",
-              help=f"Show only findings at LEVEL or worse ({', '.join(SEVERITIES)}).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Write the report here, markdown for .md and JSON for .json unless a format flag says; "
+    "`-` is stdout. A markdown FILE.md gets its per-host appendix in FILE.appendix.md and its "
+    "charts beside it; on stdout the appendix follows the report.",
+)
+@click.option(
+    "--severity",
+    type=click.Choice(SEVERITIES),
+    metavar="LEVEL",
+    help=f"Show only findings at LEVEL or worse ({', '.join(SEVERITIES)}).",
+)
 @click.option("--no-charts", is_flag=True, help="Tables only, even when matplotlib is installed.")
 @fail_on_option
 @reports_dir_option
-def report(run: str | None, as_markdown: bool, as_json: bool, output: Path | None, severity: str | None,
-           no_charts: bool, fail_on: str, reports_dir: Path) -> int:
+def report(
+    run: str | None,
+    as_markdown: bool,
+    as_json: bool,
+    output: Path | None,
+    severity: str | None,
+    no_charts: bool,
+    fail_on: str,
+    reports_dir: Path,
+) -> int:
     """Findings for RUN (a run directory or id; default: the latest run)."""
     as_markdown, as_json = output_format(as_markdown, as_json, output)
     if output is not None and str(output) == "-":
@@ -52,7 +69,7 @@ def report(run: str | None, as_markdown: bool, as_json: bool, output: Path | Non
     except StoreError as exc:
         raise UserError(str(exc)) from None
     every_finding = all_findings(loaded)
-    verdict = compute_verdict(loaded, every_finding, fail_on)   # the exit code counts every finding
+    verdict = compute_verdict(loaded, every_finding, fail_on)  # the exit code counts every finding
     findings = at_least(every_finding, severity) if severity else every_finding
     if as_json:
         _emit(render_json(loaded, findings, verdict), output)
@@ -61,19 +78,18 @@ def report(run: str | None, as_markdown: bool, as_json: bool, output: Path | Non
         if output is not None and not no_charts:
             charts = plots.write_charts(loaded, output.parent)
             if not plots.charts_available():
-                click.echo("charts: matplotlib not installed (pip install 'gpudiag[plots]'); tables only",
-                           err=True)
-        if output is None:     # one stream: the appendix follows the report
+                click.echo("charts: matplotlib not installed (pip install 'gpudiag[plots]'); tables only", err=True)
+        if output is None:  # one stream: the appendix follows the report
             _emit(render_markdown(loaded, findings, charts, verdict), None)
         else:
             _emit_markdown(loaded, findings, charts, verdict, output)
     else:
         hidden = len(every_finding) - len(findings)
         _console_summary(loaded, findings, verdict, f"{hidden} below {severity} not shown" if hidden else "")
-    problems = loaded.problems()   # a run that is not a whole record never reads as all clear
+    problems = loaded.problems()  # a run that is not a whole record never reads as all clear
     for line in problems:
         click.echo(f"gpudiag: {line}", err=True)
-    return ExitCode.HOSTS_FAILED if problems else ExitCode(verdict.exit_code)   # 3 outranks every other verdict
+    return ExitCode.HOSTS_FAILED if problems else ExitCode(verdict.exit_code)  # 3 outranks every other verdict
 
 
 def output_format(as_markdown: bool, as_json: bool, output: Path | None) -> tuple[bool, bool]:
@@ -87,15 +103,19 @@ def output_format(as_markdown: bool, as_json: bool, output: Path | None) -> tupl
         return True, False
     if suffix == ".json":
         return False, True
-    raise UserError(f"-o {output}: cannot tell the format from the extension; name it .md or .json, "
-                    f"or add --markdown or --json")
+    raise UserError(
+        f"-o {output}: cannot tell the format from the extension; name it .md or .json, or add --markdown or --json"
+    )
 
 
 def at_least(findings: list[Finding], severity: str) -> list[Finding]:
     """Findings at `severity` or worse."""
     worst_first = list(SEVERITIES)
-    return [f for f in findings if f.severity in worst_first
-            and worst_first.index(f.severity) <= worst_first.index(severity)]
+    return [
+        f
+        for f in findings
+        if f.severity in worst_first and worst_first.index(f.severity) <= worst_first.index(severity)
+    ]
 
 
 def _emit(text: str, output: Path | None, label: str = "report") -> None:
@@ -110,8 +130,9 @@ def _emit(text: str, output: Path | None, label: str = "report") -> None:
     click.echo(f"{label}: {output}", err=True)
 
 
-def _emit_markdown(run: LoadedRun, findings: Sequence[Finding], charts: dict[str, str], verdict: Verdict,
-                   output: Path) -> None:
+def _emit_markdown(
+    run: LoadedRun, findings: Sequence[Finding], charts: dict[str, str], verdict: Verdict, output: Path
+) -> None:
     """The report, and beside it its appendix (FILE.appendix.md), which the report links to."""
     if not run.hosts:
         _emit(render_markdown(run, findings, charts, verdict, appendix_name=None), output)
@@ -124,8 +145,11 @@ def _emit_markdown(run: LoadedRun, findings: Sequence[Finding], charts: dict[str
 def _console_summary(run: LoadedRun, findings: Sequence[Finding], verdict: Verdict, hidden: str = "") -> None:
     console = ResultConsole()
     answers = print_answers(console, run)
-    hosts = Table(title=Text(f"gpudiag run {console_text(run.manifest.run_id)} "
-                             f"({console_text(run.manifest.started_at[:10] or '-')})"))
+    hosts = Table(
+        title=Text(
+            f"gpudiag run {console_text(run.manifest.run_id)} ({console_text(run.manifest.started_at[:10] or '-')})"
+        )
+    )
     for column in ("host", "status", "GPUs", "torch", "sglang", "speculative", "CUDA graphs (decode)"):
         hosts.add_column(column, overflow="fold")
     status = {h.name: h for h in verdict.hosts}
@@ -134,12 +158,14 @@ def _console_summary(run: LoadedRun, findings: Sequence[Finding], verdict: Verdi
         torch = f"{f.torch} (another Python than sglang's)" if f.torch_elsewhere else f.torch
         shown = status[h.name].status if h.name in status else f.status
         # Host-provided text is plain, cleaned text: a name or version holding "[...]" is not rich markup.
-        hosts.add_row(*(Text(console_text(v)) for v in (f.name, shown, f.gpus, torch, f.sglang, f.speculative,
-                                                         f.cuda_graphs)))
+        hosts.add_row(
+            *(Text(console_text(v)) for v in (f.name, shown, f.gpus, torch, f.sglang, f.speculative, f.cuda_graphs))
+        )
     console.print(hosts)
     for host in verdict.incomplete:
-        console.print(Text(f"{console_text(host.name)} incomplete: {console_text('; '.join(host.reasons), 1200)}"),
-                      style="yellow")
+        console.print(
+            Text(f"{console_text(host.name)} incomplete: {console_text('; '.join(host.reasons), 1200)}"), style="yellow"
+        )
     print_verdict(console, findings, verdict, answers)
     if hidden:
         console.print(hidden, style="dim")
@@ -161,16 +187,28 @@ def print_verdict(console: Console, findings: Sequence[Finding], verdict: Verdic
     console.print(Text(f"coverage: {answers.coverage}"))
     if not findings:
         unchecked = bool(verdict.incomplete) or answers.unchecked
-        console.print("no findings among the checks that ran; not everything was checked (see Answers)"
-                      if unchecked else "no findings: every question was answered")
+        console.print(
+            "no findings among the checks that ran; not everything was checked (see Answers)"
+            if unchecked
+            else "no findings: every question was answered"
+        )
     else:
         table = Table(title=f"{len(findings)} finding{'' if len(findings) == 1 else 's'}")
         for column in ("severity", "finding", "hosts", "rule"):
             table.add_column(column, overflow="fold")
         for f in findings:
             style = SEVERITY_STYLE.get(f.severity, "")
-            table.add_row(Text(f.severity, style=style), Text(console_text(f.title)),
-                          Text(console_text(host_list(f.hosts)) if f.hosts else "fleet"), Text(f.id))
+            table.add_row(
+                Text(f.severity, style=style),
+                Text(console_text(f.title)),
+                Text(console_text(host_list(f.hosts)) if f.hosts else "fleet"),
+                Text(f.id),
+            )
         console.print(table)
-    console.print(Text(f"exit {int(verdict.exit_code)} (--fail-on {verdict.fail_on}); "
-                       "full report: gpudiag report --markdown -o FINDINGS.md"), style="dim")
+    console.print(
+        Text(
+            f"exit {int(verdict.exit_code)} (--fail-on {verdict.fail_on}); "
+            "full report: gpudiag report --markdown -o FINDINGS.md"
+        ),
+        style="dim",
+    )

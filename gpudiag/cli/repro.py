@@ -6,6 +6,7 @@ repro (unreachable, bad config); 4 nothing ran (every cell skipped: no CUDA).
 With --log: 0 clean (no crash in the log); 1 a crash (a known signature or an unclassified crash);
 2 the log cannot be read.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,13 @@ from gpudiag.store import RunWriter, StoreError
 
 REPRO_PROBES = ["env", "deployment", "sglang_source", "cuda_graph"]
 DEFAULT_HOST_TIMEOUT = 3600.0
-OUTCOME_EXIT = {"ok": ExitCode.OK, "failures": ExitCode.FINDINGS, "nothing_ran": ExitCode.INCOMPLETE,
-                "hosts_failed": ExitCode.HOSTS_FAILED, "cells_failed_to_run": ExitCode.HOSTS_FAILED}
+OUTCOME_EXIT = {
+    "ok": ExitCode.OK,
+    "failures": ExitCode.FINDINGS,
+    "nothing_ran": ExitCode.INCOMPLETE,
+    "hosts_failed": ExitCode.HOSTS_FAILED,
+    "cells_failed_to_run": ExitCode.HOSTS_FAILED,
+}
 
 
 @click.group()
@@ -52,56 +58,118 @@ def repro() -> None:
 @click.option("--draft-tokens", default="2-16", show_default=True, help="Draft-token range to bisect (N or LOW-HIGH).")
 @click.option("--tp", type=click.IntRange(1, 64), default=1, show_default=True, help="Tensor parallel size.")
 @click.option("--topk", type=click.IntRange(1, 16), default=1, show_default=True, help="EAGLE top-k.")
-@click.option("--mode", type=click.Choice(plan_mod.MODES), default="auto", show_default=True,
-              help="sglang (launch it with dummy weights), synthetic (torch alone), both, or auto.")
+@click.option(
+    "--mode",
+    type=click.Choice(plan_mod.MODES),
+    default="auto",
+    show_default=True,
+    help="sglang (launch it with dummy weights), synthetic (torch alone), both, or auto.",
+)
 @click.option("--force", is_flag=True, help="Use GPUs that look busy (never those of a live sglang server).")
-@click.option("--model-override", metavar="JSON",
-              help="Passed as --json-model-override-args (the layer cut is already in the generated config.json).")
-@click.option("--judge-acceptance", is_flag=True,
-              help="Call an acceptance length of 1.00 a silent failure (off: dummy weights may accept nothing).")
-@click.option("--cell-timeout", type=Seconds(5), default=120.0, show_default=True,
-              help="Seconds per synthetic cell before its child is killed.")
-@click.option("--max-mem-mib", type=click.IntRange(64, 1 << 30), default=plan_mod.DEFAULT_MAX_MEM_MIB,
-              show_default=True,
-              help="GPU memory cap of each synthetic child (torch's allocator); larger cells are skipped.")
-@click.option("--timeout", type=Seconds(10), default=DEFAULT_HOST_TIMEOUT, show_default=True,
-              help="Deadline per host in seconds.")
-@click.option("--log", "log_file", metavar="FILE|-",
-              help="Classify this server log (its last 8 MiB; - reads stdin) instead of running anything: "
-                   "exit 0 clean, 1 a crash, 2 unreadable.")
+@click.option(
+    "--model-override",
+    metavar="JSON",
+    help="Passed as --json-model-override-args (the layer cut is already in the generated config.json).",
+)
+@click.option(
+    "--judge-acceptance",
+    is_flag=True,
+    help="Call an acceptance length of 1.00 a silent failure (off: dummy weights may accept nothing).",
+)
+@click.option(
+    "--cell-timeout",
+    type=Seconds(5),
+    default=120.0,
+    show_default=True,
+    help="Seconds per synthetic cell before its child is killed.",
+)
+@click.option(
+    "--max-mem-mib",
+    type=click.IntRange(64, 1 << 30),
+    default=plan_mod.DEFAULT_MAX_MEM_MIB,
+    show_default=True,
+    help="GPU memory cap of each synthetic child (torch's allocator); larger cells are skipped.",
+)
+@click.option(
+    "--timeout", type=Seconds(10), default=DEFAULT_HOST_TIMEOUT, show_default=True, help="Deadline per host in seconds."
+)
+@click.option(
+    "--log",
+    "log_file",
+    metavar="FILE|-",
+    help="Classify this server log (its last 8 MiB; - reads stdin) instead of running anything: "
+    "exit 0 clean, 1 a crash, 2 unreadable.",
+)
 @click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @fail_on_option
 @reports_dir_option
-def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, python: str | None, algorithm: str,
-                     model: str | None, draft_model: str | None, layers: int, batch_sizes: str, draft_tokens: str,
-                     tp: int, topk: int, mode: str, force: bool, model_override: str | None, judge_acceptance: bool,
-                     cell_timeout: float, max_mem_mib: int, timeout: float,
-                     log_file: str | None, accept_new: bool, known_hosts: str | None, as_json: bool,
-                     fail_on: str, reports_dir: Path) -> int:
+def cuda_graph_crash(
+    targets: tuple[str, ...],
+    inventory_path: str | None,
+    python: str | None,
+    algorithm: str,
+    model: str | None,
+    draft_model: str | None,
+    layers: int,
+    batch_sizes: str,
+    draft_tokens: str,
+    tp: int,
+    topk: int,
+    mode: str,
+    force: bool,
+    model_override: str | None,
+    judge_acceptance: bool,
+    cell_timeout: float,
+    max_mem_mib: int,
+    timeout: float,
+    log_file: str | None,
+    accept_new: bool,
+    known_hosts: str | None,
+    as_json: bool,
+    fail_on: str,
+    reports_dir: Path,
+) -> int:
     """Reproduce CUDA-graph crashes on TARGETS (default localhost) or classify --log FILE."""
     if log_file is not None:
         if targets:
             raise UserError("--log classifies a file on this machine; give it without TARGETS")
         return _classify_log(log_file, as_json, reports_dir, fail_on)
     try:
-        plan = plan_mod.ReproPlan(algorithms=plan_mod.parse_algorithms(algorithm),
-                                  batch_sizes=plan_mod.parse_batch_sizes(batch_sizes),
-                                  draft_tokens=plan_mod.parse_draft_tokens(draft_tokens), layers=layers, tp=tp,
-                                  topk=topk, mode=mode, model=model, draft_model=draft_model, force=force,
-                                  cell_timeout=cell_timeout,
-                                  model_override=plan_mod.parse_model_override(model_override),
-                                  judge_acceptance=judge_acceptance, max_mem_mib=max_mem_mib)
+        plan = plan_mod.ReproPlan(
+            algorithms=plan_mod.parse_algorithms(algorithm),
+            batch_sizes=plan_mod.parse_batch_sizes(batch_sizes),
+            draft_tokens=plan_mod.parse_draft_tokens(draft_tokens),
+            layers=layers,
+            tp=tp,
+            topk=topk,
+            mode=mode,
+            model=model,
+            draft_model=draft_model,
+            force=force,
+            cell_timeout=cell_timeout,
+            model_override=plan_mod.parse_model_override(model_override),
+            judge_acceptance=judge_acceptance,
+            max_mem_mib=max_mem_mib,
+        )
     except plan_mod.PlanError as exc:
         raise UserError(str(exc)) from None
     hosts = load_hosts(targets or ("localhost",), inventory_path, python)
-    request = ScanRequest(probes=list(REPRO_PROBES), options={"cuda_graph": plan.probe_options(),
-                                                              "force": force},
-                          timeout=timeout, probe_timeout=max(60.0, timeout - 30.0))
+    request = ScanRequest(
+        probes=list(REPRO_PROBES),
+        options={"cuda_graph": plan.probe_options(), "force": force},
+        timeout=timeout,
+        probe_timeout=max(60.0, timeout - 30.0),
+    )
     console = Console(stderr=True)
-    run = StoredRun(reports_dir, "repro", console, planned=[h.name for h in hosts],
-                    extra={"repro": {"problem": "cuda-graph-crash", "plan": plan.to_dict()}})
+    run = StoredRun(
+        reports_dir,
+        "repro",
+        console,
+        planned=[h.name for h in hosts],
+        extra={"repro": {"problem": "cuda-graph-crash", "plan": plan.to_dict()}},
+    )
     factory = transports(accept_new=accept_new, known_hosts=known_hosts)
 
     def summarize(outcome: ScanOutcome) -> dict[str, Any]:
@@ -114,13 +182,16 @@ def cuda_graph_crash(targets: tuple[str, ...], inventory_path: str | None, pytho
     if as_json:
         click.echo(json.dumps(block, indent=2, sort_keys=True))
     else:
-        results = ResultConsole()   # results to stdout; progress and warnings stay on stderr
+        results = ResultConsole()  # results to stdout; progress and warnings stay on stderr
         for item in repros:
             _print_host(results, item)
         results.print(Text(f"results: {writer.dir}  (gpudiag report {manifest.run_id})"))
     if outcome.interrupted:
-        console.print(f"interrupted{' by ' + stop.signal_name if stop.signal_name else ''}: finished hosts are kept; "
-                      "every server and child was killed", style="yellow")
+        console.print(
+            f"interrupted{' by ' + stop.signal_name if stop.signal_name else ''}: finished hosts are kept; "
+            "every server and child was killed",
+            style="yellow",
+        )
         return ExitCode(stop.exit_code)
     return ExitCode(_final_exit(writer.dir, block["outcome"], fail_on, console))
 
@@ -142,7 +213,7 @@ def _final_exit(run_dir: Path, outcome: str, fail_on: str, console: Console) -> 
     findings = [f for f in all_findings(run) if f.id.startswith("cuda_graph.repro")]
     result = verdict(run, findings, fail_on, requested=("cuda_graph",))
     if outcome == "cells_failed_to_run" and result.exit_code in (ExitCode.OK, ExitCode.INCOMPLETE):
-        return int(ExitCode.HOSTS_FAILED)   # the harness itself failed on some cell: not a clean verdict
+        return int(ExitCode.HOSTS_FAILED)  # the harness itself failed on some cell: not a clean verdict
     return int(result.exit_code)
 
 
@@ -150,8 +221,9 @@ def _print_host(console: Console, item: summary.HostRepro) -> None:
     # Everything below comes from the host (names, reasons, log lines): cleaned by the console sanitiser (no
     # escapes or controls, capped) and printed as text, never as rich markup.
     if not item.ran:
-        console.print(Text.assemble((safe(item.host), "bold"), f": could not run the repro: {safe(item.reason)}"),
-                      style="red")
+        console.print(
+            Text.assemble((safe(item.host), "bold"), f": could not run the repro: {safe(item.reason)}"), style="red"
+        )
         return
     table = Table(title=Text(safe(f"{item.host}: {item.environment_line()}", 1000)), title_justify="left")
     for column in summary.COLUMNS:
@@ -160,16 +232,23 @@ def _print_host(console: Console, item: summary.HostRepro) -> None:
         table.add_row(*(Text(safe(value)) for value in row))
     console.print(table)
     if item.all_skipped:
-        console.print(Text(f"nothing ran: {safe(item.data.get('skip_reason') or 'every cell skipped')}"),
-                      style="yellow")
+        console.print(
+            Text(f"nothing ran: {safe(item.data.get('skip_reason') or 'every cell skipped')}"), style="yellow"
+        )
     for boundary in item.data.get("boundaries") or []:
         if isinstance(boundary, dict) and boundary.get("text"):
             console.print(Text(f"boundary: {safe(boundary['text'])}"))
     for signature in item.data.get("signatures") or []:
         if not isinstance(signature, dict):
             continue
-        console.print(Text(safe(f"signature {signature.get('name')}: {signature.get('meaning')} "
-                                f"({signature.get('reference')})", 1000)))
+        console.print(
+            Text(
+                safe(
+                    f"signature {signature.get('name')}: {signature.get('meaning')} ({signature.get('reference')})",
+                    1000,
+                )
+            )
+        )
         assumes = f" (assumes {safe(signature['advice_assumes'])})" if signature.get("advice_assumes") else ""
         console.print(Text(f"  advice{assumes}: {safe(signature.get('recommendation'), 1000)}"))
     _print_interpreter(console, item.data)
@@ -204,7 +283,7 @@ def _classify_log(source: str, as_json: bool, reports_dir: Path, fail_on: str) -
         click.echo(json.dumps(dict(block, run_id=manifest.run_id), indent=2, sort_keys=True))
     else:
         for line in logrun.describe(block):
-            click.echo(safe(line, 2000))     # quoted log lines are host output: no escapes reach the terminal
+            click.echo(safe(line, 2000))  # quoted log lines are host output: no escapes reach the terminal
         click.echo(f"results: {writer.dir}  (gpudiag report {manifest.run_id})")
     return ExitCode.FINDINGS if _log_fails(block, fail_on) else ExitCode.OK
 
@@ -217,8 +296,7 @@ def _log_fails(block: dict[str, Any], fail_on: str) -> bool:
 
     if fail_on == INCOMPLETE or not logrun.is_crash(block):
         return False
-    severities = [str((crash.get("signature") or {}).get("severity") or "error")
-                  for crash in block.get("crashes") or []] or ["error"]
+    severities = [
+        str((crash.get("signature") or {}).get("severity") or "error") for crash in block.get("crashes") or []
+    ] or ["error"]
     return any(SEVERITY_RANK.get(sev, 1) <= SEVERITY_RANK[fail_on] for sev in severities)
-
-

@@ -1,4 +1,5 @@
 """`gpudiag runs`: the stored runs, newest first: id, kind, hosts, status counts, start time."""
+
 from __future__ import annotations
 
 import json
@@ -28,14 +29,29 @@ def run_rows(reports_dir: Path) -> list[dict[str, Any]]:
         try:
             manifest = RunManifest.from_dict(read_json(run_json, _Unreadable), str(run_json))
         except (_Unreadable, SchemaError, TypeError, ValueError, AttributeError) as exc:
-            rows.append({"run_id": run_json.parent.name, "kind": "?", "hosts": 0, "statuses": {},
-                         "started_at": "", "state": f"unreadable: {str(exc).splitlines()[0] if str(exc) else exc}"})
+            rows.append(
+                {
+                    "run_id": run_json.parent.name,
+                    "kind": "?",
+                    "hosts": 0,
+                    "statuses": {},
+                    "started_at": "",
+                    "state": f"unreadable: {str(exc).splitlines()[0] if str(exc) else exc}",
+                }
+            )
             continue
         statuses = Counter(str(h.get("status") or "pending") for h in manifest.hosts)
         state = "interrupted" if manifest.interrupted else "finished" if manifest.finished_at else "unfinished"
-        rows.append({"run_id": manifest.run_id, "kind": manifest.kind, "hosts": len(manifest.hosts),
-                     "statuses": dict(sorted(statuses.items())), "started_at": manifest.started_at,
-                     "state": state})
+        rows.append(
+            {
+                "run_id": manifest.run_id,
+                "kind": manifest.kind,
+                "hosts": len(manifest.hosts),
+                "statuses": dict(sorted(statuses.items())),
+                "started_at": manifest.started_at,
+                "state": state,
+            }
+        )
     rows.sort(key=lambda r: (r["started_at"], r["run_id"]), reverse=True)
     return rows
 
@@ -59,7 +75,11 @@ def runs(as_json: bool, last: int | None, reports_dir: Path) -> int:
     for r in rows:
         statuses = ", ".join(f"{n} {s}" for s, n in r["statuses"].items())
         # run.json can hold anything a host or an edit put there: cleaned, plain Text.
-        table.add_row(*(Text(console_text(v)) for v in (r["run_id"], r["kind"], r["hosts"], statuses,
-                                                         r["started_at"], r["state"])))
+        table.add_row(
+            *(
+                Text(console_text(v))
+                for v in (r["run_id"], r["kind"], r["hosts"], statuses, r["started_at"], r["state"])
+            )
+        )
     ResultConsole().print(table)
     return ExitCode.OK

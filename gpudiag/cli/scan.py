@@ -1,4 +1,5 @@
 """`gpudiag scan TARGETS`: run the probe bundle on every target and store one result per host."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,15 @@ from rich.console import Console
 
 from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import (ResultConsole, Seconds, checked_settings, inventory_option, load_hosts,
-                                 reports_dir_option, warn_ignored_ssh_settings)
+from gpudiag.cli.common import (
+    ResultConsole,
+    Seconds,
+    checked_settings,
+    inventory_option,
+    load_hosts,
+    reports_dir_option,
+    warn_ignored_ssh_settings,
+)
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
 from gpudiag import findings as rules
 from gpudiag.models import INTERNAL_ERROR, OK, Host, LoadedRun
@@ -45,28 +53,61 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.option("--deep", is_flag=True, help="Add the GPU-touching probes (copy_bench, cuda_graph).")
 @click.option("--force", is_flag=True, help="Let GPU probes run on GPUs that look busy.")
 @click.option("--set", "settings", multiple=True, metavar="PROBE.KEY=VALUE", help="A probe option (repeatable).")
-@click.option("--forks", type=click.IntRange(1, 1024), default=DEFAULT_FORKS, show_default=True,
-              help="Hosts scanned at once.")
-@click.option("--timeout", type=Seconds(1),
-              help=f"Deadline per host in seconds, connection included [default: {DEFAULT_TIMEOUT:.0f}, "
-                   f"plus each GPU probe's own limit when one is selected].")
+@click.option(
+    "--forks", type=click.IntRange(1, 1024), default=DEFAULT_FORKS, show_default=True, help="Hosts scanned at once."
+)
+@click.option(
+    "--timeout",
+    type=Seconds(1),
+    help=f"Deadline per host in seconds, connection included [default: {DEFAULT_TIMEOUT:.0f}, "
+    f"plus each GPU probe's own limit when one is selected].",
+)
 @click.option("--probe-timeout", type=Seconds(1), help="Time limit per probe on the host.")
 @click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
-@click.option("--connect-timeout", type=Seconds(0.1), default=10.0, show_default=True,
-              help="Seconds to wait for an SSH connection and its handshake.")
-@click.option("--verify-all", is_flag=True,
-              help="Hash every installed sglang file against its RECORD, not only the files facts cite.")
+@click.option(
+    "--connect-timeout",
+    type=Seconds(0.1),
+    default=10.0,
+    show_default=True,
+    help="Seconds to wait for an SSH connection and its handshake.",
+)
+@click.option(
+    "--verify-all",
+    is_flag=True,
+    help="Hash every installed sglang file against its RECORD, not only the files facts cite.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
-@click.option("--max-output", type=click.IntRange(1, 4096), default=DEFAULT_OUTPUT_LIMIT // 2 ** 20,
-              show_default=True, metavar="MIB",
-              help="Output a host may send, in MiB; past it the host is a frame_error and its connection closed.")
+@click.option(
+    "--max-output",
+    type=click.IntRange(1, 4096),
+    default=DEFAULT_OUTPUT_LIMIT // 2**20,
+    show_default=True,
+    metavar="MIB",
+    help="Output a host may send, in MiB; past it the host is a frame_error and its connection closed.",
+)
 @fail_on_option
 @reports_dir_option
-def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | None, probes: str | None,
-         deep: bool, force: bool, settings: tuple[str, ...], forks: int, timeout: float | None,
-         probe_timeout: float | None, accept_new: bool, known_hosts: str | None, connect_timeout: float,
-         verify_all: bool, as_json: bool, max_output: int, fail_on: str, reports_dir: Path) -> int:
+def scan(
+    targets: tuple[str, ...],
+    inventory_path: str | None,
+    python: str | None,
+    probes: str | None,
+    deep: bool,
+    force: bool,
+    settings: tuple[str, ...],
+    forks: int,
+    timeout: float | None,
+    probe_timeout: float | None,
+    accept_new: bool,
+    known_hosts: str | None,
+    connect_timeout: float,
+    verify_all: bool,
+    as_json: bool,
+    max_output: int,
+    fail_on: str,
+    reports_dir: Path,
+) -> int:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
     names = selected_probes(probes, deep)
     options = checked_settings(settings, names)
@@ -76,23 +117,34 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
     if verify_all:
         options.setdefault("sglang_source", {})["verify_all"] = True
     gpu_limits = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
-    request = ScanRequest(probes=names, options=options, probe_timeouts=gpu_limits, probe_timeout=probe_timeout,
-                          timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()), forks=forks,
-                          output_limit=max_output * 2 ** 20)
+    request = ScanRequest(
+        probes=names,
+        options=options,
+        probe_timeouts=gpu_limits,
+        probe_timeout=probe_timeout,
+        timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()),
+        forks=forks,
+        output_limit=max_output * 2**20,
+    )
     console = Console(stderr=True)
-    if any(h.transport == "ssh" for h in hosts):   # host keys concern ssh hosts only (paramiko stays unloaded)
+    if any(h.transport == "ssh" for h in hosts):  # host keys concern ssh hosts only (paramiko stays unloaded)
         check_known_hosts_path(known_hosts, accept_new)
     check_remote_command_lines(hosts)
     # What the user asked for by name is recorded: a requested check that cannot run makes the host incomplete.
-    run = StoredRun(reports_dir, "scan", console, planned=[h.name for h in hosts],
-                    extra={"requested": {"checks": list(explicit_checks((), probes, deep))}})
+    run = StoredRun(
+        reports_dir,
+        "scan",
+        console,
+        planned=[h.name for h in hosts],
+        extra={"requested": {"checks": list(explicit_checks((), probes, deep))}},
+    )
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
     outcome, manifest, stop = run_hosts(run, hosts, request, factory, console)
     writer = run.writer
     stored = _stored_run(writer.dir, console)
     findings = None if stored is None else rules.all_findings(stored)
     result = None if stored is None else verdict(stored, findings or [], fail_on)
-    results = ResultConsole()   # results go to stdout, progress and warnings to stderr
+    results = ResultConsole()  # results go to stdout, progress and warnings to stderr
     if as_json:
         doc = manifest.to_dict()
         doc["findings"] = None if findings is None else [f.to_dict() for f in findings]
@@ -101,8 +153,13 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
         results.print(summary_table(outcome.results, f"gpudiag scan {manifest.run_id}"))
         results.print(f"results: {writer.dir}", markup=False, highlight=False)
         for host in result.incomplete if result else ():
-            results.print(f"{console_text(host.name)}: incomplete — {console_text('; '.join(host.reasons), 1200)}",
-                          markup=False, highlight=False, style="yellow", soft_wrap=True)
+            results.print(
+                f"{console_text(host.name)}: incomplete — {console_text('; '.join(host.reasons), 1200)}",
+                markup=False,
+                highlight=False,
+                style="yellow",
+                soft_wrap=True,
+            )
         if findings:
             counts: dict[str, int] = {}
             for finding in findings:
@@ -110,17 +167,23 @@ def scan(targets: tuple[str, ...], inventory_path: str | None, python: str | Non
             summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
             results.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)", markup=False)
     if outcome.interrupted:
-        console.print(f"interrupted{' by ' + stop.signal_name if stop.signal_name else ''}: finished hosts are "
-                      f"kept", style="yellow")
+        console.print(
+            f"interrupted{' by ' + stop.signal_name if stop.signal_name else ''}: finished hosts are kept",
+            style="yellow",
+        )
         return ExitCode(stop.exit_code)
     if run.failures:
-        console.print(f"gpudiag: error: {len(run.failures)} result write(s) failed; the stored run is incomplete "
-                      f"(gpudiag report says which)", markup=False, highlight=False)
+        console.print(
+            f"gpudiag: error: {len(run.failures)} result write(s) failed; the stored run is incomplete "
+            f"(gpudiag report says which)",
+            markup=False,
+            highlight=False,
+        )
     if any(r.status == INTERNAL_ERROR for r in outcome.results):
         return ExitCode.INTERNAL
     if run.failures:
         return ExitCode.HOSTS_FAILED
-    if result is None:   # the verdict needs the stored run; without it only the hosts' statuses are known
+    if result is None:  # the verdict needs the stored run; without it only the hosts' statuses are known
         return ExitCode.HOSTS_FAILED if any(r.status != OK for r in outcome.results) else ExitCode.INCOMPLETE
     return ExitCode(result.exit_code)
 
@@ -129,7 +192,7 @@ def _stored_run(run_dir: Path, console: Console) -> LoadedRun | None:
     """The stored run, read back as `report` reads it (the verdict is computed from it), or None."""
     try:
         return clean_run(load_run(run_dir))
-    except StoreError as exc:   # already warned when writing failed; findings need the stored run
+    except StoreError as exc:  # already warned when writing failed; findings need the stored run
         console.print(f"gpudiag: warning: findings not checked: {exc}", markup=False, highlight=False)
         return None
 
@@ -139,6 +202,7 @@ def check_remote_command_lines(hosts: list[Host]) -> None:
     not (a quote or backslash in `python`) is a usage error naming the host, before anything runs."""
     from gpudiag.transports.container import exec_prefix
     from gpudiag.transports.shell import UnsafeWord, command_line
+
     for host in hosts:
         if host.transport != "ssh":
             continue
@@ -153,6 +217,7 @@ def check_known_hosts_path(path: str | None, accept_new: bool) -> None:
     """--known-hosts must be a file gpudiag can read and, for --accept-new, create: a usage error before
     connecting, not one failure per host."""
     from gpudiag.transports.hostkeys import KnownHostsPathError, check_own_file
+
     try:
         check_own_file(path, accept_new)
     except KnownHostsPathError as exc:

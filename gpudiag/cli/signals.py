@@ -1,5 +1,6 @@
 """How a command that runs hosts stops: SIGINT, SIGTERM and SIGHUP all end it as Ctrl-C does (finished hosts
 kept, the run marked interrupted, exit 128 + the signal); once only writing is left, signals are ignored."""
+
 from __future__ import annotations
 
 import contextlib
@@ -10,8 +11,11 @@ from typing import Iterator
 from gpudiag.cli import ExitCode
 
 # Signals that end a scan as Ctrl-C does: finished hosts kept, the run marked interrupted, 128 + signal.
-STOP_SIGNALS = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED,
-                signal.SIGHUP: ExitCode.HANGUP}
+STOP_SIGNALS = {
+    signal.SIGINT: ExitCode.INTERRUPTED,
+    signal.SIGTERM: ExitCode.TERMINATED,
+    signal.SIGHUP: ExitCode.HANGUP,
+}
 
 
 class StopSignals:

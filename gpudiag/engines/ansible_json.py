@@ -5,6 +5,7 @@ the json stdout callback (ad-hoc runs and playbooks), the tree callback's one fi
 Every host gets its task results in play order; `ingest` decides from them whether a frame came back
 or why not (unreachable, failed, python missing).
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ class AnsibleFormatError(ValueError):
 @dataclass
 class AnsibleHost:
     name: str
-    results: list[dict[str, Any]] = field(default_factory=list)   # one per task (loop items flattened)
+    results: list[dict[str, Any]] = field(default_factory=list)  # one per task (loop items flattened)
     stats: dict[str, Any] = field(default_factory=dict)
 
 
@@ -39,13 +40,13 @@ def load_document(text: str) -> dict[str, Any]:
             return doc
         start = text.find("\n{", start + 1)
         start = start + 1 if start != -1 else -1
-    raise AnsibleFormatError("no Ansible json callback document (an object with \"plays\"); "
-                             "run ansible with ANSIBLE_STDOUT_CALLBACK=json")
+    raise AnsibleFormatError(
+        'no Ansible json callback document (an object with "plays"); run ansible with ANSIBLE_STDOUT_CALLBACK=json'
+    )
 
 
 # The default callback's ad-hoc form: `h0 | CHANGED => {` or `h1 | FAILED! | rc=127 >>`-less JSON.
-_ADHOC_BLOCK = re.compile(r"^(?P<host>\S+) \| (?:SUCCESS|CHANGED|FAILED!|UNREACHABLE!)(?: \| rc=\d+)? => \{",
-                          re.M)
+_ADHOC_BLOCK = re.compile(r"^(?P<host>\S+) \| (?:SUCCESS|CHANGED|FAILED!|UNREACHABLE!)(?: \| rc=\d+)? => \{", re.M)
 _RESULT_KEYS = {"stdout", "rc", "unreachable", "failed", "msg", "changed"}
 
 
@@ -119,8 +120,7 @@ def _flatten(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 def result_text(result: dict[str, Any]) -> str:
     """Everything a result says about what went wrong, for the status patterns."""
-    parts = [str(result.get(key) or "") for key in ("msg", "stderr", "module_stderr", "stdout",
-                                                      "module_stdout")]
+    parts = [str(result.get(key) or "") for key in ("msg", "stderr", "module_stderr", "stdout", "module_stdout")]
     return "\n".join(p for p in parts if p)
 
 

@@ -5,6 +5,7 @@ into one stream per prefix first, so interleaved hosts come apart. Any nonce is 
 never ends is returned as truncated, never dropped, and never takes its neighbours with it. Progress event
 lines (probes/events.py) that an engine merged into the text are dropped: only frames carry results.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,12 +28,13 @@ TAIL_CHARS = 2000
 @dataclass(frozen=True)
 class Frame:
     """One framed document (or what is left of it) and the engine's label for where it came from."""
-    label: str | None                 # pdsh/clush host, srun task number, or None
-    label_kind: str                   # "host" | "task" | ""
+
+    label: str | None  # pdsh/clush host, srun task number, or None
+    label_kind: str  # "host" | "task" | ""
     nonce: str
-    document: dict[str, Any] | None   # None when the frame could not be read
-    error: str | None = None          # why it could not be read
-    text: str = ""                    # the frame's own lines, for the output tail
+    document: dict[str, Any] | None  # None when the frame could not be read
+    error: str | None = None  # why it could not be read
+    text: str = ""  # the frame's own lines, for the output tail
 
     def host_hint(self) -> str | None:
         """The host name the document gives, or one salvaged from a truncated frame."""
@@ -53,8 +55,8 @@ class ParsedText:
     frames: list[Frame] = field(default_factory=list)
     # Hosts the engine named without a frame: label → their lines (engine notes and own output).
     frameless: dict[str, list[str]] = field(default_factory=dict)
-    noise: list[str] = field(default_factory=list)   # unprefixed lines outside any frame
-    labelled: str = ""                               # "host" | "task" | "" (how lines were prefixed)
+    noise: list[str] = field(default_factory=list)  # unprefixed lines outside any frame
+    labelled: str = ""  # "host" | "task" | "" (how lines were prefixed)
 
 
 def label_kind(key: str) -> str:
@@ -64,7 +66,7 @@ def label_kind(key: str) -> str:
 def parse_text(text: str) -> ParsedText:
     """Every frame in `text`, split by line prefix first."""
     lines = [line.rstrip("\r") for line in text.splitlines()]
-    prefixes: dict[str, str] = {}         # prefix text → key
+    prefixes: dict[str, str] = {}  # prefix text → key
     notes: dict[str, list[str]] = {}
     for line in lines:
         begin = _BEGIN.match(line)
@@ -95,13 +97,13 @@ def parse_text(text: str) -> ParsedText:
 def split_streams(lines: list[str], prefixes: dict[str, str]) -> dict[str, list[str]]:
     """Lines grouped by their prefix's key ("" for unprefixed), the prefix removed."""
     streams: dict[str, list[str]] = {"": []}
-    ordered = sorted(prefixes, key=len, reverse=True)   # longest first: "10: " before "0: "
+    ordered = sorted(prefixes, key=len, reverse=True)  # longest first: "10: " before "0: "
     for line in lines:
         if _PDSH_NOTE.match(line):
             continue
         for prefix in ordered:
             if line.startswith(prefix):
-                streams.setdefault(prefixes[prefix], []).append(line[len(prefix):])
+                streams.setdefault(prefixes[prefix], []).append(line[len(prefix) :])
                 break
         else:
             streams[""].append(line)
@@ -112,7 +114,7 @@ def frames_in_stream(lines: list[str], label: str | None) -> tuple[list[Frame], 
     """Frames of one stream in order of their BEGIN lines, and the lines outside every frame."""
     kind = label_kind(label) if label else ""
     opened: dict[str, list[str]] = {}
-    order: list[tuple[str, list[str], bool]] = []   # (nonce, body lines, ended)
+    order: list[tuple[str, list[str], bool]] = []  # (nonce, body lines, ended)
     outside: list[str] = []
     for line in lines:
         if _EVENT.match(line):
@@ -121,7 +123,7 @@ def frames_in_stream(lines: list[str], label: str | None) -> tuple[list[Frame], 
         if begin and not begin.group("prefix").strip():
             nonce = begin.group("nonce")
             body: list[str] = []
-            if nonce in opened:                      # same nonce again: the earlier one was cut off
+            if nonce in opened:  # same nonce again: the earlier one was cut off
                 _close(order, opened.pop(nonce), ended=False)
             opened[nonce] = body
             order.append((nonce, body, False))
@@ -149,8 +151,14 @@ def _close(order: list[tuple[str, list[str], bool]], body: list[str], ended: boo
 def _frame(nonce: str, body: list[str], ended: bool, label: str | None, kind: str) -> Frame:
     text = "\n".join(body)
     if not ended:
-        return Frame(label, kind, nonce, None, "the output starts a frame but never ends it (truncated output)",
-                     text[-TAIL_CHARS:])
+        return Frame(
+            label,
+            kind,
+            nonce,
+            None,
+            "the output starts a frame but never ends it (truncated output)",
+            text[-TAIL_CHARS:],
+        )
     document = _decode(body)
     if document is None:
         return Frame(label, kind, nonce, None, "the frame holds no readable JSON object", text[-TAIL_CHARS:])

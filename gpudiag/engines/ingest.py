@@ -3,6 +3,7 @@
 A complete frame goes through the orchestrator's own classification; a truncated frame, a host the
 engine could not reach, or a host that printed no frame becomes a HostResult with that status.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,16 +25,16 @@ class IngestError(ValueError):
 
 @dataclass(frozen=True)
 class Source:
-    name: str          # the path as given, or "-" for stdin
-    stem: str          # file name without suffix: a host name of last resort (one file per host)
+    name: str  # the path as given, or "-" for stdin
+    stem: str  # file name without suffix: a host name of last resort (one file per host)
     text: str
 
 
 @dataclass
 class IngestOutcome:
     results: list[HostResult] = field(default_factory=list)
-    formats: list[str] = field(default_factory=list)     # per source: ansible-json | frames
-    engines: list[str] = field(default_factory=list)     # per source: ansible | pdsh | srun | file
+    formats: list[str] = field(default_factory=list)  # per source: ansible-json | frames
+    engines: list[str] = field(default_factory=list)  # per source: ansible | pdsh | srun | file
 
 
 def detect_format(source: Source, requested: str) -> str:
@@ -102,8 +103,14 @@ def frame_name(frame: frames.Frame, file_stem: str | None) -> str:
 def from_frame(frame: frames.Frame, name: str, address: str, transport: str) -> HostResult:
     host = Host(name=name, address=address, transport=transport)
     if frame.document is None:
-        return HostResult(name=name, status=FRAME_ERROR, reason=frame.error or "unreadable frame",
-                          address=address, transport=transport, output_tail={"stdout": frame.text})
+        return HostResult(
+            name=name,
+            status=FRAME_ERROR,
+            reason=frame.error or "unreadable frame",
+            address=address,
+            transport=transport,
+            output_tail={"stdout": frame.text},
+        )
     return classify_document(host, frame.document, frame.nonce)
 
 
@@ -111,20 +118,28 @@ def classify_document(host: Host, document: dict[str, Any], nonce: str) -> HostR
     """A scan's own classification, fed the frame as the host would have printed it."""
     text = f"GPUDIAG-BEGIN {nonce}\n{json.dumps(document)}\nGPUDIAG-END {nonce}\n"
     probes: dict[str, Any] = document["probes"] if isinstance(document.get("probes"), dict) else {}
-    duration = sum(float(p["duration_s"]) for p in probes.values()
-                   if isinstance(p, dict) and isinstance(p.get("duration_s"), (int, float)))
+    duration = sum(
+        float(p["duration_s"])
+        for p in probes.values()
+        if isinstance(p, dict) and isinstance(p.get("duration_s"), (int, float))
+    )
     command = CommandResult(exit_code=0, stdout=text.encode("utf-8"), stderr=b"", duration_s=duration)
     return classify(host, command, nonce, 0.0)
 
 
-def frameless_result(name: str, address: str, transport: str, text: str,
-                     default: str = FRAME_ERROR) -> HostResult:
+def frameless_result(name: str, address: str, transport: str, text: str, default: str = FRAME_ERROR) -> HostResult:
     status = status_from_message(text, default)
     reason = one_line(text)
     if status == FRAME_ERROR:
         reason = f"no gpudiag frame in the output: {reason}"
-    return HostResult(name=name, status=status, reason=reason, address=address, transport=transport,
-                      output_tail={"stdout": text[-frames.TAIL_CHARS:]})
+    return HostResult(
+        name=name,
+        status=status,
+        reason=reason,
+        address=address,
+        transport=transport,
+        output_tail={"stdout": text[-frames.TAIL_CHARS :]},
+    )
 
 
 def from_ansible_host(host: ansible_json.AnsibleHost) -> HostResult:
@@ -139,15 +154,26 @@ def from_ansible_host(host: ansible_json.AnsibleHost) -> HostResult:
             return from_frame(parsed.frames[0], host.name, host.name, "ansible")
     for result in host.results:
         if result.get("unreachable"):
-            return frameless_result(host.name, host.name, "ansible", ansible_json.result_text(result),
-                                    default=UNREACHABLE)
+            return frameless_result(
+                host.name, host.name, "ansible", ansible_json.result_text(result), default=UNREACHABLE
+            )
         if result.get("failed") or result.get("rc") not in (None, 0):
             return failed_ansible_result(target, result)
     if host.stats.get("unreachable"):
-        return HostResult(name=host.name, status=UNREACHABLE, reason="Ansible counted the host unreachable",
-                          address=host.name, transport="ansible")
-    return HostResult(name=host.name, status=FRAME_ERROR, address=host.name, transport="ansible",
-                      reason="no task printed a gpudiag frame (did the play run the bundle?)")
+        return HostResult(
+            name=host.name,
+            status=UNREACHABLE,
+            reason="Ansible counted the host unreachable",
+            address=host.name,
+            transport="ansible",
+        )
+    return HostResult(
+        name=host.name,
+        status=FRAME_ERROR,
+        address=host.name,
+        transport="ansible",
+        reason="no task printed a gpudiag frame (did the play run the bundle?)",
+    )
 
 
 def failed_ansible_result(host: Host, result: dict[str, Any]) -> HostResult:
@@ -155,10 +181,14 @@ def failed_ansible_result(host: Host, result: dict[str, Any]) -> HostResult:
     rc = result.get("rc")
     if not isinstance(rc, int):
         return frameless_result(host.name, host.address, "ansible", ansible_json.result_text(result))
-    command = CommandResult(exit_code=rc, stdout=str(result.get("stdout") or "").encode("utf-8"),
-                            stderr=str(result.get("stderr") or "").encode("utf-8"), duration_s=0.0)
+    command = CommandResult(
+        exit_code=rc,
+        stdout=str(result.get("stdout") or "").encode("utf-8"),
+        stderr=str(result.get("stderr") or "").encode("utf-8"),
+        duration_s=0.0,
+    )
     classified = classify(host, command, "-", 0.0)
-    if classified.status == PYTHON_MISSING:   # say which interpreter, in the host's own words
+    if classified.status == PYTHON_MISSING:  # say which interpreter, in the host's own words
         return replace(classified, reason=f"{one_line(ansible_json.result_text(result))} (exit {rc})")
     if classified.status == FRAME_ERROR:
         # Over ssh with a tty, stderr arrives inside stdout: look there for the cause too.

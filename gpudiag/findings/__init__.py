@@ -2,6 +2,7 @@
 
 `all_findings(run)` runs every rule and returns the findings in a stable order (severity, id, hosts).
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -19,33 +20,35 @@ Rule = Callable[[list[HostResult]], list[Finding]]
 def serving_torch_only(rule: Rule) -> Rule:
     """The rule judges torch as sglang runs it: hosts whose torch facts come from another interpreter than the
     one sglang was read from are left out (sglang.torch_other_interpreter says so instead)."""
+
     def judged(hosts: list[HostResult]) -> list[Finding]:
         return rule([h for h in hosts if not torch_from_other_interpreter(h)])
+
     judged.__name__, judged.__module__ = rule.__name__, rule.__module__
     return judged
 
 
 RULES: tuple[Rule, ...] = (
     serving_torch_only(copies.torch_foreach_copy),  # 1
-    sglang.eagle_per_tensor_copies,        # 2
-    copies.hidden_states_split,            # 3
-    dflash.dflash_draft_graph_disabled,    # 4
-    cuda_graph.spec_without_graphs,        # 5
-    cuda_graph.repro_failures,             # 6
-    copies.gpu_copy_outliers,              # 7
-    fleet.fleet_drift,                     # 8
-    hosts.unscanned_hosts,                 # 9
-    sglang.local_modifications,            # 10
-    sglang.torch_other_interpreter,        # 11
+    sglang.eagle_per_tensor_copies,  # 2
+    copies.hidden_states_split,  # 3
+    dflash.dflash_draft_graph_disabled,  # 4
+    cuda_graph.spec_without_graphs,  # 5
+    cuda_graph.repro_failures,  # 6
+    copies.gpu_copy_outliers,  # 7
+    fleet.fleet_drift,  # 8
+    hosts.unscanned_hosts,  # 9
+    sglang.local_modifications,  # 10
+    sglang.torch_other_interpreter,  # 11
     fast_path.eagle_fill_fast_path_unread,  # 12
-    live_server.server_not_on_disk,        # 13
-    cuda_graph.server_log_findings,        # 14: live servers' logs, classified on the host
+    live_server.server_not_on_disk,  # 13
+    cuda_graph.server_log_findings,  # 14: live servers' logs, classified on the host
 )
 
 
 # Rules over the run's own record (run.json) rather than its hosts.
 RUN_RULES: tuple[Callable[[dict], list[Finding]], ...] = (
-    cuda_graph.classified_log,             # 6, for `repro --log FILE` runs
+    cuda_graph.classified_log,  # 6, for `repro --log FILE` runs
 )
 
 
@@ -68,10 +71,15 @@ def _guarded(rule: Callable, argument: object) -> list[Finding]:
 
 def _rule_failed(rule: Callable, exc: Exception) -> Finding:
     name = f"{rule.__module__.rsplit('.', 1)[-1]}.{rule.__name__}"
-    return Finding(id="report.rule_failed", severity="warning", title=f"rule {name} could not read this run",
-                   hosts=(), evidence=(Evidence(kind="text", text=f"{type(exc).__name__}: {exc}"),),
-                   recommendation="The other findings stand; report this with the run's host files attached.",
-                   sources=())
+    return Finding(
+        id="report.rule_failed",
+        severity="warning",
+        title=f"rule {name} could not read this run",
+        hosts=(),
+        evidence=(Evidence(kind="text", text=f"{type(exc).__name__}: {exc}"),),
+        recommendation="The other findings stand; report this with the run's host files attached.",
+        sources=(),
+    )
 
 
 def has_errors(findings: list[Finding]) -> bool:

@@ -4,6 +4,7 @@ Each answer is one line built only from what the host measured or read, so ident
 (the report groups them). A reason for `not checked` is always specific: which probe, which interpreter, which
 flag would run it.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,11 +13,18 @@ from typing import Any
 
 from gpudiag.findings.common import as_dict, as_list, dig, probe
 from gpudiag.findings.dflash import dflash_guards, first_guard_holding
-from gpudiag.findings.facts import (algorithm_of, copy_path_text, decode_graph_switch, server_args,
-                                    servers_of, sglang_interpreter, torch_facts)
+from gpudiag.findings.facts import (
+    algorithm_of,
+    copy_path_text,
+    decode_graph_switch,
+    server_args,
+    servers_of,
+    sglang_interpreter,
+    torch_facts,
+)
 from gpudiag.findings.server_scope import scope, server_label, servers_read
 from gpudiag.models import OK, PROBE_ERROR, HostResult
-from probes.crashlog.families import GRAPH_FAMILIES   # the classifier's own list: one place
+from probes.crashlog.families import GRAPH_FAMILIES  # the classifier's own list: one place
 
 ANSWERED, PARTIAL, NOT_CHECKED = "answered", "partial", "not checked"
 QUESTIONS = (
@@ -33,16 +41,20 @@ QUESTIONS = (
 # Strategies sglang itself can run; `packed` needs one arena sglang does not allocate, so it is never advice.
 USABLE_STRATEGIES = ("grouped_foreach", "grouped_foreach_dma_split", "installed")
 FILL_FAST_PATH_ENV = "SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH"
-CALLERS = (("target decode fill", ("cuda_graph_runner", "buffer_registry")), ("EAGLE draft", ("eagle_draft_cuda",)),
-           ("EAGLE draft-extend", ("eagle_draft_extend",)), ("DFlash", ("dflash",)))
+CALLERS = (
+    ("target decode fill", ("cuda_graph_runner", "buffer_registry")),
+    ("EAGLE draft", ("eagle_draft_cuda",)),
+    ("EAGLE draft-extend", ("eagle_draft_extend",)),
+    ("DFlash", ("dflash",)),
+)
 
 
 @dataclass(frozen=True)
 class Answer:
     qid: str
-    status: str          # answered | partial | not checked
+    status: str  # answered | partial | not checked
     text: str
-    command: str = ""    # the gpudiag command that reproduces the evidence
+    command: str = ""  # the gpudiag command that reproduces the evidence
 
     def to_dict(self) -> dict[str, Any]:
         return {"question": self.qid, "status": self.status, "answer": self.text, "command": self.command}
@@ -86,8 +98,12 @@ def _where(fact: Any) -> str:
 def q1_foreach_copy(host: HostResult) -> Answer:
     gap = probe_gap(host, "torch_caps", "--probes torch_caps")
     if gap and "not importable" in gap and " in /" not in gap and "by /" not in gap:
-        tried = dig(probe(host, "env"), "torch", "interpreter", "path") or \
-            dig(probe(host, "env"), "python", "executable") or host.python or "the probing Python"
+        tried = (
+            dig(probe(host, "env"), "torch", "interpreter", "path")
+            or dig(probe(host, "env"), "python", "executable")
+            or host.python
+            or "the probing Python"
+        )
         gap = f"torch not importable in {tried} ({gap}); point --python at the serving venv"
     if gap:
         return _not_checked("Q1", gap, "gpudiag scan HOST --probes torch_caps")
@@ -103,8 +119,11 @@ def q1_foreach_copy(host: HostResult) -> Answer:
         pairs = as_dict(check.get("pairs"))
         bad = sorted(k for k, v in pairs.items() if v != "ok")
         if check.get("status") == "ok":
-            parts.setdefault(f"{len(pairs) - len(bad)} of {len(pairs)} dtype pairs correct"
-                             + (f" (wrong: {', '.join(bad)})" if bad else ""), []).append(device)
+            parts.setdefault(
+                f"{len(pairs) - len(bad)} of {len(pairs)} dtype pairs correct"
+                + (f" (wrong: {', '.join(bad)})" if bad else ""),
+                [],
+            ).append(device)
         else:
             why = re.sub(r",? e\.g\. pid \d+", "", str(check.get("reason") or check.get("status")))
             unchecked.setdefault(why, []).append(device)
@@ -114,8 +133,11 @@ def q1_foreach_copy(host: HostResult) -> Answer:
     gpu = no_gpu_reason(host)
     if gpu:
         texts.append(f"GPUs not checked — {gpu}")
-    visible = [f"cuda:{d.get('index')}" for d in as_list(dig(probe(host, "env"), "gpus", "devices"))
-               if isinstance(d, dict) and d.get("index") is not None]
+    visible = [
+        f"cuda:{d.get('index')}"
+        for d in as_list(dig(probe(host, "env"), "gpus", "devices"))
+        if isinstance(d, dict) and d.get("index") is not None
+    ]
     missing = [name for name in visible if name not in as_dict(caps.get("checks"))]
     if missing:
         unchecked.setdefault("missing", missing)
@@ -127,8 +149,9 @@ def q1_foreach_copy(host: HostResult) -> Answer:
     if serving and interpreter and serving[0] != interpreter[0]:
         text += f"; read in {interpreter[0]}, not in the serving {serving[0]}: not judged against sglang"
         return Answer("Q1", PARTIAL, text, f"gpudiag scan HOST --python {serving[0]} --probes torch_caps")
-    return Answer("Q1", PARTIAL if unchecked or gpu else ANSWERED, text,
-                  "gpudiag scan HOST --probes torch_caps --force")
+    return Answer(
+        "Q1", PARTIAL if unchecked or gpu else ANSWERED, text, "gpudiag scan HOST --probes torch_caps --force"
+    )
 
 
 def _copy_paths(checks: dict[str, Any]) -> list[str]:
@@ -160,8 +183,12 @@ def q2_grouped_copy(host: HostResult) -> Answer:
     grouped = as_dict(sglang.get("grouped_foreach_copy"))
     definitions = [d for d in as_list(grouped.get("definitions")) if isinstance(d, dict)]
     if not definitions:
-        return Answer("Q2", ANSWERED, f"sglang {sglang.get('version') or '?'}: no _grouped_foreach_copy_ "
-                                      "(per-tensor copy_() in every replay)", "gpudiag scan HOST")
+        return Answer(
+            "Q2",
+            ANSWERED,
+            f"sglang {sglang.get('version') or '?'}: no _grouped_foreach_copy_ (per-tensor copy_() in every replay)",
+            "gpudiag scan HOST",
+        )
     where_def = {_where(d): d for d in definitions}
     defs = []
     for d in definitions:
@@ -175,8 +202,12 @@ def q2_grouped_copy(host: HostResult) -> Answer:
             target = _where(found[0].get("resolves_to"))
             fast = [_fast_path(p) for p in as_list(dig(where_def.get(target), "fast_paths")) if isinstance(p, dict)]
             callers.append(f"{label} → {target}" + (f" ({', '.join(fast)})" if fast else ""))
-    return Answer("Q2", ANSWERED, f"{len(definitions)} definition(s): {'; '.join(defs)}. Callers: "
-                                  f"{'; '.join(callers) or 'none found'}", "gpudiag scan HOST")
+    return Answer(
+        "Q2",
+        ANSWERED,
+        f"{len(definitions)} definition(s): {'; '.join(defs)}. Callers: {'; '.join(callers) or 'none found'}",
+        "gpudiag scan HOST",
+    )
 
 
 def _fast_path(path: dict[str, Any]) -> str:
@@ -198,10 +229,14 @@ def q3_eagle_batching(host: HostResult) -> Answer:
         if not fact.get("found"):
             parts.append(f"{label}: runner not found")
             continue
-        batched = f"batched ({fact.get('grouped_calls')} grouped call)" if fact.get("batched") else \
-            f"per tensor ({fact.get('per_tensor_copies')} copy_() calls)"
-        hidden = "hidden_states on its own copy_()" if fact.get("hidden_states_separate") else \
-            "hidden_states not split off"
+        batched = (
+            f"batched ({fact.get('grouped_calls')} grouped call)"
+            if fact.get("batched")
+            else f"per tensor ({fact.get('per_tensor_copies')} copy_() calls)"
+        )
+        hidden = (
+            "hidden_states on its own copy_()" if fact.get("hidden_states_separate") else "hidden_states not split off"
+        )
         parts.append(f"{label} {batched}, {hidden} ({fact.get('file')}:{fact.get('replay_line') or fact.get('line')})")
     return Answer("Q3", ANSWERED, "; ".join(parts), "gpudiag scan HOST")
 
@@ -242,22 +277,33 @@ def _dflash_logged(host: HostResult) -> str | None:
 def q4_dflash(host: HostResult) -> Answer:
     logged = _dflash_logged(host)
     gap = _sglang_gap(host)
-    if gap:   # the server's own log still answers whether its draft graph is on
-        return Answer("Q4", ANSWERED, f"{logged} (server log; source not read: {gap})", "gpudiag scan HOST") \
-            if logged else _not_checked("Q4", gap)
+    if gap:  # the server's own log still answers whether its draft graph is on
+        return (
+            Answer("Q4", ANSWERED, f"{logged} (server log; source not read: {gap})", "gpudiag scan HOST")
+            if logged
+            else _not_checked("Q4", gap)
+        )
     dflash = as_dict((probe(host, "sglang_source") or {}).get("dflash"))
     if not dflash.get("present"):
         return Answer("Q4", ANSWERED, f"DFlash absent in sglang {(probe(host, 'sglang_source') or {}).get('version')}")
     guards = dflash_guards(host)
-    guard_text = f"{len(guards)} draft-graph guard(s) at " + ", ".join(_where(g) for g in guards) if guards else \
-        "no draft-graph guard"
-    servers = [s for s in servers_read(host) if algorithm_of(s) == "DFLASH"]   # the read release's guards
+    guard_text = (
+        f"{len(guards)} draft-graph guard(s) at " + ", ".join(_where(g) for g in guards)
+        if guards
+        else "no draft-graph guard"
+    )
+    servers = [s for s in servers_read(host) if algorithm_of(s) == "DFLASH"]  # the read release's guards
     if logged:
-        return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); {logged}",
-                      "gpudiag scan HOST")
+        return Answer(
+            "Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); {logged}", "gpudiag scan HOST"
+        )
     if not servers:
-        return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); no DFlash server "
-                                      "running", "gpudiag scan HOST")
+        return Answer(
+            "Q4",
+            ANSWERED,
+            f"present ({dflash.get('worker_file')}; {guard_text}); no DFlash server running",
+            "gpudiag scan HOST",
+        )
     states = []
     several = len(servers_of(host)) > 1
     for server in servers:
@@ -268,9 +314,12 @@ def q4_dflash(host: HostResult) -> Answer:
             also = f"; with graphs on, guard {_where(holding[0])} would still hold ({holding[1][1]})" if holding else ""
             states.append(f"{name}: draft graph off by {switch}{also}")
         elif holding:
-            states.append(f"{name}: draft graph off by guard {_where(holding[0])} "
-                          f"({holding[1][1]})")
+            states.append(f"{name}: draft graph off by guard {_where(holding[0])} ({holding[1][1]})")
         else:
             states.append(f"{name}: draft graph on (no guard holds)")
-    return Answer("Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); " + "; ".join(states),
-                  "gpudiag scan HOST")
+    return Answer(
+        "Q4",
+        ANSWERED,
+        f"present ({dflash.get('worker_file')}; {guard_text}); " + "; ".join(states),
+        "gpudiag scan HOST",
+    )

@@ -1,23 +1,51 @@
 """Answers about the installed code and the live servers (Q7–Q9), and every host's full set of answers."""
+
 from __future__ import annotations
 
 import re
 from typing import Any, Callable
 
-from gpudiag.findings.answers import (ANSWERED, NOT_CHECKED, PARTIAL, QUESTIONS, Answer, _not_checked, _sglang_gap,
-                                      probe_gap, q1_foreach_copy, q2_grouped_copy, q3_eagle_batching, q4_dflash)
+from gpudiag.findings.answers import (
+    ANSWERED,
+    NOT_CHECKED,
+    PARTIAL,
+    QUESTIONS,
+    Answer,
+    _not_checked,
+    _sglang_gap,
+    probe_gap,
+    q1_foreach_copy,
+    q2_grouped_copy,
+    q3_eagle_batching,
+    q4_dflash,
+)
 from gpudiag.findings.answers_measured import q5_copy_cost, q6_graph_breaks
 from gpudiag.findings.common import as_dict, as_list, dig, probe
-from gpudiag.findings.facts import algorithm_of, graph_max_bs, graphs_disabled, server_args, servers_of, \
-    sglang_interpreter
-from gpudiag.findings.server_scope import (explicit_note, scope, server_label, server_release, several_servers,
-                                           unread_servers)
+from gpudiag.findings.facts import (
+    algorithm_of,
+    graph_max_bs,
+    graphs_disabled,
+    server_args,
+    servers_of,
+    sglang_interpreter,
+)
+from gpudiag.findings.server_scope import (
+    explicit_note,
+    scope,
+    server_label,
+    server_release,
+    several_servers,
+    unread_servers,
+)
 from gpudiag.models import HostResult
 
 # The flags the source probe records (graphs and speculative decoding): only these can be checked against the
 # release; the same pattern as probes/sglang_facts/flags.py.
-RECORDED_FLAGS = re.compile(r"cuda[-_]?graph|cudagraph|graph|speculative|spec[-_]|draft|eagle|dflash|breakable|"
-                            r"piecewise", re.I)
+RECORDED_FLAGS = re.compile(
+    r"cuda[-_]?graph|cudagraph|graph|speculative|spec[-_]|draft|eagle|dflash|breakable|"
+    r"piecewise",
+    re.I,
+)
 
 
 def with_sglang_scope(host: HostResult, answer: Answer) -> Answer:
@@ -41,18 +69,27 @@ def q7_integrity(host: HostResult) -> Answer:
     method = integrity.get("method")
     if method == "record":
         changed = as_list(integrity.get("modified")) + as_list(integrity.get("missing"))
-        covered = "the files the facts cite; --verify-all hashes all" if integrity.get("scope") == "cited" else \
-            "every file"
+        covered = (
+            "the files the facts cite; --verify-all hashes all" if integrity.get("scope") == "cited" else "every file"
+        )
         verdict = f"{len(changed)} differ: {', '.join(map(str, changed[:5]))}" if changed else "all match"
-        return Answer("Q7", ANSWERED, f"{version}: {integrity.get('checked')} files hashed against "
-                                      f"{integrity.get('record')} ({covered}); {verdict}",
-                      "gpudiag scan HOST --verify-all")
+        return Answer(
+            "Q7",
+            ANSWERED,
+            f"{version}: {integrity.get('checked')} files hashed against "
+            f"{integrity.get('record')} ({covered}); {verdict}",
+            "gpudiag scan HOST --verify-all",
+        )
     if method == "editable":
         git = as_dict(integrity.get("editable"))
         changed = as_list(git.get("changed"))
         state = f"dirty, {len(changed)} changed: {', '.join(map(str, changed[:5]))}" if git.get("dirty") else "clean"
-        return Answer("Q7", ANSWERED, f"{version}: git checkout {git.get('path')} at {git.get('commit')}, {state}",
-                      "gpudiag scan HOST")
+        return Answer(
+            "Q7",
+            ANSWERED,
+            f"{version}: git checkout {git.get('path')} at {git.get('commit')}, {state}",
+            "gpudiag scan HOST",
+        )
     why = integrity.get("reason") or "no RECORD matched the imported files and no git checkout was found"
     return Answer("Q7", PARTIAL, f"{version}: integrity unknown — {why}", "gpudiag scan HOST --verify-all")
 
@@ -61,8 +98,9 @@ def live_mismatches(host: HostResult) -> list[tuple[dict[str, Any], list[str], i
     """Per live server whose code was read (or that runs an interpreter no read fact describes): (server, what
     differs from the code on disk, flags checked). A flag counts as unknown only among those the source probe
     records (graphs, speculative decoding); [] when sglang was not read."""
-    known = {str(f.get("name")) for f in as_list(dig(probe(host, "sglang_source"), "server_flags"))
-             if isinstance(f, dict)}
+    known = {
+        str(f.get("name")) for f in as_list(dig(probe(host, "sglang_source"), "server_flags")) if isinstance(f, dict)
+    }
     read = sglang_interpreter(host)
     unread = unread_servers(host)
     out = []
@@ -97,21 +135,32 @@ def q8_live_matches_disk(host: HostResult) -> Answer:
     for server, notes, checked in live_mismatches(host):
         differs |= bool(notes)
         name = server_label(server) if several or explicit_note(host) else f"pid {server.get('pid')}"
-        parts.append(f"{name}: " + ("; ".join(notes) if notes else
-                                    f"all {checked} flags exist, interpreter {server.get('python') or '?'} "
-                                    "is the one read"))
+        parts.append(
+            f"{name}: "
+            + (
+                "; ".join(notes)
+                if notes
+                else f"all {checked} flags exist, interpreter {server.get('python') or '?'} is the one read"
+            )
+        )
     unread = unread_servers(host)
     for server in unread:
-        parts.append(f"{server_label(server)}: not checked — sglang not read for it (it runs "
-                     f"{server_release(server)}; rescan with --python {server.get('python')})")
+        parts.append(
+            f"{server_label(server)}: not checked — sglang not read for it (it runs "
+            f"{server_release(server)}; rescan with --python {server.get('python')})"
+        )
     note = explicit_note(host)
     if note:
         parts.append(note + ": the facts describe --python")
     if not known:
         return Answer("Q8", PARTIAL, "; ".join(parts) + "; server flags of the release not read", "gpudiag scan HOST")
     status = PARTIAL if unread else ANSWERED
-    return Answer("Q8", status, "; ".join(parts) + ("" if differs else "; file changes since start not recorded"),
-                  "gpudiag scan HOST")
+    return Answer(
+        "Q8",
+        status,
+        "; ".join(parts) + ("" if differs else "; file changes since start not recorded"),
+        "gpudiag scan HOST",
+    )
 
 
 def q9_serving(host: HostResult) -> Answer:
@@ -129,9 +178,11 @@ def q9_serving(host: HostResult) -> Answer:
         graphs = "off" if graphs_disabled(args) else (f"max bs {max_bs[0]}" if max_bs else "default sizes")
         name = server_label(server) if several else f"pid {server.get('pid')}"
         runs = server_release(server) if several else (server.get("python") or "?")
-        parts.append(f"{name}: {algorithm_of(server) or 'no speculative decoding'}, draft tokens "
-                     f"{args.get('speculative_num_draft_tokens') or '-'}, CUDA graphs {graphs}, TP "
-                     f"{args.get('tp_size') or 1}, GPUs {server.get('cuda_visible_devices') or 'all'}, {runs}")
+        parts.append(
+            f"{name}: {algorithm_of(server) or 'no speculative decoding'}, draft tokens "
+            f"{args.get('speculative_num_draft_tokens') or '-'}, CUDA graphs {graphs}, TP "
+            f"{args.get('tp_size') or 1}, GPUs {server.get('cuda_visible_devices') or 'all'}, {runs}"
+        )
     note = explicit_note(host)
     if note:
         parts.append(note + ": torch and sglang facts describe --python, each server's own is named here")
@@ -140,15 +191,25 @@ def q9_serving(host: HostResult) -> Answer:
 
 def sglang_scoped(answerer: Callable[[HostResult], Answer]) -> Callable[[HostResult], Answer]:
     """An answer from the sglang source facts, saying which servers it describes when that is not all of them."""
+
     def answer(host: HostResult) -> Answer:
         found = answerer(host)
         return found if found.status == NOT_CHECKED else with_sglang_scope(host, found)
+
     return answer
 
 
 ANSWERERS: tuple[Callable[[HostResult], Answer], ...] = (
-    q1_foreach_copy, sglang_scoped(q2_grouped_copy), sglang_scoped(q3_eagle_batching), sglang_scoped(q4_dflash),
-    q5_copy_cost, q6_graph_breaks, sglang_scoped(q7_integrity), q8_live_matches_disk, q9_serving)
+    q1_foreach_copy,
+    sglang_scoped(q2_grouped_copy),
+    sglang_scoped(q3_eagle_batching),
+    sglang_scoped(q4_dflash),
+    q5_copy_cost,
+    q6_graph_breaks,
+    sglang_scoped(q7_integrity),
+    q8_live_matches_disk,
+    q9_serving,
+)
 
 
 def host_answers(host: HostResult) -> list[Answer]:
@@ -158,8 +219,9 @@ def host_answers(host: HostResult) -> list[Answer]:
         try:
             answers.append(answerer(host))
         except Exception as exc:  # noqa: BLE001 - odd host data costs this answer, never the report
-            answers.append(Answer(qid, NOT_CHECKED, f"not checked — this host's data could not be read "
-                                                    f"({type(exc).__name__})"))
+            answers.append(
+                Answer(qid, NOT_CHECKED, f"not checked — this host's data could not be read ({type(exc).__name__})")
+            )
     return answers
 
 

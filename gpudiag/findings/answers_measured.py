@@ -1,11 +1,21 @@
 """Answers from what was measured on the GPUs: the replay copy's cost per decode step (Q5) and where CUDA graphs
 break (Q6)."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.findings.answers import (ANSWERED, NOT_CHECKED, PARTIAL, USABLE_STRATEGIES, Answer, _log_lines,
-                                      _not_checked, no_gpu_reason, probe_gap)
+from gpudiag.findings.answers import (
+    ANSWERED,
+    NOT_CHECKED,
+    PARTIAL,
+    USABLE_STRATEGIES,
+    Answer,
+    _log_lines,
+    _not_checked,
+    no_gpu_reason,
+    probe_gap,
+)
 from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe
 from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
 from gpudiag.findings.server_scope import scope
@@ -37,8 +47,14 @@ def q5_copy_cost(host: HostResult) -> Answer:
     data = probe(host, "copy_bench") or {}
     ran_in = as_dict(data.get("interpreter")).get("path") or data.get("python")
     said = scope(host, str(ran_in) if ran_in else None, "timings")
-    return Answer("Q5", status, "; ".join(parts) + " (1 replay per path per decode step; step time not measured)"
-                  + (f"; {said}" if said else ""), command)
+    return Answer(
+        "Q5",
+        status,
+        "; ".join(parts)
+        + " (1 replay per path per decode step; step time not measured)"
+        + (f"; {said}" if said else ""),
+        command,
+    )
 
 
 def _best_saving(gpu: dict[str, Any]) -> str:
@@ -50,14 +66,16 @@ def _best_saving(gpu: dict[str, Any]) -> str:
     for path, w in sorted(per_path.items()):
         baseline = number(dig(w, "installed_baseline", "median_us"))
         if baseline is None and ok_timing(w, "installed"):
-            baseline = number(ok_timing(w, "installed")["median_us"])   # type: ignore[index]
+            baseline = number(ok_timing(w, "installed")["median_us"])  # type: ignore[index]
         usable = [(number(t["median_us"]), s) for s in USABLE_STRATEGIES if (t := ok_timing(w, s))]
         if baseline is None or not usable:
             continue
         best_us, best = min(usable, key=lambda pair: pair[0] or 0.0)
         saving = max(0.0, baseline - (best_us or 0.0))
-        parts.append(f"{path} bs {w.get('batch_size')}: installed {fmt_us(baseline)}/step, {best} "
-                     f"{fmt_us(best_us)}/step, saves {fmt_us(saving)}/step")
+        parts.append(
+            f"{path} bs {w.get('batch_size')}: installed {fmt_us(baseline)}/step, {best} "
+            f"{fmt_us(best_us)}/step, saves {fmt_us(saving)}/step"
+        )
     return ", ".join(parts)
 
 
@@ -71,8 +89,9 @@ def q6_graph_breaks(host: HostResult) -> Answer:
     logged = _log_lines(host, "", breaks_only=True)
     gap = probe_gap(host, "cuda_graph", "--deep or `gpudiag repro cuda-graph-crash`")
     if gap:
-        return Answer("Q6", ANSWERED, f"server log: {logged[0]}", command) if logged else \
-            _not_checked("Q6", gap, command)
+        return (
+            Answer("Q6", ANSWERED, f"server log: {logged[0]}", command) if logged else _not_checked("Q6", gap, command)
+        )
     data = probe(host, "cuda_graph") or {}
     answer = _q6_from_cells(data, command)
     ran_in = as_dict(data.get("interpreter")).get("path")
@@ -91,14 +110,17 @@ def _q6_from_cells(data: dict[str, Any], command: str) -> Answer:
     if not failing:
         return Answer("Q6", ANSWERED, f"no break in {len(ran)} cells on {on} ({data.get('mode')} mode)", command)
     signature_of = {str(s.get("name")): s for s in as_list(data.get("signatures")) if isinstance(s, dict)}
-    breaks = sorted({(str(c.get("algorithm")), str(c.get("path")), str(c.get("status")), _signature_name(c))
-                     for c in failing})
+    breaks = sorted(
+        {(str(c.get("algorithm")), str(c.get("path")), str(c.get("status")), _signature_name(c)) for c in failing}
+    )
     parts = []
     for algorithm, path, status, signature in breaks:
         mine = [c for c in failing if (str(c.get("path")), _signature_name(c)) == (path, signature)]
         sizes = sorted({int(c["batch_size"]) for c in mine if isinstance(c.get("batch_size"), int)})
         tokens = sorted({int(c["draft_tokens"]) for c in mine if isinstance(c.get("draft_tokens"), int)})
         ref = as_dict(signature_of.get(signature)).get("reference")
-        parts.append(f"{algorithm} {path} {status} at bs {','.join(map(str, sizes))} × draft tokens "
-                     f"{','.join(map(str, tokens))} ({signature}" + (f", {ref})" if ref else ")"))
+        parts.append(
+            f"{algorithm} {path} {status} at bs {','.join(map(str, sizes))} × draft tokens "
+            f"{','.join(map(str, tokens))} ({signature}" + (f", {ref})" if ref else ")")
+        )
     return Answer("Q6", ANSWERED, f"on {on}: " + "; ".join(parts), command)

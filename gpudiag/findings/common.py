@@ -2,6 +2,7 @@
 
 Probe data comes from hosts we do not control, so every lookup tolerates a missing or odd-typed key.
 """
+
 from __future__ import annotations
 
 import re
@@ -70,9 +71,14 @@ def source_evidence(host: HostResult, fact: Any, text: str) -> Evidence:
     """Evidence for a source fact ({file, line, snippet}); plain text when the location is missing."""
     fact = as_dict(fact)
     line = fact.get("line")
-    return Evidence(kind="source", text=text, host=host.name, file=_str_or_none(fact.get("file")),
-                    line=line if isinstance(line, int) and not isinstance(line, bool) else None,
-                    snippet=_str_or_none(fact.get("snippet")))
+    return Evidence(
+        kind="source",
+        text=text,
+        host=host.name,
+        file=_str_or_none(fact.get("file")),
+        line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+        snippet=_str_or_none(fact.get("snippet")),
+    )
 
 
 def _str_or_none(value: Any) -> str | None:

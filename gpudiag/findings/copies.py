@@ -1,16 +1,27 @@
 """Copy findings: torch's `_foreach_copy_`, hidden_states inside foreach groups, GPUs with odd copy figures."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.findings.common import (as_dict, as_list, dig, fmt_bytes, fmt_us, median, number, probe, source,
-                                     source_evidence)
+from gpudiag.findings.common import (
+    as_dict,
+    as_list,
+    dig,
+    fmt_bytes,
+    fmt_us,
+    median,
+    number,
+    probe,
+    source,
+    source_evidence,
+)
 from gpudiag.models import Evidence, Finding, HostResult
 
-LARGE_FIELDS = ("hidden_states",)   # contiguous tensors big enough for the DMA engine to beat a foreach kernel
-OUTLIER_RATIO = 0.20                # copy_bench's outlier tolerance and noise cut, for the wording only
-NOISY_CV = 0.05                     # (probes/copybench/analysis.py and timing.py decide)
-SPLIT_MARGIN = 0.10                 # the split must lose by more than this to be called wrong
+LARGE_FIELDS = ("hidden_states",)  # contiguous tensors big enough for the DMA engine to beat a foreach kernel
+OUTLIER_RATIO = 0.20  # copy_bench's outlier tolerance and noise cut, for the wording only
+NOISY_CV = 0.05  # (probes/copybench/analysis.py and timing.py decide)
+SPLIT_MARGIN = 0.10  # the split must lose by more than this to be called wrong
 
 
 def copy_gpus(host: HostResult, cuda_only: bool = False) -> list[dict[str, Any]]:
@@ -19,7 +30,7 @@ def copy_gpus(host: HostResult, cuda_only: bool = False) -> list[dict[str, Any]]
     gpus = [g for g in as_list(dig(data, "gpus")) if isinstance(g, dict)]
     if cuda_only:
         gpus = [g for g in gpus if (g.get("device") or dig(data, "device") or "cuda") == "cuda"]
-    return sorted(gpus, key=lambda g: (number(g.get("index")) or 0))
+    return sorted(gpus, key=lambda g: number(g.get("index")) or 0)
 
 
 def ok_timing(workload: dict[str, Any], strategy: str) -> dict[str, Any] | None:
@@ -32,8 +43,15 @@ def ok_timing(workload: dict[str, Any], strategy: str) -> dict[str, Any] | None:
 def workloads(gpu: dict[str, Any]) -> list[dict[str, Any]]:
     """The GPU's workloads by path, then batch size (numerically), then name."""
     found = [w for w in as_list(gpu.get("workloads")) if isinstance(w, dict)]
-    return sorted(found, key=lambda w: (str(w.get("path")), number(w.get("batch_size")) or 0,
-                                        number(w.get("hidden_size")) or 0, str(w.get("name"))))
+    return sorted(
+        found,
+        key=lambda w: (
+            str(w.get("path")),
+            number(w.get("batch_size")) or 0,
+            number(w.get("hidden_size")) or 0,
+            str(w.get("name")),
+        ),
+    )
 
 
 def device_label(gpu: dict[str, Any]) -> str:
@@ -47,10 +65,16 @@ def _cost_table(gpu: dict[str, Any]) -> tuple[tuple[str, ...], ...] | None:
     rows = [("workload", "fields", "per-tensor loop", "installed", "best", "best time")]
     for w in workloads(gpu):
         best = str(w.get("best") or "-")
-        rows.append((str(w.get("name")), str(len(as_list(w.get("fields")))),
-                     fmt_us(dig(ok_timing(w, "loop"), "median_us")),
-                     fmt_us(dig(ok_timing(w, "installed"), "median_us")), best,
-                     fmt_us(dig(ok_timing(w, best), "median_us"))))
+        rows.append(
+            (
+                str(w.get("name")),
+                str(len(as_list(w.get("fields")))),
+                fmt_us(dig(ok_timing(w, "loop"), "median_us")),
+                fmt_us(dig(ok_timing(w, "installed"), "median_us")),
+                best,
+                fmt_us(dig(ok_timing(w, best), "median_us")),
+            )
+        )
     return tuple(rows) if len(rows) > 1 else None
 
 
@@ -81,24 +105,39 @@ def torch_foreach_copy(hosts: list[HostResult]) -> list[Finding]:
         if failures and caps.get("has_foreach_copy") is not False:
             wrong = any(outcome.startswith("wrong") for _, _, outcome in failures)
             table = (("device", "check", "outcome"),) + tuple(failures)
-            findings.append(Finding(
-                id="copies.foreach_copy_broken", severity="critical" if wrong else "error",
-                title=f"torch {version}: torch._foreach_copy_ fails its functional check "
-                      f"({'wrong results' if wrong else 'raises'})",
-                hosts=(host.name,),
-                evidence=(Evidence(kind="measurement", host=host.name, table=table,
-                                   text="each dtype pair copied with one _foreach_copy_ call and compared with "
-                                        "a per-tensor copy_"),),
-                recommendation="sglang calls torch._foreach_copy_ whenever torch has it, so CUDA-graph inputs on "
-                               "this host are copied by the failing path; use a torch build whose check passes "
-                               "and rerun `gpudiag scan --probes torch_caps`.",
-                sources=(source(host, "torch_caps"),)))
+            findings.append(
+                Finding(
+                    id="copies.foreach_copy_broken",
+                    severity="critical" if wrong else "error",
+                    title=f"torch {version}: torch._foreach_copy_ fails its functional check "
+                    f"({'wrong results' if wrong else 'raises'})",
+                    hosts=(host.name,),
+                    evidence=(
+                        Evidence(
+                            kind="measurement",
+                            host=host.name,
+                            table=table,
+                            text="each dtype pair copied with one _foreach_copy_ call and compared with "
+                            "a per-tensor copy_",
+                        ),
+                    ),
+                    recommendation="sglang calls torch._foreach_copy_ whenever torch has it, so CUDA-graph inputs on "
+                    "this host are copied by the failing path; use a torch build whose check passes "
+                    "and rerun `gpudiag scan --probes torch_caps`.",
+                    sources=(source(host, "torch_caps"),),
+                )
+            )
     return findings
 
 
 def _missing_foreach(host: HostResult, version: str) -> Finding:
-    evidence = [Evidence(kind="measurement", host=host.name,
-                         text=f"torch {version} has no torch._foreach_copy_ (checked with hasattr on the host)")]
+    evidence = [
+        Evidence(
+            kind="measurement",
+            host=host.name,
+            text=f"torch {version} has no torch._foreach_copy_ (checked with hasattr on the host)",
+        )
+    ]
     sources = [source(host, "torch_caps")]
     for flag in as_list(dig(probe(host, "sglang_source"), "grouped_foreach_copy", "has_foreach_copy_flag")):
         evidence.append(source_evidence(host, flag, "sglang falls back to a per-tensor copy_ loop here"))
@@ -106,17 +145,26 @@ def _missing_foreach(host: HostResult, version: str) -> Finding:
     gpus = copy_gpus(host, cuda_only=True)
     table = _cost_table(gpus[0]) if gpus else None
     if table:
-        evidence.append(Evidence(kind="measurement", host=host.name, table=table,
-                                 text=f"cost per replay on GPU {gpus[0].get('index')} "
-                                      f"({dig(probe(host, 'copy_bench'), 'method') or 'copy_bench'})"))
+        evidence.append(
+            Evidence(
+                kind="measurement",
+                host=host.name,
+                table=table,
+                text=f"cost per replay on GPU {gpus[0].get('index')} "
+                f"({dig(probe(host, 'copy_bench'), 'method') or 'copy_bench'})",
+            )
+        )
         sources.append(source(host, "copy_bench"))
     return Finding(
-        id="copies.no_foreach_copy", severity="warning",
+        id="copies.no_foreach_copy",
+        severity="warning",
         title=f"torch {version} lacks torch._foreach_copy_: sglang copies CUDA-graph inputs one tensor at a time",
-        hosts=(host.name,), evidence=tuple(evidence),
+        hosts=(host.name,),
+        evidence=tuple(evidence),
         recommendation="Install a torch release that has torch._foreach_copy_ (added by PyTorch PR #107226, "
-                       "Aug 2023) so sglang's _grouped_foreach_copy_ issues one kernel per dtype pair.",
-        sources=tuple(dict.fromkeys(sources)))
+        "Aug 2023) so sglang's _grouped_foreach_copy_ issues one kernel per dtype pair.",
+        sources=tuple(dict.fromkeys(sources)),
+    )
 
 
 def hidden_states_split(hosts: list[HostResult]) -> list[Finding]:
@@ -136,8 +184,13 @@ def _large_field_in_group(host: HostResult) -> list[Finding]:
     for site in as_list(dig(sglang, "grouped_foreach_copy", "call_sites")):
         large = sorted(set(LARGE_FIELDS) & {str(f) for f in as_list(dig(site, "fields"))})
         if large:
-            evidence.append(source_evidence(host, site, f"{dig(site, 'qualname') or 'call site'} passes "
-                                                        f"{', '.join(large)} to the grouped foreach copy"))
+            evidence.append(
+                source_evidence(
+                    host,
+                    site,
+                    f"{dig(site, 'qualname') or 'call site'} passes {', '.join(large)} to the grouped foreach copy",
+                )
+            )
     for path in ("draft", "draft_extend"):
         fact = as_dict(dig(sglang, "eagle", path))
         grouped = {str(f) for f in as_list(fact.get("grouped_fields"))}
@@ -145,32 +198,42 @@ def _large_field_in_group(host: HostResult) -> list[Finding]:
         # hidden_states at all also reports hidden_states_separate false, and must not fire this rule.
         if set(LARGE_FIELDS) & grouped:
             first = (as_list(fact.get("evidence")) or [fact])[0]
-            evidence.append(source_evidence(host, first, f"EAGLE {path} replay batches hidden_states with the "
-                                                         f"small inputs"))
+            evidence.append(
+                source_evidence(host, first, f"EAGLE {path} replay batches hidden_states with the small inputs")
+            )
     if not evidence:
         return []
     split = _split_bytes(host)
     advice = f" (measured on this host: copy_() wins from {fmt_bytes(split)})" if split else ""
-    return [Finding(
-        id="copies.hidden_states_in_foreach", severity="warning",
-        title="hidden_states is copied inside a foreach group instead of by the DMA engine",
-        hosts=(host.name,), evidence=tuple(evidence),
-        recommendation="Keep large contiguous tensors such as hidden_states on a plain copy_() (a DMA copy) and "
-                       f"batch only the small inputs{advice}; sglang PR #28465 does this from 0.5.14.",
-        sources=(source(host, "sglang_source"),))]
+    return [
+        Finding(
+            id="copies.hidden_states_in_foreach",
+            severity="warning",
+            title="hidden_states is copied inside a foreach group instead of by the DMA engine",
+            hosts=(host.name,),
+            evidence=tuple(evidence),
+            recommendation="Keep large contiguous tensors such as hidden_states on a plain copy_() (a DMA copy) and "
+            f"batch only the small inputs{advice}; sglang PR #28465 does this from 0.5.14.",
+            sources=(source(host, "sglang_source"),),
+        )
+    ]
 
 
 def _split_bytes(host: HostResult) -> float | None:
-    values = [number(g.get("recommended_split_bytes") or g.get("crossover_bytes"))
-              for g in copy_gpus(host, cuda_only=True)]
+    values = [
+        number(g.get("recommended_split_bytes") or g.get("crossover_bytes")) for g in copy_gpus(host, cuda_only=True)
+    ]
     present = [v for v in values if v]
     return median(present)
 
 
 def _split_off_bytes(workload: dict[str, Any]) -> float | None:
     """Bytes of the largest tensor the size split moved out of the group (the probe marks it size_split: dma)."""
-    sizes = [number(f.get("bytes")) for f in as_list(workload.get("fields"))
-             if isinstance(f, dict) and f.get("size_split") == "dma"]
+    sizes = [
+        number(f.get("bytes"))
+        for f in as_list(workload.get("fields"))
+        if isinstance(f, dict) and f.get("size_split") == "dma"
+    ]
     present = [s for s in sizes if s]
     return max(present) if present else None
 
@@ -182,14 +245,24 @@ def _measured_split(host: HostResult) -> Finding | None:
     losing, winning = [], []
     for gpu in copy_gpus(host, cuda_only=True):
         for w in workloads(gpu):
-            whole, split, size = ok_timing(w, "grouped_foreach"), ok_timing(w, "grouped_foreach_size_split"), \
-                _split_off_bytes(w)
+            whole, split, size = (
+                ok_timing(w, "grouped_foreach"),
+                ok_timing(w, "grouped_foreach_size_split"),
+                _split_off_bytes(w),
+            )
             if not whole or not split or size is None:
-                continue   # nothing was split off: the two strategies are the same copies
+                continue  # nothing was split off: the two strategies are the same copies
             if split["median_us"] > whole["median_us"] * (1 + SPLIT_MARGIN):
                 losing.append(size)
-                rows.append((str(gpu.get("index")), str(w.get("name")), fmt_bytes(size), fmt_us(whole["median_us"]),
-                             fmt_us(split["median_us"])))
+                rows.append(
+                    (
+                        str(gpu.get("index")),
+                        str(w.get("name")),
+                        fmt_bytes(size),
+                        fmt_us(whole["median_us"]),
+                        fmt_us(split["median_us"]),
+                    )
+                )
             elif split["median_us"] < whole["median_us"] * (1 - SPLIT_MARGIN):
                 winning.append(size)
     if not losing:
@@ -198,23 +271,38 @@ def _measured_split(host: HostResult) -> Finding | None:
     where = f"on {' + '.join(models)}" if models else "on this host's GPUs"
     above = [size for size in winning if size > max(losing)]
     if above:
-        target = (f"split off only tensors of at least {fmt_bytes(min(above))} (where the split measured faster) "
-                  f"and keep tensors up to {fmt_bytes(max(losing))} in the foreach group")
+        target = (
+            f"split off only tensors of at least {fmt_bytes(min(above))} (where the split measured faster) "
+            f"and keep tensors up to {fmt_bytes(max(losing))} in the foreach group"
+        )
     else:
-        target = (f"keep tensors up to {fmt_bytes(max(losing))} in the foreach group "
-                  "(no larger split was measured faster)")
+        target = (
+            f"keep tensors up to {fmt_bytes(max(losing))} in the foreach group (no larger split was measured faster)"
+        )
     crossover = median(v for v in (number(g.get("crossover_bytes")) for g in copy_gpus(host, cuda_only=True)) if v)
-    note = (f" The single-tensor sweep puts the copy_() crossover at {fmt_bytes(crossover)}; inside a replay the "
-            "extra copy costs more than the sweep shows." if crossover and crossover <= max(losing) else "")
+    note = (
+        f" The single-tensor sweep puts the copy_() crossover at {fmt_bytes(crossover)}; inside a replay the "
+        "extra copy costs more than the sweep shows."
+        if crossover and crossover <= max(losing)
+        else ""
+    )
     return Finding(
-        id="copies.split_wrong_for_gpu", severity="info",
+        id="copies.split_wrong_for_gpu",
+        severity="info",
         title=f"splitting tensors of {fmt_bytes(max(losing))} or less off the foreach group is slower {where}",
         hosts=(host.name,),
-        evidence=(Evidence(kind="measurement", host=host.name, table=tuple(rows),
-                           text="replays measured both ways, medians "
-                                f"({dig(probe(host, 'copy_bench'), 'method') or 'copy_bench'})"),),
+        evidence=(
+            Evidence(
+                kind="measurement",
+                host=host.name,
+                table=tuple(rows),
+                text="replays measured both ways, medians "
+                f"({dig(probe(host, 'copy_bench'), 'method') or 'copy_bench'})",
+            ),
+        ),
         recommendation=f"{where[0].upper()}{where[1:]}, {target}.{note}",
-        sources=(source(host, "copy_bench"),))
+        sources=(source(host, "copy_bench"),),
+    )
 
 
 def gpu_copy_outliers(hosts: list[HostResult]) -> list[Finding]:
@@ -227,23 +315,41 @@ def gpu_copy_outliers(hosts: list[HostResult]) -> list[Finding]:
         for o in outliers:
             compared = str(o.get("metrics_compared", "-"))
             off = f"{o['metrics_off'] if isinstance(o.get('metrics_off'), int) else 'unknown'} of {compared}"
-            rows.append((str(o.get("index")), off, _ratio(o.get("median_ratio")),
-                         str(o.get("metric") or "-"), fmt_us(number(o.get("value"))),
-                         fmt_us(number(o.get("siblings_median"))), _ratio(o.get("ratio"))))
+            rows.append(
+                (
+                    str(o.get("index")),
+                    off,
+                    _ratio(o.get("median_ratio")),
+                    str(o.get("metric") or "-"),
+                    fmt_us(number(o.get("value"))),
+                    fmt_us(number(o.get("siblings_median"))),
+                    _ratio(o.get("ratio")),
+                )
+            )
         if len(rows) == 1:
             continue
         indexes = [r[0] for r in rows[1:]]
-        findings.append(Finding(
-            id="copies.gpu_outlier", severity="warning",
-            title=f"GPU {', '.join(indexes)} copies more than {OUTLIER_RATIO:.0%} off its siblings",
-            hosts=(host.name,),
-            evidence=(Evidence(kind="measurement", host=host.name, table=tuple(rows),
-                               text="copy_bench's verdict: each steady median (same workload and strategy, cv at "
-                                    f"most {NOISY_CV:.0%}) divided by the median of the other GPUs of the host; "
-                                    "the median of those ratios decides"),),
-            recommendation="Check that GPU's link: `nvidia-smi topo -m`, `nvidia-smi nvlink -s`, and "
-                           "`nvidia-smi -q -d PCIE` for a downgraded PCIe generation or width.",
-            sources=(source(host, "copy_bench"),)))
+        findings.append(
+            Finding(
+                id="copies.gpu_outlier",
+                severity="warning",
+                title=f"GPU {', '.join(indexes)} copies more than {OUTLIER_RATIO:.0%} off its siblings",
+                hosts=(host.name,),
+                evidence=(
+                    Evidence(
+                        kind="measurement",
+                        host=host.name,
+                        table=tuple(rows),
+                        text="copy_bench's verdict: each steady median (same workload and strategy, cv at "
+                        f"most {NOISY_CV:.0%}) divided by the median of the other GPUs of the host; "
+                        "the median of those ratios decides",
+                    ),
+                ),
+                recommendation="Check that GPU's link: `nvidia-smi topo -m`, `nvidia-smi nvlink -s`, and "
+                "`nvidia-smi -q -d PCIE` for a downgraded PCIe generation or width.",
+                sources=(source(host, "copy_bench"),),
+            )
+        )
     return findings
 
 

@@ -1,5 +1,6 @@
 """CUDA-graph findings: speculative decoding served without graphs and the failures of a repro matrix
 (the DFlash draft-graph guards are in dflash.py)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -7,14 +8,23 @@ from typing import Any
 
 from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, number, probe, source
 from gpudiag.findings.dflash import first_guard_holding
-from gpudiag.findings.facts import EAGLE_FAMILY, algorithm_of, command_line, decode_graph_switch, graph_max_bs, \
-    graphs_disabled, max_bs_flag, server_args, servers_of
+from gpudiag.findings.facts import (
+    EAGLE_FAMILY,
+    algorithm_of,
+    command_line,
+    decode_graph_switch,
+    graph_max_bs,
+    graphs_disabled,
+    max_bs_flag,
+    server_args,
+    servers_of,
+)
 from gpudiag.findings.server_scope import server_name
 from gpudiag.models import Evidence, Finding, HostResult
 
 NOT_FAILURES = ("ok", "skipped")
-WRONG_RESULTS = ("mismatch", "silent_failure")      # runs but gives wrong answers: worse than a crash
-HARNESS_ERROR = "error"                              # the cell could not be run: not a graph failure
+WRONG_RESULTS = ("mismatch", "silent_failure")  # runs but gives wrong answers: worse than a crash
+HARNESS_ERROR = "error"  # the cell could not be run: not a graph failure
 
 
 def failed(cell: dict[str, Any]) -> bool:
@@ -38,8 +48,9 @@ def ok_boundary(host: HostResult, algorithm: str) -> tuple[str, int] | None:
     relevant = [c for c in cells(host) if _serves(c, algorithm) and isinstance(c.get("batch_size"), int)]
     failing = [c["batch_size"] for c in relevant if failed(c)]
     limit = min(failing) if failing else None
-    clean = [c["batch_size"] for c in relevant
-             if c.get("status") == "ok" and (limit is None or c["batch_size"] < limit)]
+    clean = [
+        c["batch_size"] for c in relevant if c.get("status") == "ok" and (limit is None or c["batch_size"] < limit)
+    ]
     if not clean:
         return None
     paths = "/".join(sorted({str(c.get("path")) for c in relevant}))
@@ -55,30 +66,53 @@ def spec_without_graphs(hosts: list[HostResult]) -> list[Finding]:
             disabled, switch = decode_graph_switch(args)
             if not algorithm or algorithm == "NONE" or not disabled:
                 continue
-            evidence = [Evidence(kind="flag", host=host.name,
-                                 text=f"{server_name(host, server)}: --speculative-algorithm {algorithm} "
-                                      f"with {switch}", snippet=command_line(server) or None)]
+            evidence = [
+                Evidence(
+                    kind="flag",
+                    host=host.name,
+                    text=f"{server_name(host, server)}: --speculative-algorithm {algorithm} with {switch}",
+                    snippet=command_line(server) or None,
+                )
+            ]
             max_bs = max_bs_flag(host)
             boundary = ok_boundary(host, algorithm)
             if boundary:
-                advice = (f"Re-enable graphs within the range the repro proved safe on this host: {_undo(switch)} "
-                          f"and set {max_bs} {boundary[1]} ({boundary[0]} captured and replayed cleanly up to "
-                          f"batch size {boundary[1]}).")
-                evidence.append(Evidence(kind="measurement", host=host.name,
-                                         text=f"repro: {boundary[0]} ok up to batch size {boundary[1]}"))
+                advice = (
+                    f"Re-enable graphs within the range the repro proved safe on this host: {_undo(switch)} "
+                    f"and set {max_bs} {boundary[1]} ({boundary[0]} captured and replayed cleanly up to "
+                    f"batch size {boundary[1]})."
+                )
+                evidence.append(
+                    Evidence(
+                        kind="measurement",
+                        host=host.name,
+                        text=f"repro: {boundary[0]} ok up to batch size {boundary[1]}",
+                    )
+                )
             else:
-                advice = (f"Run `gpudiag repro cuda-graph-crash {host.name}` to find the batch sizes that capture "
-                          f"and replay cleanly, then {_undo(switch)} and set {max_bs} at that boundary.")
-            findings.append(Finding(
-                id="cuda_graph.spec_without_graphs", severity="warning",
-                title=f"{algorithm} speculative decoding is served with CUDA graphs disabled",
-                hosts=(host.name,), evidence=tuple(evidence),
-                recommendation=f"Without graphs, {_passes(algorithm, args.get('speculative_num_steps'))} launches its "
-                               f"kernels one by one from the CPU (microseconds per launch) instead of replaying a "
-                               f"captured graph. {advice}{_guard_after(host, server, algorithm)}",
-                sources=(source(host, "deployment"),) + ((source(host, "cuda_graph"),) if boundary else ())
-                + ((source(host, "sglang_source"),) if algorithm == "DFLASH" and first_guard_holding(host, server)
-                   else ())))
+                advice = (
+                    f"Run `gpudiag repro cuda-graph-crash {host.name}` to find the batch sizes that capture "
+                    f"and replay cleanly, then {_undo(switch)} and set {max_bs} at that boundary."
+                )
+            findings.append(
+                Finding(
+                    id="cuda_graph.spec_without_graphs",
+                    severity="warning",
+                    title=f"{algorithm} speculative decoding is served with CUDA graphs disabled",
+                    hosts=(host.name,),
+                    evidence=tuple(evidence),
+                    recommendation=f"Without graphs, {_passes(algorithm, args.get('speculative_num_steps'))} launches its "
+                    f"kernels one by one from the CPU (microseconds per launch) instead of replaying a "
+                    f"captured graph. {advice}{_guard_after(host, server, algorithm)}",
+                    sources=(source(host, "deployment"),)
+                    + ((source(host, "cuda_graph"),) if boundary else ())
+                    + (
+                        (source(host, "sglang_source"),)
+                        if algorithm == "DFLASH" and first_guard_holding(host, server)
+                        else ()
+                    ),
+                )
+            )
     return findings
 
 
@@ -93,13 +127,20 @@ def _undo(switch: str) -> str:
 def _passes(algorithm: str, steps: Any) -> str:
     """The forward passes of one decode step. EAGLE: the draft loop runs num_steps - 1 draft forwards (its last
     step only selects top-k), then the target verifies and the draft extends over the accepted tokens."""
-    steps = steps if isinstance(steps, int) and not isinstance(steps, bool) else \
-        int(steps) if str(steps or "").isdigit() else None
+    steps = (
+        steps
+        if isinstance(steps, int) and not isinstance(steps, bool)
+        else int(steps)
+        if str(steps or "").isdigit()
+        else None
+    )
     if algorithm in EAGLE_FAMILY and steps == 1:
         return "each of the 2 forward passes of a decode step (the target's verify and the draft-extend)"
     if algorithm in EAGLE_FAMILY and steps:
-        return (f"each of the {steps + 1} forward passes of a decode step ({steps - 1} draft "
-                f"step{'' if steps - 1 == 1 else 's'}, the target's verify and the draft-extend)")
+        return (
+            f"each of the {steps + 1} forward passes of a decode step ({steps - 1} draft "
+            f"step{'' if steps - 1 == 1 else 's'}, the target's verify and the draft-extend)"
+        )
     if algorithm in EAGLE_FAMILY:
         return "every forward pass of a decode step (the draft steps, the target's verify and the draft-extend)"
     return "every draft and target-verify forward pass of a decode step"
@@ -113,14 +154,17 @@ def _guard_after(host: HostResult, server: dict[str, Any], algorithm: str) -> st
     if not found:
         return ""
     guard, (_, why, lift) = found
-    return (f" Even then this release keeps the DFlash draft eager ({guard.get('file') or 'worker'}:"
-            f"{guard.get('line', '?')}) because {why}: {lift}.")
+    return (
+        f" Even then this release keeps the DFlash draft eager ({guard.get('file') or 'worker'}:"
+        f"{guard.get('line', '?')}) because {why}: {lift}."
+    )
 
 
 def cells(host: HostResult) -> list[dict[str, Any]]:
     found = [c for c in as_list(dig(probe(host, "cuda_graph"), "cells")) if isinstance(c, dict)]
-    return sorted(found, key=lambda c: (str(c.get("path")), number(c.get("batch_size")) or 0,
-                                        number(c.get("draft_tokens")) or 0))
+    return sorted(
+        found, key=lambda c: (str(c.get("path")), number(c.get("batch_size")) or 0, number(c.get("draft_tokens")) or 0)
+    )
 
 
 def repro_failures(hosts: list[HostResult]) -> list[Finding]:
@@ -148,13 +192,25 @@ def _live_servers_against(host: HostResult, failing: list[dict[str, Any]]) -> li
         relevant = [c for c in failing if _serves(c, algorithm)]
         if not relevant or graphs_disabled(args) or max_bs is None or tokens is None:
             continue
-        inside = [c for c in relevant if isinstance(c.get("batch_size"), int) and c["batch_size"] <= max_bs[0]
-                  and isinstance(c.get("draft_tokens"), int) and c["draft_tokens"] <= tokens]
-        verdict = "inside the failing range: it can hit this failure" if inside else \
-            "outside the failing range measured here"
-        out.append(Evidence(kind="flag", host=host.name,
-                            text=f"live {server_name(host, server)} ({algorithm}) captures graphs up to "
-                                 f"{max_bs[1]} {max_bs[0]} with {tokens:g} draft tokens: {verdict}"))
+        inside = [
+            c
+            for c in relevant
+            if isinstance(c.get("batch_size"), int)
+            and c["batch_size"] <= max_bs[0]
+            and isinstance(c.get("draft_tokens"), int)
+            and c["draft_tokens"] <= tokens
+        ]
+        verdict = (
+            "inside the failing range: it can hit this failure" if inside else "outside the failing range measured here"
+        )
+        out.append(
+            Evidence(
+                kind="flag",
+                host=host.name,
+                text=f"live {server_name(host, server)} ({algorithm}) captures graphs up to "
+                f"{max_bs[1]} {max_bs[0]} with {tokens:g} draft tokens: {verdict}",
+            )
+        )
     return out
 
 
@@ -168,8 +224,13 @@ def _boundary_texts(data: dict[str, Any], paths: list[str]) -> list[str]:
 
 def _severity(statuses: list[str], signature: dict[str, Any]) -> str:
     """From the cells' statuses, raised to the matched signature's own severity when that is worse."""
-    severity = "critical" if any(s in WRONG_RESULTS for s in statuses) else \
-        "warning" if statuses == [HARNESS_ERROR] else "error"
+    severity = (
+        "critical"
+        if any(s in WRONG_RESULTS for s in statuses)
+        else "warning"
+        if statuses == [HARNESS_ERROR]
+        else "error"
+    )
     named = str(signature.get("severity") or "")
     return min((severity, named), key=lambda s: SEVERITY_RANK.get(s, 9))
 
@@ -179,29 +240,51 @@ def _repro_finding(host: HostResult, key: str, failing: list[dict[str, Any]]) ->
     gpu = as_dict(data.get("gpu"))
     signature = as_dict(failing[0].get("signature"))
     rows = (("path", "batch size", "draft tokens", "status", "detail"),) + tuple(
-        (str(c.get("path")), str(c.get("batch_size", "-")), str(c.get("draft_tokens", "-")), str(c.get("status")),
-         " ".join(str(c.get("detail") or "").split())[:160]) for c in failing)
-    evidence = [Evidence(kind="measurement", host=host.name, table=rows,
-                         text=f"{len(failing)} failing cell(s) on GPU {gpu.get('index', '?')} {gpu.get('name', '?')} "
-                              f"({gpu.get('compute_capability', '?')}), {data.get('mode', '?')} mode, each cell in "
-                              "its own child process")]
+        (
+            str(c.get("path")),
+            str(c.get("batch_size", "-")),
+            str(c.get("draft_tokens", "-")),
+            str(c.get("status")),
+            " ".join(str(c.get("detail") or "").split())[:160],
+        )
+        for c in failing
+    )
+    evidence = [
+        Evidence(
+            kind="measurement",
+            host=host.name,
+            table=rows,
+            text=f"{len(failing)} failing cell(s) on GPU {gpu.get('index', '?')} {gpu.get('name', '?')} "
+            f"({gpu.get('compute_capability', '?')}), {data.get('mode', '?')} mode, each cell in "
+            "its own child process",
+        )
+    ]
     paths = sorted({str(c.get("path")) for c in failing})
     for text in _boundary_texts(data, paths):
         evidence.append(Evidence(kind="measurement", host=host.name, text=f"boundary: {text}"))
     if signature:
         quoted = "\n".join(str(dig(line, "text") or line) for line in as_list(signature.get("lines"))[:5])
-        evidence.append(Evidence(kind="text", host=host.name, snippet=quoted or None,
-                                 text=f"matches {signature.get('name')}: {signature.get('meaning') or ''} "
-                                      f"({signature.get('reference') or 'no reference'})"))
+        evidence.append(
+            Evidence(
+                kind="text",
+                host=host.name,
+                snippet=quoted or None,
+                text=f"matches {signature.get('name')}: {signature.get('meaning') or ''} "
+                f"({signature.get('reference') or 'no reference'})",
+            )
+        )
     evidence += _live_servers_against(host, failing)
     statuses = sorted({str(c.get("status")) for c in failing})
     return Finding(
-        id="cuda_graph.repro_failure", severity=_severity(statuses, signature),
+        id="cuda_graph.repro_failure",
+        severity=_severity(statuses, signature),
         title=f"CUDA-graph {'/'.join(statuses)} on {', '.join(paths)}"
-              + (f" ({signature.get('name')})" if signature else ""),
-        hosts=(host.name,), evidence=tuple(evidence),
+        + (f" ({signature.get('name')})" if signature else ""),
+        hosts=(host.name,),
+        evidence=tuple(evidence),
         recommendation=boundary_advice(host, failing, signature),
-        sources=(source(host, "cuda_graph"),))
+        sources=(source(host, "cuda_graph"),),
+    )
 
 
 def boundary_advice(host: HostResult, failing: list[dict[str, Any]], signature: dict[str, Any]) -> str:
@@ -212,25 +295,36 @@ def boundary_advice(host: HostResult, failing: list[dict[str, Any]], signature: 
     sized = [c for c in failing if isinstance(c.get("batch_size"), int) and isinstance(c.get("draft_tokens"), int)]
     reference = f" (known report: {signature['reference']})" if signature.get("reference") else ""
     if not sized:
-        return (f"Keep CUDA graphs below the measured boundary ({max_bs_flag(host)}) or disable them for "
-                f"{', '.join(sorted(paths))}, and report the repro cell upstream{reference}.")
+        return (
+            f"Keep CUDA graphs below the measured boundary ({max_bs_flag(host)}) or disable them for "
+            f"{', '.join(sorted(paths))}, and report the repro cell upstream{reference}."
+        )
     fail_bs = min(c["batch_size"] for c in sized)
     fail_tokens = min(c["draft_tokens"] for c in sized)
-    passing = [c for c in cells(host) if str(c.get("path")) in paths and c.get("status") == "ok"
-               and isinstance(c.get("batch_size"), int) and isinstance(c.get("draft_tokens"), int)]
+    passing = [
+        c
+        for c in cells(host)
+        if str(c.get("path")) in paths
+        and c.get("status") == "ok"
+        and isinstance(c.get("batch_size"), int)
+        and isinstance(c.get("draft_tokens"), int)
+    ]
     safe_bs = max((c["batch_size"] for c in passing if c["batch_size"] < fail_bs), default=None)
-    safe_tokens = max((c["draft_tokens"] for c in passing if c["batch_size"] >= fail_bs and
-                       c["draft_tokens"] < fail_tokens), default=None)
+    safe_tokens = max(
+        (c["draft_tokens"] for c in passing if c["batch_size"] >= fail_bs and c["draft_tokens"] < fail_tokens),
+        default=None,
+    )
     flag = max_bs_flag(host)
     options = []
     if safe_tokens is not None:
-        options.append(f"keep --speculative-num-draft-tokens at {safe_tokens} or less (passed at every batch size "
-                       "measured)")
+        options.append(
+            f"keep --speculative-num-draft-tokens at {safe_tokens} or less (passed at every batch size measured)"
+        )
     if safe_bs is not None:
-        options.append(f"{'with more draft tokens, ' if options else ''}set {flag} {safe_bs} (the largest batch "
-                       "size that passed)")
-    measured = (f"Measured: {', '.join(sorted(paths))} fails from batch size {fail_bs} with {fail_tokens} draft "
-                f"tokens")
+        options.append(
+            f"{'with more draft tokens, ' if options else ''}set {flag} {safe_bs} (the largest batch size that passed)"
+        )
+    measured = f"Measured: {', '.join(sorted(paths))} fails from batch size {fail_bs} with {fail_tokens} draft tokens"
     advice = "; ".join(options) if options else f"disable graphs for {', '.join(sorted(paths))}"
     live = [e.text.split(": ", 1)[-1] for e in _live_servers_against(host, failing)]
     serving = ""
@@ -250,12 +344,30 @@ def classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
     crashes = [c for c in as_list(block.get("crashes")) if isinstance(c, dict)]
     if not crashes:
         ready = block.get("ready_line")
-        return [Finding(id="cuda_graph.log_clean", severity="info", title=f"log {_name(source)}: no crash",
-                        hosts=(), evidence=(Evidence(kind="text", file=source, text=(
+        return [
+            Finding(
+                id="cuda_graph.log_clean",
+                severity="info",
+                title=f"log {_name(source)}: no crash",
+                hosts=(),
+                evidence=(
+                    Evidence(
+                        kind="text",
+                        file=source,
+                        text=(
                             f"{block.get('lines', 0)} lines read, no crash; "
-                            + (f"the server came up at line {ready}" if ready else
-                               "the log does not show the server coming up"))),),
-                        recommendation="Nothing to do for this log.", sources=("run.json/log",))]
+                            + (
+                                f"the server came up at line {ready}"
+                                if ready
+                                else "the log does not show the server coming up"
+                            )
+                        ),
+                    ),
+                ),
+                recommendation="Nothing to do for this log.",
+                sources=("run.json/log",),
+            )
+        ]
     return [log_crash_finding(crash, block, source, ()) for crash in crashes]
 
 
@@ -269,19 +381,32 @@ def _legacy_classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
         quoted = [q for q in as_list(match.get("lines")) if isinstance(q, dict)]
         first = quoted[0].get("line") if quoted else None
         severity = str(match.get("severity") or "error")
-        findings.append(Finding(
-            id="cuda_graph.log_signature", severity=severity if severity in SEVERITY_RANK else "error",
-            title=f"log {str(repro['log']).rsplit('/', 1)[-1]} matches the CUDA-graph failure {match.get('name')}",
-            hosts=(),
-            evidence=(Evidence(kind="text", text=f"{match.get('meaning') or match.get('name')} — "
-                                                 f"{len(quoted)} matching line(s) in {repro['log']} "
-                                                 f"({match.get('reference') or 'no reference'})",
-                               file=str(repro["log"]), line=first if isinstance(first, int) else None,
-                               # Several matched lines: each keeps its own number, as in the crash-log appendix.
-                               snippet="\n".join(f"{q.get('line')}: {q.get('text')}" if len(quoted) > 1
-                                                 else str(q.get("text")) for q in quoted[:5]) or None),),
-            recommendation=str(match.get("recommendation") or "Compare with the referenced report."),
-            sources=(f"run.json/repro/{match.get('name')}",)))
+        findings.append(
+            Finding(
+                id="cuda_graph.log_signature",
+                severity=severity if severity in SEVERITY_RANK else "error",
+                title=f"log {str(repro['log']).rsplit('/', 1)[-1]} matches the CUDA-graph failure {match.get('name')}",
+                hosts=(),
+                evidence=(
+                    Evidence(
+                        kind="text",
+                        text=f"{match.get('meaning') or match.get('name')} — "
+                        f"{len(quoted)} matching line(s) in {repro['log']} "
+                        f"({match.get('reference') or 'no reference'})",
+                        file=str(repro["log"]),
+                        line=first if isinstance(first, int) else None,
+                        # Several matched lines: each keeps its own number, as in the crash-log appendix.
+                        snippet="\n".join(
+                            f"{q.get('line')}: {q.get('text')}" if len(quoted) > 1 else str(q.get("text"))
+                            for q in quoted[:5]
+                        )
+                        or None,
+                    ),
+                ),
+                recommendation=str(match.get("recommendation") or "Compare with the referenced report."),
+                sources=(f"run.json/repro/{match.get('name')}",),
+            )
+        )
     return findings
 
 
@@ -289,24 +414,38 @@ def _name(source: str) -> str:
     return source.rsplit("/", 1)[-1]
 
 
-def log_crash_finding(crash: dict[str, Any], block: dict[str, Any], source: str,
-                      hosts: tuple[str, ...]) -> Finding:
+def log_crash_finding(crash: dict[str, Any], block: dict[str, Any], source: str, hosts: tuple[str, ...]) -> Finding:
     """One crash of a classified log (a file given to `repro --log`, or a live server's log read in a scan)."""
     signature = as_dict(crash.get("signature"))
     family, detail = str(crash.get("family") or "unclassified"), str(crash.get("detail") or "")
     quoted = [q for q in as_list(crash.get("quoted")) if isinstance(q, dict)]
     frames = [f for f in as_list(crash.get("last_frames")) if isinstance(f, dict)]
     release = as_dict(block.get("release"))
-    evidence = [Evidence(kind="text", host=hosts[0] if len(hosts) == 1 else None, file=source,
-                         line=crash.get("line") if isinstance(crash.get("line"), int) else None,
-                         text=f"{crash.get('summary')} — family {family}{f' ({detail})' if detail else ''}, "
-                              f"{crash.get('when') or ''}",
-                         snippet="\n".join(f"{q.get('line')}: {q.get('text')}" for q in quoted) or None)]
+    evidence = [
+        Evidence(
+            kind="text",
+            host=hosts[0] if len(hosts) == 1 else None,
+            file=source,
+            line=crash.get("line") if isinstance(crash.get("line"), int) else None,
+            text=f"{crash.get('summary')} — family {family}{f' ({detail})' if detail else ''}, "
+            f"{crash.get('when') or ''}",
+            snippet="\n".join(f"{q.get('line')}: {q.get('text')}" for q in quoted) or None,
+        )
+    ]
     if frames:
-        evidence.append(Evidence(kind="text", text="last frames: " + " <- ".join(
-            f"{f.get('file')}:{f.get('line')} in {f.get('function')}" for f in reversed(frames))))
-    evidence.append(Evidence(kind="text", text=f"advice assumes {block.get('advice_assumes')}: "
-                                               f"{release.get('basis') or 'no basis recorded'}"))
+        evidence.append(
+            Evidence(
+                kind="text",
+                text="last frames: "
+                + " <- ".join(f"{f.get('file')}:{f.get('line')} in {f.get('function')}" for f in reversed(frames)),
+            )
+        )
+    evidence.append(
+        Evidence(
+            kind="text",
+            text=f"advice assumes {block.get('advice_assumes')}: {release.get('basis') or 'no basis recorded'}",
+        )
+    )
     if signature:
         severity = str(signature.get("severity") or "error")
         title = f"{_name(source)}: {signature.get('name')} ({family})"
@@ -316,11 +455,19 @@ def log_crash_finding(crash: dict[str, Any], block: dict[str, Any], source: str,
         advice = "Fix this first: CUDA graphs are not involved in this crash."
     else:
         severity, title = "error", f"{_name(source)}: unclassified crash at line {crash.get('line')} ({family})"
-        advice = ("No known signature matches; the family says where it broke. Report the quoted lines upstream, "
-                  "and check whether it recurs with the graph flags of the release the advice assumes.")
-    return Finding(id="cuda_graph.log_crash", severity=severity if severity in SEVERITY_RANK else "error",
-                   title=title, hosts=hosts, evidence=tuple(evidence), recommendation=advice,
-                   sources=("run.json/log",) if not hosts else (source,))
+        advice = (
+            "No known signature matches; the family says where it broke. Report the quoted lines upstream, "
+            "and check whether it recurs with the graph flags of the release the advice assumes."
+        )
+    return Finding(
+        id="cuda_graph.log_crash",
+        severity=severity if severity in SEVERITY_RANK else "error",
+        title=title,
+        hosts=hosts,
+        evidence=tuple(evidence),
+        recommendation=advice,
+        sources=("run.json/log",) if not hosts else (source,),
+    )
 
 
 def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
@@ -334,8 +481,11 @@ def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
             where = as_dict(block.get("source"))
             if not where:
                 continue
-            source = f"server pid {pid} log ({where.get('where') or where.get('kind')}" + (
-                f" → {where['path']}" if where.get("path") and where.get("path") != where.get("where") else "") + ")"
+            source = (
+                f"server pid {pid} log ({where.get('where') or where.get('kind')}"
+                + (f" → {where['path']}" if where.get("path") and where.get("path") != where.get("where") else "")
+                + ")"
+            )
             for crash in (c for c in as_list(block.get("crashes")) if isinstance(c, dict)):
                 finding = log_crash_finding(crash, block, source, (host.name,))
                 if str(crash.get("when") or "").startswith("before the server last came up"):
@@ -344,11 +494,24 @@ def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
                 findings.append(finding)
             dflash = as_dict(block.get("dflash_draft_graph"))
             if dflash.get("state") == "disabled":
-                findings.append(Finding(
-                    id="cuda_graph.server_log_dflash", severity="info",
-                    title=f"DFlash draft graph disabled at startup: {dflash.get('reason')}", hosts=(host.name,),
-                    evidence=(Evidence(kind="text", host=host.name, file=source, line=dflash.get("line"),
-                                       text=f"DFlash draft graph disabled at startup: {dflash.get('text')}"),),
-                    recommendation="The draft runs eager (slower drafting); the log line says which setting "
-                                   "caused it.", sources=(source,)))
+                findings.append(
+                    Finding(
+                        id="cuda_graph.server_log_dflash",
+                        severity="info",
+                        title=f"DFlash draft graph disabled at startup: {dflash.get('reason')}",
+                        hosts=(host.name,),
+                        evidence=(
+                            Evidence(
+                                kind="text",
+                                host=host.name,
+                                file=source,
+                                line=dflash.get("line"),
+                                text=f"DFlash draft graph disabled at startup: {dflash.get('text')}",
+                            ),
+                        ),
+                        recommendation="The draft runs eager (slower drafting); the log line says which setting "
+                        "caused it.",
+                        sources=(source,),
+                    )
+                )
     return findings

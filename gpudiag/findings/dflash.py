@@ -1,5 +1,6 @@
 """DFlash draft-graph guards: sglang's worker switches its draft CUDA graph off at start-up under some
 conditions; which of them holds for each live DFlash server (rule 4)."""
+
 from __future__ import annotations
 
 import re
@@ -33,8 +34,11 @@ def judge_guard(guard: dict[str, Any], host: HostResult, server: dict[str, Any])
     if "dp_attention" in words or "dp_enabled" in words:
         flag = dp_attention(args)
         if flag:
-            return HOLDS, f"the server runs with data-parallel attention ({flag})", \
-                f"serve DFlash without {flag.split()[0]} to keep its draft graph"
+            return (
+                HOLDS,
+                f"the server runs with data-parallel attention ({flag})",
+                f"serve DFlash without {flag.split()[0]} to keep its draft graph",
+            )
         return CLEAR, "the server runs without data-parallel attention", ""
     threshold = _memory_threshold_mib(condition, message)
     if threshold is not None:
@@ -77,11 +81,19 @@ def _memory_guard(host: HostResult, server: dict[str, Any], threshold: float) ->
     if fraction is not None and 0 < fraction < 1 and totals:
         left = min(totals) * (1 - fraction)
         if left < threshold:
-            return (HOLDS, f"--mem-fraction-static {fraction:g} leaves at most {left:.0f} MiB of its smallest GPU "
-                           f"({min(totals):.0f} MiB) outside sglang's memory pool, under the guard's "
-                           f"{threshold:.0f} MiB", "lower --mem-fraction-static so the guard's memory stays free")
-    return (UNKNOWN, f"whether {threshold:.0f} MiB were free after the target model loaded cannot be read from a "
-                     f"running server: check its start-up log for '{LOG_LINE}'", "")
+            return (
+                HOLDS,
+                f"--mem-fraction-static {fraction:g} leaves at most {left:.0f} MiB of its smallest GPU "
+                f"({min(totals):.0f} MiB) outside sglang's memory pool, under the guard's "
+                f"{threshold:.0f} MiB",
+                "lower --mem-fraction-static so the guard's memory stays free",
+            )
+    return (
+        UNKNOWN,
+        f"whether {threshold:.0f} MiB were free after the target model loaded cannot be read from a "
+        f"running server: check its start-up log for '{LOG_LINE}'",
+        "",
+    )
 
 
 def server_gpus(host: HostResult, server: dict[str, Any]) -> list[dict[str, Any]]:
@@ -105,8 +117,9 @@ def _memory_threshold_mib(condition: str, message: str) -> float | None:
     if not match:
         return None
     value = float(match.group(1))
-    unit = (match.group(3) or "").lower() or ("gb" if re.search(r"\bGi?B\b", message) else
-                                               "mb" if re.search(r"\bMi?B\b", message) else "")
+    unit = (match.group(3) or "").lower() or (
+        "gb" if re.search(r"\bGi?B\b", message) else "mb" if re.search(r"\bMi?B\b", message) else ""
+    )
     if match.group(2) or unit in ("gb", "gib"):
         return value * 1024
     return value if unit in ("mb", "mib") else None
@@ -114,8 +127,9 @@ def _memory_threshold_mib(condition: str, message: str) -> float | None:
 
 def dflash_guards(host: HostResult) -> list[dict[str, Any]]:
     """The draft-graph guards in source order (file, then line): the order init_cuda_graphs runs them."""
-    guards = [g for g in as_list(dig(probe(host, "sglang_source"), "dflash", "draft_graph_guards"))
-              if isinstance(g, dict)]
+    guards = [
+        g for g in as_list(dig(probe(host, "sglang_source"), "dflash", "draft_graph_guards")) if isinstance(g, dict)
+    ]
     return sorted(guards, key=lambda g: (str(g.get("file")), number(g.get("line")) or 0))
 
 
@@ -146,8 +160,13 @@ def dflash_draft_graph_disabled(hosts: list[HostResult]) -> list[Finding]:
                 continue
             guard, (_, why, lift) = found
             message = str(guard.get("message") or LOG_LINE).rstrip(". ")
-            evidence.append(source_evidence(host, guard, f"'{message}' — the first guard in source order that holds: "
-                                                         f"{why} ({server_name(host, server)})"))
+            evidence.append(
+                source_evidence(
+                    host,
+                    guard,
+                    f"'{message}' — the first guard in source order that holds: {why} ({server_name(host, server)})",
+                )
+            )
             advice.append(lift)
         if evidence:
             findings.append(_dflash_finding(host, evidence, advice))
@@ -158,22 +177,28 @@ def dflash_draft_graph_disabled(hosts: list[HostResult]) -> list[Finding]:
 
 def _dflash_finding(host: HostResult, evidence: list[Evidence], advice: list[str]) -> Finding:
     return Finding(
-        id="cuda_graph.dflash_draft_graph_disabled", severity="warning",
+        id="cuda_graph.dflash_draft_graph_disabled",
+        severity="warning",
         title="the DFlash draft CUDA graph is switched off by a guard that holds on this host",
-        hosts=(host.name,), evidence=tuple(evidence),
+        hosts=(host.name,),
+        evidence=tuple(evidence),
         recommendation=f"The draft then runs eagerly on every step. To lift it: {'; '.join(dict.fromkeys(advice))}; "
-                       f"then check that the server's start-up log no longer says '{LOG_LINE}'.",
-        sources=(source(host, "sglang_source"), source(host, "deployment")))
+        f"then check that the server's start-up log no longer says '{LOG_LINE}'.",
+        sources=(source(host, "sglang_source"), source(host, "deployment")),
+    )
 
 
 def _dflash_unknown(host: HostResult, servers: list[dict[str, Any]], why: str) -> Finding:
     names = ", ".join(server_name(host, s) for s in servers)
     return Finding(
-        id="cuda_graph.dflash_draft_graph_disabled", severity="info",
+        id="cuda_graph.dflash_draft_graph_disabled",
+        severity="info",
         title="the DFlash draft CUDA graph may be switched off at start-up: a scan cannot tell",
         hosts=(host.name,),
-        evidence=(Evidence(kind="text", host=host.name,
-                           text=f"{names}: no guard holds on what the scan reads, but {why}"),),
+        evidence=(
+            Evidence(kind="text", host=host.name, text=f"{names}: no guard holds on what the scan reads, but {why}"),
+        ),
         recommendation=f"Search the server's start-up log for '{LOG_LINE}': when it is there, the draft runs "
-                       "eagerly on every step for the reason it gives.",
-        sources=(source(host, "sglang_source"), source(host, "deployment")))
+        "eagerly on every step for the reason it gives.",
+        sources=(source(host, "sglang_source"), source(host, "deployment")),
+    )

@@ -2,6 +2,7 @@
 
 The fleet table, the fleet-drift rule and the JSON summary all read hosts through this, so they agree.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,23 @@ UNKNOWN = "-"
 
 # Deployment flags whose difference between hosts matters for speculative decoding and graphs, in every
 # spelling sglang has used (0.5.14 moved graph settings to per-phase flags and a JSON config).
-DRIFT_FLAGS = ("model_path", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-               "speculative_num_draft_tokens", "disable_cuda_graph", "disable_decode_cuda_graph",
-               "cuda_graph_backend_decode", "cuda_graph_config", "cuda_graph_max_bs", "cuda_graph_max_bs_decode",
-               "tp_size", "dp_size", "attn_dp_size", "enable_dp_attention")
+DRIFT_FLAGS = (
+    "model_path",
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "disable_cuda_graph",
+    "disable_decode_cuda_graph",
+    "cuda_graph_backend_decode",
+    "cuda_graph_config",
+    "cuda_graph_max_bs",
+    "cuda_graph_max_bs_decode",
+    "tp_size",
+    "dp_size",
+    "attn_dp_size",
+    "enable_dp_attention",
+)
 
 # Algorithms served by the EAGLE workers and graph runners: sglang rewrites NEXTN to EAGLE, and
 # StandaloneWorker subclasses EAGLEWorker.
@@ -45,25 +59,39 @@ class HostFacts:
     torch: str = UNKNOWN
     sglang: str = UNKNOWN
     speculative: str = UNKNOWN
-    cuda_graphs: str = UNKNOWN           # decode graphs: on | off | mixed | - (no server found)
-    graph_max_bs: str = UNKNOWN          # largest decode batch size captured, as the servers set it
+    cuda_graphs: str = UNKNOWN  # decode graphs: on | off | mixed | - (no server found)
+    graph_max_bs: str = UNKNOWN  # largest decode batch size captured, as the servers set it
     deployment_flags: tuple[tuple[str, str], ...] = ()
-    sglang_interpreter: str = UNKNOWN    # the Python whose sglang the source facts describe, with why
-    torch_interpreter: str = UNKNOWN     # the Python whose torch env/torch_caps describe
-    torch_elsewhere: bool = False        # torch facts come from another interpreter than sglang's
+    sglang_interpreter: str = UNKNOWN  # the Python whose sglang the source facts describe, with why
+    torch_interpreter: str = UNKNOWN  # the Python whose torch env/torch_caps describe
+    torch_elsewhere: bool = False  # torch facts come from another interpreter than sglang's
 
     @property
     def gpus(self) -> str:
         return f"{self.gpu_count}× {self.gpu_model}" if self.gpu_count else UNKNOWN
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "reason": self.reason, "hostname": self.hostname,
-                "python": self.python, "gpu_count": self.gpu_count, "gpu_model": self.gpu_model,
-                "compute_capability": self.compute_capability, "driver": self.driver, "cuda": self.cuda,
-                "torch": self.torch, "sglang": self.sglang, "speculative_algorithm": self.speculative,
-                "cuda_graphs": self.cuda_graphs, "graph_max_bs": self.graph_max_bs,
-                "deployment_flags": dict(self.deployment_flags), "sglang_interpreter": self.sglang_interpreter,
-                "torch_interpreter": self.torch_interpreter, "torch_elsewhere": self.torch_elsewhere}
+        return {
+            "name": self.name,
+            "status": self.status,
+            "reason": self.reason,
+            "hostname": self.hostname,
+            "python": self.python,
+            "gpu_count": self.gpu_count,
+            "gpu_model": self.gpu_model,
+            "compute_capability": self.compute_capability,
+            "driver": self.driver,
+            "cuda": self.cuda,
+            "torch": self.torch,
+            "sglang": self.sglang,
+            "speculative_algorithm": self.speculative,
+            "cuda_graphs": self.cuda_graphs,
+            "graph_max_bs": self.graph_max_bs,
+            "deployment_flags": dict(self.deployment_flags),
+            "sglang_interpreter": self.sglang_interpreter,
+            "torch_interpreter": self.torch_interpreter,
+            "torch_elsewhere": self.torch_elsewhere,
+        }
 
 
 def _text(value: Any) -> str:
@@ -81,17 +109,26 @@ def host_facts(host: HostResult) -> HostFacts:
     servers = servers_of(host)
     sglang_python = sglang_interpreter(host, found_only=False)
     return HostFacts(
-        name=host.name, status=host.status, reason=host.reason,
-        hostname=_text(env.get("hostname")), python=_text(dig(env, "python", "version")),
-        gpu_count=len(devices), gpu_model=" + ".join(models) or UNKNOWN,
+        name=host.name,
+        status=host.status,
+        reason=host.reason,
+        hostname=_text(env.get("hostname")),
+        python=_text(dig(env, "python", "version")),
+        gpu_count=len(devices),
+        gpu_model=" + ".join(models) or UNKNOWN,
         compute_capability=", ".join(capabilities) or UNKNOWN,
-        driver=_text(gpus.get("driver_version")), cuda=_text(gpus.get("cuda_version") or dig(env, "torch", "cuda")),
+        driver=_text(gpus.get("driver_version")),
+        cuda=_text(gpus.get("cuda_version") or dig(env, "torch", "cuda")),
         torch=_text(torch_version),
         sglang=_text(sglang.get("version")) if sglang.get("found", True) else "not installed",
-        speculative=_speculative(servers), cuda_graphs=_cuda_graphs(servers),
-        graph_max_bs=_max_bs_text(servers), deployment_flags=_flags(servers),
-        sglang_interpreter=_interpreter_text(sglang_python), torch_interpreter=_interpreter_text(torch_python),
-        torch_elsewhere=torch_from_other_interpreter(host))
+        speculative=_speculative(servers),
+        cuda_graphs=_cuda_graphs(servers),
+        graph_max_bs=_max_bs_text(servers),
+        deployment_flags=_flags(servers),
+        sglang_interpreter=_interpreter_text(sglang_python),
+        torch_interpreter=_interpreter_text(torch_python),
+        torch_elsewhere=torch_from_other_interpreter(host),
+    )
 
 
 def servers_of(host: HostResult) -> list[dict[str, Any]]:
@@ -150,8 +187,9 @@ def decode_graph_switch(args: dict[str, Any]) -> tuple[bool, str]:
     --disable-cuda-graph (the only switch before 0.5.14)."""
     backend = dig(_graph_config(args), "decode", "backend")
     if backend is not None:
-        return str(backend).lower() == "disabled", \
-            f"--cuda-graph-config '{json.dumps({'decode': {'backend': backend}})}'"
+        return str(
+            backend
+        ).lower() == "disabled", f"--cuda-graph-config '{json.dumps({'decode': {'backend': backend}})}'"
     if args.get("cuda_graph_backend_decode") not in (None, "", True):
         backend = str(args["cuda_graph_backend_decode"])
         return backend.lower() == "disabled", f"--cuda-graph-backend-decode {backend}"
@@ -176,18 +214,20 @@ def graph_max_bs(args: dict[str, Any]) -> tuple[int, str] | None:
         if value is not None:
             return value, f"--{key.replace('_', '-')}"
     for key in ("cuda_graph_bs_decode", "cuda_graph_bs"):
-        sizes = [_int(v) for v in (args.get(key) if isinstance(args.get(key), list) else
-                                   str(args.get(key) or "").replace(",", " ").split())]
-        if sizes and None not in sizes:
-            return max(sizes), f"--{key.replace('_', '-')}"
+        raw = args.get(key)
+        sizes = [_int(v) for v in (raw if isinstance(raw, list) else str(raw or "").replace(",", " ").split())]
+        present = [size for size in sizes if size is not None]
+        if sizes and len(present) == len(sizes):
+            return max(present), f"--{key.replace('_', '-')}"
     return None
 
 
 def release_flag(host: HostResult, *names: str) -> str:
     """The first of `names` the host's installed sglang offers as a current (not deprecated) flag; then the first
     it offers at all; then the first name, when the release's flags are unknown."""
-    flags = {str(f.get("name")): f for f in as_list(dig(probe(host, "sglang_source"), "server_flags"))
-             if isinstance(f, dict)}
+    flags = {
+        str(f.get("name")): f for f in as_list(dig(probe(host, "sglang_source"), "server_flags")) if isinstance(f, dict)
+    }
     current = [n for n in names if n in flags and not flags[n].get("deprecated")]
     offered = [n for n in names if n in flags]
     return (current or offered or list(names))[0]
@@ -197,8 +237,9 @@ def max_bs_flag(host: HostResult) -> str:
     """The flag that sets the largest decode graph batch size in the host's release: --cuda-graph-max-bs-decode
     from 0.5.14 (where --cuda-graph-max-bs became its deprecated alias, later removed), else --cuda-graph-max-bs."""
     names = ("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs")
-    offered = {str(f.get("name")) for f in as_list(dig(probe(host, "sglang_source"), "server_flags"))
-               if isinstance(f, dict)}
+    offered = {
+        str(f.get("name")) for f in as_list(dig(probe(host, "sglang_source"), "server_flags")) if isinstance(f, dict)
+    }
     if offered & set(names):
         return release_flag(host, *names)
     installed = version_tuple(dig(probe(host, "sglang_source"), "version"))
@@ -260,14 +301,17 @@ def _flags(servers: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
     flags = []
     for key in DRIFT_FLAGS:
         values = sorted({_text(server_args(s).get(key)) for s in servers})
-        if servers and values != [UNKNOWN]:   # a spelling no server here uses is not a difference
+        if servers and values != [UNKNOWN]:  # a spelling no server here uses is not a difference
             flags.append((key, ", ".join(values)))
     return tuple(flags)
 
 
 # torch_caps `paths`: which copy ran for each kind of tensor list sglang's replays hand to _foreach_copy_.
-COPY_LIST_KINDS = (("contiguous_same_dtype", "same-dtype contiguous"), ("non_contiguous", "non-contiguous"),
-                   ("mixed_pairs_one_call", "mixed dtype pairs"))
+COPY_LIST_KINDS = (
+    ("contiguous_same_dtype", "same-dtype contiguous"),
+    ("non_contiguous", "non-contiguous"),
+    ("mixed_pairs_one_call", "mixed dtype pairs"),
+)
 COPY_PATH_NAMES = {"fast": "fast multi_tensor_apply", "per_tensor": "per-tensor"}
 
 

@@ -1,5 +1,6 @@
 """An EAGLE server that sets the fill fast-path variable expecting faster replays from a definition that never
 reads it."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,28 +21,47 @@ def eagle_fill_fast_path_unread(hosts: list[HostResult]) -> list[Finding]:
     findings = []
     for host in hosts:
         sglang = probe(host, "sglang_source") or {}
-        definitions = {f"{d.get('file')}:{d.get('line')}": d for d in
-                       as_list(dig(sglang, "grouped_foreach_copy", "definitions")) if isinstance(d, dict)}
-        targets = [as_dict(t) for key in ("draft", "draft_extend")
-                   for t in as_list(dig(sglang, "eagle", key, "grouped_resolves_to"))]
-        unread = [t for t in targets if f"{t.get('file')}:{t.get('line')}" in definitions
-                  and not _reads_variable(definitions[f"{t.get('file')}:{t.get('line')}"])]
-        for server in servers_read(host):   # the read release's replays: only its servers
+        definitions = {
+            f"{d.get('file')}:{d.get('line')}": d
+            for d in as_list(dig(sglang, "grouped_foreach_copy", "definitions"))
+            if isinstance(d, dict)
+        }
+        targets = [
+            as_dict(t)
+            for key in ("draft", "draft_extend")
+            for t in as_list(dig(sglang, "eagle", key, "grouped_resolves_to"))
+        ]
+        unread = [
+            t
+            for t in targets
+            if f"{t.get('file')}:{t.get('line')}" in definitions
+            and not _reads_variable(definitions[f"{t.get('file')}:{t.get('line')}"])
+        ]
+        for server in servers_read(host):  # the read release's replays: only its servers
             value = as_dict(server.get("env")).get(FILL_FAST_PATH_ENV)
             if not eagle_family(algorithm_of(server)) or value is None or not truthy_flag(value) or not unread:
                 continue
             where = f"{unread[0].get('file')}:{unread[0].get('line')}"
-            findings.append(Finding(
-                id="sglang.fill_fast_path_unread", severity="warning",
-                title=f"{FILL_FAST_PATH_ENV}=1 does not reach the EAGLE draft replays",
-                hosts=(host.name,),
-                evidence=(Evidence(kind="flag", host=host.name,
-                                   text=f"{server_name(host, server)} ({algorithm_of(server)}) sets "
-                                        f"{FILL_FAST_PATH_ENV}={value}; its draft replays call the "
-                                        f"_grouped_foreach_copy_ at {where}, which does not read it",
-                                   file=str(unread[0].get("file") or "") or None,
-                                   line=unread[0].get("line") if isinstance(unread[0].get("line"), int) else None),),
-                recommendation="The variable only gates the target decode fill; expect no change in the EAGLE "
-                               "draft and draft-extend replays from it (they use runner_utils/buffers.py).",
-                sources=(source(host, "sglang_source"), source(host, "deployment"))))
+            findings.append(
+                Finding(
+                    id="sglang.fill_fast_path_unread",
+                    severity="warning",
+                    title=f"{FILL_FAST_PATH_ENV}=1 does not reach the EAGLE draft replays",
+                    hosts=(host.name,),
+                    evidence=(
+                        Evidence(
+                            kind="flag",
+                            host=host.name,
+                            text=f"{server_name(host, server)} ({algorithm_of(server)}) sets "
+                            f"{FILL_FAST_PATH_ENV}={value}; its draft replays call the "
+                            f"_grouped_foreach_copy_ at {where}, which does not read it",
+                            file=str(unread[0].get("file") or "") or None,
+                            line=unread[0].get("line") if isinstance(unread[0].get("line"), int) else None,
+                        ),
+                    ),
+                    recommendation="The variable only gates the target decode fill; expect no change in the EAGLE "
+                    "draft and draft-extend replays from it (they use runner_utils/buffers.py).",
+                    sources=(source(host, "sglang_source"), source(host, "deployment")),
+                )
+            )
     return findings

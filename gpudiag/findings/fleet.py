@@ -1,5 +1,6 @@
 """Fleet drift: hosts that differ in sglang, torch, driver, CUDA, GPU model, deployment flags, or copy timings
 beyond their noise."""
+
 from __future__ import annotations
 
 from gpudiag.findings.common import fmt_us, number
@@ -7,10 +8,16 @@ from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
 from gpudiag.findings.facts import UNKNOWN, host_facts
 from gpudiag.models import Evidence, Finding, HostResult
 
-ASPECTS = (("sglang", "sglang"), ("torch", "torch"), ("driver", "NVIDIA driver"), ("cuda", "CUDA"),
-           ("gpu_model", "GPU model"),
-           # Graph settings as the servers resolve them, whichever spelling of the flags each release takes.
-           ("cuda_graphs", "CUDA graphs (decode)"), ("graph_max_bs", "decode graph max batch size"))
+ASPECTS = (
+    ("sglang", "sglang"),
+    ("torch", "torch"),
+    ("driver", "NVIDIA driver"),
+    ("cuda", "CUDA"),
+    ("gpu_model", "GPU model"),
+    # Graph settings as the servers resolve them, whichever spelling of the flags each release takes.
+    ("cuda_graphs", "CUDA graphs (decode)"),
+    ("graph_max_bs", "decode graph max batch size"),
+)
 
 
 def fleet_drift(hosts: list[HostResult]) -> list[Finding]:
@@ -34,17 +41,26 @@ def fleet_drift(hosts: list[HostResult]) -> list[Finding]:
         return []
     involved = tuple(name for i, name in enumerate(names) if any(row[i + 1] != UNKNOWN for row in drifting))
     labels = [row[0] for row in drifting]
-    return [Finding(
-        id="fleet.drift", severity="warning",
-        title=f"fleet drift: hosts differ in {', '.join(labels[:4])}" + (f" and {len(labels) - 4} more"
-                                                                       if len(labels) > 4 else ""),
-        hosts=involved,
-        evidence=(Evidence(kind="measurement", table=(("aspect",) + names,) + tuple(drifting),
-                           text="per host, from env, torch_caps and sglang_source (versions, GPUs) and the "
-                                "running servers' command lines (flags)"),),
-        recommendation="Align these across the fleet, or keep a difference on purpose: a finding or timing from "
-                       "one host does not carry over to a host that differs.",
-        sources=tuple(f"{name}/probes" for name in involved))]
+    return [
+        Finding(
+            id="fleet.drift",
+            severity="warning",
+            title=f"fleet drift: hosts differ in {', '.join(labels[:4])}"
+            + (f" and {len(labels) - 4} more" if len(labels) > 4 else ""),
+            hosts=involved,
+            evidence=(
+                Evidence(
+                    kind="measurement",
+                    table=(("aspect",) + names,) + tuple(drifting),
+                    text="per host, from env, torch_caps and sglang_source (versions, GPUs) and the "
+                    "running servers' command lines (flags)",
+                ),
+            ),
+            recommendation="Align these across the fleet, or keep a difference on purpose: a finding or timing from "
+            "one host does not carry over to a host that differs.",
+            sources=tuple(f"{name}/probes" for name in involved),
+        )
+    ]
 
 
 def _timing_rows(hosts: list[HostResult]) -> list[tuple[str, ...]]:
@@ -67,6 +83,7 @@ def _timing_rows(hosts: list[HostResult]) -> list[tuple[str, ...]]:
             continue
         apart = max(number(t["p10_us"]) or 0.0 for t in present) > min(number(t["p90_us"]) or 0.0 for t in present)
         if apart:
-            rows.append((f"copy {name}, installed (median)",) + tuple(fmt_us(t["median_us"]) if t else UNKNOWN
-                                                                     for t in timings))
+            rows.append(
+                (f"copy {name}, installed (median)",) + tuple(fmt_us(t["median_us"]) if t else UNKNOWN for t in timings)
+            )
     return rows

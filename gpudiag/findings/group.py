@@ -1,5 +1,6 @@
 """The fleet view of findings: a finding that holds on several hosts is one finding with its host list, and
 every finding names the gpudiag command that reproduces its evidence."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,9 +29,11 @@ def merge_across_hosts(findings: Iterable[Finding]) -> list[Finding]:
             continue
         seen = merged[key]
         merged[key] = dataclasses.replace(
-            seen, hosts=tuple(dict.fromkeys(seen.hosts + f.hosts)),
+            seen,
+            hosts=tuple(dict.fromkeys(seen.hosts + f.hosts)),
             evidence=_merge_evidence(seen.evidence, f.evidence),
-            sources=tuple(dict.fromkeys(seen.sources + f.sources)))
+            sources=tuple(dict.fromkeys(seen.sources + f.sources)),
+        )
     return list(merged.values())
 
 
@@ -54,12 +57,14 @@ def _content(e: Evidence) -> tuple:
 def reproduce_command(finding: Finding) -> str:
     """The gpudiag command that gathers this finding's evidence again, on its hosts."""
     probes = [s.split("/probes/", 1)[1] for s in finding.sources if "/probes/" in s]
-    command = next((PROBE_COMMANDS[p] for p in ("cuda_graph", "copy_bench", "torch_caps") if p in probes),
-                   DEFAULT_COMMAND)
+    command = next(
+        (PROBE_COMMANDS[p] for p in ("cuda_graph", "copy_bench", "torch_caps") if p in probes), DEFAULT_COMMAND
+    )
     if finding.id == "sglang.local_modifications":
         command = "gpudiag scan HOSTS --verify-all"
     elif finding.id == "cuda_graph.log_signature":
-        return "gpudiag repro cuda-graph-crash --log " + (finding.evidence[0].file if finding.evidence and
-                                                         finding.evidence[0].file else "FILE")
+        return "gpudiag repro cuda-graph-crash --log " + (
+            finding.evidence[0].file if finding.evidence and finding.evidence[0].file else "FILE"
+        )
     hosts = list(finding.hosts[:MAX_HOSTS_IN_COMMAND]) or ["all -i INVENTORY"]
     return command.replace("HOSTS", " ".join(hosts))

@@ -1,10 +1,11 @@
 """Hosts that could not be scanned (or only in part), with their status and reason."""
+
 from __future__ import annotations
 
 from gpudiag.findings.common import as_dict
 from gpudiag.models import INTERRUPTED, OK, PROBE_ERROR, Evidence, Finding, HostResult
 
-SEVERITY = {PROBE_ERROR: "warning", INTERRUPTED: "warning"}   # everything else: the host gave nothing
+SEVERITY = {PROBE_ERROR: "warning", INTERRUPTED: "warning"}  # everything else: the host gave nothing
 
 
 def unscanned_hosts(hosts: list[HostResult]) -> list[Finding]:
@@ -13,22 +14,34 @@ def unscanned_hosts(hosts: list[HostResult]) -> list[Finding]:
     for host in hosts:
         if host.status == OK:
             continue
-        evidence = [Evidence(kind="status", host=host.name,
-                             text=f"status {host.status}: {host.reason or 'no reason recorded'}")]
+        evidence = [
+            Evidence(kind="status", host=host.name, text=f"status {host.status}: {host.reason or 'no reason recorded'}")
+        ]
         failed = [(name, p) for name, p in sorted(host.probes.items()) if p.status != "ok"]
         if failed:
             rows = (("probe", "status", "why"),) + tuple(
-                (name, p.status, p.reason or _error_line(p.error)) for name, p in failed)
-            evidence.append(Evidence(kind="status", host=host.name, table=rows,
-                                     text=f"{len(failed)} of {len(host.probes)} probes did not return data"))
+                (name, p.status, p.reason or _error_line(p.error)) for name, p in failed
+            )
+            evidence.append(
+                Evidence(
+                    kind="status",
+                    host=host.name,
+                    table=rows,
+                    text=f"{len(failed)} of {len(host.probes)} probes did not return data",
+                )
+            )
         partial = host.status in SEVERITY
-        findings.append(Finding(
-            id="hosts.unscanned" if not partial else "hosts.partial",
-            severity=SEVERITY.get(host.status, "error"),
-            title=f"{'scanned in part' if partial else 'could not be scanned'} ({host.status})",
-            hosts=(host.name,), evidence=tuple(evidence),
-            recommendation=_advice(host.status),
-            sources=(f"{host.name}",)))
+        findings.append(
+            Finding(
+                id="hosts.unscanned" if not partial else "hosts.partial",
+                severity=SEVERITY.get(host.status, "error"),
+                title=f"{'scanned in part' if partial else 'could not be scanned'} ({host.status})",
+                hosts=(host.name,),
+                evidence=tuple(evidence),
+                recommendation=_advice(host.status),
+                sources=(f"{host.name}",),
+            )
+        )
     return findings
 
 

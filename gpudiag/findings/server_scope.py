@@ -4,6 +4,7 @@ The sglang source facts and the torch facts are read in one interpreter per host
 records carry each server's own interpreter and sglang release. These helpers name servers (pid, port, GPUs) and
 say, for a fact read in one interpreter, which servers it describes and which it was not read for.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,8 +18,11 @@ def identity(server: dict[str, Any]) -> dict[str, Any]:
     """{pid, port, gpus}: the probe's `identity` record, else the same read from the server's flags."""
     found = as_dict(server.get("identity"))
     args = as_dict(server.get("args"))
-    return {"pid": found.get("pid", server.get("pid")), "port": found.get("port", args.get("port")),
-            "gpus": found.get("gpus", server.get("cuda_visible_devices"))}
+    return {
+        "pid": found.get("pid", server.get("pid")),
+        "port": found.get("port", args.get("port")),
+        "gpus": found.get("gpus", server.get("cuda_visible_devices")),
+    }
 
 
 def server_label(server: dict[str, Any]) -> str:
@@ -99,7 +103,9 @@ def scope(host: HostResult, python: str | None, what: str) -> str:
     if not others:
         return f"{what} describe {', '.join(server_label(s) for s in mine)}" if len(mine) > 1 else ""
     described = f"{what} describe {python}" + (
-        f", run by {', '.join(server_label(s) for s in mine)}" if mine else
-        (" (given with --python; no live server runs it)" if explicit_note(host) else " (no live server runs it)"))
+        f", run by {', '.join(server_label(s) for s in mine)}"
+        if mine
+        else (" (given with --python; no live server runs it)" if explicit_note(host) else " (no live server runs it)")
+    )
     missing = "; ".join(f"not read for {server_label(s)}, which runs {server_release(s)}" for s in others)
     return f"{described}; {missing}"

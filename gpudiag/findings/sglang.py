@@ -1,18 +1,24 @@
 """sglang source findings: EAGLE replay copying inputs one tensor at a time, locally modified installs, and torch
 facts read in another interpreter than the one whose sglang was read."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe, source, source_evidence, \
-    version_tuple
+from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe, source, source_evidence, version_tuple
 from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
-from gpudiag.findings.facts import algorithm_of, eagle_family, servers_of, sglang_interpreter, torch_facts, \
-    torch_from_other_interpreter
+from gpudiag.findings.facts import (
+    algorithm_of,
+    eagle_family,
+    servers_of,
+    sglang_interpreter,
+    torch_facts,
+    torch_from_other_interpreter,
+)
 from gpudiag.models import Evidence, Finding, HostResult
 
-BATCHED_RELEASE = "0.5.14"          # first sglang release with PR #28465 (batched EAGLE replay copies)
-UPSTREAM_SAVING_US = 48             # per step, as reported in sglang PR #28465
+BATCHED_RELEASE = "0.5.14"  # first sglang release with PR #28465 (batched EAGLE replay copies)
+UPSTREAM_SAVING_US = 48  # per step, as reported in sglang PR #28465
 EAGLE_PATHS = {"draft": "eagle_draft", "draft_extend": "eagle_draft_extend"}
 
 
@@ -39,33 +45,46 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
         evidence.append(measured)
         sources.append(source(host, "copy_bench"))
         per_path = ", ".join(f"{path.replace('_', '-')} {fmt_us(us)}" for path, us in sorted(best_saving.items()))
-        saving = (f"measured on this host, batching saves up to {fmt_us(sum(best_saving.values()))} per decode step "
-                  f"(one replay of each path per step: {per_path}; table)")
+        saving = (
+            f"measured on this host, batching saves up to {fmt_us(sum(best_saving.values()))} per decode step "
+            f"(one replay of each path per step: {per_path}; table)"
+        )
     else:
-        saving = f"upstream measured about {UPSTREAM_SAVING_US} µs per decode step (sglang PR #28465); " \
-                 "run `gpudiag scan --deep` to measure it here"
+        saving = (
+            f"upstream measured about {UPSTREAM_SAVING_US} µs per decode step (sglang PR #28465); "
+            "run `gpudiag scan --deep` to measure it here"
+        )
     installed, batched = version_tuple(version), version_tuple(BATCHED_RELEASE)
     if installed is not None and batched is not None and installed < batched:
-        action = f"Upgrade sglang from {version} to {BATCHED_RELEASE} or later, the first release that batches " \
-                 f"these copies (PR #28465)"
+        action = (
+            f"Upgrade sglang from {version} to {BATCHED_RELEASE} or later, the first release that batches "
+            f"these copies (PR #28465)"
+        )
     else:
-        action = f"sglang {BATCHED_RELEASE} batches these copies (PR #28465), yet this install ({version}) does " \
-                 "not: check it for local modifications or a backport that was lost"
+        action = (
+            f"sglang {BATCHED_RELEASE} batches these copies (PR #28465), yet this install ({version}) does "
+            "not: check it for local modifications or a backport that was lost"
+        )
     eagle_served = any(eagle_family(algorithm_of(s)) for s in servers_of(host))
     return Finding(
-        id="sglang.eagle_per_tensor_copies", severity="warning" if eagle_served else "info",
+        id="sglang.eagle_per_tensor_copies",
+        severity="warning" if eagle_served else "info",
         title=f"sglang {version}: EAGLE {' and '.join(n.replace('_', '-') for n in sorted(slow))} replay copies "
-              "inputs one tensor at a time",
-        hosts=(host.name,), evidence=tuple(evidence),
-        recommendation=f"{action}; {saving}." + ("" if eagle_served else
-                                                  " No server on this host serves EAGLE now, so nothing pays it yet."),
-        sources=tuple(sources))
+        "inputs one tensor at a time",
+        hosts=(host.name,),
+        evidence=tuple(evidence),
+        recommendation=f"{action}; {saving}."
+        + ("" if eagle_served else " No server on this host serves EAGLE now, so nothing pays it yet."),
+        sources=tuple(sources),
+    )
 
 
 # In a per-tensor replay hidden_states is one copy_() among the others; batched releases keep it that way.
-ROLE_TEXT = {"hidden_states_copy": "hidden_states, a plain copy_() like every input here; batched releases keep "
-                                   "this one a plain copy_() (the DMA engine suits a large contiguous tensor)",
-             "grouped_copy": "a grouped foreach copy"}
+ROLE_TEXT = {
+    "hidden_states_copy": "hidden_states, a plain copy_() like every input here; batched releases keep "
+    "this one a plain copy_() (the DMA engine suits a large contiguous tensor)",
+    "grouped_copy": "a grouped foreach copy",
+}
 # Copies a batched release does not put in its foreach group: hidden_states stays a DMA copy_(), and *_cpu
 # tensors are host-side copies.
 NOT_BATCHED = ("hidden_states",)
@@ -73,8 +92,11 @@ NOT_BATCHED = ("hidden_states",)
 
 def batchable_fields(fact: dict[str, Any]) -> list[str]:
     """The per-tensor copied fields a batched release (0.5.14+) copies in one grouped foreach call."""
-    return [str(f) for f in as_list(fact.get("per_tensor_fields"))
-            if str(f) not in NOT_BATCHED and not str(f).endswith("_cpu")]
+    return [
+        str(f)
+        for f in as_list(fact.get("per_tensor_fields"))
+        if str(f) not in NOT_BATCHED and not str(f).endswith("_cpu")
+    ]
 
 
 def _path_evidence(host: HostResult, name: str, fact: dict[str, Any]) -> list[Evidence]:
@@ -83,9 +105,11 @@ def _path_evidence(host: HostResult, name: str, fact: dict[str, Any]) -> list[Ev
     others = [str(f) for f in as_list(fact.get("per_tensor_fields")) if str(f) not in fields]
     what = f"{fact.get('class') or 'EAGLE'}.{fact.get('replay_method') or 'replay'} ({name.replace('_', '-')})"
     if fields:
-        summary = f"{what} copies {len(fields)} small inputs with one copy_() each where a batched release " \
-                  f"issues one grouped foreach copy: {', '.join(fields)}" + \
-                  (f" (also copied on their own in both: {', '.join(others)})" if others else "")
+        summary = (
+            f"{what} copies {len(fields)} small inputs with one copy_() each where a batched release "
+            f"issues one grouped foreach copy: {', '.join(fields)}"
+            + (f" (also copied on their own in both: {', '.join(others)})" if others else "")
+        )
     else:
         summary = f"{what} copies its inputs with one copy_() each"
     items = [e for e in as_list(fact.get("evidence")) if isinstance(e, dict)]
@@ -99,8 +123,16 @@ def _path_evidence(host: HostResult, name: str, fact: dict[str, Any]) -> list[Ev
             summary = ""
         out.append(source_evidence(host, item, text))
     if summary:
-        out.insert(0, Evidence(kind="source", host=host.name, text=summary, file=str(fact.get("file") or "") or None,
-                               line=fact.get("replay_line") if isinstance(fact.get("replay_line"), int) else None))
+        out.insert(
+            0,
+            Evidence(
+                kind="source",
+                host=host.name,
+                text=summary,
+                file=str(fact.get("file") or "") or None,
+                line=fact.get("replay_line") if isinstance(fact.get("replay_line"), int) else None,
+            ),
+        )
     return out
 
 
@@ -109,7 +141,7 @@ def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple
     wanted = {EAGLE_PATHS[name] for name in slow}
     rows = [("GPU", "workload", "installed (baseline)", "best strategy", "best", "saving per replay")]
     savings: dict[str, float] = {}
-    for gpu in copy_gpus(host, cuda_only=True)[:1]:   # one GPU is enough; outliers are a finding of their own
+    for gpu in copy_gpus(host, cuda_only=True)[:1]:  # one GPU is enough; outliers are a finding of their own
         for w in workloads(gpu):
             if str(w.get("path")) not in wanted:
                 continue
@@ -126,13 +158,25 @@ def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple
             if baseline is not None and best and saving is not None:
                 path = str(w.get("path"))
                 savings[path] = max(savings.get(path, 0.0), saving)
-                rows.append((str(gpu.get("index")), str(w.get("name")), fmt_us(baseline),
-                             str(w.get("best")), fmt_us(best["median_us"]), fmt_us(saving)))
+                rows.append(
+                    (
+                        str(gpu.get("index")),
+                        str(w.get("name")),
+                        fmt_us(baseline),
+                        str(w.get("best")),
+                        fmt_us(best["median_us"]),
+                        fmt_us(saving),
+                    )
+                )
     if len(rows) == 1:
         return None, {}
     method = dig(probe(host, "copy_bench"), "method") or "copy_bench"
-    return Evidence(kind="measurement", host=host.name, table=tuple(rows),
-                    text=f"installed replay copies vs the best strategy, medians ({method})"), savings
+    return Evidence(
+        kind="measurement",
+        host=host.name,
+        table=tuple(rows),
+        text=f"installed replay copies vs the best strategy, medians ({method})",
+    ), savings
 
 
 def local_modifications(hosts: list[HostResult]) -> list[Finding]:
@@ -149,25 +193,42 @@ def local_modifications(hosts: list[HostResult]) -> list[Finding]:
             continue
         evidence = []
         if modified or missing:
-            table = (("file", "state"),) + tuple((f, "modified") for f in modified) + \
-                tuple((f, "missing") for f in missing)
-            evidence.append(Evidence(kind="source", host=host.name, table=table,
-                                     text=f"{len(modified)} modified, {len(missing)} missing: sha256 of each "
-                                          f"file compared with the wheel's RECORD"))
+            table = (
+                (("file", "state"),) + tuple((f, "modified") for f in modified) + tuple((f, "missing") for f in missing)
+            )
+            evidence.append(
+                Evidence(
+                    kind="source",
+                    host=host.name,
+                    table=table,
+                    text=f"{len(modified)} modified, {len(missing)} missing: sha256 of each "
+                    f"file compared with the wheel's RECORD",
+                )
+            )
         if dirty:
             changed = ", ".join(str(f) for f in as_list(dirty)) if isinstance(dirty, list) else "uncommitted changes"
-            evidence.append(Evidence(kind="source", host=host.name,
-                                     text=f"editable checkout {editable.get('path') or '?'} at commit "
-                                          f"{editable.get('commit') or '?'} has local changes: {changed}"))
-        findings.append(Finding(
-            id="sglang.local_modifications", severity="warning",
-            title=f"sglang {sglang.get('version') or '?'} on this host is locally modified",
-            hosts=(host.name,), evidence=tuple(evidence),
-            recommendation="Source facts and release notes describe the released code, not these files: review "
-                           f"the changes, or reinstall the release (`pip install --force-reinstall "
-                           f"sglang=={sglang.get('version') or '<version>'}`) before comparing this host "
-                           "with the fleet.",
-            sources=(source(host, "sglang_source"),)))
+            evidence.append(
+                Evidence(
+                    kind="source",
+                    host=host.name,
+                    text=f"editable checkout {editable.get('path') or '?'} at commit "
+                    f"{editable.get('commit') or '?'} has local changes: {changed}",
+                )
+            )
+        findings.append(
+            Finding(
+                id="sglang.local_modifications",
+                severity="warning",
+                title=f"sglang {sglang.get('version') or '?'} on this host is locally modified",
+                hosts=(host.name,),
+                evidence=tuple(evidence),
+                recommendation="Source facts and release notes describe the released code, not these files: review "
+                f"the changes, or reinstall the release (`pip install --force-reinstall "
+                f"sglang=={sglang.get('version') or '<version>'}`) before comparing this host "
+                "with the fleet.",
+                sources=(source(host, "sglang_source"),),
+            )
+        )
     return findings
 
 
@@ -178,17 +239,26 @@ def torch_other_interpreter(hosts: list[HostResult]) -> list[Finding]:
         version, torch_where = torch_facts(host)
         sglang_where = sglang_interpreter(host)
         if not torch_from_other_interpreter(host) or not version or torch_where is None or sglang_where is None:
-            continue   # only a torch that was really read, in a Python other than the serving one
+            continue  # only a torch that was really read, in a Python other than the serving one
         (sglang_path, why), (torch_path, torch_why) = sglang_where, torch_where
-        findings.append(Finding(
-            id="sglang.torch_other_interpreter", severity="warning",
-            title=f"torch {version} was read in {torch_path}, not in the Python whose sglang was read",
-            hosts=(host.name,),
-            evidence=(Evidence(kind="text", host=host.name,
-                               text=f"sglang source facts: {sglang_path} (chosen: {why}); torch facts: {torch_path} "
-                                    f"({torch_why})"),),
-            recommendation=f"The torch findings (torch._foreach_copy_) are not judged for this host (the answers "
-                           f"say so): they would describe a torch sglang may not run with. Rescan with `gpudiag scan {host.name} --python "
-                           f"{sglang_path}` so the probes run in the serving interpreter.",
-            sources=(source(host, "sglang_source"), source(host, "env"), source(host, "torch_caps"))))
+        findings.append(
+            Finding(
+                id="sglang.torch_other_interpreter",
+                severity="warning",
+                title=f"torch {version} was read in {torch_path}, not in the Python whose sglang was read",
+                hosts=(host.name,),
+                evidence=(
+                    Evidence(
+                        kind="text",
+                        host=host.name,
+                        text=f"sglang source facts: {sglang_path} (chosen: {why}); torch facts: {torch_path} "
+                        f"({torch_why})",
+                    ),
+                ),
+                recommendation=f"The torch findings (torch._foreach_copy_) are not judged for this host (the answers "
+                f"say so): they would describe a torch sglang may not run with. Rescan with `gpudiag scan {host.name} --python "
+                f"{sglang_path}` so the probes run in the serving interpreter.",
+                sources=(source(host, "sglang_source"), source(host, "env"), source(host, "torch_caps")),
+            )
+        )
     return findings

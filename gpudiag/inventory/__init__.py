@@ -5,6 +5,7 @@ groups made of hosts/vars/children), host ranges and patterns, and ad-hoc target
 `user@host:port`, `[::1]:22`); ~/.ssh/config applies to every ssh host. Errors are one line naming
 file and line.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,8 +34,14 @@ def load_inventory(path: str | Path, ssh_config: SshConfig | None = None) -> Inv
     builder = HostBuilder(specs, doc.path, ssh_config or default_ssh_config(), lenient=ansible)
     hosts = builder.build()
     groups["all"] = list(hosts)
-    return Inventory(path=doc.path, hosts=hosts, groups=groups, form="ansible" if ansible else "gpudiag",
-                     notes=builder.notes, python_skips=builder.python_skips)
+    return Inventory(
+        path=doc.path,
+        hosts=hosts,
+        groups=groups,
+        form="ansible" if ansible else "gpudiag",
+        notes=builder.notes,
+        python_skips=builder.python_skips,
+    )
 
 
 def _read(path: str | Path) -> YamlFile:
@@ -42,7 +49,7 @@ def _read(path: str | Path) -> YamlFile:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
-        return YamlFile(path)   # reports the problem in the one place that words it
+        return YamlFile(path)  # reports the problem in the one place that words it
     return read_ini(path, text) if looks_like_ini(text) else YamlFile(path)
 
 
@@ -55,5 +62,7 @@ def _looks_like_ansible(root: yaml.Node) -> bool:
         return True
     if any(key in NATIVE_KEYS for key in keys):
         return False
-    return all(isinstance(v, yaml.MappingNode) and v.value and
-               all(getattr(k, "value", None) in GROUP_KEYS for k, _ in v.value) for _, v in root.value)
+    return all(
+        isinstance(v, yaml.MappingNode) and v.value and all(getattr(k, "value", None) in GROUP_KEYS for k, _ in v.value)
+        for _, v in root.value
+    )

@@ -1,8 +1,10 @@
 """Ad-hoc targets: `localhost`, `host`, `user@host:port`, `[::1]:22`, bare IPv6; ssh config applies."""
+
 from __future__ import annotations
 
 import ipaddress
 import re
+from typing import Any
 
 from gpudiag.inventory.base import LOCAL_NAMES, InventoryError
 from gpudiag.inventory.hosts import DEFAULT_PYTHON, HopResolver, ssh_host
@@ -10,8 +12,10 @@ from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
 from gpudiag.models import Host, safe_file_name
 
 COMMAND_LINE = "command line"
-_ADHOC = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[0-9A-Fa-f:.%]+)\]|(?P<host>[^:@\s\[\]]+))"
-                    r"(?::(?P<port>\d+))?$")
+_ADHOC = re.compile(
+    r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[0-9A-Fa-f:.%]+)\]|(?P<host>[^:@\s\[\]]+))"
+    r"(?::(?P<port>\d+))?$"
+)
 _LABEL = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$")
 
 
@@ -24,17 +28,27 @@ def default_ssh_config() -> SshConfig:
 
 def parse_adhoc(target: str, python: str | None = None, ssh_config: SshConfig | None = None) -> Host:
     """`localhost`/`local` → local transport; `[user@]host[:port]` (host may be an ssh alias) → ssh."""
-    common = dict(python=python or DEFAULT_PYTHON, python_explicit=python is not None, source=COMMAND_LINE)
+    common: dict[str, Any] = dict(
+        python=python or DEFAULT_PYTHON, python_explicit=python is not None, source=COMMAND_LINE
+    )
     if target in LOCAL_NAMES:
-        return Host(name="localhost", address="localhost", transport="local", **common)  # type: ignore[arg-type]
+        return Host(name="localhost", address="localhost", transport="local", **common)
     parsed = split_target(target)
     if parsed is None:
         raise InventoryError(f"target {target!r}: not a host name, inventory name or [user@]host[:port]")
     user, address, port = parsed
     ssh = ssh_config or default_ssh_config()
     try:
-        return ssh_host(safe_file_name(target), address, user=user, port=port, identity_file=None, jump=None,
-                        hops=HopResolver(ssh), **common)  # type: ignore[arg-type]
+        return ssh_host(
+            safe_file_name(target),
+            address,
+            user=user,
+            port=port,
+            identity_file=None,
+            jump=None,
+            hops=HopResolver(ssh),
+            **common,
+        )
     except InventoryError as exc:
         raise InventoryError(f"target {target!r}: {exc}") from None
 

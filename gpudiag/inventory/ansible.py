@@ -2,6 +2,7 @@
 `hosts` / `vars` / `children` (recursive), group vars inherited (child groups over parents, host vars
 over groups), `ungrouped`. A setting gpudiag cannot honour is recorded on the host, never raised: a
 host nobody targets never blocks the command."""
+
 from __future__ import annotations
 
 import re
@@ -11,30 +12,59 @@ from typing import Any
 
 import yaml
 
-from gpudiag.inventory.base import (MAX_PORT, HostSpec, InventoryError, Unhonoured, YamlFile, expand_host_range,
-                                    line_of, suggest)
+from gpudiag.inventory.base import (
+    MAX_PORT,
+    HostSpec,
+    InventoryError,
+    Unhonoured,
+    YamlFile,
+    expand_host_range,
+    line_of,
+    suggest,
+)
 from gpudiag.transports.container import parse_container
 
 GROUP_KEYS = ("hosts", "vars", "children")
 LOCAL_CONNECTIONS = ("local", "ansible.builtin.local")
 SSH_CONNECTIONS = ("ssh", "smart", "paramiko", "paramiko_ssh", "ansible.builtin.ssh", "ansible.builtin.paramiko_ssh")
 # ansible_connection plugins that exec into a container from this machine → gpudiag's container engine
-CONTAINER_CONNECTIONS = {"docker": "docker", "community.docker.docker": "docker", "podman": "podman",
-                         "containers.podman.podman": "podman", "kubectl": "kubectl",
-                         "kubernetes.core.kubectl": "kubectl", "community.kubernetes.kubectl": "kubectl"}
+CONTAINER_CONNECTIONS = {
+    "docker": "docker",
+    "community.docker.docker": "docker",
+    "podman": "podman",
+    "containers.podman.podman": "podman",
+    "kubectl": "kubectl",
+    "kubernetes.core.kubectl": "kubectl",
+    "community.kubernetes.kubectl": "kubectl",
+}
 # set but not honoured: gpudiag runs as the login user and authenticates with keys and the agent
 _NO_BECOME = "gpudiag does not escalate privileges; the probes run as the login user"
 _NO_PASSWORD = "gpudiag does not log in with passwords; it uses keys and the ssh agent"
-WARN_ONLY = {"ansible_become": _NO_BECOME, "ansible_ssh_pass": _NO_PASSWORD, "ansible_password": _NO_PASSWORD,
-             "ansible_ssh_password": _NO_PASSWORD}
+WARN_ONLY = {
+    "ansible_become": _NO_BECOME,
+    "ansible_ssh_pass": _NO_PASSWORD,
+    "ansible_password": _NO_PASSWORD,
+    "ansible_ssh_password": _NO_PASSWORD,
+}
 SECRET_KEYS = ("pass", "password", "secret", "token")
 # inventory variable → HostSpec field
-FIELDS = {"ansible_host": "address", "ansible_ssh_host": "address", "ansible_port": "port",
-          "ansible_ssh_port": "port", "ansible_user": "user", "ansible_ssh_user": "user",
-          "ansible_ssh_private_key_file": "identity_file", "ansible_private_key_file": "identity_file",
-          "ansible_python_interpreter": "python", "ansible_connection": "connection",
-          "ansible_ssh_common_args": "jump", "ansible_ssh_extra_args": "jump",
-          "gpudiag_container": "container", "gpudiag_jump": "jump", "gpudiag_server_log": "server_log"}
+FIELDS = {
+    "ansible_host": "address",
+    "ansible_ssh_host": "address",
+    "ansible_port": "port",
+    "ansible_ssh_port": "port",
+    "ansible_user": "user",
+    "ansible_ssh_user": "user",
+    "ansible_ssh_private_key_file": "identity_file",
+    "ansible_private_key_file": "identity_file",
+    "ansible_python_interpreter": "python",
+    "ansible_connection": "connection",
+    "ansible_ssh_common_args": "jump",
+    "ansible_ssh_extra_args": "jump",
+    "gpudiag_container": "container",
+    "gpudiag_jump": "jump",
+    "gpudiag_server_log": "server_log",
+}
 _HOST_PORT = re.compile(r"^[^:\[\]]+:\d+$")
 _PROXY_JUMP = re.compile(r"^(?:-J(?P<short>.*)|-oProxyJump=(?P<long>.*))$", re.IGNORECASE)
 
@@ -77,8 +107,10 @@ class AnsibleReader:
             self._ensure(parent, key_node).children.append(name)
         for key, sub_key, value in self.doc.mapping(node, f"group {name!r}"):
             if key not in GROUP_KEYS:
-                raise self.doc.error(sub_key, f"group {name!r}: unknown key {key!r}{suggest(key, GROUP_KEYS)}; "
-                                              f"expected {', '.join(GROUP_KEYS)}")
+                raise self.doc.error(
+                    sub_key,
+                    f"group {name!r}: unknown key {key!r}{suggest(key, GROUP_KEYS)}; expected {', '.join(GROUP_KEYS)}",
+                )
             if key == "hosts":
                 for host_key, host_key_node, host_node in self.doc.mapping(value, f"group {name!r}: hosts"):
                     for host in expand_host_range(self.doc, host_key, host_key_node):
@@ -96,7 +128,7 @@ class AnsibleReader:
         host, _, port = written.rpartition(":") if _HOST_PORT.match(written) else (written, "", "")
         self.host_lines.setdefault(host, line_of(key_node))
         self.host_vars.setdefault(host, {}).update(self._vars(node, f"host {host!r}"))
-        if port:   # `name:port` as a host key, which Ansible accepts too
+        if port:  # `name:port` as a host key, which Ansible accepts too
             if not 0 < int(port) <= MAX_PORT:
                 raise self.doc.error(key_node, f"host {host!r}: port {port} is out of range (1-{MAX_PORT})")
             self.host_vars[host].setdefault("ansible_port", int(port))
@@ -124,7 +156,7 @@ class AnsibleReader:
             return Unhonoured(key, f"{where}: {key} is set but not honoured: {WARN_ONLY[key]}", blocking=False)
         if target is None:
             if any(word in key.lower() for word in SECRET_KEYS):
-                return None   # a secret gpudiag has no use for is never kept
+                return None  # a secret gpudiag has no use for is never kept
             return doc.value(node)
         if target == "port":
             return doc.port(node, f"{what}: {key}", allow_digit_string=True)
@@ -132,17 +164,25 @@ class AnsibleReader:
         if value is None:
             return None
         if key in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-            return _proxy_jump_from_args(doc, node, value)   # other ssh options do not concern gpudiag
+            return _proxy_jump_from_args(doc, node, value)  # other ssh options do not concern gpudiag
         if "{{" in value or "{%" in value:
-            return Unhonoured(key, f"{where}: {key} is a Jinja template ({_short(value)}), which gpudiag does "
-                                   f"not evaluate", blocking=True, field=target)
+            return Unhonoured(
+                key,
+                f"{where}: {key} is a Jinja template ({_short(value)}), which gpudiag does not evaluate",
+                blocking=True,
+                field=target,
+            )
         if key == "ansible_connection":
             if value in LOCAL_CONNECTIONS + SSH_CONNECTIONS or value in CONTAINER_CONNECTIONS:
                 return value
-            return Unhonoured(key, f"{where}: ansible_connection {value!r} is not supported (local, ssh, "
-                                   f"docker, podman or kubectl)", blocking=True, field="connection")
+            return Unhonoured(
+                key,
+                f"{where}: ansible_connection {value!r} is not supported (local, ssh, docker, podman or kubectl)",
+                blocking=True,
+                field="connection",
+            )
         if key == "ansible_python_interpreter" and value.startswith("auto"):
-            return None   # Ansible's interpreter discovery; gpudiag's default applies
+            return None  # Ansible's interpreter discovery; gpudiag's default applies
         if target == "container":
             try:
                 parse_container(value)
@@ -156,13 +196,13 @@ class AnsibleReader:
         def visit(name: str, stack: tuple[str, ...]) -> None:
             for child in self.groups[name].children:
                 if child in stack:
-                    cycle = " → ".join(stack[stack.index(child):] + (child,))
+                    cycle = " → ".join(stack[stack.index(child) :] + (child,))
                     raise self.doc.error_at(self.groups[child].line, f"groups form a cycle: {cycle}")
                 if child not in done:
                     visit(child, stack + (child,))
             done.add(name)
 
-        for name in list(self.groups):   # from `all` first, then any group not reachable from it
+        for name in list(self.groups):  # from `all` first, then any group not reachable from it
             if name not in done:
                 visit(name, (name,))
 
@@ -178,8 +218,12 @@ class AnsibleReader:
 
     def _hosts_of(self, name: str) -> list[str]:
         if name not in self.flat:
-            members = list(self.host_vars) if name == "all" else self.groups[name].hosts + \
-                [h for child in self.groups[name].children for h in self._hosts_of(child)]
+            members = (
+                list(self.host_vars)
+                if name == "all"
+                else self.groups[name].hosts
+                + [h for child in self.groups[name].children for h in self._hosts_of(child)]
+            )
             self.flat[name] = list(dict.fromkeys(members))
         return self.flat[name]
 
@@ -195,8 +239,7 @@ class AnsibleReader:
         for group in sorted(containing, key=lambda g: (self._depth(g), g)):
             merged.update(self.groups[group].vars)
         merged.update(self.host_vars[host])
-        spec = HostSpec(name=host, line=self.host_lines[host],
-                        groups=sorted(g for g in containing if g != "all"))
+        spec = HostSpec(name=host, line=self.host_lines[host], groups=sorted(g for g in containing if g != "all"))
         for key, value in merged.items():
             target = FIELDS.get(key)
             if isinstance(value, Unhonoured):
@@ -225,13 +268,25 @@ def _apply_container_connection(spec: HostSpec, merged: dict[str, Any]) -> None:
         namespace = merged.get("ansible_kubectl_namespace")
         name = f"{namespace}/{name}" if namespace else name
         if merged.get("ansible_kubectl_container"):
-            spec.problems.append(Unhonoured("ansible_kubectl_container", f"host {spec.name!r}: "
-                                            f"ansible_kubectl_container is not supported (the pod's default "
-                                            f"container is used)", blocking=True))
+            spec.problems.append(
+                Unhonoured(
+                    "ansible_kubectl_container",
+                    f"host {spec.name!r}: "
+                    f"ansible_kubectl_container is not supported (the pod's default "
+                    f"container is used)",
+                    blocking=True,
+                )
+            )
     if spec.user and engine != "kubectl":
-        spec.problems.append(Unhonoured("ansible_user", f"host {spec.name!r}: ansible_user {spec.user!r} for a "
-                                        f"{engine} connection is not supported (the container's default user "
-                                        f"runs the probes)", blocking=False))
+        spec.problems.append(
+            Unhonoured(
+                "ansible_user",
+                f"host {spec.name!r}: ansible_user {spec.user!r} for a "
+                f"{engine} connection is not supported (the container's default user "
+                f"runs the probes)",
+                blocking=False,
+            )
+        )
     spec.container, spec.address, spec.user, spec.port = f"{engine}:{name}", None, None, None
 
 

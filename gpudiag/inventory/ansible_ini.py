@@ -4,6 +4,7 @@
 
 The file becomes the same node tree as the YAML form (each node keeps its INI line), so one reader
 applies Ansible's rules to both."""
+
 from __future__ import annotations
 
 import ast
@@ -38,7 +39,7 @@ def looks_like_ini(text: str) -> bool:
 class IniFile(YamlFile):
     """An INI inventory as YamlFile's node tree: all → children → group → hosts / vars / children."""
 
-    def __init__(self, path: str | Path, text: str):   # noqa: super().__init__ reads YAML; not wanted here
+    def __init__(self, path: str | Path, text: str):  # super().__init__ reads YAML; not wanted here
         self.path = str(path)
         self._constructor = SafeConstructor()
         self._groups: dict[str, dict[str, Any]] = {}
@@ -58,8 +59,9 @@ class IniFile(YamlFile):
             if section:
                 group, kind = section.group("name").strip(), section.group("kind") or "hosts"
                 if kind not in ("hosts", "vars", "children"):
-                    raise self.error_at(number, f"section [{group}:{kind}]: expected [{group}], "
-                                                f"[{group}:vars] or [{group}:children]")
+                    raise self.error_at(
+                        number, f"section [{group}:{kind}]: expected [{group}], [{group}:vars] or [{group}:children]"
+                    )
                 self._group(group, number)
                 continue
             if line.startswith("["):
@@ -102,15 +104,19 @@ class IniFile(YamlFile):
             groups.append((_key(name, group["line"]), self._group_node(group, with_children=True)))
         body = [(_key("children", 1), _mapping(groups, 1))]
         top = self._groups.get("all")
-        if top:   # [all:vars] and hosts under [all]
+        if top:  # [all:vars] and hosts under [all]
             body += self._group_node(top, with_children=False).value
         return _mapping([(_key("all", 1), _mapping(body, 1))], 1)
 
     def _group_node(self, group: dict[str, Any], with_children: bool) -> yaml.MappingNode:
         line = group["line"]
-        items = [(_key("hosts", line), self._hosts_node(group["hosts"], line)),
-                 (_key("vars", line), _mapping([(_key(k, v[1]), _scalar(v[0], v[1]))
-                                                for k, v in group["vars"].items()], line))]
+        items = [
+            (_key("hosts", line), self._hosts_node(group["hosts"], line)),
+            (
+                _key("vars", line),
+                _mapping([(_key(k, v[1]), _scalar(v[0], v[1])) for k, v in group["vars"].items()], line),
+            ),
+        ]
         if with_children:
             # A child listed here is declared again under its parent; its own section fills it.
             children = [(_key(child, at), _mapping([], at)) for child, at in group["children"].items()]
@@ -118,9 +124,13 @@ class IniFile(YamlFile):
         return _mapping(items, line)
 
     def _hosts_node(self, hosts: dict[str, tuple[int, dict[str, Any]]], line: int) -> yaml.MappingNode:
-        return _mapping([(_key(name, at), _mapping([(_key(k, v[1]), _scalar(v[0], v[1]))
-                                                   for k, v in host_vars.items()], at))
-                         for name, (at, host_vars) in hosts.items()], line)
+        return _mapping(
+            [
+                (_key(name, at), _mapping([(_key(k, v[1]), _scalar(v[0], v[1])) for k, v in host_vars.items()], at))
+                for name, (at, host_vars) in hosts.items()
+            ],
+            line,
+        )
 
 
 def read_ini(path: str | Path, text: str) -> IniFile:
@@ -141,7 +151,7 @@ def _value(text: str) -> Any:
 
 
 def _mark(line: int) -> yaml.Mark:
-    return yaml.Mark("inventory", 0, line - 1, 0, None, 0)  # type: ignore[arg-type]  # no buffer to quote
+    return yaml.Mark("inventory", 0, line - 1, 0, None, 0)  # no buffer to quote
 
 
 def _key(name: str, line: int) -> yaml.ScalarNode:
@@ -154,7 +164,7 @@ def _mapping(items: Sequence[tuple[yaml.Node, yaml.Node]], line: int) -> yaml.Ma
 
 def _scalar(value: Any, line: int) -> yaml.Node:
     """A value as the node YAML would have made for it, marked with its INI line."""
-    node = yaml.SafeDumper(None).represent_data(value)   # type: ignore[arg-type]
+    node = yaml.SafeDumper(None).represent_data(value)  # type: ignore[arg-type]
     for sub in _walk(node):
         sub.start_mark = sub.end_mark = _mark(line)
     return node

@@ -1,5 +1,6 @@
 """Shared pieces of inventory parsing: the error type, the raw host record, and YAML node readers
 that keep line numbers (every error names file:line)."""
+
 from __future__ import annotations
 
 import difflib
@@ -24,26 +25,28 @@ class InventoryError(ValueError):
 @dataclass
 class Inventory:
     path: str | None = None
-    hosts: Mapping[str, Host] = field(default_factory=dict)   # name as written → resolved Host
+    hosts: Mapping[str, Host] = field(default_factory=dict)  # name as written → resolved Host
     groups: dict[str, list[str]] = field(default_factory=dict)  # group → host names (flattened, ordered)
-    form: str = "gpudiag"                                       # gpudiag | ansible
+    form: str = "gpudiag"  # gpudiag | ansible
     notes: dict[str, list[str]] = field(default_factory=dict)  # host name → settings not honoured (warn)
-    python_skips: set[str] = field(default_factory=set)        # skipped only for their interpreter setting
+    python_skips: set[str] = field(default_factory=set)  # skipped only for their interpreter setting
 
 
 @dataclass(frozen=True)
 class Unhonoured:
     """A setting gpudiag cannot honour, found on a host or one of its groups. `blocking`: the host
     cannot be reached correctly without it, so it is skipped (when targeted) with this reason."""
+
     key: str
-    reason: str          # "FILE:LINE: ..." one line, never the value of a secret
+    reason: str  # "FILE:LINE: ..." one line, never the value of a secret
     blocking: bool
-    field: str = ""      # the host field it would have set ("python": --python makes it moot)
+    field: str = ""  # the host field it would have set ("python": --python makes it moot)
 
 
 @dataclass
 class HostSpec:
     """One host as written in a file, before defaults, ssh_config and jump names are resolved."""
+
     name: str
     line: int
     address: str | None = None
@@ -53,9 +56,9 @@ class HostSpec:
     python: str | None = None
     container: str | None = None
     jump: str | None = None
-    server_log: str | None = None      # where the server's log is: a path, journal:UNIT or docker:NAME
-    local: bool | None = None          # forced by ansible_connection; None: decided by name/address
-    connection: str | None = None      # ansible_connection when it names a container engine
+    server_log: str | None = None  # where the server's log is: a path, journal:UNIT or docker:NAME
+    local: bool | None = None  # forced by ansible_connection; None: decided by name/address
+    connection: str | None = None  # ansible_connection when it names a container engine
     problems: list[Unhonoured] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
@@ -88,7 +91,7 @@ class YamlFile:
             self.root = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
-            line = min(mark.line + 1, len(text.splitlines()) or 1) if mark else 1   # EOF errors: the last line
+            line = min(mark.line + 1, len(text.splitlines()) or 1) if mark else 1  # EOF errors: the last line
             problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
             raise InventoryError(f"{self.path}:{line}: YAML syntax error: {problem}") from None
         except yaml.YAMLError as exc:
@@ -102,8 +105,9 @@ class YamlFile:
     def error_at(self, line: int, message: str) -> InventoryError:
         return InventoryError(f"{self.path}:{line}: {message}")
 
-    def mapping(self, node: yaml.Node | None, what: str,
-                allow_null: bool = True) -> list[tuple[str, yaml.Node, yaml.Node]]:
+    def mapping(
+        self, node: yaml.Node | None, what: str, allow_null: bool = True
+    ) -> list[tuple[str, yaml.Node, yaml.Node]]:
         """(key, key node, value node) for each entry; merge keys (<<) applied; duplicate keys refused."""
         if node is None or (allow_null and _is_null(node)):
             return []
@@ -122,7 +126,7 @@ class YamlFile:
         except ConstructorError as exc:
             raise self.error(node, f"{what}: bad merge key: {exc.problem}") from None
         entries: dict[str, tuple[str, yaml.Node, yaml.Node]] = {}
-        for key_node, value_node in node.value:   # merged entries come first; later ones override
+        for key_node, value_node in node.value:  # merged entries come first; later ones override
             key = self._key(key_node, what)
             entries[key] = (key, key_node, value_node)
         return list(entries.values())
@@ -193,14 +197,18 @@ def kind_of(node: yaml.Node) -> str:
         return "a mapping"
     if isinstance(node, yaml.SequenceNode):
         return "a list"
-    return {"tag:yaml.org,2002:int": "an integer", "tag:yaml.org,2002:float": "a number",
-            "tag:yaml.org,2002:bool": "a boolean", "tag:yaml.org,2002:null": "null",
-            "tag:yaml.org,2002:str": "a string"}.get(node.tag, "a scalar")
+    return {
+        "tag:yaml.org,2002:int": "an integer",
+        "tag:yaml.org,2002:float": "a number",
+        "tag:yaml.org,2002:bool": "a boolean",
+        "tag:yaml.org,2002:null": "null",
+        "tag:yaml.org,2002:str": "a string",
+    }.get(node.tag, "a scalar")
 
 
 def expand_host_range(doc: "YamlFile", name: str, node: yaml.Node) -> list[str]:
     """`gpu-[01:04]` (Ansible) or `gpu-[01-03,07]` (pdsh) → every host it stands for; errors name file:line."""
-    from gpudiag.inventory.patterns import PatternError, expand_range   # patterns imports this module
+    from gpudiag.inventory.patterns import PatternError, expand_range  # patterns imports this module
 
     try:
         return expand_range(name)

@@ -1,19 +1,22 @@
 """Raw host records → resolved Hosts: local or ssh, ~/.ssh/config applied (inventory values win),
 jump hosts written as inventory names or ssh aliases turned into ProxyJump specs, names made file-safe."""
+
 from __future__ import annotations
 
 import ipaddress
 import re
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from gpudiag.inventory.base import LOCAL_NAMES, HostSpec, InventoryError
 from gpudiag.models import Host, safe_file_name
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError, SshSettings
 
 DEFAULT_PYTHON = "python3"
-_HOP = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[0-9A-Fa-f:.%]+)\]|(?P<host>[^:@\s\[\]]+))"
-                  r"(?::(?P<port>\d+))?$")
+_HOP = re.compile(
+    r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[0-9A-Fa-f:.%]+)\]|(?P<host>[^:@\s\[\]]+))"
+    r"(?::(?P<port>\d+))?$"
+)
 
 
 def endpoint(address: str, user: str | None, port: int | None) -> str:
@@ -39,9 +42,9 @@ class HopResolver:
     def __init__(self, ssh: SshConfig, inventory_hop: Callable[[str, tuple[str, ...]], str | None] | None = None):
         self.ssh = ssh
         self.inventory_hop = inventory_hop
-        self.notes: list[str] = []   # settings of ssh-config hops gpudiag cannot honour (the caller warns)
-        self.hop_keys: list[tuple[str, str]] = []   # (hop alias, its IdentityFile): jump hosts get the
-                                                     # destination's key, the agent and the default keys
+        self.notes: list[str] = []  # settings of ssh-config hops gpudiag cannot honour (the caller warns)
+        self.hop_keys: list[tuple[str, str]] = []  # (hop alias, its IdentityFile): jump hosts get the
+        # destination's key, the agent and the default keys
 
     def resolve(self, jump: str, stack: tuple[str, ...] = ()) -> str:
         return ",".join(self._hop(part.strip(), stack) for part in jump.split(",") if part.strip())
@@ -76,24 +79,45 @@ def _lookup(ssh: SshConfig, alias: str, user: str | None = None, port: int | Non
         raise InventoryError(str(exc)) from None
 
 
-def ssh_host(name: str, address: str, *, user: str | None, port: int | None, identity_file: str | None,
-             jump: str | None, hops: HopResolver, jump_stack: tuple[str, ...] = (), **rest: object) -> Host:
+def ssh_host(
+    name: str,
+    address: str,
+    *,
+    user: str | None,
+    port: int | None,
+    identity_file: str | None,
+    jump: str | None,
+    hops: HopResolver,
+    jump_stack: tuple[str, ...] = (),
+    **rest: Any,
+) -> Host:
     """An ssh Host: ssh_config fills what was not given; HostName always maps the alias."""
     settings = _lookup(hops.ssh, address, user, port)
     raw_jump = jump if jump is not None else settings.proxy_jump
-    if raw_jump in (address, name):   # a catch-all `Host * ProxyJump bastion` also matches the bastion
+    if raw_jump in (address, name):  # a catch-all `Host * ProxyJump bastion` also matches the bastion
         raw_jump = None
     hops.notes, hops.hop_keys = [], []
     resolved_jump = hops.resolve(raw_jump, jump_stack) if raw_jump else None
     key = _expand_home(identity_file) or settings.identity_file
-    hop_keys = [f"jump {alias}: IdentityFile {path} is not used (a jump host is offered the destination's key, "
-                f"the agent and the default keys)" for alias, path in hops.hop_keys if path != key]
+    hop_keys = [
+        f"jump {alias}: IdentityFile {path} is not used (a jump host is offered the destination's key, "
+        f"the agent and the default keys)"
+        for alias, path in hops.hop_keys
+        if path != key
+    ]
     notes = tuple(dict.fromkeys(settings.ignored + tuple(hops.notes) + tuple(hop_keys)))
     if notes:
         hops.ssh.notes_by_host[name] = notes
-    return Host(name=name, address=settings.hostname, transport="ssh", user=user or settings.user,
-                port=port or settings.port, identity_file=key,
-                jump=resolved_jump or None, **rest)  # type: ignore[arg-type]
+    return Host(
+        name=name,
+        address=settings.hostname,
+        transport="ssh",
+        user=user or settings.user,
+        port=port or settings.port,
+        identity_file=key,
+        jump=resolved_jump or None,
+        **rest,
+    )
 
 
 def _expand_home(path: str | None) -> str | None:
@@ -121,7 +145,7 @@ class HostBuilder:
         # host nobody targets never blocks the command
         self.lenient = lenient
         self.notes: dict[str, list[str]] = {}
-        self.python_skips: set[str] = set()   # `--python` makes their one problem moot
+        self.python_skips: set[str] = set()  # `--python` makes their one problem moot
 
     def build(self) -> Mapping[str, Host]:
         """Every host, built now (gpudiag's form: the whole file is checked) or, when lenient, on first
@@ -130,8 +154,9 @@ class HostBuilder:
         for name, spec in self.specs.items():
             safe = safe_file_name(name)
             if safe in file_names:
-                raise self._error(spec, f"hosts {file_names[safe]!r} and {name!r} would share the file name "
-                                        f"{safe!r}; rename one")
+                raise self._error(
+                    spec, f"hosts {file_names[safe]!r} and {name!r} would share the file name {safe!r}; rename one"
+                )
             file_names[safe] = name
         hosts = LazyHosts(self)
         if not self.lenient:
@@ -146,27 +171,40 @@ class HostBuilder:
         if name in self.hosts:
             return self.hosts[name]
         spec = self.specs[name]
-        common = dict(name=safe_file_name(name), python=spec.python or DEFAULT_PYTHON,
-                      python_explicit=spec.python is not None, container=spec.container, server_log=spec.server_log,
-                      groups=tuple(spec.groups), source=f"{self.path}:{spec.line}",
-                      vars=tuple(sorted(spec.vars.items())))
+        common: dict[str, Any] = dict(
+            name=safe_file_name(name),
+            python=spec.python or DEFAULT_PYTHON,
+            python_explicit=spec.python is not None,
+            container=spec.container,
+            server_log=spec.server_log,
+            groups=tuple(spec.groups),
+            source=f"{self.path}:{spec.line}",
+            vars=tuple(sorted(spec.vars.items())),
+        )
         if is_local(spec):
-            host = Host(address=spec.address or "localhost", transport="local", **common)  # type: ignore[arg-type]
+            host = Host(address=spec.address or "localhost", transport="local", **common)
         else:
             jump = spec.jump if spec.jump not in (name, None) else None  # a default jump skips the jump host
             try:
-                host = ssh_host(address=spec.address or name, user=spec.user, port=spec.port,
-                                identity_file=spec.identity_file, jump=jump, hops=self.hops,
-                                jump_stack=stack, **common)  # type: ignore[arg-type]
+                host = ssh_host(
+                    address=spec.address or name,
+                    user=spec.user,
+                    port=spec.port,
+                    identity_file=spec.identity_file,
+                    jump=jump,
+                    hops=self.hops,
+                    jump_stack=stack,
+                    **common,
+                )
             except InventoryError as exc:
                 error = exc if str(exc).startswith(self.path) else self._error(spec, str(exc))
                 if not self.lenient:
                     raise error from None
-                host = Host(address=spec.address or name, transport="ssh", skip_reason=str(error),
-                            **common)  # type: ignore[arg-type]
+                host = Host(address=spec.address or name, transport="ssh", skip_reason=str(error), **common)
         where = f"{self.path}:{spec.line}: "
-        reasons = [(p.reason if p.reason.startswith(self.path) else where + p.reason, p.blocking)
-                   for p in spec.problems]
+        reasons = [
+            (p.reason if p.reason.startswith(self.path) else where + p.reason, p.blocking) for p in spec.problems
+        ]
         blocking = [reason for reason, blocks in reasons if blocks]
         if blocking:
             host = host.with_(skip_reason="; ".join(blocking))
@@ -204,7 +242,7 @@ class LazyHosts(Mapping[str, Host]):
             raise KeyError(name)
         return self._builder.host(name)
 
-    def __contains__(self, name: object) -> bool:   # Mapping's default would build the host
+    def __contains__(self, name: object) -> bool:  # Mapping's default would build the host
         return name in self._builder.specs
 
     def __iter__(self) -> Iterator[str]:

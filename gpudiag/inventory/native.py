@@ -1,5 +1,6 @@
 """gpudiag's own inventory form: `defaults:`, `hosts:` (name → settings) and `groups:` (name → hosts
 or other groups, nested)."""
+
 from __future__ import annotations
 
 import yaml
@@ -18,8 +19,9 @@ def parse_native(doc: YamlFile) -> tuple[list[HostSpec], dict[str, list[str]]]:
     for key, (key_node, _) in top.items():
         if key not in TOP_KEYS:
             hint = " (an Ansible inventory starts with `all:`)" if key in ("children", "vars") else ""
-            raise doc.error(key_node, f"unknown top-level key {key!r}{suggest(key, TOP_KEYS)}{hint}; "
-                                      f"expected {', '.join(TOP_KEYS)}")
+            raise doc.error(
+                key_node, f"unknown top-level key {key!r}{suggest(key, TOP_KEYS)}{hint}; expected {', '.join(TOP_KEYS)}"
+            )
     if "hosts" not in top:
         raise doc.error(doc.root, "no `hosts:` section (nor Ansible's `all:`)")
     defaults = _settings(doc, top["defaults"][1], "defaults", SETTINGS) if "defaults" in top else {}
@@ -40,8 +42,9 @@ def _settings(doc: YamlFile, node: yaml.Node, what: str, allowed: tuple[str, ...
     out: dict[str, object] = {}
     for key, key_node, value in doc.mapping(node, what):
         if key not in allowed:
-            raise doc.error(key_node, f"{what}: unknown key {key!r}{suggest(key, allowed)}; "
-                                      f"expected {', '.join(allowed)}")
+            raise doc.error(
+                key_node, f"{what}: unknown key {key!r}{suggest(key, allowed)}; expected {', '.join(allowed)}"
+            )
         if key == "port":
             out[key] = doc.port(value, f"{what}: port")
         elif key == "groups":
@@ -55,16 +58,16 @@ def _settings(doc: YamlFile, node: yaml.Node, what: str, allowed: tuple[str, ...
 
 def _check_container(doc: YamlFile, node: yaml.Node, what: str, spec: str) -> None:
     if ":" not in spec:
-        raise doc.error(node, f"{what}: container {spec!r} must be docker:NAME, podman:NAME or "
-                              f"kubectl:[NAMESPACE/]POD")
+        raise doc.error(node, f"{what}: container {spec!r} must be docker:NAME, podman:NAME or kubectl:[NAMESPACE/]POD")
     try:
         parse_container(spec)
     except ValueError as exc:
         raise doc.error(node, f"{what}: {exc}") from None
 
 
-def _host_spec(doc: YamlFile, name: str, key_node: yaml.Node, node: yaml.Node,
-               defaults: dict[str, object]) -> tuple[HostSpec, list[tuple[str, yaml.Node]]]:
+def _host_spec(
+    doc: YamlFile, name: str, key_node: yaml.Node, node: yaml.Node, defaults: dict[str, object]
+) -> tuple[HostSpec, list[tuple[str, yaml.Node]]]:
     """The host's record (its own values over the defaults) and the groups it names itself."""
     values = _settings(doc, node, f"host {name!r}", HOST_KEYS)
     merged = {k: v for k, v in defaults.items() if v is not None}
@@ -73,8 +76,9 @@ def _host_spec(doc: YamlFile, name: str, key_node: yaml.Node, node: yaml.Node,
     return spec, values.get("groups") or []  # type: ignore[return-value]
 
 
-def _group_members(doc: YamlFile, node: yaml.Node | None, group_refs: dict[str, list[tuple[str, yaml.Node]]]
-                   ) -> dict[str, list[tuple[str, yaml.Node]]]:
+def _group_members(
+    doc: YamlFile, node: yaml.Node | None, group_refs: dict[str, list[tuple[str, yaml.Node]]]
+) -> dict[str, list[tuple[str, yaml.Node]]]:
     """Group → its members as written; a host's own `groups:` list adds it to those groups."""
     members: dict[str, list[tuple[str, yaml.Node]]] = {}
     host_names = set(group_refs)
@@ -95,8 +99,9 @@ def _check_group_name(doc: YamlFile, node: yaml.Node, group: str, host_names: se
         raise doc.error(node, f"{group!r} is both a host and a group; rename one")
 
 
-def flatten_groups(doc: YamlFile, members: dict[str, list[tuple[str, yaml.Node]]],
-                   hosts: set[str]) -> dict[str, list[str]]:
+def flatten_groups(
+    doc: YamlFile, members: dict[str, list[tuple[str, yaml.Node]]], hosts: set[str]
+) -> dict[str, list[str]]:
     """Each group → the hosts it holds, nested groups expanded; unknown names and cycles refused."""
     flat: dict[str, list[str]] = {}
 
@@ -107,14 +112,16 @@ def flatten_groups(doc: YamlFile, members: dict[str, list[tuple[str, yaml.Node]]
         for name, node in members[group]:
             if name in members:
                 if name in stack:
-                    cycle = " → ".join(stack[stack.index(name):] + (name,))
+                    cycle = " → ".join(stack[stack.index(name) :] + (name,))
                     raise doc.error(node, f"groups form a cycle: {cycle}")
                 found = expand(name, stack + (name,))
             elif name in hosts:
                 found = [name]
             else:
-                raise doc.error(node, f"group {group!r} names unknown host or group {name!r}"
-                                      f"{suggest(name, list(hosts) + list(members))}")
+                raise doc.error(
+                    node,
+                    f"group {group!r} names unknown host or group {name!r}{suggest(name, list(hosts) + list(members))}",
+                )
             out += [h for h in found if h not in out]
         flat[group] = out
         return out
@@ -128,4 +135,3 @@ def _attach_groups(specs: list[HostSpec], groups: dict[str, list[str]]) -> None:
     members = {group: set(hosts) for group, hosts in groups.items()}
     for spec in specs:
         spec.groups = sorted(g for g, hosts in members.items() if spec.name in hosts)
-

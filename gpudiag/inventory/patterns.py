@@ -6,6 +6,7 @@ Patterns: terms joined by `,` or `:` (outside brackets); `!term` removes, `&term
 terms are a union (Ansible evaluates them in that order, and starts from `all` when only `!`/`&` terms
 are given); a term is a group, a host, a range or a shell wildcard.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,11 +42,11 @@ def _expand(text: str, whole: str) -> list[str]:
             raise PatternError(f"host range {whole!r}: ']' without '['")
         return [text]
     end = text.find("]", start)
-    if end < 0 or "[" in text[start + 1:end]:
+    if end < 0 or "[" in text[start + 1 : end]:
         raise PatternError(f"host range {whole!r}: '[' without its ']'")
     if 0 <= close < start:
         raise PatternError(f"host range {whole!r}: ']' without '['")
-    head, body, tail = text[:start], text[start + 1:end], text[end + 1:]
+    head, body, tail = text[:start], text[start + 1 : end], text[end + 1 :]
     items = _bracket(body, whole)
     rest = _expand(tail, whole)
     if len(items) * len(rest) > MAX_RANGE:
@@ -61,8 +62,7 @@ def _bracket(body: str, whole: str) -> list[str]:
     for part in body.split(","):
         match = _PDSH_ITEM.match(part.strip())
         if not match:
-            raise PatternError(f"host range {whole!r}: cannot expand [{body}] (expected [01-03,07] or "
-                               f"[01:08])")
+            raise PatternError(f"host range {whole!r}: cannot expand [{body}] (expected [01-03,07] or [01:08])")
         lo, hi = match.group("lo"), match.group("hi") or match.group("lo")
         if int(hi) < int(lo):
             raise PatternError(f"host range {whole!r}: {lo}-{hi} runs backwards")
@@ -92,7 +92,7 @@ def _ansible_items(match: re.Match[str], whole: str) -> list[str]:
 @dataclass(frozen=True)
 class Term:
     text: str
-    op: str     # "" union, "!" exclude, "&" intersect
+    op: str  # "" union, "!" exclude, "&" intersect
 
 
 def split_pattern(pattern: str) -> list[Term]:

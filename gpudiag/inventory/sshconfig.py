@@ -3,6 +3,7 @@
 an option wins (IdentityFile accumulates), a second pass when a `Match final` asks for it, %-tokens.
 Yields HostName, User, Port, IdentityFile and ProxyJump; settings gpudiag cannot honour come back
 as notes for the command line to warn about, one line each."""
+
 from __future__ import annotations
 
 import os
@@ -11,18 +12,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpudiag.inventory.sshconfig_file import ConfigFile, Directive, SshConfigError, parse_text, read_config
-from gpudiag.inventory.sshconfig_match import (MatchContext, TokenError, connection_tokens, expand_tokens,
-                                               host_line_matches, match_line)
+from gpudiag.inventory.sshconfig_match import (
+    MatchContext,
+    TokenError,
+    connection_tokens,
+    expand_tokens,
+    host_line_matches,
+    match_line,
+)
 
 __all__ = ["ENV_VAR", "SshConfig", "SshConfigError", "SshSettings", "config_path"]
 
 ENV_VAR = "GPUDIAG_SSH_CONFIG"
 # Settings that change how a host is reached and that gpudiag's ssh transport does not implement.
-NOT_HONOURED = {"proxycommand": "ProxyCommand", "hostkeyalias": "HostKeyAlias",
-                "certificatefile": "CertificateFile", "pkcs11provider": "PKCS11Provider",
-                "securitykeyprovider": "SecurityKeyProvider", "canonicalizehostname": "CanonicalizeHostname",
-                "bindaddress": "BindAddress", "bindinterface": "BindInterface",
-                "identitiesonly": "IdentitiesOnly", "identityagent": "IdentityAgent"}
+NOT_HONOURED = {
+    "proxycommand": "ProxyCommand",
+    "hostkeyalias": "HostKeyAlias",
+    "certificatefile": "CertificateFile",
+    "pkcs11provider": "PKCS11Provider",
+    "securitykeyprovider": "SecurityKeyProvider",
+    "canonicalizehostname": "CanonicalizeHostname",
+    "bindaddress": "BindAddress",
+    "bindinterface": "BindInterface",
+    "identitiesonly": "IdentitiesOnly",
+    "identityagent": "IdentityAgent",
+}
 # Values of those settings that mean "off", i.e. nothing to honour.
 _OFF_VALUES = {"none", "no", "false"}
 _FIRST_WINS = ("hostname", "user", "port", "proxy") + tuple(NOT_HONOURED)
@@ -33,10 +47,10 @@ class SshSettings:
     hostname: str
     user: str | None = None
     port: int | None = None
-    identity_file: str | None = None      # the first IdentityFile, ~ and tokens expanded
+    identity_file: str | None = None  # the first IdentityFile, ~ and tokens expanded
     proxy_jump: str | None = None
-    ignored: tuple[str, ...] = ()          # settings found but not honoured, one phrase each (callers warn)
-    identity_files: tuple[str, ...] = ()   # every IdentityFile as written (what `ssh -G` prints)
+    ignored: tuple[str, ...] = ()  # settings found but not honoured, one phrase each (callers warn)
+    identity_files: tuple[str, ...] = ()  # every IdentityFile as written (what `ssh -G` prints)
 
 
 def config_path() -> Path:
@@ -47,6 +61,7 @@ def config_path() -> Path:
 @dataclass
 class _Options:
     """One resolution's state: first value per option, identity files in order."""
+
     values: dict[str, list[str]] = field(default_factory=dict)
     identity_files: list[str] = field(default_factory=list)
 
@@ -190,23 +205,35 @@ class _Resolution:
         proxy = self.options.values.get("proxy")
         if proxy and proxy[0] == "proxyjump" and proxy[1].lower() != "none":
             jump = proxy[1]
-        identity = self._identity(self.options.identity_files[0], hostname, user, port) \
-            if self.options.identity_files else None
+        identity = (
+            self._identity(self.options.identity_files[0], hostname, user, port)
+            if self.options.identity_files
+            else None
+        )
         if len(self.options.identity_files) > 1:
-            self.notes.append(f"IdentityFile: {len(self.options.identity_files)} files given; gpudiag offers "
-                              f"the first ({self.options.identity_files[0]}), then agent and default keys")
+            self.notes.append(
+                f"IdentityFile: {len(self.options.identity_files)} files given; gpudiag offers "
+                f"the first ({self.options.identity_files[0]}), then agent and default keys"
+            )
         for key, label in NOT_HONOURED.items():
             found = self.options.values.get("proxy" if key == "proxycommand" else key)
             if found and found[0] == key and found[1].lower() not in _OFF_VALUES:
                 hint = "; use ProxyJump" if key == "proxycommand" else ""
                 self.notes.append(f"{label} is not supported (ignored{hint})")
-        return SshSettings(hostname=hostname, user=user, port=port, identity_file=identity, proxy_jump=jump,
-                           ignored=tuple(dict.fromkeys(self.notes)),
-                           identity_files=tuple(self.options.identity_files))
+        return SshSettings(
+            hostname=hostname,
+            user=user,
+            port=port,
+            identity_file=identity,
+            proxy_jump=jump,
+            ignored=tuple(dict.fromkeys(self.notes)),
+            identity_files=tuple(self.options.identity_files),
+        )
 
     def _identity(self, written: str, hostname: str, user: str | None, port: int | None) -> str:
         try:
-            return expand_tokens(os.path.expanduser(written),
-                                 connection_tokens(hostname, self.alias, user, port), "IdentityFile")
+            return expand_tokens(
+                os.path.expanduser(written), connection_tokens(hostname, self.alias, user, port), "IdentityFile"
+            )
         except TokenError as exc:
             raise SshConfigError(f"cannot apply ssh config to {self.alias!r}: {exc}") from None

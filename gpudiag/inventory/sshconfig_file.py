@@ -1,6 +1,7 @@
 """ssh config files read as OpenSSH reads them: one keyword and its arguments a line (`Key value`,
 `Key=value`, double or single quotes, `#` comments), and `Include` expanded into the files it names
 (globs in lexical order, `~`, paths relative to ~/.ssh). Evaluation lives in sshconfig.py."""
+
 from __future__ import annotations
 
 import glob
@@ -20,11 +21,11 @@ class SshConfigError(ValueError):
 
 @dataclass
 class Directive:
-    keyword: str                   # lower case, as OpenSSH compares them
+    keyword: str  # lower case, as OpenSSH compares them
     args: list[str]
     file: str
     line: int
-    included: list["ConfigFile"] = field(default_factory=list)   # Include only: the files it names
+    included: list["ConfigFile"] = field(default_factory=list)  # Include only: the files it names
 
     @property
     def where(self) -> str:
@@ -68,7 +69,7 @@ def _directives(text: str, name: str, depth: int) -> list[Directive]:
             raise SshConfigError(f"{name}:{number}: cannot read ssh config line {stripped[:80]!r}")
         args = split_args(match.group("rest"), f"{name}:{number}")
         directive = Directive(match.group("key").lower(), args, name, number)
-        if not args:   # OpenSSH refuses a keyword without a value
+        if not args:  # OpenSSH refuses a keyword without a value
             raise SshConfigError(f"{name}:{number}: cannot read ssh config: {match.group('key')} has no value")
         if directive.keyword == "include":
             directive.included = _include(directive, depth)
@@ -122,7 +123,7 @@ def _include(directive: Directive, depth: int) -> list[ConfigFile]:
         expanded = os.path.expanduser(pattern)
         if not os.path.isabs(expanded):
             expanded = str(Path.home() / ".ssh" / expanded)
-        for found in sorted(glob.glob(expanded)):   # glob(3) order: lexical; no match is no error
+        for found in sorted(glob.glob(expanded)):  # glob(3) order: lexical; no match is no error
             if os.path.isdir(found):
                 continue
             files.append(_read(Path(found), depth + 1))

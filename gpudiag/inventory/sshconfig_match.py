@@ -2,6 +2,7 @@
 all, canonical, final, exec) and %-tokens. `Match exec` runs its command as ssh does: through the
 user's $SHELL (`/bin/sh` when unset) with `-c`, stdin and stdout on /dev/null; exit 0 means match.
 gpudiag adds a time limit, so a hanging command reads as no match, with a note."""
+
 from __future__ import annotations
 
 import getpass
@@ -29,8 +30,7 @@ class TokenError(ValueError):
 @lru_cache(maxsize=4096)
 def _pattern(pattern: str) -> re.Pattern[str]:
     # OpenSSH patterns know `*` and `?` only: `[` is an ordinary character.
-    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern),
-                      re.DOTALL)
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.DOTALL)
 
 
 def match_pattern(text: str, pattern: str) -> bool:
@@ -66,7 +66,7 @@ def host_line_matches(host: str, args: list[str]) -> bool:
 def local_user() -> str:
     try:
         return getpass.getuser()
-    except (KeyError, OSError):   # no passwd entry and no LOGNAME: OpenSSH would refuse; keep a stable name
+    except (KeyError, OSError):  # no passwd entry and no LOGNAME: OpenSSH would refuse; keep a stable name
         return str(os.getuid())
 
 
@@ -83,7 +83,7 @@ def expand_tokens(text: str, values: dict[str, str], what: str) -> str:
             out.append(c)
             i += 1
             continue
-        token = text[i + 1:i + 2]
+        token = text[i + 1 : i + 2]
         if token == "%":
             out.append("%")
         elif token in values:
@@ -99,18 +99,28 @@ def connection_tokens(hostname: str, original: str, user: str | None, port: int 
     local = local_hostname()
     remote_user = user or local_user()
     port_text = str(port or DEFAULT_PORT)
-    return {"h": hostname, "n": original, "r": remote_user, "p": port_text, "u": local_user(),
-            "d": str(Path.home()), "l": local, "L": local.split(".")[0], "i": str(os.getuid()),
-            "k": original,   # HostKeyAlias (not honoured) else the host as given
-            "C": hashlib.sha1(f"{local}{hostname}{port_text}{remote_user}".encode()).hexdigest()}
+    return {
+        "h": hostname,
+        "n": original,
+        "r": remote_user,
+        "p": port_text,
+        "u": local_user(),
+        "d": str(Path.home()),
+        "l": local,
+        "L": local.split(".")[0],
+        "i": str(os.getuid()),
+        "k": original,  # HostKeyAlias (not honoured) else the host as given
+        "C": hashlib.sha1(f"{local}{hostname}{port_text}{remote_user}".encode()).hexdigest(),
+    }
 
 
 @dataclass
 class MatchContext:
     """What a Match line is evaluated against, at the point of the file where it stands."""
-    host: str                 # HostName so far (with %h expanded), else the host as given
-    original: str             # the host as given (alias)
-    user: str | None          # User so far (or given on the command line)
+
+    host: str  # HostName so far (with %h expanded), else the host as given
+    original: str  # the host as given (alias)
+    user: str | None  # User so far (or given on the command line)
     port: int | None
     final_pass: bool
     notes: list[str] = field(default_factory=list)
@@ -128,7 +138,7 @@ def match_line(directive: Directive, ctx: MatchContext, evaluate_exec: bool = Tr
         negated = word.startswith("!")
         name = (word[1:] if negated else word).lower()
         if name not in CRITERIA:
-            if not result:   # an earlier criterion already failed: this one cannot change the answer
+            if not result:  # an earlier criterion already failed: this one cannot change the answer
                 return False
             ctx.notes.append(f"{directive.where}: Match {name} is not supported (the block is not applied)")
             return False
@@ -143,7 +153,7 @@ def match_line(directive: Directive, ctx: MatchContext, evaluate_exec: bool = Tr
                 return False
             value, i = args[i + 1], i + 2
             if name == "exec":
-                if not result or not evaluate_exec:   # OpenSSH skips exec once an earlier criterion failed
+                if not result or not evaluate_exec:  # OpenSSH skips exec once an earlier criterion failed
                     continue
                 matched = _run_exec(value, directive, ctx)
             else:
@@ -160,26 +170,31 @@ def _criterion(name: str, patterns: str, ctx: MatchContext) -> bool:
         return match_pattern_list(ctx.original, patterns) == 1
     if name == "user":
         return match_pattern_list(ctx.user or local_user(), patterns) == 1
-    return match_pattern_list(local_user(), patterns) == 1   # localuser
+    return match_pattern_list(local_user(), patterns) == 1  # localuser
 
 
 def _run_exec(command: str, directive: Directive, ctx: MatchContext) -> bool:
     try:
-        expanded = expand_tokens(command, connection_tokens(ctx.host, ctx.original, ctx.user, ctx.port),
-                                 "Match exec")
+        expanded = expand_tokens(command, connection_tokens(ctx.host, ctx.original, ctx.user, ctx.port), "Match exec")
     except TokenError as exc:
         ctx.notes.append(f"{directive.where}: {exc} (the block is not applied)")
         return False
     shell = os.environ.get("SHELL") or "/bin/sh"
     try:
-        done = subprocess.run([shell, "-c", expanded], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=EXEC_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            [shell, "-c", expanded],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=EXEC_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        ctx.notes.append(f"{directive.where}: Match exec {command!r} ran past {EXEC_TIMEOUT_S:.0f} s "
-                         f"(taken as no match)")
+        ctx.notes.append(
+            f"{directive.where}: Match exec {command!r} ran past {EXEC_TIMEOUT_S:.0f} s (taken as no match)"
+        )
         return False
     except OSError as exc:
-        ctx.notes.append(f"{directive.where}: Match exec could not start {shell}: {exc.strerror} "
-                         f"(taken as no match)")
+        ctx.notes.append(f"{directive.where}: Match exec could not start {shell}: {exc.strerror} (taken as no match)")
         return False
     return done.returncode == 0

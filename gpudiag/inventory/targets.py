@@ -1,5 +1,6 @@
 """Command-line targets → Hosts: inventory groups and hosts, host ranges, Ansible patterns
 (`a:b`, `group:!host`, `a:&b`, wildcards), ad-hoc hosts, and `--limit`."""
+
 from __future__ import annotations
 
 import fnmatch
@@ -16,8 +17,13 @@ from gpudiag.models import Host, safe_file_name
 TYPO_CUTOFF = 0.8
 
 
-def resolve_targets(targets: list[str], inventory: Inventory | None, python: str | None = None,
-                    ssh_config: SshConfig | None = None, limit: str | None = None) -> list[Host]:
+def resolve_targets(
+    targets: list[str],
+    inventory: Inventory | None,
+    python: str | None = None,
+    ssh_config: SshConfig | None = None,
+    limit: str | None = None,
+) -> list[Host]:
     """Each target as inventory group, host, range or pattern, or ad-hoc host; duplicates removed, order
     kept; `limit` (a pattern, or @FILE of host names) keeps only the hosts it also selects.
 
@@ -30,8 +36,7 @@ def resolve_targets(targets: list[str], inventory: Inventory | None, python: str
         for host in resolver.resolve(target):
             if python:
                 moot = inventory is not None and host.name in inventory.python_skips
-                host = host.with_(python=python, python_explicit=True,
-                                  skip_reason=None if moot else host.skip_reason)
+                host = host.with_(python=python, python_explicit=True, skip_reason=None if moot else host.skip_reason)
             _add_unique(by_name, host)
     selected = list(by_name.values())
     if limit is not None:
@@ -48,7 +53,7 @@ def _add_unique(by_name: dict[str, Host], host: Host) -> None:
     name, n = host.name, 2
     while name in by_name:
         if by_name[name] == host.with_(name=name):
-            return   # the same host, selected again
+            return  # the same host, selected again
         name, n = f"{host.name}-{n}", n + 1
     by_name[name] = host.with_(name=name)
 
@@ -56,8 +61,9 @@ def _add_unique(by_name: dict[str, Host], host: Host) -> None:
 @dataclass(frozen=True)
 class _Pick:
     """A host a pattern term selects, by the name its Host will carry, before it is resolved."""
+
     name: str
-    key: str             # the inventory name, or the ad-hoc target as written
+    key: str  # the inventory name, or the ad-hoc target as written
     in_inventory: bool
 
 
@@ -120,8 +126,10 @@ class _Resolver:
         if inv is not None and may_be_typo(target) and target not in self.ssh.aliases():
             hint = self._suggest(target, TYPO_CUTOFF)
             if hint:
-                raise InventoryError(f"target {target!r} is not a host or group in {inv.path}{hint}; "
-                                     f"write {target}:22 to reach it as a plain ssh host")
+                raise InventoryError(
+                    f"target {target!r} is not a host or group in {inv.path}{hint}; "
+                    f"write {target}:22 to reach it as a plain ssh host"
+                )
         return parse_adhoc(target, ssh_config=self.ssh)
 
     def _pattern(self, pattern: str) -> list[Host]:
@@ -129,14 +137,17 @@ class _Resolver:
         Names are combined first; only the hosts left are resolved (ssh config applied)."""
         terms = split_pattern(pattern)
         plain = [t for t in terms if not t.op]
-        picks = [p for t in plain for p in self._term_picks(t.text, pattern)] if plain \
-            else self._term_picks("all", pattern)
+        picks = (
+            [p for t in plain for p in self._term_picks(t.text, pattern)] if plain else self._term_picks("all", pattern)
+        )
         for term in [t for t in terms if t.op == "&"] + [t for t in terms if t.op == "!"]:
             names = self._term_names(term, pattern, [p.name for p in picks])
             picks = [p for p in picks if (p.name in names) == (term.op == "&")]
         unique = {p.name: p for p in picks}.values()
-        return [self.inventory.hosts[p.key] if p.in_inventory and self.inventory is not None
-                else self._adhoc(p.key) for p in unique]
+        return [
+            self.inventory.hosts[p.key] if p.in_inventory and self.inventory is not None else self._adhoc(p.key)
+            for p in unique
+        ]
 
     def _term_picks(self, text: str, pattern: str) -> list[_Pick]:
         exact = self._exact_names(text)
@@ -153,8 +164,9 @@ class _Resolver:
         if has_range(text):
             return [p for name in expand_range(text) for p in self._term_picks(name, pattern)]
         where = f"target {text!r}:" if text == pattern else f"pattern {pattern!r}: {text!r} is"
-        raise InventoryError(f"{where} not {self._known_kinds()}a host name or [user@]host[:port]"
-                             f"{self._suggest(text, 0.6)}")
+        raise InventoryError(
+            f"{where} not {self._known_kinds()}a host name or [user@]host[:port]{self._suggest(text, 0.6)}"
+        )
 
     def _term_names(self, term: Term, pattern: str, candidates: list[str]) -> set[str]:
         """The host names a `&`/`!` term (or a --limit term) stands for; candidates: names so far."""
@@ -165,8 +177,11 @@ class _Resolver:
         if is_wildcard(text):
             found = {name for name in candidates if fnmatch.fnmatchcase(name, text)}
             if self.inventory is not None:
-                found |= {safe_file_name(h) for n in self._wildcard(text, pattern, required=False)
-                          for h in self._exact_names(n) or []}
+                found |= {
+                    safe_file_name(h)
+                    for n in self._wildcard(text, pattern, required=False)
+                    for h in self._exact_names(n) or []
+                }
             return found
         names = expand_range(text) if has_range(text) else [text]
         return {safe_file_name(n) for n in names}
@@ -192,8 +207,7 @@ class _Resolver:
         terms = split_pattern(limit)
         plain = [t for t in terms if not t.op]
         candidates = [h.name for h in selected]
-        keep = set().union(*(self._term_names(t, limit, candidates) for t in plain)) if plain \
-            else set(candidates)
+        keep = set().union(*(self._term_names(t, limit, candidates) for t in plain)) if plain else set(candidates)
         for term in terms:
             if term.op:
                 names = self._term_names(term, limit, candidates)

@@ -1,5 +1,6 @@
 """The answers block every report opens with: one line per question when the hosts agree, a per-host table when
 they differ, and the coverage line ("N of M questions answered on K hosts")."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,41 +20,59 @@ class AnswerGroup:
     hosts: tuple[str, ...]
 
     def command(self) -> str:
-        return self.answer.command.replace("HOST", " ".join(self.hosts[:MAX_NAMED_HOSTS])) if self.answer.command \
-            else ""
+        return (
+            self.answer.command.replace("HOST", " ".join(self.hosts[:MAX_NAMED_HOSTS])) if self.answer.command else ""
+        )
 
 
 @dataclass(frozen=True)
 class AnswerSet:
-    per_host: dict[str, list[Answer]]          # hosts that gave data
+    per_host: dict[str, list[Answer]]  # hosts that gave data
     questions: tuple[tuple[str, str, tuple[AnswerGroup, ...]], ...]
-    unreached: tuple[tuple[str, str], ...] = ()   # (host, why): every question unchecked there
+    unreached: tuple[tuple[str, str], ...] = ()  # (host, why): every question unchecked there
 
     @property
     def coverage(self) -> str:
         text = coverage_line(self.per_host)
-        return text + (f"; {len(self.unreached)} host{'s' if len(self.unreached) != 1 else ''} not reached"
-                       if self.unreached else "")
+        return text + (
+            f"; {len(self.unreached)} host{'s' if len(self.unreached) != 1 else ''} not reached"
+            if self.unreached
+            else ""
+        )
 
     @property
     def unchecked(self) -> bool:
-        return bool(self.unreached) or any(a.status != "answered" for answers in self.per_host.values()
-                                           for a in answers)
+        return bool(self.unreached) or any(
+            a.status != "answered" for answers in self.per_host.values() for a in answers
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"coverage": self.coverage,
-                "unreached_hosts": [{"name": name, "reason": why} for name, why in self.unreached],
-                "questions": [
-            {"id": qid, "question": question, "answers": [
-                dict(g.answer.to_dict(), hosts=list(g.hosts), command=g.command()) for g in groups]}
-            for qid, question, groups in self.questions]}
+        return {
+            "coverage": self.coverage,
+            "unreached_hosts": [{"name": name, "reason": why} for name, why in self.unreached],
+            "questions": [
+                {
+                    "id": qid,
+                    "question": question,
+                    "answers": [dict(g.answer.to_dict(), hosts=list(g.hosts), command=g.command()) for g in groups],
+                }
+                for qid, question, groups in self.questions
+            ],
+        }
 
 
 def answer_set(run: LoadedRun) -> AnswerSet:
     reached = [h for h in run.hosts if h.probes]
-    unreached = tuple((h.name, f"not checked — the host was not reached ({h.status}: {h.reason or '-'})"
-                       if h.status != "ok" else "not checked — the host returned no probe data")
-                      for h in run.hosts if not h.probes)
+    unreached = tuple(
+        (
+            h.name,
+            f"not checked — the host was not reached ({h.status}: {h.reason or '-'})"
+            if h.status != "ok"
+            else "not checked — the host returned no probe data",
+        )
+        for h in run.hosts
+        if not h.probes
+    )
     per_host = {h.name: host_answers(h) for h in reached}
     questions = []
     for index, (qid, question) in enumerate(QUESTIONS):
@@ -87,8 +106,10 @@ def markdown_block(answers: AnswerSet) -> list[str]:
             lines.append(f"- **{qid}** {md(question)} — {md(g.answer.text, 1200)} ({md(host_list(g.hosts))})")
             continue
         for i, g in enumerate(groups):
-            differing.append(f"| {qid + ' ' + md(question) if i == 0 else ' '} | {md(host_list(g.hosts))} | "
-                             f"{md(g.answer.text, 1200)} |")
+            differing.append(
+                f"| {qid + ' ' + md(question) if i == 0 else ' '} | {md(host_list(g.hosts))} | "
+                f"{md(g.answer.text, 1200)} |"
+            )
     if differing:
         lines += ["", "Where the hosts differ:", "", "| question | hosts | answer |", "|---|---|---|"] + differing
     return lines + [""]
@@ -97,7 +118,7 @@ def markdown_block(answers: AnswerSet) -> list[str]:
 def console_rows(answers: AnswerSet) -> list[tuple[str, str, str]]:
     """(question, hosts, answer) rows for the console table; text is plain (the caller makes it rich Text)."""
     rows = [("all", name, f"every question {why}") for name, why in answers.unreached]
-    for qid, question, groups in answers.questions:
+    for qid, _question, groups in answers.questions:
         for g in groups:
             rows.append((qid, host_list(g.hosts), g.answer.text))
     return rows

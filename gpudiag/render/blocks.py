@@ -1,4 +1,5 @@
 """Markdown building blocks shared by the report's sections: escaped cells, tables, fenced snippets."""
+
 from __future__ import annotations
 
 import os
@@ -47,14 +48,15 @@ def merge_columns(rows: Sequence[Sequence[Any]], first: int = 1) -> list[tuple[A
     header lists them: "GPU 4, 5, 7"."""
     header, *body = rows
     if not body or any(len(row) != len(header) for row in body):
-        return [tuple(row) for row in rows]     # nothing to compare, or a ragged table: shown as it is
+        return [tuple(row) for row in rows]  # nothing to compare, or a ragged table: shown as it is
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i in range(first, len(header)):
         groups.setdefault(tuple(row[i] for row in body), []).append(i)
     keep = [g[0] for g in groups.values()]
     names = {g[0]: _joined([str(header[i]) for i in g]) for g in groups.values()}
-    return [tuple(header[:first]) + tuple(names[i] for i in keep)] + \
-        [tuple(row[:first]) + tuple(row[i] for i in keep) for row in body]
+    return [tuple(header[:first]) + tuple(names[i] for i in keep)] + [
+        tuple(row[:first]) + tuple(row[i] for i in keep) for row in body
+    ]
 
 
 def _joined(headers: list[str]) -> str:
@@ -63,4 +65,4 @@ def _joined(headers: list[str]) -> str:
         return headers[0]
     prefix = headers[0][: len(os.path.commonprefix(headers))]
     prefix = prefix[: prefix.rfind(" ") + 1]
-    return headers[0] + "".join(", " + h[len(prefix):] for h in headers[1:])
+    return headers[0] + "".join(", " + h[len(prefix) :] for h in headers[1:])

@@ -4,6 +4,7 @@ Rich progress on a terminal, with a line per running host showing its current st
 cell); one plain line per host and per progress event otherwise (CI logs, pipes, TERM=dumb). NO_COLOR is
 honoured by rich itself.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -19,14 +20,17 @@ from gpudiag.render.safe_text import console as safe
 from gpudiag.transports.events import HostEvent
 
 STATUS_STYLE = {OK: "green", "timeout": "yellow", "interrupted": "yellow", "probe_error": "yellow"}
-MAX_HOST_ROWS = 12   # running hosts shown with their current step; more would push the bar off screen
+MAX_HOST_ROWS = 12  # running hosts shown with their current step; more would push the bar off screen
 
 
 def describe_event(event: HostEvent) -> str:
     """One line for a host's progress event, every host string made safe for the terminal."""
     probe, what = safe(event.probe, 60), safe(event.what, 80)
-    count = f" {event.i}/{event.n}" if event.i is not None and event.n is not None else (
-        f" {event.i}" if event.i is not None else "")
+    count = (
+        f" {event.i}/{event.n}"
+        if event.i is not None and event.n is not None
+        else (f" {event.i}" if event.i is not None else "")
+    )
     if event.step == "probe":
         text = f"probe{count} {probe} {event.state}"
     else:
@@ -55,8 +59,14 @@ class ScanProgress:
 
     def __enter__(self) -> "ScanProgress":
         if self.live:
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[note]}"),
-                                      TimeElapsedColumn(), console=self.console, transient=True)
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[note]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
             self._progress.__enter__()
             self._task = self._progress.add_task("[bold]scan", total=self.total, note=self._count_note())
         return self
@@ -71,8 +81,9 @@ class ScanProgress:
     def host_started(self, host: Host) -> None:
         if self._progress is not None and len(self._host_rows) < MAX_HOST_ROWS:
             # Host names come from inventories and hosts: escaped, never read as rich markup.
-            self._host_rows[host.name] = self._progress.add_task(f"  {escape(safe(host.name, 40))}",
-                                                                 total=None, note="connecting")
+            self._host_rows[host.name] = self._progress.add_task(
+                f"  {escape(safe(host.name, 40))}", total=None, note="connecting"
+            )
 
     def host_event(self, host: Host, event: HostEvent) -> None:
         """A step on a host began or ended: the host's row shows it, or one plain line says it."""
@@ -82,8 +93,7 @@ class ScanProgress:
             if row is not None:
                 self._progress.update(row, note=escape(text))
         elif not self.quiet:
-            self.console.print(f"{safe(host.name, 80)}: {text}", markup=False, highlight=False,
-                               soft_wrap=True)
+            self.console.print(f"{safe(host.name, 80)}: {text}", markup=False, highlight=False, soft_wrap=True)
 
     def host_done(self, result: HostResult) -> None:
         self.done += 1
@@ -94,16 +104,23 @@ class ScanProgress:
             if row is not None:
                 self._progress.remove_task(row)
             self._progress.update(self._task, advance=1, note=self._count_note())
-            if result.status != OK:   # failures scroll above the bar as they happen
-                self._progress.console.print(f"{safe(result.name)}: {safe(result.status)} — {safe(result.reason)}",
-                                             markup=False,
-                                             highlight=False, style=STATUS_STYLE.get(result.status, "red"))
+            if result.status != OK:  # failures scroll above the bar as they happen
+                self._progress.console.print(
+                    f"{safe(result.name)}: {safe(result.status)} — {safe(result.reason)}",
+                    markup=False,
+                    highlight=False,
+                    style=STATUS_STYLE.get(result.status, "red"),
+                )
         elif not self.quiet:
             reason = f" — {safe(result.reason)}" if result.reason else ""
             # One plain line per host (CI logs, pipes): no markup, no wrapping, so grep sees whole lines.
-            self.console.print(f"[{self.done}/{self.total}] {safe(result.name)}: {safe(result.status)} "
-                               f"({result.duration_s:.1f} s){reason}", markup=False, highlight=False,
-                               soft_wrap=True)
+            self.console.print(
+                f"[{self.done}/{self.total}] {safe(result.name)}: {safe(result.status)} "
+                f"({result.duration_s:.1f} s){reason}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 def summary_table(results: Sequence[HostResult], title: str) -> Table:
@@ -114,6 +131,11 @@ def summary_table(results: Sequence[HostResult], title: str) -> Table:
         probes = ", ".join(f"{k}:{v.status}" for k, v in r.probes.items()) or "-"
         style = STATUS_STYLE.get(r.status, "red")
         # Names, probe names and reasons come from hosts: cleaned (no escapes, capped) plain Text, never markup.
-        table.add_row(Text(safe(r.name)), Text(safe(r.status), style=style), f"{r.duration_s:.1f}s",
-                      Text(safe(probes, 2000)), Text(safe(r.reason or "")))
+        table.add_row(
+            Text(safe(r.name)),
+            Text(safe(r.status), style=style),
+            f"{r.duration_s:.1f}s",
+            Text(safe(probes, 2000)),
+            Text(safe(r.reason or "")),
+        )
     return table

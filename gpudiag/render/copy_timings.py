@@ -1,6 +1,7 @@
 """The appendix's copy-timing section: one table with a column per device (eager and graph-replay timings with
 their spread), the best strategy against the installed baseline, the installed variants and env gates, the size
 sweep and host→device."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
@@ -14,10 +15,12 @@ from gpudiag.render.safe_text import md
 STRATEGIES = ("installed", "loop", "grouped_foreach", "grouped_foreach_dma_split", "packed")
 NOISY_MARK = "~"
 # What each timing method measures, as the methodology states it.
-METHOD_TEXT = {"cuda_events": "CUDA events around the eager iterations",
-               "cuda_graph_replay": "graph replay (CUDA events around replays of a captured graph, divided by the "
-                                    "copies it holds)",
-               "perf_counter": "perf_counter wall time (CPU, or host→device with a synchronize after each sample)"}
+METHOD_TEXT = {
+    "cuda_events": "CUDA events around the eager iterations",
+    "cuda_graph_replay": "graph replay (CUDA events around replays of a captured graph, divided by the "
+    "copies it holds)",
+    "perf_counter": "perf_counter wall time (CPU, or host→device with a synchronize after each sample)",
+}
 
 
 def copy_section(host: HostResult, charts: Mapping[str, str]) -> list[str]:
@@ -25,20 +28,31 @@ def copy_section(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     if not gpus:
         return []
     data = as_dict(probe(host, "copy_bench"))
-    lines = ["#### Copy timings", "", f"Method: {md(data.get('method') or '-')}; {_samples_text(timings(data))}. "
-             f"One column per device (devices that read the same share one); a cell is the median (p10–p90) "
-             f"eager, then / inside a replayed graph; "
-             f"{NOISY_MARK} marks a noisy timing (cv > {NOISY_CV:.0%} or flagged by the probe).", ""]
+    lines = [
+        "#### Copy timings",
+        "",
+        f"Method: {md(data.get('method') or '-')}; {_samples_text(timings(data))}. "
+        f"One column per device (devices that read the same share one); a cell is the median (p10–p90) "
+        f"eager, then / inside a replayed graph; "
+        f"{NOISY_MARK} marks a noisy timing (cv > {NOISY_CV:.0%} or flagged by the probe).",
+        "",
+    ]
     lines += _installed_line(as_dict(data.get("installed"))) + _paths_line(as_dict(dig(data, "summary", "paths")))
     measured = [g for g in gpus if g.get("status", "ok") == "ok"]
-    lines += [f"- {md(device_label(g))}: **{md(g.get('status'))}** — {md(g.get('reason') or 'no reason recorded')}"
-              for g in gpus if g not in measured]
+    lines += [
+        f"- {md(device_label(g))}: **{md(g.get('status'))}** — {md(g.get('reason') or 'no reason recorded')}"
+        for g in gpus
+        if g not in measured
+    ]
     if measured:
         lines += ([""] if len(measured) < len(gpus) else []) + _devices(measured)
     lines += _outliers(as_list(data.get("outliers")))
     if charts.get(f"copy:{host.name}"):
-        lines += [f"![copy time vs size, {md(host.name)}]({md(charts[f'copy:{host.name}'])})",
-                  f"*{md(charts.get(f'copy:{host.name}:caption') or COPY_CAPTION)}*", ""]
+        lines += [
+            f"![copy time vs size, {md(host.name)}]({md(charts[f'copy:{host.name}'])})",
+            f"*{md(charts.get(f'copy:{host.name}:caption') or COPY_CAPTION)}*",
+            "",
+        ]
     return lines
 
 
@@ -63,7 +77,9 @@ def _with_nested(timing: dict[str, Any]) -> list[dict[str, Any]]:
     for variant in as_dict(timing.get("variants")).values():
         found += [as_dict(variant), as_dict(dig(variant, "graph"))]
     for gate in as_dict(timing.get("env")).values():
-        found += [as_dict(dig(gate, k)) for k in ("on", "off")] + [as_dict(dig(gate, k, "graph")) for k in ("on", "off")]
+        found += [as_dict(dig(gate, k)) for k in ("on", "off")] + [
+            as_dict(dig(gate, k, "graph")) for k in ("on", "off")
+        ]
     return found
 
 
@@ -83,11 +99,19 @@ def _installed_line(installed: dict[str, Any]) -> list[str]:
     if not installed:
         return []
     modules = ", ".join(f"`{m}`" for m in as_list(installed.get("modules")) if isinstance(m, str))
-    where = (f"`_grouped_foreach_copy_` timed from {modules}" if modules else
-             "no `_grouped_foreach_copy_` definition to time")
+    where = (
+        f"`_grouped_foreach_copy_` timed from {modules}"
+        if modules
+        else "no `_grouped_foreach_copy_` definition to time"
+    )
     pairs = ", ".join(_pair(name, pair) for name, pair in sorted(as_dict(installed.get("dtype_pairs")).items()))
-    return [f"Installed sglang {installed.get('release') or 'release unknown'}: {where} (modules from "
-            f"{installed.get('modules_from') or '-'})" + (f"; buffer dtypes of this release: {pairs}" if pairs else "") + ".", ""]
+    return [
+        f"Installed sglang {installed.get('release') or 'release unknown'}: {where} (modules from "
+        f"{installed.get('modules_from') or '-'})"
+        + (f"; buffer dtypes of this release: {pairs}" if pairs else "")
+        + ".",
+        "",
+    ]
 
 
 class Notes:
@@ -103,19 +127,26 @@ class Notes:
         return f"[{self.texts.index(text) + 1}]"
 
     def lines(self) -> list[str]:
-        return [f"[{i}] {text}" + ("  " if i < len(self.texts) else "") for i, text in enumerate(self.texts, 1)] + \
-            ([""] if self.texts else [])
+        return [f"[{i}] {text}" + ("  " if i < len(self.texts) else "") for i, text in enumerate(self.texts, 1)] + (
+            [""] if self.texts else []
+        )
 
 
 def _paths_line(paths: dict[str, Any]) -> list[str]:
     """Per path, across devices: how often each strategy was best and the largest saving vs installed."""
     parts = []
     for path, entry in sorted(paths.items()):
-        best = ", ".join(f"{name} ×{count}" for name, count in sorted(as_dict(dig(entry, "best")).items(),
-                                                                       key=lambda kv: (-(number(kv[1]) or 0), kv[0])))
+        best = ", ".join(
+            f"{name} ×{count}"
+            for name, count in sorted(
+                as_dict(dig(entry, "best")).items(), key=lambda kv: (-(number(kv[1]) or 0), kv[0])
+            )
+        )
         saving = number(dig(entry, "max_saving_vs_installed_us"))
-        parts.append(f"{path}: best {best or '-'}" + (f", up to {fmt_us(saving)} saved vs installed"
-                                                       if saving is not None else ""))
+        parts.append(
+            f"{path}: best {best or '-'}"
+            + (f", up to {fmt_us(saving)} saved vs installed" if saving is not None else "")
+        )
     return [f"Across devices — {'; '.join(parts)}.", ""] if parts else []
 
 
@@ -146,10 +177,14 @@ def _devices(gpus: list[dict[str, Any]]) -> list[str]:
                 continue
             for label, text in _strategy_cells(as_dict(w.get("strategies")), notes):
                 cells.setdefault((name, label), {})[i] = text
-            entry = summary.setdefault(name, {"fields": len(as_list(w.get("fields"))),
-                                              "bytes": fmt_bytes(w.get("total_bytes")), "casts": _casts(w)})
-            entry[i] = f"{w.get('best')}, saves {fmt_us(w.get('saving_vs_installed_us'))} " \
-                       f"({_baseline(as_dict(w.get('installed_baseline')), notes)})"
+            entry = summary.setdefault(
+                name,
+                {"fields": len(as_list(w.get("fields"))), "bytes": fmt_bytes(w.get("total_bytes")), "casts": _casts(w)},
+            )
+            entry[i] = (
+                f"{w.get('best')}, saves {fmt_us(w.get('saving_vs_installed_us'))} "
+                f"({_baseline(as_dict(w.get('installed_baseline')), notes)})"
+            )
     columns = tuple(_column(g) for g in gpus)
     rows: list[tuple[Any, ...]] = [("workload", "strategy") + columns]
     previous = None
@@ -158,10 +193,16 @@ def _devices(gpus: list[dict[str, Any]]) -> list[str]:
         previous = name
     lines = head + table(merge_columns(rows, 2))
     if summary:
-        lines += table(merge_columns(
-            [("workload", "fields", "bytes", "casts (src → dst)") + tuple(f"best on {c}" for c in columns)]
-            + [(name, e["fields"], e["bytes"], e["casts"]) + tuple(e.get(i, "-") for i in range(len(gpus)))
-               for name, e in summary.items()], 4))
+        lines += table(
+            merge_columns(
+                [("workload", "fields", "bytes", "casts (src → dst)") + tuple(f"best on {c}" for c in columns)]
+                + [
+                    (name, e["fields"], e["bytes"], e["casts"]) + tuple(e.get(i, "-") for i in range(len(gpus)))
+                    for name, e in summary.items()
+                ],
+                4,
+            )
+        )
     return lines + notes.lines() + _sweep(gpus) + _said_once(gpus, _split_text) + _said_once(gpus, _h2d_text)
 
 
@@ -178,8 +219,12 @@ def _strategy_cells(strategies: dict[str, Any], notes: Notes) -> list[tuple[str,
             if module != timing.get("module"):
                 out.append((f"installed variant {module}", _cell(as_dict(variant), notes)))
         for failed in as_list(timing.get("not_loaded")):
-            out.append((f"installed variant {dig(failed, 'module') or '-'}",
-                        f"not loaded {notes.cite(str(dig(failed, 'reason') or 'no reason recorded'))}"))
+            out.append(
+                (
+                    f"installed variant {dig(failed, 'module') or '-'}",
+                    f"not loaded {notes.cite(str(dig(failed, 'reason') or 'no reason recorded'))}",
+                )
+            )
         for gate, both in sorted(as_dict(timing.get("env")).items()):
             host_value = dig(both, "host_value")
             sides = [(value, as_dict(dig(both, side))) for side, value in (("on", "1"), ("off", "0"))]
@@ -187,8 +232,12 @@ def _strategy_cells(strategies: dict[str, Any], notes: Notes) -> list[tuple[str,
                 out.append((f"installed, {gate}=1 or 0", "same as installed (within p10–p90)"))
                 continue
             for value, gated in sides:
-                out.append((f"installed, {gate}={value} (host: {'unset' if host_value is None else host_value})",
-                            _cell(gated, notes)))
+                out.append(
+                    (
+                        f"installed, {gate}={value} (host: {'unset' if host_value is None else host_value})",
+                        _cell(gated, notes),
+                    )
+                )
     return out
 
 
@@ -231,8 +280,11 @@ def _bare(value: Any) -> str:
 
 
 def _casts(workload: dict[str, Any]) -> str:
-    casts = [f"{f.get('name')} {f.get('src_dtype')} → {f.get('dtype')}" for f in as_list(workload.get("fields"))
-             if isinstance(f, dict) and f.get("src_dtype") and f.get("src_dtype") != f.get("dtype")]
+    casts = [
+        f"{f.get('name')} {f.get('src_dtype')} → {f.get('dtype')}"
+        for f in as_list(workload.get("fields"))
+        if isinstance(f, dict) and f.get("src_dtype") and f.get("src_dtype") != f.get("dtype")
+    ]
     return ", ".join(casts) or "none"
 
 
@@ -256,9 +308,12 @@ def _said_once(gpus: list[dict[str, Any]], text_of: Any) -> list[str]:
 
 
 def _split_text(gpu: dict[str, Any]) -> str:
-    return (f"Split: crossover {fmt_bytes(gpu.get('crossover_bytes'))}, recommended split "
-            f"{fmt_bytes(gpu.get('recommended_split_bytes'))}" + (f" — {md(gpu['split_reason'])}"
-                                                                   if gpu.get("split_reason") else "") + ".")
+    return (
+        f"Split: crossover {fmt_bytes(gpu.get('crossover_bytes'))}, recommended split "
+        f"{fmt_bytes(gpu.get('recommended_split_bytes'))}"
+        + (f" — {md(gpu['split_reason'])}" if gpu.get("split_reason") else "")
+        + "."
+    )
 
 
 def _sweep(gpus: list[dict[str, Any]]) -> list[str]:
@@ -289,17 +344,19 @@ def _faster(copy: dict[str, Any], foreach: dict[str, Any]) -> str:
     c10, c90, f10, f90 = (number(t.get(k)) for t in (copy, foreach) for k in ("p10_us", "p90_us"))
     if None in (c10, c90, f10, f90):
         return "-"
-    if c90 < f10:                           # type: ignore[operator]
+    if c90 < f10:  # type: ignore[operator]
         return "copy_()"
-    return "foreach" if f90 < c10 else "overlap"   # type: ignore[operator]
+    return "foreach" if f90 < c10 else "overlap"  # type: ignore[operator]
 
 
 def _h2d_text(gpu: dict[str, Any]) -> str:
     h2d = as_dict(gpu.get("h2d"))
     if not h2d:
         return f"Host→device: {md(gpu.get('h2d_reason') or 'not measured')}."
-    parts = [f"{label} {spread(as_dict(h2d.get(key))) if h2d.get(key) else fmt_us(h2d.get(key + '_us'))}"
-             for label, key in (("pinned", "pinned"), ("pageable", "pageable"), ("synchronize", "sync"))]
+    parts = [
+        f"{label} {spread(as_dict(h2d.get(key))) if h2d.get(key) else fmt_us(h2d.get(key + '_us'))}"
+        for label, key in (("pinned", "pinned"), ("pageable", "pageable"), ("synchronize", "sync"))
+    ]
     return f"Host→device ({fmt_bytes(h2d.get('bytes'))}, {md(h2d.get('method') or '-')}): {'; '.join(parts)}."
 
 
@@ -307,11 +364,24 @@ def _outliers(outliers: list[Any]) -> list[str]:
     found = [o for o in outliers if isinstance(o, dict)]
     if not found:
         return []
-    rows: list[tuple[Any, ...]] = [("GPU", "median ratio", "figures compared", "worst figure", "value",
-                                    "siblings' median", "ratio")]
+    rows: list[tuple[Any, ...]] = [
+        ("GPU", "median ratio", "figures compared", "worst figure", "value", "siblings' median", "ratio")
+    ]
     for o in sorted(found, key=lambda o: number(o.get("index")) or 0):
         ratio = number(o.get("median_ratio"))
-        rows.append((o.get("index"), f"{ratio:.2f}" if ratio is not None else "-", o.get("metrics_compared"),
-                     o.get("metric"), o.get("value"), o.get("siblings_median"), o.get("ratio")))
-    return [f"Outliers as the probe found them over its steady figures (sweep, workloads, host→device): the median "
-            f"of a GPU's ratios to its siblings decides, more than {OUTLIER_RATIO:.0%} off.", ""] + table(rows)
+        rows.append(
+            (
+                o.get("index"),
+                f"{ratio:.2f}" if ratio is not None else "-",
+                o.get("metrics_compared"),
+                o.get("metric"),
+                o.get("value"),
+                o.get("siblings_median"),
+                o.get("ratio"),
+            )
+        )
+    return [
+        f"Outliers as the probe found them over its steady figures (sweep, workloads, host→device): the median "
+        f"of a GPU's ratios to its siblings decides, more than {OUTLIER_RATIO:.0%} off.",
+        "",
+    ] + table(rows)

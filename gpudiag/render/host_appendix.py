@@ -4,6 +4,7 @@ servers, copy timings, the CUDA-graph repro matrix), for checking a finding agai
 A document of its own: `report -o FINDINGS.md` writes it to FINDINGS.appendix.md beside the report; on stdout it
 follows the report.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,8 +20,10 @@ from gpudiag.render.copy_timings import copy_section
 from gpudiag.render.safe_text import code, md
 
 TITLE = "## Appendix: hosts"
-WHAT = ("per host, the environment, torch checks, sglang source facts (file:line), servers, copy timings and the "
-        "CUDA-graph repro matrix")
+WHAT = (
+    "per host, the environment, torch checks, sglang source facts (file:line), servers, copy timings and the "
+    "CUDA-graph repro matrix"
+)
 
 
 def appendix_path(report: Path) -> Path:
@@ -39,11 +42,20 @@ def render_appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
     """The appendix's sections; [] for a run without hosts (a classified log)."""
     if not run.hosts:
         return []
-    lines = [TITLE, "", "What each probe read on each host, as recorded: the report's findings cite these facts; "
-             "a section is absent where its probe did not run.", ""]
+    lines = [
+        TITLE,
+        "",
+        "What each probe read on each host, as recorded: the report's findings cite these facts; "
+        "a section is absent where its probe did not run.",
+        "",
+    ]
     for host in run.hosts:
-        lines += [f"### {md(host.name)}", "", f"Status: {md(host.status)}" + (f" — {md(host.reason)}"
-                                                                              if host.reason else ""), ""]
+        lines += [
+            f"### {md(host.name)}",
+            "",
+            f"Status: {md(host.status)}" + (f" — {md(host.reason)}" if host.reason else ""),
+            "",
+        ]
         lines += _host_detail(host, charts)
     return lines
 
@@ -51,8 +63,7 @@ def render_appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
 def appendix_document(run: LoadedRun, charts: Mapping[str, str], report_name: str) -> str:
     """The appendix as a file of its own, with a title that names its run and links back to the report."""
     body = render_appendix(run, charts)
-    head = [f"# gpudiag report appendix — run {md(run.manifest.run_id)}", "",
-            f"The report: {_link(report_name)}.", ""]
+    head = [f"# gpudiag report appendix — run {md(run.manifest.run_id)}", "", f"The report: {_link(report_name)}.", ""]
     return "\n".join(head + body).rstrip("\n") + "\n"
 
 
@@ -66,17 +77,30 @@ def _host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     try:
         lines = []
         if host.probes:
-            lines += ["Probes: " + "; ".join(
-                f"{md(name)} {md(p.status)} ({float(p.duration_s):.1f} s"
-                + (f": {md(p.reason or dig(p.error, 'message'), 300)})" if p.reason or dig(p.error, "message") else ")")
-                for name, p in sorted(host.probes.items())) + ".", ""]
+            lines += [
+                "Probes: "
+                + "; ".join(
+                    f"{md(name)} {md(p.status)} ({float(p.duration_s):.1f} s"
+                    + (
+                        f": {md(p.reason or dig(p.error, 'message'), 300)})"
+                        if p.reason or dig(p.error, "message")
+                        else ")"
+                    )
+                    for name, p in sorted(host.probes.items())
+                )
+                + ".",
+                "",
+            ]
         lines += host_sections(host)
         for section in (copy_section(host, charts), _repro_matrix(host, charts)):
             lines += section
         return lines
     except Exception as exc:  # noqa: BLE001 - one host's odd data never breaks the fleet's report
-        return [f"This host's data could not be read ({type(exc).__name__}: {md(exc, 200)}); the other hosts' "
-                "sections stand.", ""]
+        return [
+            f"This host's data could not be read ({type(exc).__name__}: {md(exc, 200)}); the other hosts' "
+            "sections stand.",
+            "",
+        ]
 
 
 def _repro_matrix(host: HostResult, charts: Mapping[str, str]) -> list[str]:
@@ -87,18 +111,25 @@ def _repro_matrix(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     gpu = as_dict(data.get("gpu"))
     sizes = sorted({int(c["batch_size"]) for c in found if isinstance(c.get("batch_size"), int)})
     keys = sorted({(str(c.get("path")), str(c.get("draft_tokens", "-"))) for c in found})
-    status = {(str(c.get("path")), str(c.get("draft_tokens", "-")), c.get("batch_size")): str(c.get("status"))
-              for c in found}
+    status = {
+        (str(c.get("path")), str(c.get("draft_tokens", "-")), c.get("batch_size")): str(c.get("status")) for c in found
+    }
     rows: list[tuple[Any, ...]] = [("path", "draft tokens") + tuple(f"bs {s}" for s in sizes)]
     rows += [k + tuple(status.get(k + (s,), "-") for s in sizes) for k in keys]
-    where = (f"on GPU {gpu.get('index', '-')} {gpu.get('name', '-')} ({gpu.get('compute_capability', '-')})" if gpu
-             else f"not run: {data.get('skip_reason') or 'no GPU was chosen'}")
+    where = (
+        f"on GPU {gpu.get('index', '-')} {gpu.get('name', '-')} ({gpu.get('compute_capability', '-')})"
+        if gpu
+        else f"not run: {data.get('skip_reason') or 'no GPU was chosen'}"
+    )
     lines = ["#### CUDA-graph repro matrix", "", f"{md(data.get('mode', '-'))} mode {md(where)}.", ""] + table(rows)
     if dig(data, "boundary", "text"):
         lines += [f"Boundary: {md(dig(data, 'boundary', 'text'))}", ""]
     if charts.get(f"repro:{host.name}"):
-        lines += [f"![repro matrix, {md(host.name)}]({md(charts[f'repro:{host.name}'])})",
-                  f"*{md(charts.get(f'repro:{host.name}:caption') or '')}*", ""]
+        lines += [
+            f"![repro matrix, {md(host.name)}]({md(charts[f'repro:{host.name}'])})",
+            f"*{md(charts.get(f'repro:{host.name}:caption') or '')}*",
+            "",
+        ]
     elif charts.get(f"repro:{host.name}:not_drawn"):
         lines += [f"Heat map not drawn: {md(charts[f'repro:{host.name}:not_drawn'])}.", ""]
     return lines

@@ -1,4 +1,5 @@
 """The run's findings and summary as one JSON document (`gpudiag report --json`; see docs/report-json.md)."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,14 @@ def report_document(run: LoadedRun, findings: Sequence[Finding], verdict: Verdic
     statuses = Counter(h.status for h in run.hosts)
     return {
         "schema": REPORT_SCHEMA,
-        "run": {"run_id": m.run_id, "kind": m.kind, "started_at": m.started_at, "finished_at": m.finished_at,
-                "interrupted": m.interrupted, "gpudiag_version": m.gpudiag_version},
+        "run": {
+            "run_id": m.run_id,
+            "kind": m.kind,
+            "started_at": m.started_at,
+            "finished_at": m.finished_at,
+            "interrupted": m.interrupted,
+            "gpudiag_version": m.gpudiag_version,
+        },
         "summary": {
             "hosts": {"total": len(run.hosts), "by_status": dict(sorted(statuses.items()))},
             "findings": {"total": len(findings), "by_severity": {s: severities.get(s, 0) for s in SEVERITIES}},
@@ -53,5 +60,9 @@ def _host(host: HostResult, verdict: Verdict) -> dict[str, Any]:
 
 
 def render_json(run: LoadedRun, findings: Sequence[Finding], verdict: Verdict | None = None) -> str:
-    return json.dumps(report_document(run, findings, verdict), indent=2, sort_keys=True, ensure_ascii=False,
-                      allow_nan=False) + "\n"
+    return (
+        json.dumps(
+            report_document(run, findings, verdict), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False
+        )
+        + "\n"
+    )

@@ -2,6 +2,7 @@
 
 matplotlib is imported inside the functions; without it `charts_available()` is False and nothing is drawn.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -13,18 +14,22 @@ from gpudiag.findings.copies import copy_gpus, device_label, workloads
 from gpudiag.findings.cuda_graph import cells
 from gpudiag.models import LoadedRun
 
-STATUS_CODES = {"ok": 0, "skipped": 1}   # every other status is a failure (2)
+STATUS_CODES = {"ok": 0, "skipped": 1}  # every other status is a failure (2)
 
 
 def charts_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-COPY_CAPTION = ("Left: one tensor copied by copy_() (DMA) and by the foreach kernel, by size — where the lines "
-                "cross is the split point. Right: one replay's copies per strategy, one series per workload — the "
-                "lowest point of each series is that workload's best strategy.")
-REPRO_CAPTION = ("Each cell is one capture-and-replay in its own process: green ok, yellow skipped, red failed; "
-                 "look for where red starts along batch size and draft tokens.")
+COPY_CAPTION = (
+    "Left: one tensor copied by copy_() (DMA) and by the foreach kernel, by size — where the lines "
+    "cross is the split point. Right: one replay's copies per strategy, one series per workload — the "
+    "lowest point of each series is that workload's best strategy."
+)
+REPRO_CAPTION = (
+    "Each cell is one capture-and-replay in its own process: green ok, yellow skipped, red failed; "
+    "look for where red starts along batch size and draft tokens."
+)
 # Strategies drawn: those sglang can run, the per-tensor loop as the reference; `packed` is not one of them.
 DRAWN_STRATEGIES = ("loop", "installed", "grouped_foreach", "grouped_foreach_dma_split")
 
@@ -38,7 +43,8 @@ def write_charts(run: LoadedRun, out_dir: Path) -> dict[str, str]:
     if not charts_available():
         return {}
     import matplotlib
-    matplotlib.use("Agg")   # no display on a bastion or in CI
+
+    matplotlib.use("Agg")  # no display on a bastion or in CI
     charts: dict[str, str] = {}
     for host in run.hosts:
         gpus = copy_gpus(host)
@@ -69,11 +75,14 @@ def copy_series(gpu: dict[str, Any]) -> dict[str, list[tuple[str, float]]]:
     series: dict[str, list[tuple[str, float]]] = {}
     for w in workloads(gpu):
         strategies = as_dict(w.get("strategies"))
-        points = [(s, number(as_dict(strategies.get(s)).get("median_us"))) for s in DRAWN_STRATEGIES
-                  if as_dict(strategies.get(s)).get("status", "ok") == "ok"]
+        points = [
+            (s, number(as_dict(strategies.get(s)).get("median_us")))
+            for s in DRAWN_STRATEGIES
+            if as_dict(strategies.get(s)).get("status", "ok") == "ok"
+        ]
         points = [(s, y) for s, y in points if y is not None]
         if points:
-            series[str(w.get("name"))] = points     # type: ignore[assignment]
+            series[str(w.get("name"))] = points  # type: ignore[assignment]
     return series
 
 
@@ -86,28 +95,33 @@ def _save(fig: Any, path: Path) -> None:
     # No timestamps or version in the PNG: the same run draws the same bytes.
     fig.savefig(path, dpi=100, metadata={"Software": None})
     import matplotlib.pyplot as plt
+
     plt.close(fig)
 
 
 def _copy_chart(gpu: dict[str, Any], host: str, path: Path) -> None:
     """Left: one tensor, copy_() vs foreach by size (the sweep). Right: each workload's replay by strategy."""
     import matplotlib.pyplot as plt
+
     fig, (sweep_ax, replay_ax) = plt.subplots(1, 2, figsize=(11, 4))
     sweep = _sweep(gpu)
     for key, label in (("copy_us", "copy_() (DMA)"), ("foreach_us", "foreach copy kernel")):
         sweep_ax.plot([s["bytes"] for s in sweep], [number(s.get(key)) for s in sweep], marker="o", label=label)
-    sweep_ax.set(title="one tensor (size sweep)", xlabel="tensor size (bytes, log scale)",
-                 ylabel="time per copy (µs, median)")
+    sweep_ax.set(
+        title="one tensor (size sweep)", xlabel="tensor size (bytes, log scale)", ylabel="time per copy (µs, median)"
+    )
     if sweep_ax.has_data():
         sweep_ax.set_xscale("log", base=2)
         sweep_ax.legend(fontsize=8)
     positions = {s: i for i, s in enumerate(DRAWN_STRATEGIES)}
     for workload, points in copy_series(gpu).items():
         replay_ax.plot([positions[s] for s, _ in points], [y for _, y in points], marker="o", label=workload)
-    replay_ax.set_xticks(range(len(DRAWN_STRATEGIES)), [s.replace("grouped_foreach", "grouped")
-                                                         for s in DRAWN_STRATEGIES], fontsize=8)
-    replay_ax.set(title="one replay's copies, by strategy", xlabel="strategy",
-                  ylabel="time per replay (µs, median, eager)")
+    replay_ax.set_xticks(
+        range(len(DRAWN_STRATEGIES)), [s.replace("grouped_foreach", "grouped") for s in DRAWN_STRATEGIES], fontsize=8
+    )
+    replay_ax.set(
+        title="one replay's copies, by strategy", xlabel="strategy", ylabel="time per replay (µs, median, eager)"
+    )
     if replay_ax.has_data():
         replay_ax.legend(fontsize=7)
     fig.suptitle(f"copy time, {host}, {chart_device(gpu)}")
@@ -117,6 +131,7 @@ def _copy_chart(gpu: dict[str, Any], host: str, path: Path) -> None:
 
 def _repro_chart(found: list[dict[str, Any]], host: str, path: Path) -> None:
     import matplotlib.pyplot as plt
+
     sizes = sorted({int(c["batch_size"]) for c in found if isinstance(c.get("batch_size"), int)})
     rows = sorted({(str(c.get("path")), str(c.get("draft_tokens", "-"))) for c in found})
     grid = [[float("nan")] * len(sizes) for _ in rows]
@@ -132,8 +147,15 @@ def _repro_chart(found: list[dict[str, Any]], host: str, path: Path) -> None:
     for c in found:
         key = (str(c.get("path")), str(c.get("draft_tokens", "-")))
         if c.get("batch_size") in sizes:
-            ax.text(sizes.index(c["batch_size"]), rows.index(key), str(c.get("status")), ha="center",
-                    va="center", fontsize=8, color="white")
+            ax.text(
+                sizes.index(c["batch_size"]),
+                rows.index(key),
+                str(c.get("status")),
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white",
+            )
     ax.set_title(f"CUDA-graph repro, {host}")
     fig.tight_layout()
     _save(fig, path)

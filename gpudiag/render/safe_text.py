@@ -4,6 +4,7 @@
 strings capped, nesting cut); `console` and `md` make one value safe for a terminal or for markdown.
 Every step looks at a bounded prefix of its input, so time and output stay linear and bounded.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,15 +13,14 @@ from typing import Any
 
 from gpudiag.models import HostResult, LoadedRun, ProbeResult
 
-MAX_CHARS = 512          # a host string longer than this is cut, saying how long it was
-MAX_DEPTH = 24           # deeper probe data is replaced by a note (no renderer needs more than ~8)
-MAX_ITEMS = 4096         # list items / object keys kept per container
+MAX_CHARS = 512  # a host string longer than this is cut, saying how long it was
+MAX_DEPTH = 24  # deeper probe data is replaced by a note (no renderer needs more than ~8)
+MAX_ITEMS = 4096  # list items / object keys kept per container
 
 # ESC-introduced sequences (CSI, OSC with BEL or ST end, two-byte escapes), then any single control left.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
 # C0 except tab/newline, DEL, C1, bidi embeddings/overrides/isolates and marks, line/paragraph separators.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-                       "\u2028\u2029\ufeff]")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]")
 # Backslash first (so host text cannot undo an escape), code spans, HTML, table cells; `](`, `][` and `![`
 # are the only ways a link or image can open inside one line.
 _CAPPED = re.compile(r"… \(\d+ bytes\)")
@@ -42,13 +42,13 @@ def _text_of(value: Any) -> str:
 def clean(value: Any, limit: int = MAX_CHARS, keep_newlines: bool = False) -> str:
     """Controls, escape sequences and bidi overrides removed; cut at `limit` characters + "… (N bytes)"."""
     text = _text_of(value)
-    head = text[: limit * 4 + 64]   # escapes removed below never shrink more than this allows for
+    head = text[: limit * 4 + 64]  # escapes removed below never shrink more than this allows for
     head = _CONTROLS.sub("", _ESCAPES.sub("", head))
     head = head.replace("\t", " ")
     if not keep_newlines:
         head = head.replace("\r", "").replace("\n", " ")
     if _CAPPED.search(head) and len(text) <= limit * 4 + 64:
-        return head     # built from values cut once already (with their true size): bounded, not cut again
+        return head  # built from values cut once already (with their true size): bounded, not cut again
     if len(head) > limit or len(text) > limit * 4 + 64:
         size = len(text.encode("utf-8", "replace"))
         return head[:limit] + f"… ({size} bytes)"
@@ -67,7 +67,7 @@ def md(value: Any, limit: int = MAX_CHARS, keep_code: bool = False) -> str:
     special = _MD_SPECIAL_KEEP_CODE if keep_code else _MD_SPECIAL
     text = special.sub(r"\\\1", clean(value, limit))
     text = _MD_LINK.sub(lambda m: "\\]" + m.group(1) if m.group(1) else "!\\[", text)
-    text = text.replace("://", ":\\//").replace("www.", "www\\.")    # no bare-URL autolink
+    text = text.replace("://", ":\\//").replace("www.", "www\\.")  # no bare-URL autolink
     return _MD_LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
 
 
@@ -92,7 +92,7 @@ def clean_data(value: Any, depth: int = 0, limit: int = MAX_CHARS) -> Any:
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
-        return value if abs(value) < 10 ** 18 else clean(value, 40)
+        return value if abs(value) < 10**18 else clean(value, 40)
     if isinstance(value, float):
         return value if value == value and abs(value) != float("inf") else None
     if depth >= MAX_DEPTH:
@@ -107,24 +107,40 @@ def clean_data(value: Any, depth: int = 0, limit: int = MAX_CHARS) -> Any:
 
 def _clean_probe(result: ProbeResult) -> ProbeResult:
     return dataclasses.replace(
-        result, status=clean(result.status, 32), data=clean_data(result.data),
+        result,
+        status=clean(result.status, 32),
+        data=clean_data(result.data),
         error=clean_data(result.error) if isinstance(result.error, dict) else None,
-        reason=clean(result.reason) if result.reason is not None else None)
+        reason=clean(result.reason) if result.reason is not None else None,
+    )
 
 
 def clean_host(host: HostResult) -> HostResult:
     probes = {clean(name, 64): _clean_probe(p) for name, p in list(host.probes.items())[:64]}
-    tail = {clean(k, 32): clean(v, 4096, keep_newlines=True) for k, v in (host.output_tail or {}).items()} \
-        if isinstance(host.output_tail, dict) else None
-    return dataclasses.replace(host, name=clean(host.name, 128), status=clean(host.status, 32),
-                               reason=clean(host.reason), address=clean(host.address, 256),
-                               transport=clean(host.transport, 32), python=clean(host.python),
-                               probes=probes, output_tail=tail)
+    tail = (
+        {clean(k, 32): clean(v, 4096, keep_newlines=True) for k, v in (host.output_tail or {}).items()}
+        if isinstance(host.output_tail, dict)
+        else None
+    )
+    return dataclasses.replace(
+        host,
+        name=clean(host.name, 128),
+        status=clean(host.status, 32),
+        reason=clean(host.reason),
+        address=clean(host.address, 256),
+        transport=clean(host.transport, 32),
+        python=clean(host.python),
+        probes=probes,
+        output_tail=tail,
+    )
 
 
 def clean_run(run: LoadedRun) -> LoadedRun:
     """The run as rules and renderers should read it: every host string bounded and free of controls."""
-    manifest = dataclasses.replace(run.manifest, extra=clean_data(run.manifest.extra) or {},
-                                   argv=tuple(clean(a, 256) for a in run.manifest.argv[:64]),
-                                   hosts=tuple(clean_data(h) for h in run.manifest.hosts))
+    manifest = dataclasses.replace(
+        run.manifest,
+        extra=clean_data(run.manifest.extra) or {},
+        argv=tuple(clean(a, 256) for a in run.manifest.argv[:64]),
+        hosts=tuple(clean_data(h) for h in run.manifest.hosts),
+    )
     return dataclasses.replace(run, manifest=manifest, hosts=tuple(clean_host(h) for h in run.hosts))

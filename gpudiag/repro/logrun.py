@@ -1,5 +1,6 @@
 """`repro cuda-graph-crash --log FILE|-`: read a log (its last 8 MiB), classify it, store it as a run of its
 own kind ("log", no hosts, never the default report) and say what it shows in plain lines."""
+
 from __future__ import annotations
 
 import sys
@@ -33,7 +34,7 @@ def read_tail(source: str, stdin: BinaryIO | None = None) -> tuple[str, int, boo
         raise LogUnreadable(f"--log {source}: cannot read: {exc.strerror or exc}") from None
     cut = size > TAIL_BYTES
     if cut and b"\n" in data:
-        data = data[data.index(b"\n") + 1:]     # the first line is a fragment
+        data = data[data.index(b"\n") + 1 :]  # the first line is a fragment
     return _decode(data), len(data), cut
 
 
@@ -45,7 +46,7 @@ def _tail_of_stream(stream: BinaryIO) -> bytes:
             return bytes(kept)
         kept += chunk
         if len(kept) > 2 * TAIL_BYTES:
-            del kept[:-TAIL_BYTES - 1]
+            del kept[: -TAIL_BYTES - 1]
 
 
 def _decode(data: bytes) -> str:
@@ -56,8 +57,9 @@ def classify_source(source: str, stdin: BinaryIO | None = None) -> dict[str, Any
     """The block stored in run.json under "log" (and printed by --json)."""
     text, read, cut = read_tail(source, stdin)
     result = classify_log(text)
-    return dict(result, problem="cuda-graph-crash", source="stdin" if source == "-" else source,
-                bytes_read=read, truncated=cut)
+    return dict(
+        result, problem="cuda-graph-crash", source="stdin" if source == "-" else source, bytes_read=read, truncated=cut
+    )
 
 
 def is_crash(block: dict[str, Any]) -> bool:
@@ -75,8 +77,10 @@ def describe(block: dict[str, Any]) -> list[str]:
     else:
         kind = "known signature" if block.get("outcome") == "known_signature" else "unclassified crash"
         total = block.get("crashes_total", len(crashes))
-        out = [f"{source}: {kind}: {total} crash{'es' if total != 1 else ''} in {scope}; advice assumes "
-               f"{block.get('advice_assumes')} ({(block.get('release') or {}).get('basis')})"]
+        out = [
+            f"{source}: {kind}: {total} crash{'es' if total != 1 else ''} in {scope}; advice assumes "
+            f"{block.get('advice_assumes')} ({(block.get('release') or {}).get('basis')})"
+        ]
     for index, crash in enumerate(crashes, 1):
         detail = f" ({crash['detail']})" if crash.get("detail") else ""
         out.append(f"crash {index}: {crash.get('summary')}")
@@ -85,8 +89,9 @@ def describe(block: dict[str, Any]) -> list[str]:
             out.append(f"  {source}:{quoted.get('line')}: {quoted.get('text')}")
         frames = crash.get("last_frames") or []
         if frames:
-            out.append("  last frames: " + " <- ".join(f"{f['file']}:{f['line']} in {f['function']}"
-                                                       for f in reversed(frames)))
+            out.append(
+                "  last frames: " + " <- ".join(f"{f['file']}:{f['line']} in {f['function']}" for f in reversed(frames))
+            )
         signature = crash.get("signature")
         if signature:
             out.append(f"  meaning: {signature.get('meaning')}")
@@ -105,7 +110,7 @@ def describe(block: dict[str, Any]) -> list[str]:
 
 def appendix(extra: dict[str, Any]) -> list[str]:
     """The markdown appendix of a log run: the verdict, then each crash with its numbered lines and advice."""
-    from gpudiag.render.blocks import fenced     # render helpers, only when a report is written
+    from gpudiag.render.blocks import fenced  # render helpers, only when a report is written
 
     block = extra.get("log")
     if not isinstance(block, dict) or not block.get("outcome"):
@@ -113,16 +118,28 @@ def appendix(extra: dict[str, Any]) -> list[str]:
     source = str(block.get("source") or "log")
     lines = ["## Appendix: crash log", "", describe(block)[0].replace(f"{source}: ", f"Log `{source}`: ", 1), ""]
     for index, crash in enumerate(c for c in block.get("crashes") or [] if isinstance(c, dict)):
-        lines += [f"### Crash {index + 1}: {crash.get('family')}"
-                  + (f" ({crash['detail']})" if crash.get("detail") else ""), "", str(crash.get("summary")), ""]
+        lines += [
+            f"### Crash {index + 1}: {crash.get('family')}" + (f" ({crash['detail']})" if crash.get("detail") else ""),
+            "",
+            str(crash.get("summary")),
+            "",
+        ]
         quoted = [q for q in crash.get("quoted") or [] if isinstance(q, dict)]
         if quoted:
             width = len(str(max(int(q.get("line") or 0) for q in quoted)))
-            lines += fenced(source, quoted[0].get("line"), "\n".join(
-                f"{str(q.get('line', '?')).rjust(width)}: {q.get('text', '')}" for q in quoted), "text")
+            lines += fenced(
+                source,
+                quoted[0].get("line"),
+                "\n".join(f"{str(q.get('line', '?')).rjust(width)}: {q.get('text', '')}" for q in quoted),
+                "text",
+            )
         signature = crash.get("signature") or {}
         if signature:
-            lines += [f"{signature.get('meaning')}", "",
-                      f"**Advice** (assumes {block.get('advice_assumes')}): {signature.get('recommendation')} "
-                      f"({signature.get('reference')})", ""]
+            lines += [
+                f"{signature.get('meaning')}",
+                "",
+                f"**Advice** (assumes {block.get('advice_assumes')}): {signature.get('recommendation')} "
+                f"({signature.get('reference')})",
+                "",
+            ]
     return lines

@@ -1,4 +1,5 @@
 """What a `repro cuda-graph-crash` run will try: parsed, validated options and the probe options they become."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ from typing import Any
 ALGORITHMS = ("EAGLE", "EAGLE3", "DFLASH")
 MODES = ("auto", "sglang", "synthetic", "both")
 MAX_DRAFT_TOKENS = 64
-MAX_BATCH_SIZE = 4096       # far above any captured CUDA-graph batch size; more is a typo
-DEFAULT_MAX_MEM_MIB = 4096   # the synthetic harness's allocator cap per child
+MAX_BATCH_SIZE = 4096  # far above any captured CUDA-graph batch size; more is a typo
+DEFAULT_MAX_MEM_MIB = 4096  # the synthetic harness's allocator cap per child
 
 
 class PlanError(ValueError):
@@ -79,11 +80,22 @@ class ReproPlan:
     max_mem_mib: int = DEFAULT_MAX_MEM_MIB
 
     def probe_options(self) -> dict[str, Any]:
-        return {"algorithms": list(self.algorithms), "batch_sizes": list(self.batch_sizes),
-                "draft_tokens": list(self.draft_tokens), "layers": self.layers, "tp": self.tp, "topk": self.topk,
-                "mode": self.mode, "model": self.model, "draft_model": self.draft_model, "force": self.force,
-                "cell_timeout": self.cell_timeout, "model_override": self.model_override,
-                "judge_acceptance": self.judge_acceptance, "max_mem_mib": self.max_mem_mib}
+        return {
+            "algorithms": list(self.algorithms),
+            "batch_sizes": list(self.batch_sizes),
+            "draft_tokens": list(self.draft_tokens),
+            "layers": self.layers,
+            "tp": self.tp,
+            "topk": self.topk,
+            "mode": self.mode,
+            "model": self.model,
+            "draft_model": self.draft_model,
+            "force": self.force,
+            "cell_timeout": self.cell_timeout,
+            "model_override": self.model_override,
+            "judge_acceptance": self.judge_acceptance,
+            "max_mem_mib": self.max_mem_mib,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return self.probe_options()

@@ -3,6 +3,7 @@
 The classifier lives probe-side (probes/crashlog, standard library only) so that a host classifies its live
 server's log, and a repro cell its failure, with exactly the rules used here.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """Reads the cuda_graph probe's data out of host results: the matrix, boundaries, signatures and advice."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,15 +8,23 @@ from typing import Any
 from gpudiag.models import HostResult
 
 PROBE = "cuda_graph"
-FAILING = ("capture_failed", "replay_failed", "mismatch", "device_fault", "timeout", "crashed_on_request",
-           "hang", "silent_failure")
-HARNESS_ERROR = "error"   # the cell could not be set up (bad config, launch error): not a graph failure
+FAILING = (
+    "capture_failed",
+    "replay_failed",
+    "mismatch",
+    "device_fault",
+    "timeout",
+    "crashed_on_request",
+    "hang",
+    "silent_failure",
+)
+HARNESS_ERROR = "error"  # the cell could not be set up (bad config, launch error): not a graph failure
 
 
 @dataclass(frozen=True)
 class HostRepro:
     host: str
-    ran: bool                          # the probe produced data (even if every cell was skipped)
+    ran: bool  # the probe produced data (even if every cell was skipped)
     reason: str
     data: dict[str, Any] = field(default_factory=dict)
 
@@ -38,9 +47,13 @@ class HostRepro:
     def environment_line(self) -> str:
         env = self.data.get("environment") or {}
         gpu = self.data.get("gpu") or {}
-        parts = [f"GPU {gpu.get('name', '?')} ({gpu.get('compute_capability', '?')})" if gpu else "no GPU used",
-                 f"driver {env.get('driver') or '?'}", f"torch {env.get('torch') or 'absent'}",
-                 f"sglang {env.get('sglang') or 'not found'}", f"mode {self.data.get('mode', '?')}"]
+        parts = [
+            f"GPU {gpu.get('name', '?')} ({gpu.get('compute_capability', '?')})" if gpu else "no GPU used",
+            f"driver {env.get('driver') or '?'}",
+            f"torch {env.get('torch') or 'absent'}",
+            f"sglang {env.get('sglang') or 'not found'}",
+            f"mode {self.data.get('mode', '?')}",
+        ]
         return ", ".join(parts)
 
 
@@ -74,11 +87,18 @@ def run_summary(repros: list[HostRepro], plan: dict[str, Any]) -> dict[str, Any]
         counts: dict[str, int] = {}
         for cell in r.cells:
             counts[cell.get("status", "?")] = counts.get(cell.get("status", "?"), 0) + 1
-        hosts.append({"host": r.host, "ran": r.ran, "reason": r.reason or r.data.get("skip_reason", ""),
-                      "environment": r.environment_line() if r.ran else "", "cell_counts": counts,
-                      "boundaries": [b.get("text") for b in r.data.get("boundaries") or [] if b.get("text")],
-                      "signatures": [s.get("name") for s in r.data.get("signatures") or []],
-                      "advice": list(r.data.get("advice") or [])})
+        hosts.append(
+            {
+                "host": r.host,
+                "ran": r.ran,
+                "reason": r.reason or r.data.get("skip_reason", ""),
+                "environment": r.environment_line() if r.ran else "",
+                "cell_counts": counts,
+                "boundaries": [b.get("text") for b in r.data.get("boundaries") or [] if b.get("text")],
+                "signatures": [s.get("name") for s in r.data.get("signatures") or []],
+                "advice": list(r.data.get("advice") or []),
+            }
+        )
     return {"problem": "cuda-graph-crash", "plan": plan, "outcome": outcome(repros), "hosts": hosts}
 
 
@@ -110,12 +130,28 @@ def cell_rows(repro: HostRepro) -> list[tuple[str, ...]]:
         if signature:
             what = f"[{signature}] {what}"
         key = (algorithm, path, cell.get("batch_size") or 0, cell.get("draft_tokens") or 0)
-        rows.append((key, (algorithm, path, str(cell.get("batch_size", "?")), str(cell.get("draft_tokens", "?")),
-                           str(cell.get("status", "?")), what[:160])))
+        rows.append(
+            (
+                key,
+                (
+                    algorithm,
+                    path,
+                    str(cell.get("batch_size", "?")),
+                    str(cell.get("draft_tokens", "?")),
+                    str(cell.get("status", "?")),
+                    what[:160],
+                ),
+            )
+        )
     for (algorithm, path, reason), group in skipped.items():
         first = min((c.get("batch_size") or 0 for c in group), default=0)
         status = "skipped" if len(group) == 1 else f"skipped ×{len(group)}"
-        rows.append(((algorithm, path, first, -1), (algorithm, path, _values(group, "batch_size"),
-                                                     _values(group, "draft_tokens"), status, reason[:160])))
-    return [row for _, row in sorted(rows, key=lambda r: tuple(str(k) if isinstance(k, str) else f"{k:09d}"
-                                                                 for k in r[0]))]
+        rows.append(
+            (
+                (algorithm, path, first, -1),
+                (algorithm, path, _values(group, "batch_size"), _values(group, "draft_tokens"), status, reason[:160]),
+            )
+        )
+    return [
+        row for _, row in sorted(rows, key=lambda r: tuple(str(k) if isinstance(k, str) else f"{k:09d}" for k in r[0]))
+    ]

@@ -7,6 +7,7 @@ in the host's stderr as they arrive (transports/events.py).
 A transport raises `TransportError` with a host status (unreachable, auth_failed, ...) when it cannot
 run the command at all; a command that ran and failed is a CommandResult, not an exception.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
@@ -23,8 +24,9 @@ class TransportError(Exception):
 
 
 class Transport(Protocol):
-    def run(self, argv: list[str], stdin: bytes, timeout: float, output_limit: int = ...,
-            events: EventReader | None = None) -> CommandResult: ...
+    def run(
+        self, argv: list[str], stdin: bytes, timeout: float, output_limit: int = ..., events: EventReader | None = None
+    ) -> CommandResult: ...
 
     def close(self) -> None: ...
 
@@ -35,12 +37,13 @@ def transport_for(host: Host, **ssh_options: object) -> Transport:
     from gpudiag.transports.local import LocalTransport
 
     base: Transport
-    if host.skip_reason:   # the inventory asks for something gpudiag cannot do: never connect
+    if host.skip_reason:  # the inventory asks for something gpudiag cannot do: never connect
         raise TransportError(UNREACHABLE, f"not scanned: {host.skip_reason}")
     if host.transport == "local":
         base = LocalTransport()
     elif host.transport == "ssh":
         from gpudiag.transports.ssh import SSHTransport
+
         base = SSHTransport(host, **ssh_options)  # type: ignore[arg-type]
     else:
         raise ValueError(f"{host.name}: unknown transport {host.transport!r}")

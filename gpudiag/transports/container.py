@@ -3,6 +3,7 @@
 The container spec is `docker:NAME`, `podman:NAME` or `kubectl:POD` (optionally `kubectl:NAMESPACE/POD`).
 The argv stays a list all the way down: the ssh transport quotes every word for the remote shell.
 """
+
 from __future__ import annotations
 
 from gpudiag.models import CommandResult
@@ -23,7 +24,7 @@ def parse_container(spec: str) -> tuple[str, str]:
     if not name:
         raise ValueError(f"container {spec!r}: no container name")
     for part in name.split("/"):
-        if part.startswith("-"):   # `docker exec -i --privileged` would read it as an option
+        if part.startswith("-"):  # `docker exec -i --privileged` would read it as an option
             raise ValueError(f"container {spec!r}: a name may not begin with '-'")
     return engine, name
 
@@ -45,8 +46,14 @@ class ContainerTransport:
         self.spec = spec
         self.prefix = exec_prefix(spec)
 
-    def run(self, argv: list[str], stdin: bytes, timeout: float,
-            output_limit: int = DEFAULT_OUTPUT_LIMIT, events: EventReader | None = None) -> CommandResult:
+    def run(
+        self,
+        argv: list[str],
+        stdin: bytes,
+        timeout: float,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        events: EventReader | None = None,
+    ) -> CommandResult:
         return self.inner.run(self.prefix + list(argv), stdin, timeout, output_limit=output_limit, events=events)
 
     def run_outside(self, argv: list[str], timeout: float) -> CommandResult:

@@ -5,12 +5,13 @@ The host cuts the log to its last 8 MiB before sending it (`tail -c`), the same 
 server logs; it is classified here with the one crash-log classifier and only the verdict is kept (quoted
 lines are redacted by the classifier). The record has the shape of a `deployment.server_logs` entry.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpudiag.models import OK, HostResult, ProbeResult
+from gpudiag.models import OK, HostResult
 from gpudiag.repro.signatures import classify_log
 from gpudiag.transports.container import parse_container
 
@@ -29,8 +30,7 @@ def logs_command(spec: str) -> list[str]:
     engine, name = parse_container(spec)
     if engine == "kubectl":
         namespace, _, pod = name.rpartition("/")
-        return ["kubectl", "logs", "--tail", str(TAIL_LINES)] + (["-n", namespace] if namespace else []) + \
-            ["--", pod]
+        return ["kubectl", "logs", "--tail", str(TAIL_LINES)] + (["-n", namespace] if namespace else []) + ["--", pod]
     return [engine, "logs", "--tail", str(TAIL_LINES), "--", name]
 
 
@@ -47,6 +47,7 @@ def wanted(host_container: str | None, probes: list[str] | None) -> bool:
 @dataclass(frozen=True)
 class FetchedLog:
     """The engine's log text as the host sent it (at most 8 MiB), or why there is none."""
+
     where: str
     text: str | None = None
     truncated: bool = False
@@ -63,7 +64,7 @@ def fetch(transport: Any, spec: str, seconds_left: float) -> FetchedLog | None:
     where = f"{words[0]} logs {words[-1]}"
     try:
         command = run_outside(fetch_argv(spec), min(FETCH_TIMEOUT, seconds_left))
-    except Exception as exc:   # interrupted, connection lost: the host result stands without the log
+    except Exception as exc:  # interrupted, connection lost: the host result stands without the log
         return FetchedLog(where, reason=f"{type(exc).__name__}: {exc}"[:300])
     if command.timed_out:
         return FetchedLog(where, reason=f"no answer within {min(FETCH_TIMEOUT, seconds_left):.0f} s")
@@ -82,16 +83,16 @@ def split_output(stdout: bytes) -> tuple[str, int | None, bool]:
     status = None
     if last.startswith(EXIT_MARK + " "):
         try:
-            status = int(last[len(EXIT_MARK) + 1:].strip())
+            status = int(last[len(EXIT_MARK) + 1 :].strip())
         except ValueError:
             status = None
     else:
         body = text
     cut = len(stdout) >= TAIL_BYTES
     if cut and "\n" in body:
-        body = body[body.index("\n") + 1:]     # the first line was cut mid-way
+        body = body[body.index("\n") + 1 :]  # the first line was cut mid-way
     if body.endswith("\n"):
-        body = body[:-1]                       # the blank line the script adds before its mark
+        body = body[:-1]  # the blank line the script adds before its mark
     return body, status, cut
 
 
@@ -100,8 +101,11 @@ def classified(fetched: FetchedLog, engine: str, installed_release: str | None) 
     if fetched.text is None:
         return {"source": None, "outcome": None, "reason": f"{fetched.where}: {fetched.reason}"}
     result = classify_log(fetched.text, installed_release)
-    result.update(source={"kind": engine, "where": fetched.where, "read_by": "gpudiag, outside the container"},
-                  bytes_read=len(fetched.text.encode("utf-8")), truncated=fetched.truncated)
+    result.update(
+        source={"kind": engine, "where": fetched.where, "read_by": "gpudiag, outside the container"},
+        bytes_read=len(fetched.text.encode("utf-8")),
+        truncated=fetched.truncated,
+    )
     return result
 
 

@@ -5,6 +5,7 @@ other line is the host's own stderr and kept as such. Lines are cut at a fixed l
 never an event), fields are type-checked and capped, unknown steps or malformed JSON are dropped, and a
 host that floods events is rate-limited. Display code still sanitises the strings (render/safe_text.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -15,17 +16,18 @@ from dataclasses import dataclass
 from typing import Any
 
 MARK = b"GPUDIAG-EVENT "
-MAX_LINE = 2048            # bytes; the host side writes at most 1024
-MAX_TEXT = 120             # characters of a string field
+MAX_LINE = 2048  # bytes; the host side writes at most 1024
+MAX_TEXT = 120  # characters of a string field
 STEPS = ("probe", "device", "cell", "launch")
 STATES = ("started", "finished")
-BURST = 40                 # events passed on at once before the rate limit applies
-PER_SECOND = 20.0          # sustained events per second passed on
+BURST = 40  # events passed on at once before the rate limit applies
+PER_SECOND = 20.0  # sustained events per second passed on
 
 
 @dataclass(frozen=True)
 class HostEvent:
     """One step on a host: a probe, a GPU, a repro cell or an sglang launch, started or finished."""
+
     probe: str
     step: str
     state: str
@@ -48,14 +50,22 @@ def parse_event(body: bytes) -> HostEvent | None:
     if not isinstance(probe, str) or not probe or step not in STEPS or state not in STATES:
         return None
     duration = doc.get("duration_s")
-    return HostEvent(probe=probe[:MAX_TEXT], step=step, state=state, i=_count(doc.get("i")), n=_count(doc.get("n")),
-                     what=_text(doc.get("what")), status=_text(doc.get("status")),
-                     duration_s=float(duration) if isinstance(duration, (int, float)) and not isinstance(
-                         duration, bool) and 0 <= duration < 1e7 else None)
+    return HostEvent(
+        probe=probe[:MAX_TEXT],
+        step=step,
+        state=state,
+        i=_count(doc.get("i")),
+        n=_count(doc.get("n")),
+        what=_text(doc.get("what")),
+        status=_text(doc.get("status")),
+        duration_s=float(duration)
+        if isinstance(duration, (int, float)) and not isinstance(duration, bool) and 0 <= duration < 1e7
+        else None,
+    )
 
 
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10 ** 6 else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**6 else None
 
 
 def _text(value: Any) -> str:
@@ -68,9 +78,9 @@ class EventReader:
     def __init__(self, nonce: str, callback: Callable[[HostEvent], None]):
         self.prefix = MARK + nonce.encode("ascii", "replace") + b" "
         self.callback = callback
-        self.ignored = 0                 # event lines dropped: malformed or over the rate limit
+        self.ignored = 0  # event lines dropped: malformed or over the rate limit
         self._partial = bytearray()
-        self._overlong = False           # inside a line already cut: it is stderr, not an event
+        self._overlong = False  # inside a line already cut: it is stderr, not an event
         self._tokens = float(BURST)
         self._refilled = time.monotonic()
         self._lock = threading.Lock()
@@ -89,7 +99,7 @@ class EventReader:
                     line, self._partial = bytes(self._partial), bytearray()
                     if not self._take(line):
                         kept += line
-                elif len(self._partial) > MAX_LINE:   # too long to be an event: pass it on as it comes
+                elif len(self._partial) > MAX_LINE:  # too long to be an event: pass it on as it comes
                     kept += self._partial
                     self._partial = bytearray()
                     self._overlong = True
@@ -105,13 +115,13 @@ class EventReader:
         """True when the line was an event line of this run (used or dropped), False for other stderr."""
         if not line.startswith(self.prefix):
             return False
-        found = parse_event(line[len(self.prefix):].strip())
+        found = parse_event(line[len(self.prefix) :].strip())
         if found is None or not self._allowed():
             self.ignored += 1
             return True
         try:
             self.callback(found)
-        except Exception:   # a display problem never costs the host its result
+        except Exception:  # a display problem never costs the host its result
             self.ignored += 1
         return True
 

@@ -6,6 +6,7 @@ and never recorded. Hashed entries, `[host]:port`, wildcards and negation are re
 `@cert-authority` lines are understood but not used: paramiko offers no host certificates, so such a
 host is refused as unknown, with a reason that says so.
 """
+
 from __future__ import annotations
 
 import base64
@@ -48,8 +49,9 @@ def check_own_file(explicit: str | None, accept_new: bool) -> Path:
             with open(path, "a", encoding="utf-8"):
                 pass
         except OSError as exc:
-            raise KnownHostsPathError(f"known-hosts file {path}: cannot be written ({exc.strerror or exc}); "
-                                      f"--accept-new records keys there") from None
+            raise KnownHostsPathError(
+                f"known-hosts file {path}: cannot be written ({exc.strerror or exc}); --accept-new records keys there"
+            ) from None
     return path
 
 
@@ -80,7 +82,7 @@ class KnownKey:
     key: paramiko.PKey
     file: Path
     line: int
-    marker: str | None = None          # None, "revoked" or "cert-authority"
+    marker: str | None = None  # None, "revoked" or "cert-authority"
 
     @property
     def where(self) -> str:
@@ -131,7 +133,7 @@ def read_known_keys(path: Path, name: str) -> list[KnownKey]:
             marker, stripped = word[1:], rest.strip()
         try:
             entry = HostKeyEntry.from_line(stripped, number)
-        except Exception:   # an unknown key type or a broken line must not stop the check
+        except Exception:  # an unknown key type or a broken line must not stop the check
             continue
         if entry is not None and entry.key is not None and _matches(entry.hostnames, name):
             found.append(KnownKey(entry.key, path, number, marker))
@@ -141,8 +143,7 @@ def read_known_keys(path: Path, name: str) -> list[KnownKey]:
 class HostKeyChecker:
     """Decides about one server key: known (fine), changed (refuse), unknown (refuse or record)."""
 
-    def __init__(self, accept_new: bool = False, own_file: str | None = None,
-                 extra_files: list[str] | None = None):
+    def __init__(self, accept_new: bool = False, own_file: str | None = None, extra_files: list[str] | None = None):
         self.accept_new = accept_new
         self.own_file = own_known_hosts_path(own_file)
         files = extra_files if extra_files is not None else [USER_KNOWN_HOSTS, SYSTEM_KNOWN_HOSTS]
@@ -167,30 +168,44 @@ class HostKeyChecker:
         """Return when the key is trusted (maybe after recording it); raise HostKeyError otherwise."""
         entries = self.entries(name)
         revoked = [k for k in entries if k.marker == "revoked" and k.key.asbytes() == key.asbytes()]
-        if revoked:   # before anything else: a revoked key is refused even where a plain line trusts it
-            raise HostKeyError(HOST_KEY_REVOKED,
-                               f"host key for {name} is REVOKED: server offers {key.get_name()} {fingerprint(key)}, "
-                               f"marked @revoked at {revoked[0].where}; not accepted, not recorded")
+        if revoked:  # before anything else: a revoked key is refused even where a plain line trusts it
+            raise HostKeyError(
+                HOST_KEY_REVOKED,
+                f"host key for {name} is REVOKED: server offers {key.get_name()} {fingerprint(key)}, "
+                f"marked @revoked at {revoked[0].where}; not accepted, not recorded",
+            )
         known = [k for k in entries if k.marker is None]
         same_type = [k for k in known if k.key.get_name() == key.get_name()]
         if any(k.key.asbytes() == key.asbytes() for k in same_type):
             return
         if same_type:
             old = same_type[0]
-            raise HostKeyError(HOST_KEY_CHANGED,
-                               f"host key for {name} CHANGED: server offers {key.get_name()} {fingerprint(key)}, "
-                               f"{old.where} has {fingerprint(old.key)}; not accepted (if the change is expected, "
-                               f"remove that line)")
+            raise HostKeyError(
+                HOST_KEY_CHANGED,
+                f"host key for {name} CHANGED: server offers {key.get_name()} {fingerprint(key)}, "
+                f"{old.where} has {fingerprint(old.key)}; not accepted (if the change is expected, "
+                f"remove that line)",
+            )
         authorities = [k for k in entries if k.marker == "cert-authority"]
         if not self.accept_new or authorities:
-            other = f" (known with another key type: {', '.join(sorted({k.key.get_name() for k in known}))})" \
-                if known else ""
-            ca = (f"; {authorities[0].where} names a @cert-authority for it, but gpudiag cannot check host "
-                  f"certificates: add the host key itself") if authorities else ""
+            other = (
+                f" (known with another key type: {', '.join(sorted({k.key.get_name() for k in known}))})"
+                if known
+                else ""
+            )
+            ca = (
+                (
+                    f"; {authorities[0].where} names a @cert-authority for it, but gpudiag cannot check host "
+                    f"certificates: add the host key itself"
+                )
+                if authorities
+                else ""
+            )
             hint = "" if authorities else "; check it, then rerun with --accept-new to trust it"
-            raise HostKeyError(HOST_KEY_UNKNOWN,
-                               f"host key for {name} is not known: {key.get_name()} {fingerprint(key)}{other}"
-                               f"{ca}{hint}")
+            raise HostKeyError(
+                HOST_KEY_UNKNOWN,
+                f"host key for {name} is not known: {key.get_name()} {fingerprint(key)}{other}{ca}{hint}",
+            )
         self.record(name, key)
 
     def record(self, name: str, key: paramiko.PKey) -> None:

@@ -1,4 +1,5 @@
 """Runs the command as a child process on this machine (the `localhost` target), output bounded."""
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ from gpudiag.models import CommandResult
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
 from gpudiag.transports.events import EventReader
 
-KILL_GRACE_S = 2.0   # after the deadline's kill, how long to wait for the pipes to close
+KILL_GRACE_S = 2.0  # after the deadline's kill, how long to wait for the pipes to close
 CHUNK = 65536
 
 
@@ -21,17 +22,24 @@ class LocalTransport:
         self._proc: subprocess.Popen[bytes] | None = None
         self._closed = threading.Event()
 
-    def run(self, argv: list[str], stdin: bytes, timeout: float,
-            output_limit: int = DEFAULT_OUTPUT_LIMIT, events: EventReader | None = None) -> CommandResult:
+    def run(
+        self,
+        argv: list[str],
+        stdin: bytes,
+        timeout: float,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        events: EventReader | None = None,
+    ) -> CommandResult:
         started = time.monotonic()
         try:
             # A new session so a deadline or Ctrl-C can kill the whole tree, probes' children included.
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True)
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+            )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             return CommandResult(127, b"", f"{argv[0]}: {exc.strerror}\n".encode(), 0.0)
         self._proc = proc
-        if self._closed.is_set():   # close() ran while the child was being started
+        if self._closed.is_set():  # close() ran while the child was being started
             self._kill(proc)
         capture = BoundedCapture(output_limit, events)
         try:
@@ -39,7 +47,7 @@ class LocalTransport:
             if ending == "done":
                 try:
                     proc.wait(max(0.0, started + timeout - time.monotonic()))
-                except subprocess.TimeoutExpired:   # the pipes closed but the process lives on
+                except subprocess.TimeoutExpired:  # the pipes closed but the process lives on
                     ending = "timeout"
             if ending != "done":
                 self._kill(proc)
@@ -50,8 +58,9 @@ class LocalTransport:
                     pass
             duration = time.monotonic() - started
             if ending == "overflow":
-                return CommandResult(None, capture.stdout, capture.stderr, duration,
-                                     overflow=capture.describe_overflow())
+                return CommandResult(
+                    None, capture.stdout, capture.stderr, duration, overflow=capture.describe_overflow()
+                )
             if ending == "done":
                 return CommandResult(proc.returncode, capture.stdout, capture.stderr, duration)
             return CommandResult(None, capture.stdout, capture.stderr, duration, timed_out=True)
@@ -78,13 +87,17 @@ class LocalTransport:
             self._kill(proc)
 
 
-def _pump(proc: subprocess.Popen[bytes], stdin: bytes, capture: BoundedCapture, deadline: float,
-          stop: threading.Event) -> str:
+def _pump(
+    proc: subprocess.Popen[bytes], stdin: bytes, capture: BoundedCapture, deadline: float, stop: threading.Event
+) -> str:
     """Feed stdin and read both pipes as data arrives, never holding more than the capture keeps.
     Returns "done" (both pipes ended), "timeout", "overflow" or "closed"."""
     selector = selectors.DefaultSelector()
-    readers = {pipe.fileno(): pipe is proc.stdout for pipe in (proc.stdout, proc.stderr)
-               if pipe is not None and not pipe.closed}   # fd → is stdout
+    readers = {
+        pipe.fileno(): pipe is proc.stdout
+        for pipe in (proc.stdout, proc.stderr)
+        if pipe is not None and not pipe.closed
+    }  # fd → is stdout
     writer = proc.stdin if proc.stdin is not None and not proc.stdin.closed else None
     try:
         if writer is not None and stdin:
@@ -103,12 +116,12 @@ def _pump(proc: subprocess.Popen[bytes], stdin: bytes, capture: BoundedCapture, 
                 return "timeout"
             for key, _ in selector.select(min(0.2, remaining)):
                 fd = key.fd
-                if fd not in readers:   # stdin
+                if fd not in readers:  # stdin
                     try:
-                        offset += os.write(fd, data[offset:offset + CHUNK])
+                        offset += os.write(fd, data[offset : offset + CHUNK])
                     except BlockingIOError:
                         continue
-                    except OSError:   # the command exited without reading it all
+                    except OSError:  # the command exited without reading it all
                         offset = len(data)
                     if offset >= len(data) and writer is not None:
                         selector.unregister(fd)

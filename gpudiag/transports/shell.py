@@ -6,12 +6,13 @@ escape), no `!` (csh history) and no newline (csh refuses it). So a word is writ
 made of characters no shell treats specially, single-quoted when its characters are printable ASCII
 outside those four, and refused otherwise: a value that would need per-shell quoting never runs.
 """
+
 from __future__ import annotations
 
 import re
 
-_BARE = re.compile(r"^[A-Za-z0-9_@+:,./-][A-Za-z0-9_@%+=:,./-]*$")   # no leading % (fish), = (zsh)
-_QUOTABLE = re.compile(r"^[ -~]*$")                                   # printable ASCII
+_BARE = re.compile(r"^[A-Za-z0-9_@+:,./-][A-Za-z0-9_@%+=:,./-]*$")  # no leading % (fish), = (zsh)
+_QUOTABLE = re.compile(r"^[ -~]*$")  # printable ASCII
 _NEVER_IN_QUOTES = set("'\\!")
 ALLOWED = "letters, digits, space and printable ASCII except ' \\ !"
 
@@ -27,8 +28,10 @@ def shell_word(word: str) -> str:
     bad = sorted({c for c in word if c in _NEVER_IN_QUOTES or not _QUOTABLE.fullmatch(c)})
     if bad:
         shown = ", ".join(repr(c) for c in bad[:5])
-        raise UnsafeWord(f"{word[:60]!r} holds {shown}, which login shells (bash, dash, zsh, tcsh, fish) "
-                         f"read differently; allowed: {ALLOWED}")
+        raise UnsafeWord(
+            f"{word[:60]!r} holds {shown}, which login shells (bash, dash, zsh, tcsh, fish) "
+            f"read differently; allowed: {ALLOWED}"
+        )
     return f"'{word}'"
 
 

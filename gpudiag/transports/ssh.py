@@ -4,6 +4,7 @@ The whole run, connection included, is bounded by `timeout`; `close()` from anot
 aborts a connect or a running command at once. The argv is written by transports/shell.py, so every
 login shell (bash, dash, zsh, tcsh, fish) reads the same words; a word none can be trusted with is refused.
 """
+
 from __future__ import annotations
 
 import errno
@@ -65,20 +66,27 @@ class _CheckPolicy(paramiko.MissingHostKeyPolicy):
 
 
 class SSHTransport:
-    def __init__(self, host: Host, accept_new: bool = False, known_hosts: str | None = None,
-                 connect_timeout: float = 10.0):
+    def __init__(
+        self, host: Host, accept_new: bool = False, known_hosts: str | None = None, connect_timeout: float = 10.0
+    ):
         self.host = host
         self.checker = HostKeyChecker(accept_new=accept_new, own_file=known_hosts)
         self.connect_timeout = connect_timeout
         self.user = host.user or getpass.getuser()
         self._lock = threading.Lock()
-        self._resources: list[Any] = []     # sockets, paramiko clients and channels to tear down
-        self._closed = threading.Event()    # close() was called
-        self._expired = threading.Event()   # the run's deadline passed
+        self._resources: list[Any] = []  # sockets, paramiko clients and channels to tear down
+        self._closed = threading.Event()  # close() was called
+        self._expired = threading.Event()  # the run's deadline passed
 
     # -- public ---------------------------------------------------------------------------------
-    def run(self, argv: list[str], stdin: bytes, timeout: float,
-            output_limit: int = DEFAULT_OUTPUT_LIMIT, events: EventReader | None = None) -> CommandResult:
+    def run(
+        self,
+        argv: list[str],
+        stdin: bytes,
+        timeout: float,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        events: EventReader | None = None,
+    ) -> CommandResult:
         started = time.monotonic()
         self._output_limit = output_limit
         self._events = events
@@ -94,8 +102,9 @@ class SSHTransport:
                 if self._closed.is_set():
                     raise TransportError(INTERRUPTED, "closed while connecting") from None
                 if self._expired.is_set() or isinstance(exc, _Stopped):
-                    raise TransportError(TIMEOUT, f"no SSH session within the {timeout:.0f} s deadline "
-                                                  f"(connecting to {self._where()})") from None
+                    raise TransportError(
+                        TIMEOUT, f"no SSH session within the {timeout:.0f} s deadline (connecting to {self._where()})"
+                    ) from None
                 raise
             return self._execute(client, argv, stdin, deadline, started)
         finally:
@@ -136,7 +145,8 @@ class SSHTransport:
     def _tunnel(self, via: paramiko.SSHClient, address: str, port: int, via_label: str, deadline: float) -> Any:
         try:
             return via.get_transport().open_channel(  # type: ignore[union-attr]
-                "direct-tcpip", (address, port), ("127.0.0.1", 0), timeout=self._limit(deadline))
+                "direct-tcpip", (address, port), ("127.0.0.1", 0), timeout=self._limit(deadline)
+            )
         except paramiko.ChannelException as exc:
             raise TransportError(UNREACHABLE, f"{via_label}cannot reach {address}:{port}: {exc.text}") from None
         except (paramiko.SSHException, OSError, EOFError) as exc:
@@ -165,8 +175,11 @@ class SSHTransport:
             remaining = min(limit_at, deadline) - time.monotonic()
             self._limit(deadline)
             if remaining <= 0:
-                raise TransportError(UNREACHABLE, f"{address}:{port}: TCP connect timed out after "
-                                                  f"{self.connect_timeout:.0f} s (no answer; firewall or host down?)")
+                raise TransportError(
+                    UNREACHABLE,
+                    f"{address}:{port}: TCP connect timed out after "
+                    f"{self.connect_timeout:.0f} s (no answer; firewall or host down?)",
+                )
             _, writable, _ = select.select([], [sock], [], min(0.1, remaining))
             if writable:
                 code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
@@ -175,8 +188,9 @@ class SSHTransport:
         sock.setblocking(True)
         return RecordingSocket(sock)  # type: ignore[return-value]
 
-    def _open_client(self, address: str, port: int, user: str, make_sock: Callable[[], Any],
-                     deadline: float, label: str) -> paramiko.SSHClient:
+    def _open_client(
+        self, address: str, port: int, user: str, make_sock: Callable[[], Any], deadline: float, label: str
+    ) -> paramiko.SSHClient:
         try:
             sock = make_sock()
         except TransportError as exc:
@@ -193,17 +207,29 @@ class SSHTransport:
         if identity and not os.access(identity, os.R_OK):
             raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: not readable")
         try:
-            client.connect(address, port, username=user, sock=sock, key_filename=identity, allow_agent=True,
-                           look_for_keys=True, timeout=limit, banner_timeout=limit, auth_timeout=limit,
-                           channel_timeout=limit, transport_factory=self._transport_factory(name))
+            client.connect(
+                address,
+                port,
+                username=user,
+                sock=sock,
+                key_filename=identity,
+                allow_agent=True,
+                look_for_keys=True,
+                timeout=limit,
+                banner_timeout=limit,
+                auth_timeout=limit,
+                channel_timeout=limit,
+                transport_factory=self._transport_factory(name),
+            )
         except HostKeyError as exc:
             raise TransportError(exc.status, label + exc.reason) from None
         except Exception as exc:
             if self._closed.is_set() or self._expired.is_set():
                 raise _Stopped() from None
             heard = sock.non_ssh() if isinstance(sock, RecordingSocket) else b""
-            raise TransportError(*describe_failure(exc, client, address, port, user, identity, limit,
-                                                   label, heard)) from None
+            raise TransportError(
+                *describe_failure(exc, client, address, port, user, identity, limit, label, heard)
+            ) from None
         client.get_transport().set_keepalive(KEEPALIVE_S)  # type: ignore[union-attr]
         return client
 
@@ -224,11 +250,12 @@ class SSHTransport:
         return make
 
     # -- running --------------------------------------------------------------------------------
-    def _execute(self, client: paramiko.SSHClient, argv: list[str], stdin: bytes, deadline: float,
-                 started: float) -> CommandResult:
+    def _execute(
+        self, client: paramiko.SSHClient, argv: list[str], stdin: bytes, deadline: float, started: float
+    ) -> CommandResult:
         try:
             command_line(argv)
-        except UnsafeWord as exc:   # checked before the scan too; never sent
+        except UnsafeWord as exc:  # checked before the scan too; never sent
             raise TransportError(UNREACHABLE, f"refused to run: {exc}") from None
         try:
             channel = client.get_transport().open_session(timeout=self._limit(deadline))  # type: ignore
@@ -241,35 +268,34 @@ class SSHTransport:
 
         def stop_at_cap() -> None:
             overflowed.set()
-            _close_quietly(channel)   # the host's flood ends here; the other reader sees EOF
+            _close_quietly(channel)  # the host's flood ends here; the other reader sees EOF
 
-        threads = [threading.Thread(target=feed, args=(channel, stdin), daemon=True),
-                   threading.Thread(target=drain, args=(channel.recv, capture.add_stdout, stop_at_cap),
-                                    daemon=True),
-                   threading.Thread(target=drain, args=(channel.recv_stderr, capture.add_stderr, lambda: None),
-                                    daemon=True)]
+        threads = [
+            threading.Thread(target=feed, args=(channel, stdin), daemon=True),
+            threading.Thread(target=drain, args=(channel.recv, capture.add_stdout, stop_at_cap), daemon=True),
+            threading.Thread(target=drain, args=(channel.recv_stderr, capture.add_stderr, lambda: None), daemon=True),
+        ]
         for thread in threads:
             thread.start()
         for reader in threads[1:]:
             reader.join(max(0.0, deadline - time.monotonic()))
         if overflowed.is_set():
-            return CommandResult(None, capture.stdout, capture.stderr, time.monotonic() - started,
-                                 overflow=capture.describe_overflow())
+            return CommandResult(
+                None, capture.stdout, capture.stderr, time.monotonic() - started, overflow=capture.describe_overflow()
+            )
         if not any(reader.is_alive() for reader in threads[1:]) and not self._closed.is_set():
             # Both streams ended; the exit status follows the EOFs closely.
             channel.status_event.wait(max(0.0, min(5.0, deadline - time.monotonic())))
             # The deadline timer closing the channel also ends the readers and sets the status event
             # (exit status -1): that is a timeout, not the command's own exit.
             if channel.exit_status_ready() and not self._expired.is_set() and channel.exit_status != -1:
-                return CommandResult(channel.exit_status, capture.stdout, capture.stderr,
-                                     time.monotonic() - started)
+                return CommandResult(channel.exit_status, capture.stdout, capture.stderr, time.monotonic() - started)
         if self._closed.is_set():
             raise TransportError(INTERRUPTED, "the run was interrupted")
         if not self._expired.is_set() and time.monotonic() < deadline:
             # The connection dropped without an exit status (sshd killed, network gone).
-            raise TransportError(UNREACHABLE, f"{self._where()}: the connection closed before the command "
-                                              f"finished")
-        _close_quietly(channel)   # the deadline timer may be closing the same channel at this moment
+            raise TransportError(UNREACHABLE, f"{self._where()}: the connection closed before the command finished")
+        _close_quietly(channel)  # the deadline timer may be closing the same channel at this moment
         return CommandResult(None, capture.stdout, capture.stderr, time.monotonic() - started, timed_out=True)
 
     def _stopped_result(self, started: float, exc: BaseException) -> CommandResult:

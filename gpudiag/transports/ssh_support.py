@@ -1,4 +1,5 @@
 """Stateless pieces of the ssh transport: jump specs, one-line failure reasons, stream pumps."""
+
 from __future__ import annotations
 
 import errno
@@ -16,7 +17,7 @@ def parse_jump(spec: str, default_user: str) -> tuple[str, str, int]:
     """`[user@]host[:port]` → (user, host, port)."""
     user, at, rest = spec.rpartition("@")
     host, port = rest, 22
-    if rest.startswith("["):                        # [v6addr]:port
+    if rest.startswith("["):  # [v6addr]:port
         host, _, tail = rest[1:].partition("]")
         port = int(tail[1:]) if tail.startswith(":") and tail[1:].isdigit() else 22
     elif rest.count(":") == 1:
@@ -29,9 +30,17 @@ def parse_jump(spec: str, default_user: str) -> tuple[str, str, int]:
     return (user if at else default_user), host, port
 
 
-def describe_failure(exc: Exception, client: paramiko.SSHClient, address: str, port: int,
-                      user: str, identity: str | None, limit: float, label: str,
-                      heard: bytes = b"") -> tuple[str, str]:
+def describe_failure(
+    exc: Exception,
+    client: paramiko.SSHClient,
+    address: str,
+    port: int,
+    user: str,
+    identity: str | None,
+    limit: float,
+    label: str,
+    heard: bytes = b"",
+) -> tuple[str, str]:
     """`heard`: the first bytes the server sent, when they were not an SSH banner."""
     text = str(exc) or type(exc).__name__
     if isinstance(exc, paramiko.PasswordRequiredException):
@@ -39,20 +48,28 @@ def describe_failure(exc: Exception, client: paramiko.SSHClient, address: str, p
     if isinstance(exc, paramiko.AuthenticationException):
         return AUTH_FAILED, f"{label}{user}@{address}:{port}: server refused every key offered ({offered(identity)})"
     if "No authentication methods available" in text:
-        return AUTH_FAILED, (f"{label}{user}@{address}:{port}: no key to offer (no identity file, no "
-                             f"ssh-agent, no default key in ~/.ssh)")
+        return AUTH_FAILED, (
+            f"{label}{user}@{address}:{port}: no key to offer (no identity file, no "
+            f"ssh-agent, no default key in ~/.ssh)"
+        )
     transport = client.get_transport()
-    if transport is not None and getattr(transport, "host_key", None) is not None \
-            and not transport.is_authenticated():
+    if transport is not None and getattr(transport, "host_key", None) is not None and not transport.is_authenticated():
         # The server's key was checked, so whatever broke happened while authenticating (bad key file...).
         return AUTH_FAILED, f"{label}{user}@{address}:{port}: authentication failed: {text}"
-    if "protocol banner" in text or "protocol version" in text or \
-            (transport is not None and not transport.remote_version):
+    if (
+        "protocol banner" in text
+        or "protocol version" in text
+        or (transport is not None and not transport.remote_version)
+    ):
         if heard:
-            return UNREACHABLE, (f"{label}{address}:{port} answered, but not with SSH: it sent "
-                                 f"{shown_bytes(heard)} (another service on that port?)")
-        return UNREACHABLE, (f"{label}{address}:{port} accepts TCP but sent no SSH banner within "
-                             f"{limit:.0f} s (not an SSH server, or overloaded)")
+            return UNREACHABLE, (
+                f"{label}{address}:{port} answered, but not with SSH: it sent "
+                f"{shown_bytes(heard)} (another service on that port?)"
+            )
+        return UNREACHABLE, (
+            f"{label}{address}:{port} accepts TCP but sent no SSH banner within "
+            f"{limit:.0f} s (not an SSH server, or overloaded)"
+        )
     if isinstance(exc, (EOFError, ConnectionResetError)):
         return UNREACHABLE, f"{label}{address}:{port}: connection closed during the SSH handshake"
     return UNREACHABLE, f"{label}{address}:{port}: SSH handshake failed: {type(exc).__name__}: {text}"
@@ -127,7 +144,7 @@ class RecordingSocket:
     def recv(self, size: int, *args: int) -> bytes:
         data = self._sock.recv(size, *args)
         if len(self.first) < self.KEEP:
-            self.first += data[:self.KEEP - len(self.first)]
+            self.first += data[: self.KEEP - len(self.first)]
         return data
 
     def __getattr__(self, name: str) -> object:

@@ -3,6 +3,7 @@
 Every strategy is verified before it is timed and again after; one that copied wrong is `wrong` and is
 never timed as a success. Needs torch (imported by the caller and passed in).
 """
+import functools
 import os
 import time
 
@@ -214,7 +215,7 @@ class DeviceBench(object):
         variants = {}
         for item in loaded:
             runner = strategies.InstalledCopy(item["fn"], dsts, separate)
-            run = (lambda r=runner: self.run_strategy(names, lambda: r(srcs), dsts, srcs, refs))
+            run = functools.partial(self.run_strategy, names, functools.partial(runner, srcs), dsts, srcs, refs)
             variants[item["module"]] = dict(run(), module=item["module"], hidden_states_separate=separate is not None)
             for gate in item.get("env_gates") or ():
                 variants[item["module"]].setdefault("env", {})[gate] = env_on_off(gate, run)
@@ -237,7 +238,7 @@ class DeviceBench(object):
         out = {"bytes": n * 4, "method": "perf_counter, synchronize after each sample"}
         for key, src in (("pinned", pinned), ("pageable", pageable)):
             dev.zero_()
-            fn = (lambda s=src: dev.copy_(s, non_blocking=True))
+            fn = functools.partial(dev.copy_, src, non_blocking=True)
             timing = measure(timer, fn, self.job["samples"], self.job["target_us"], self.job["max_iters"])
             ok = bool(torch.equal(dev.cpu(), pageable))
             out[key] = dict(timing, status="ok" if ok else "wrong")

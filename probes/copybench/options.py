@@ -40,7 +40,7 @@ def _positive_int(key, value, minimum=1):
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise OptionError("copy_bench.%s: expected an integer, got %r" % (key, value))
+        raise OptionError("copy_bench.%s: expected an integer, got %r" % (key, value)) from None
     if number < minimum or isinstance(value, bool):
         raise OptionError("copy_bench.%s: expected an integer ≥ %d, got %r" % (key, minimum, value))
     return number

@@ -105,7 +105,7 @@ class Entry(object):
 
     def context_lines(self):
         if self._lines is None:
-            self._lines = [l for l in (self.index.first(p) for p in self._context) if l is not None]
+            self._lines = [ln for ln in (self.index.first(p) for p in self._context) if ln is not None]
         return list(self._lines)
 
 
@@ -117,10 +117,10 @@ def classify(text, table=None, installed_release=None, known=""):
     release = releases.infer_release(whole, installed_release)
     words = releases.flag_words(release["generation"], release.get("release"))
     compiled = [Entry(index, *parts, known=known) for parts in _compile(SIGNATURES if table is None else table)]
-    ready_lines = [l.number for l in index.every(READY)]
+    ready_lines = [ln.number for ln in index.every(READY)]
     ready = lines[ready_lines[0] - 1] if ready_lines else None
-    captures = [(l.number, l.stream, bool(CAPTURE_BEGIN.search(l.text)))
-                for l in index.every(CAPTURE_EVENT)]
+    captures = [(ln.number, ln.stream, bool(CAPTURE_BEGIN.search(ln.text)))
+                for ln in index.every(CAPTURE_EVENT)]
     crashes = find_crashes(lines, index.numbers_with(CANDIDATE_WORDS))
     reports = [_report(crash, captures, compiled, words, ready_lines) for crash in crashes[:MAX_ANALYSED]]
     reports = _merge_ranks(reports)
@@ -150,7 +150,7 @@ def _capture_unfinished(lines, captures):
 
 
 def _stall_report(lines, begun):
-    last = max((l for l in lines if l.text.strip()), key=lambda l: l.number)
+    last = max((ln for ln in lines if ln.text.strip()), key=lambda ln: ln.number)
     out = {"line": begun.number, "last_line": last.number, "streams": [begun.stream] if begun.stream else [],
            "family": "capture_hang", "detail": "capture", "when": "during start-up", "exception": None,
            "first_line_text": "CUDA-graph capture began here; the log ends %d lines later (line %d) without its "
@@ -280,7 +280,7 @@ def _notes(index, compiled, words):
         if entry.get("family") or not candidate.required():
             continue
         hits = [line for line in (index.first(p) for p in candidate.match) if line is not None]
-        hit = min(hits, key=lambda l: l.number) if hits else None
+        hit = min(hits, key=lambda ln: ln.number) if hits else None
         if hit is not None:
             notes.append({"name": entry.get("name"), "severity": entry.get("severity") or "info",
                           "meaning": entry.get("meaning"), "reference": entry.get("reference"),

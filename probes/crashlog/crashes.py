@@ -55,7 +55,7 @@ class Crash(object):
 
     @property
     def exception_or_earlier(self):
-        return self.exception or next((l for l in reversed(self.lines) if EXCEPTION_LINE.match(l.text.strip())), None)
+        return self.exception or next((ln for ln in reversed(self.lines) if EXCEPTION_LINE.match(ln.text.strip())), None)
 
     def text(self):
         return "\n".join(line.text for line in self.lines)
@@ -150,7 +150,7 @@ def _step(line, crashes, active, recent):
             crash.tail = TAIL_LINES
             head = _frames_before(before[:-1])
             crash.lines[:0] = head
-            crash.frames = [_frame(l) for l in head if FRAME.match(l.text)]
+            crash.frames = [_frame(ln) for ln in head if FRAME.match(ln.text)]
         crashes.append(crash)
         active[line.stream] = crash
 

@@ -33,7 +33,7 @@ def read_config(model_dir):
         with open(path, encoding="utf-8") as fh:
             config = json.load(fh)
     except (OSError, ValueError) as exc:
-        raise ConfigError("%s: cannot read: %s" % (path, exc))
+        raise ConfigError("%s: cannot read: %s" % (path, exc)) from None
     if not isinstance(config, dict):
         raise ConfigError("%s: not a JSON object" % path)
     return config

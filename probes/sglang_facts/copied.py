@@ -96,7 +96,7 @@ def _strip_slices(expr):
 
 
 def _is_slice(node):
-    if hasattr(ast, "Index") and isinstance(node, getattr(ast, "Index")):
+    if hasattr(ast, "Index") and isinstance(node, ast.Index):
         node = node.value  # Python 3.8 wraps subscripts
     return isinstance(node, ast.Slice) or (isinstance(node, ast.Tuple) and any(isinstance(e, ast.Slice)
                                                                                  for e in node.elts))

@@ -180,7 +180,7 @@ def _literal_type(annotation):
     for node in ast.walk(annotation) if isinstance(annotation, ast.Subscript) else ():
         if isinstance(node, ast.Subscript) and unparse(node.value).rsplit(".", 1)[-1] == "Literal":
             inner = node.slice
-            if hasattr(ast, "Index") and isinstance(inner, getattr(ast, "Index")):
+            if hasattr(ast, "Index") and isinstance(inner, ast.Index):
                 inner = inner.value
             elements = inner.elts if isinstance(inner, ast.Tuple) else [inner]
             values = [string_value(e) for e in elements]
@@ -196,6 +196,6 @@ def _annotated_metadata(annotation):
     if base.rsplit(".", 1)[-1] not in ("A", "Annotated"):
         return []
     inner = annotation.slice
-    if hasattr(ast, "Index") and isinstance(inner, getattr(ast, "Index")):
+    if hasattr(ast, "Index") and isinstance(inner, ast.Index):
         inner = inner.value  # Python 3.8 wraps subscripts
     return list(inner.elts[1:]) if isinstance(inner, ast.Tuple) else []

@@ -57,8 +57,8 @@ def test_two_servers_with_different_releases_are_each_named(tmp_path):
     result = invoke("report", "--reports-dir", tmp_path, "--json")
     doc, answers = answers_of(result.output)
     q9 = only(answers, "Q9")
-    assert f"server pid 2211 (port 30000, GPUs 0,1,2,3): DFLASH" in q9 and f"sglang 0.5.23 in {SERVING}" in q9
-    assert f"server pid 3300 (port 31000, GPUs 4,5): EAGLE" in q9 and f"sglang 0.5.11 in {OLD}" in q9
+    assert "server pid 2211 (port 30000, GPUs 0,1,2,3): DFLASH" in q9 and f"sglang 0.5.23 in {SERVING}" in q9
+    assert "server pid 3300 (port 31000, GPUs 4,5): EAGLE" in q9 and f"sglang 0.5.11 in {OLD}" in q9
     described = f"sglang facts describe {SERVING}, run by server pid 2211 (port 30000, GPUs 0,1,2,3)"
     for qid in ("Q2", "Q3", "Q4", "Q7"):
         assert only(answers, qid).endswith(f"{described}; {NOT_READ}"), qid

@@ -64,7 +64,7 @@ def gpudiag_status(fleet, tmp_path, known: Path, *args: str) -> tuple[str, str]:
 
 def test_host_key_behaviour_table_matches_openssh(sshd_fleet, tmp_path):
     table = []
-    for name, (text, expected_openssh, expected_status) in cases(sshd_fleet).items():
+    for name, (text, _openssh, _status) in cases(sshd_fleet).items():
         known = tmp_path / f"known_hosts-{len(table)}"
         known.write_text(text)
         openssh = openssh_verdict(sshd_fleet, known)
