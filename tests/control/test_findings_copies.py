@@ -67,9 +67,9 @@ def test_hidden_states_inside_a_foreach_group_is_flagged_with_its_source_line():
 
 
 def split_workload(name, hidden_bytes, whole, split):
-    w = workload(name=name, grouped_foreach=whole, grouped_foreach_dma_split=split)
-    w["fields"] = [{"name": "seq_lens", "bytes": 128, "split": "foreach"},
-                   {"name": "hidden_states", "bytes": hidden_bytes, "split": "dma"}]
+    w = workload(name=name, grouped_foreach=whole, grouped_foreach_size_split=split)
+    w["fields"] = [{"name": "seq_lens", "bytes": 128, "size_split": "foreach"},
+                   {"name": "hidden_states", "bytes": hidden_bytes, "size_split": "dma"}]
     return w
 
 
@@ -87,7 +87,7 @@ def test_measured_split_slower_than_one_group_recommends_the_measured_split():
 
 def test_split_that_wins_nothing_split_off_or_cpu_timings_are_silent():
     wins = split_workload("w", 1 << 20, whole=15.0, split=10.0)
-    unsplit = workload(grouped_foreach=10.0, grouped_foreach_dma_split=15.0)   # no field moved: same copies
+    unsplit = workload(grouped_foreach=10.0, grouped_foreach_size_split=15.0)   # no field moved: same copies
     loses = split_workload("l", 1 << 20, whole=10.0, split=15.0)
     assert copies.hidden_states_split([host(copy_bench={"gpus": [{"index": 0, "workloads": [wins, unsplit]}]})]) == []
     cpu = {"device": "cpu", "gpus": [{"index": None, "device": "cpu", "workloads": [loses]}]}

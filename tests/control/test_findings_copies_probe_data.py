@@ -14,7 +14,7 @@ from probes.context import ProbeContext  # noqa: E402
 
 TINY = {"device": "cpu", "paths": ["eagle_draft"], "batch_sizes": [2, 4], "hidden_sizes": [64],
         "sweep_min_bytes": 1024, "sweep_max_bytes": 4096, "samples": 3, "target_us": 20, "max_iters": 5,
-        "strategies": ["loop", "grouped_foreach", "grouped_foreach_dma_split"],
+        "strategies": ["loop", "grouped_foreach", "grouped_foreach_size_split"],
         "split_bytes": 256}   # hidden_states (2 or 4 rows of 64 bf16) leaves the foreach group
 
 
@@ -32,13 +32,13 @@ def as_cuda_host(data, split_us):
     gpu.update(index=0, device="cuda", name="NVIDIA H200")
     for workload in gpu["workloads"]:
         workload["strategies"]["grouped_foreach"].update(median_us=10.0, cv=0.01, noisy=False)
-        workload["strategies"]["grouped_foreach_dma_split"].update(median_us=split_us[workload["batch_size"]],
-                                                                 cv=0.01, noisy=False)
+        workload["strategies"]["grouped_foreach_size_split"].update(median_us=split_us[workload["batch_size"]],
+                                                                  cv=0.01, noisy=False)
     return HostResult(name="h1", status="ok", probes={"copy_bench": ProbeResult(status="ok", data=data)})
 
 
 def test_a_split_slower_than_one_group_is_found_in_real_probe_data(probe_data):
-    split_off = [f for f in probe_data["gpus"][0]["workloads"][0]["fields"] if f.get("split") != "foreach"]
+    split_off = [f for f in probe_data["gpus"][0]["workloads"][0]["fields"] if f.get("size_split") != "foreach"]
     assert [f["name"] for f in split_off] == ["hidden_states"]
     [finding] = copies.hidden_states_split([as_cuda_host(probe_data, {2: 15.0, 4: 8.0})])
     assert finding.id == "copies.split_wrong_for_gpu"

@@ -183,7 +183,7 @@ def test_cuda_graph_reports_each_synthetic_cell_as_k_of_at_most_k(monkeypatch):
     settings = cuda_graph.settings_from({"algorithms": ["EAGLE"], "batch_sizes": [1, 4], "draft_tokens": [2, 9]})
     data = {"cells": [], "boundaries": [], "notes": []}
     ctx = ProbeContext(options={}, deadline=time.monotonic() + 600)
-    cuda_graph.run_synthetic(ctx, settings, data, {}, [], "", sys.executable)
+    cuda_graph.run_synthetic(ctx, settings, data, {}, "", sys.executable)
     started = [f for _, step, state, f in seen if step == "cell" and state == "started"]
     finished = [f for _, step, state, f in seen if step == "cell" and state == "finished"]
     assert len(started) == len(finished) == len(data["cells"]) > 0

@@ -167,14 +167,6 @@ def test_missing_package_is_a_reason_not_an_error(tmp_path):
     assert data["found"] is False and str(tmp_path) in data["reason"]
 
 
-def test_interpreter_choice_prefers_deployment():
-    results = {"deployment": {"interpreter": {"path": "/opt/venv/bin/python", "why": "live_server"}}}
-    assert locate.choose_interpreter(results, {}) == ("/opt/venv/bin/python", "live_server")
-    # An explicit --python is the interpreter running the probes, named by its real path.
-    assert locate.choose_interpreter({}, {"python": "python3", "python_explicit": True}) == (sys.executable, "explicit")
-    assert locate.choose_interpreter({}, {})[1] == "default"
-
-
 def test_another_interpreter_is_asked_for_its_path_and_pythonpath_is_added(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
