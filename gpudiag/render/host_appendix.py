@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import quote
 
-from gpudiag.findings.common import as_dict, dig, probe
-from gpudiag.findings.cuda_graph import cells
+from gpudiag.probe_view import as_dict, dig, probe
+from gpudiag.probe_view import cells
 from gpudiag.models import HostResult, LoadedRun
 from gpudiag.render.appendix import host_sections
 from gpudiag.render.blocks import table
