@@ -15,16 +15,19 @@ MAX_FILES = 3
 PROBE_MODULE = '''"""hello_probe: says hello with the runner's process id (a probe written for this test)."""
 import os
 
+from probes.optionspec import Option
 from probes.schemas import i, obj, s
 
 PROBE = {"set": "light", "needs": ("deployment",), "summary": "a greeting and the runner's pid",
          "gpu": "no", "torch": "no", "sglang": "no", "cost": "light: instant"}
+OPTIONS = (Option("loud", "bool", False, "Shout the greeting."),)
 SHAPE = obj({"greeting": s("what the probe says"), "pid": i("the runner's process id")}, "a greeting")
 NOTES = "`greeting, pid`: the runner says hello."
 
 
 def collect(ctx):
-    return {"greeting": "hello | <b>from</b> the overlay", "pid": os.getpid()}
+    greeting = "hello | <b>from</b> the overlay"
+    return {"greeting": greeting.upper() if ctx.option("loud") else greeting, "pid": os.getpid()}
 '''
 
 RULE_MODULE = '''"""A finding on hello_probe's data (a rule written for this test)."""
@@ -96,9 +99,14 @@ def test_a_new_probe_takes_three_files_and_reaches_the_report(tmp_path):
     probes = _gpudiag(tree, work, "probes")
     assert probes.returncode == 0, probes.stderr[-2000:]
     assert "hello_probe" in probes.stdout
+    one = _gpudiag(tree, work, "probes", "hello_probe")
+    assert one.returncode == 0 and "loud" in one.stdout and "Shout the greeting." in one.stdout, one
+    refused = _gpudiag(tree, work, "scan", "localhost", "--probes", "hello_probe", "--set", "hello_probe.shout=1")
+    assert refused.returncode != 0 and "unknown option" in refused.stderr and "loud" in refused.stderr
 
     reports = work / "reports"
-    scan = _gpudiag(tree, work, "scan", "localhost", "--probes", "hello_probe", "--reports-dir", str(reports), "--json")
+    scan = _gpudiag(tree, work, "scan", "localhost", "--probes", "hello_probe", "--reports-dir", str(reports), "--json",
+                    "--set", "hello_probe.loud=false")
     assert scan.returncode in (0, 1), scan.stderr[-2000:]
     run_id = json.loads(scan.stdout)["run_id"]
     [host_file] = (reports / "runs" / run_id / "hosts").glob("*.json")
@@ -120,3 +128,17 @@ def test_a_new_probe_takes_three_files_and_reaches_the_report(tmp_path):
 def test_the_real_tree_has_no_hello_probe():
     """The probe above exists only in the test's copy of the tree."""
     assert not (ROOT / "probes" / "hello_probe.py").exists()
+
+
+def test_the_declared_shape_checks_stored_data(tmp_path):
+    tree = tmp_path / "tree"
+    _copy_tree(tree)
+    _add_probe(tree)
+    code = ("from probes.data_shapes import SHAPES\nfrom probes.schemas import check\n"
+            "print(check(SHAPES['hello_probe'], {'greeting': 'hi', 'pid': 'seven'}, 'probes.hello_probe.data'))\n"
+            "print(check(SHAPES['hello_probe'], {'greeting': 'hi', 'pid': 7}, 'probes.hello_probe.data'))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=str(tmp_path),
+                          env=dict(os.environ, PYTHONPATH=str(tree)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    wrong, right = proc.stdout.splitlines()
+    assert "probes.hello_probe.data.pid" in wrong and right in ("None", "[]", "")
