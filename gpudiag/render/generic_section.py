@@ -1,4 +1,5 @@
-"""The appendix section of a probe that has no section of its own: its data as key path → value rows.
+"""The appendix section of a probe that has no section of its own: its data as key path → value rows, each with
+the meaning its declared shape gives (probes/data_shapes.py).
 
 A probe added by declaring itself (docs/adding-a-probe.md) appears in the report through this section until it
 earns a custom one. Values come from the host, and the table helpers bound and escape each cell.
@@ -6,12 +7,15 @@ earns a custom one. Values come from the host, and the table helpers bound and e
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 from gpudiag.models import HostResult
 from gpudiag.probe_view import probe
 from gpudiag.render.blocks import table
 from gpudiag.render.safe_text import md
+from probes.data_shapes import SHAPES
+from probes.schemas import rows as declared_rows
 
 # Probes whose data the appendix and copy/repro sections already lay out by hand.
 CUSTOM_SECTIONS = ("deployment", "env", "torch_caps", "sglang_source", "copy_bench", "cuda_graph")
@@ -26,11 +30,19 @@ def generic_sections(host: HostResult) -> list[str]:
         if name in CUSTOM_SECTIONS or data is None:
             continue
         rows = list(_leaves(data, ""))
-        shown: list[tuple[Any, ...]] = [("key", "value")] + list(rows[:MAX_ROWS])
+        meaning = _meanings(name)
+        shown: list[tuple[Any, ...]] = [("key", "value", "meaning")]
+        shown += [(key, value, meaning.get(re.sub(r"\[\d+\]", "[]", key), "")) for key, value in rows[:MAX_ROWS]]
         lines += [f"#### Probe {md(name)}", ""] + table(shown)
         if len(rows) > MAX_ROWS:
             lines += [f"{len(rows) - MAX_ROWS} more values are in the stored host file.", ""]
     return lines
+
+
+def _meanings(name: str) -> dict[str, str]:
+    """Declared field path ('a.b[].c') → its one-line doc; {} for a probe without a declared shape."""
+    shape = SHAPES.get(name)
+    return {path: doc for path, _, _, doc in declared_rows(shape, "") if doc} if shape else {}
 
 
 def _leaves(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, Any]]:

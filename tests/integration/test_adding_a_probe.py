@@ -119,7 +119,7 @@ def test_a_new_probe_takes_three_files_and_reaches_the_report(tmp_path):
     text = report.stdout
     assert "the hello probe answered" in text  # the finding
     assert "#### Probe hello_probe" in text  # the generic appendix section
-    assert str(result["data"]["pid"]) in text
+    assert f"| pid | {result['data']['pid']} | the runner's process id |" in text  # value, meaning from SHAPE
     # host text is escaped on its way into the report: no raw HTML, no pipe that ends a table cell
     assert "hello \\| \\<b>from\\</b> the overlay" in text
     assert "<b>from" not in text.replace("\\<b>from", "")
