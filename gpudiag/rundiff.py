@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from gpudiag.findings import all_findings
-from gpudiag.findings.common import as_dict, as_list, number, probe
+from gpudiag.probe_view import as_dict, as_list, number, probe
 from gpudiag.findings.facts import host_facts, server_args, servers_of
 from gpudiag.models import Finding, HostResult, LoadedRun
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from gpudiag.cli import ExitCode
-from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list
+from gpudiag.findings.common import SEVERITY_RANK
+from gpudiag.probe_view import as_dict, as_list
 from gpudiag.models import INTERRUPTED, OK, PROBE_ERROR, Finding, HostResult, LoadedRun
 
 INCOMPLETE = "incomplete"

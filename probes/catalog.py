@@ -1,27 +1,105 @@
 """The probes gpudiag knows, their sets and what each reads from an earlier one.
 
 One list for both sides: the runner orders and expands a selection with it, and the control side
-(gpudiag/bundle.py) reads it to pack the modules a selection needs. Standard library only, no imports.
+(gpudiag/bundle.py) reads it to pack the modules a selection needs. Standard library only.
+
+A probe module may declare itself: a top-level `PROBE = {"set": "light" | "deep", "needs": (...), ...}` of
+literals in `probes/<name>.py` (or `probes/<name>/__init__.py`). The catalog reads that literal from the
+module's source without importing it, from this directory on disk or from the modules a bundle carries, so a
+new probe is registered by its own module alone (docs/adding-a-probe.md).
 """
+import ast
+import os
 
 # Light probes touch no GPU beyond torch_caps' few-kilobyte check on idle ones. deployment runs first: it
 # makes the host's one interpreter choice (probes/hostinfo/interpreter.py), which every later probe follows.
-LIGHT_PROBES = ("deployment", "env", "torch_caps", "sglang_source")
-DEEP_PROBES = ("copy_bench", "cuda_graph")
-ALL_PROBES = LIGHT_PROBES + DEEP_PROBES
+BUILTIN_LIGHT = ("deployment", "env", "torch_caps", "sglang_source")
+BUILTIN_DEEP = ("copy_bench", "cuda_graph")
 
 # What a probe reads from an earlier one: the interpreter the live server uses (deployment), the release's
 # field lists and definitions (sglang_source), the GPUs (env). Selecting a probe brings these along.
-PROBE_NEEDS = {"env": ("deployment",), "torch_caps": ("deployment",), "sglang_source": ("deployment",),
-               "copy_bench": ("sglang_source",), "cuda_graph": ("env", "sglang_source")}
+BUILTIN_NEEDS = {"env": ("deployment",), "torch_caps": ("deployment",), "sglang_source": ("deployment",),
+                 "copy_bench": ("sglang_source",), "cuda_graph": ("env", "sglang_source")}
 
 
-def with_needs(probes, known=ALL_PROBES):
+def declaration(source):
+    """The literal `PROBE = {...}` of a module's source, or None when it declares none (or not as literals)."""
+    if "PROBE" not in source:
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "PROBE"):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            return value if isinstance(value, dict) and value.get("set") in ("light", "deep") else None
+    return None
+
+
+def declared_in(modules):
+    """{probe name: declaration} among {dotted module name: (is_package, source)}: top-level units only."""
+    found = {}
+    for dotted, (_, source) in sorted(modules.items()):
+        parts = dotted.split(".")
+        if len(parts) == 2 and parts[0] == "probes" and parts[1] not in BUILTIN_NEEDS:
+            decl = declaration(source)
+            if decl is not None:
+                found[parts[1]] = decl
+    return found
+
+
+def _on_disk():
+    """Declarations in this directory when it is one (the control side, a `root` bundle); {} in memory."""
+    here = os.path.dirname(os.path.abspath(__file__)) if "__file__" in globals() else ""
+    if not os.path.isdir(here):
+        return {}
+    modules = {}
+    for entry in sorted(os.listdir(here)):
+        path, name = os.path.join(here, entry), entry[:-3] if entry.endswith(".py") else entry
+        if os.path.isdir(path):
+            path = os.path.join(path, "__init__.py")
+        if name.isidentifier() and path.endswith(".py") and os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                modules["probes." + name] = (path.endswith("__init__.py"), handle.read())
+    return declared_in(modules)
+
+
+def catalog(declared):
+    """(light, deep, needs) with the declared probes after the built-in ones, each set in name order."""
+    light = BUILTIN_LIGHT + tuple(n for n in sorted(declared) if declared[n]["set"] == "light")
+    deep = BUILTIN_DEEP + tuple(n for n in sorted(declared) if declared[n]["set"] == "deep")
+    needs = dict(BUILTIN_NEEDS)
+    needs.update((n, tuple(d.get("needs") or ())) for n, d in declared.items())
+    return light, deep, needs
+
+
+DECLARED = _on_disk()
+LIGHT_PROBES, DEEP_PROBES, PROBE_NEEDS = catalog(DECLARED)
+ALL_PROBES = LIGHT_PROBES + DEEP_PROBES
+
+
+def with_needs(probes, known=None, needs=None):
     """The probes and, transitively, what they read from, in run order; unknown names kept at the end."""
+    known = ALL_PROBES if known is None else known
+    needs = PROBE_NEEDS if needs is None else needs
     wanted, pending = set(), list(probes)
     while pending:
         name = pending.pop()
         if name not in wanted:
             wanted.add(name)
-            pending.extend(PROBE_NEEDS.get(name, ()))
+            pending.extend(needs.get(name, ()))
     return [p for p in known if p in wanted] + [p for p in probes if p not in known]
+
+
+def plan(requested, modules=None):
+    """(run order, unknown names) for a selection; `modules` (the bundle's) adds the probes declared in it."""
+    declared = dict(DECLARED)
+    declared.update(declared_in(modules or {}))
+    light, deep, needs = catalog(declared)
+    wanted = with_needs(list(requested or light), light + deep, needs)
+    return [p for p in light + deep if p in wanted], [p for p in wanted if p not in light + deep]

@@ -1,5 +1,8 @@
 """The prose of docs/probe-data.md beside the declared tables: each probe's keys in full as it writes them,
 and the rules its values follow. scripts/probe-data-doc.py puts them under each probe's table."""
+import importlib
+
+from probes.catalog import DECLARED
 
 INTRO = (
     'What each probe puts in `probes.<name>.data` of a host result. Findings and the report read these '
@@ -133,3 +136,7 @@ NOTES = {
         'repro`\n(`log, outcome, matches[{line, ...}]`).'
     ),
 }
+
+# A probe that declares itself (probes/catalog.py) keeps its prose beside its code, as NOTES.
+NOTES.update((name, importlib.import_module("probes." + name).NOTES) for name in DECLARED
+             if isinstance(getattr(importlib.import_module("probes." + name), "NOTES", None), str))

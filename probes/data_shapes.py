@@ -3,6 +3,9 @@
 docs/probe-data.md is generated from these declarations (scripts/probe-data-doc.py); stored results are
 checked against them when read back (gpudiag/probe_data.py).
 """
+import importlib
+
+from probes.catalog import DECLARED
 from probes.schemas import anything, b, enum, i, lst, mapping, num, obj, s
 
 _INTERPRETER = obj({"path": s("the Python that ran the work"),
@@ -115,3 +118,6 @@ CUDA_GRAPH = obj({
 
 SHAPES = {"env": ENV, "torch_caps": TORCH_CAPS, "deployment": DEPLOYMENT, "sglang_source": SGLANG_SOURCE,
           "copy_bench": COPY_BENCH, "cuda_graph": CUDA_GRAPH}
+# A probe that declares itself (probes/catalog.py) declares its shape beside its code, as SHAPE.
+SHAPES.update((name, importlib.import_module("probes." + name).SHAPE) for name in DECLARED
+              if hasattr(importlib.import_module("probes." + name), "SHAPE"))

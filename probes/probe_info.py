@@ -3,8 +3,10 @@ for `gpudiag probes`, for checking `--set` before connecting, and for docs/probe
 
 Standard library only. No probe imports this module, so a payload never carries other probes' options.
 """
+import importlib
+
 from probes import light_options
-from probes.catalog import ALL_PROBES, DEEP_PROBES
+from probes.catalog import ALL_PROBES, DECLARED, DEEP_PROBES
 from probes.copybench import declared as copy_bench_options
 from probes.graphrepro import declared as cuda_graph_options
 from probes.optionspec import OptionValueError
@@ -44,6 +46,18 @@ PROBES = dict((p.name, p) for p in (
               gpu="yes", torch="yes", sglang="optional",
               cost="deep: one capture per cell, idle GPUs only (limit 1200 s)", options=cuda_graph_options.OPTIONS),
 ))
+
+
+def _declared_info(name):
+    """A probe that declares itself: the literals of its PROBE and its module's OPTIONS (imported here only)."""
+    decl = DECLARED[name]
+    options = getattr(importlib.import_module("probes." + name), "OPTIONS", ())
+    return ProbeInfo(name, decl.get("summary", ""), gpu=decl.get("gpu", "no"), torch=decl.get("torch", "no"),
+                     sglang=decl.get("sglang", "no"), cost=decl.get("cost", decl["set"]), options=options)
+
+
+PROBES.update((name, _declared_info(name)) for name in DECLARED)
+PROBES = dict((name, PROBES[name]) for name in ALL_PROBES if name in PROBES)
 assert tuple(PROBES) == ALL_PROBES, "every probe in the catalog declares its needs and options here"
 
 

@@ -14,7 +14,7 @@ import time
 import traceback
 
 from probes import events
-from probes.catalog import ALL_PROBES, DEEP_PROBES, LIGHT_PROBES, with_needs  # noqa: F401
+from probes.catalog import ALL_PROBES, DEEP_PROBES, LIGHT_PROBES, plan, with_needs  # noqa: F401
 from probes.context import ProbeContext, Skip
 
 SCHEMA = 1
@@ -58,17 +58,15 @@ def run_probe(name, options, results, timeout, modules=None):
     return {"status": "ok", "duration_s": duration, "data": outcome.get("data")}
 
 
-def select_probes(requested):
-    """Requested names and what they read from, in run order; unknown names are reported, not fatal."""
-    requested = with_needs(list(requested or LIGHT_PROBES), ALL_PROBES)
-    order = [p for p in ALL_PROBES if p in requested]
-    unknown = [p for p in requested if p not in ALL_PROBES]
-    return order, unknown
+def select_probes(requested, modules=None):
+    """Requested names and what they read from, in run order; unknown names are reported, not fatal.
+    The bundle's modules add the probes declared in them (probes/catalog.py)."""
+    return plan(requested, modules)
 
 
 def run_all(payload):
     """The whole document for one host."""
-    probes, unknown = select_probes(payload.get("probes"))
+    probes, unknown = select_probes(payload.get("probes"), payload.get("modules"))
     timeouts = payload.get("timeouts") or {}
     options = payload.get("options") or {}
     modules = payload.get("modules")

@@ -291,7 +291,7 @@ def _classify_log(source: str, as_json: bool, reports_dir: Path, fail_on: str) -
 def _log_fails(block: dict[str, Any], fail_on: str) -> bool:
     """Whether a crash in the log reaches --fail-on (an unclassified crash counts as an error; `incomplete`:
     a log never fails)."""
-    from gpudiag.findings.common import SEVERITY_RANK
+    from gpudiag.findings import SEVERITY_RANK
     from gpudiag.verdict import INCOMPLETE
 
     if fail_on == INCOMPLETE or not logrun.is_crash(block):

@@ -1,6 +1,9 @@
 """Findings: pure rules that read a run's host results and return `Finding`s, one module per theme.
 
 `all_findings(run)` runs every rule and returns the findings in a stable order (severity, id, hosts).
+
+This module is the package's public API: renderers and the CLI import from `gpudiag.findings` only, never from
+its theme modules. Plain reads of probe data (no judgement) live in `gpudiag.probe_view`.
 """
 
 from __future__ import annotations
@@ -8,11 +11,46 @@ from __future__ import annotations
 from typing import Callable
 
 from gpudiag.findings import copies, cuda_graph, dflash, fast_path, fleet, hosts, live_server, sglang
-from gpudiag.findings.common import sort_findings
-from gpudiag.findings.group import merge_across_hosts
-from gpudiag.findings.facts import torch_from_other_interpreter
+from gpudiag.findings.answers import QUESTIONS, Answer
+from gpudiag.findings.answers_live import coverage_line, host_answers
+from gpudiag.findings.common import SEVERITY_RANK, sort_findings
+from gpudiag.findings.copies import NOISY_CV, OUTLIER_RATIO
+from gpudiag.findings.facts import (
+    HostFacts,
+    command_line,
+    copy_path_text,
+    host_facts,
+    servers_of,
+    torch_facts,
+    torch_from_other_interpreter,
+)
+from gpudiag.findings.group import merge_across_hosts, reproduce_command
+from gpudiag.findings.server_scope import release_of, scope
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.models import LoadedRun
+
+__all__ = [
+    "NOISY_CV",
+    "OUTLIER_RATIO",
+    "QUESTIONS",
+    "RULES",
+    "RUN_RULES",
+    "SEVERITY_RANK",
+    "Answer",
+    "HostFacts",
+    "all_findings",
+    "command_line",
+    "copy_path_text",
+    "coverage_line",
+    "has_errors",
+    "host_answers",
+    "host_facts",
+    "release_of",
+    "reproduce_command",
+    "scope",
+    "servers_of",
+    "torch_facts",
+]
 
 Rule = Callable[[list[HostResult]], list[Finding]]
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gpudiag.findings.common import as_dict, as_list, dig, probe
+from gpudiag.probe_view import as_dict, as_list, dig, probe
 from gpudiag.findings.dflash import dflash_guards, first_guard_holding
 from gpudiag.findings.facts import (
     algorithm_of,

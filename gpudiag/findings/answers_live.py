@@ -20,7 +20,7 @@ from gpudiag.findings.answers import (
     q4_dflash,
 )
 from gpudiag.findings.answers_measured import q5_copy_cost, q6_graph_breaks
-from gpudiag.findings.common import as_dict, as_list, dig, probe
+from gpudiag.probe_view import as_dict, as_list, dig, probe
 from gpudiag.findings.facts import (
     algorithm_of,
     graph_max_bs,

@@ -16,8 +16,9 @@ from gpudiag.findings.answers import (
     no_gpu_reason,
     probe_gap,
 )
-from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe
-from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
+from gpudiag.probe_view import as_dict, as_list, dig, fmt_us, number, probe
+from gpudiag.findings.copies import ok_timing
+from gpudiag.probe_view import copy_gpus, workloads
 from gpudiag.findings.server_scope import scope
 from gpudiag.models import HostResult
 

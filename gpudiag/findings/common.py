@@ -10,61 +10,13 @@ import statistics
 from typing import Any, Iterable
 
 from gpudiag.models import Evidence, HostResult
+from gpudiag.probe_view import as_dict
 
 SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
 
 
-def dig(value: Any, *keys: Any) -> Any:
-    """value[k1][k2]…, or None as soon as a step is missing or of the wrong type."""
-    for key in keys:
-        if isinstance(value, dict) and isinstance(key, str):
-            value = value.get(key)
-        elif isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value):
-            value = value[key]
-        else:
-            return None
-    return value
-
-
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def probe(host: HostResult, name: str) -> dict[str, Any] | None:
-    """A probe's data when it ran ok and is an object, else None."""
-    data = host.probe_data(name)
-    return data if isinstance(data, dict) else None
-
-
 def source(host: HostResult, probe_name: str) -> str:
     return f"{host.name}/probes/{probe_name}"
-
-
-def number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def fmt_us(value: Any) -> str:
-    x = number(value)
-    if x is None:
-        return "-"
-    return f"{x:.1f} µs" if x < 1000 else f"{x / 1000:.2f} ms"
-
-
-def fmt_bytes(value: Any) -> str:
-    x = number(value)
-    if x is None:
-        return "-"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if x >= size:
-            return f"{x / size:.2f}".rstrip("0").rstrip(".") + f" {unit}"
-    return f"{int(x)} B"
 
 
 def source_evidence(host: HostResult, fact: Any, text: str) -> Evidence:
@@ -107,8 +59,3 @@ def truthy_flag(value: Any) -> bool:
 
 def sort_findings(findings: Iterable[Any]) -> list[Any]:
     return sorted(findings, key=lambda f: (SEVERITY_RANK.get(f.severity, 9), f.id, f.hosts, f.title))
-
-
-def safe_stem(name: str) -> str:
-    """A host name usable in a file name."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "host"

@@ -4,18 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.findings.common import (
-    as_dict,
-    as_list,
-    dig,
-    fmt_bytes,
-    fmt_us,
-    median,
-    number,
-    probe,
-    source,
-    source_evidence,
-)
+from gpudiag.findings.common import median, source, source_evidence
+from gpudiag.probe_view import as_dict, as_list, copy_gpus, dig, fmt_bytes, fmt_us, number, probe, workloads
 from gpudiag.models import Evidence, Finding, HostResult
 
 LARGE_FIELDS = ("hidden_states",)  # contiguous tensors big enough for the DMA engine to beat a foreach kernel
@@ -24,41 +14,11 @@ NOISY_CV = 0.05  # (probes/copybench/analysis.py and timing.py decide)
 SPLIT_MARGIN = 0.10  # the split must lose by more than this to be called wrong
 
 
-def copy_gpus(host: HostResult, cuda_only: bool = False) -> list[dict[str, Any]]:
-    """copy_bench's per-device results; with cuda_only, none measured on a CPU (no DMA engine, no launches)."""
-    data = probe(host, "copy_bench")
-    gpus = [g for g in as_list(dig(data, "gpus")) if isinstance(g, dict)]
-    if cuda_only:
-        gpus = [g for g in gpus if (g.get("device") or dig(data, "device") or "cuda") == "cuda"]
-    return sorted(gpus, key=lambda g: number(g.get("index")) or 0)
-
-
 def ok_timing(workload: dict[str, Any], strategy: str) -> dict[str, Any] | None:
     timing = dig(workload, "strategies", strategy)
     if isinstance(timing, dict) and timing.get("status", "ok") == "ok" and number(timing.get("median_us")) is not None:
         return timing
     return None
-
-
-def workloads(gpu: dict[str, Any]) -> list[dict[str, Any]]:
-    """The GPU's workloads by path, then batch size (numerically), then name."""
-    found = [w for w in as_list(gpu.get("workloads")) if isinstance(w, dict)]
-    return sorted(
-        found,
-        key=lambda w: (
-            str(w.get("path")),
-            number(w.get("batch_size")) or 0,
-            number(w.get("hidden_size")) or 0,
-            str(w.get("name")),
-        ),
-    )
-
-
-def device_label(gpu: dict[str, Any]) -> str:
-    """'GPU 4 (NVIDIA H200)', or 'CPU' for timings taken without CUDA."""
-    if gpu.get("index") is None:
-        return "CPU" if str(gpu.get("device") or gpu.get("name") or "cpu") == "cpu" else str(gpu.get("name"))
-    return f"GPU {gpu.get('index')} ({gpu.get('name') or '-'})"
 
 
 def _cost_table(gpu: dict[str, Any]) -> tuple[tuple[str, ...], ...] | None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, dig, number, probe, source
+from gpudiag.findings.common import SEVERITY_RANK, source
+from gpudiag.probe_view import as_dict, as_list, cells, dig, number, probe
 from gpudiag.findings.dflash import first_guard_holding
 from gpudiag.findings.facts import (
     EAGLE_FAMILY,
@@ -157,13 +158,6 @@ def _guard_after(host: HostResult, server: dict[str, Any], algorithm: str) -> st
     return (
         f" Even then this release keeps the DFlash draft eager ({guard.get('file') or 'worker'}:"
         f"{guard.get('line', '?')}) because {why}: {lift}."
-    )
-
-
-def cells(host: HostResult) -> list[dict[str, Any]]:
-    found = [c for c in as_list(dig(probe(host, "cuda_graph"), "cells")) if isinstance(c, dict)]
-    return sorted(
-        found, key=lambda c: (str(c.get("path")), number(c.get("batch_size")) or 0, number(c.get("draft_tokens")) or 0)
     )
 
 

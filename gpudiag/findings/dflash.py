@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpudiag.findings.common import as_list, dig, number, probe, source, source_evidence, truthy_flag
+from gpudiag.findings.common import source, source_evidence, truthy_flag
+from gpudiag.probe_view import as_list, dig, number, probe
 from gpudiag.findings.facts import algorithm_of, graphs_disabled, server_args
 from gpudiag.findings.server_scope import server_name, servers_read
 from gpudiag.models import Evidence, Finding, HostResult

@@ -10,7 +10,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from gpudiag.findings.common import as_dict, as_list, dig, probe, truthy_flag, version_tuple
+from gpudiag.findings.common import truthy_flag, version_tuple
+from gpudiag.probe_view import as_dict, as_list, dig, probe
 from gpudiag.models import HostResult
 
 UNKNOWN = "-"

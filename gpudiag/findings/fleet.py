@@ -3,8 +3,9 @@ beyond their noise."""
 
 from __future__ import annotations
 
-from gpudiag.findings.common import fmt_us, number
-from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
+from gpudiag.probe_view import fmt_us, number
+from gpudiag.findings.copies import ok_timing
+from gpudiag.probe_view import copy_gpus, workloads
 from gpudiag.findings.facts import UNKNOWN, host_facts
 from gpudiag.models import Evidence, Finding, HostResult
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpudiag.findings.common import as_dict
+from gpudiag.probe_view import as_dict
 from gpudiag.models import INTERRUPTED, OK, PROBE_ERROR, Evidence, Finding, HostResult
 
 SEVERITY = {PROBE_ERROR: "warning", INTERRUPTED: "warning"}  # everything else: the host gave nothing

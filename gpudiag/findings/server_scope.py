@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.findings.common import as_dict, as_list, dig, probe
+from gpudiag.probe_view import as_dict, as_list, dig, probe
 from gpudiag.findings.facts import servers_of, sglang_interpreter
 from gpudiag.models import HostResult
 

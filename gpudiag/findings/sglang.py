@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.findings.common import as_dict, as_list, dig, fmt_us, number, probe, source, source_evidence, version_tuple
-from gpudiag.findings.copies import copy_gpus, ok_timing, workloads
+from gpudiag.findings.common import source, source_evidence, version_tuple
+from gpudiag.probe_view import as_dict, as_list, dig, fmt_us, number, probe
+from gpudiag.findings.copies import ok_timing
+from gpudiag.probe_view import copy_gpus, workloads
 from gpudiag.findings.facts import (
     algorithm_of,
     eagle_family,

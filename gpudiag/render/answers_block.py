@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from gpudiag.findings.answers import QUESTIONS, Answer
-from gpudiag.findings.answers_live import coverage_line, host_answers
+from gpudiag.findings import QUESTIONS, Answer, coverage_line, host_answers
 from gpudiag.models import LoadedRun
 from gpudiag.render.safe_text import md
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from gpudiag.findings.common import as_dict, as_list, dig, probe
-from gpudiag.findings.facts import command_line, copy_path_text, host_facts, servers_of, torch_facts
-from gpudiag.findings.server_scope import release_of, scope
+from gpudiag.probe_view import as_dict, as_list, dig, probe
+from gpudiag.findings import command_line, copy_path_text, host_facts, release_of, scope, servers_of, torch_facts
 from gpudiag.models import HostResult
 from gpudiag.render.blocks import fenced, table
 from gpudiag.render.safe_text import code, md

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from gpudiag.findings.common import as_dict, as_list, dig, fmt_bytes, fmt_us, number, probe
-from gpudiag.findings.copies import NOISY_CV, OUTLIER_RATIO, copy_gpus, device_label, workloads
+from gpudiag.probe_view import as_dict, as_list, dig, fmt_bytes, fmt_us, number, probe
+from gpudiag.findings import NOISY_CV, OUTLIER_RATIO
+from gpudiag.probe_view import copy_gpus, device_label, workloads
 from gpudiag.models import HostResult
 from gpudiag.render.blocks import merge_columns, table
 from gpudiag.render.safe_text import md

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import quote
 
-from gpudiag.findings.common import as_dict, dig, probe
-from gpudiag.findings.cuda_graph import cells
+from gpudiag.probe_view import as_dict, dig, probe
+from gpudiag.probe_view import cells
 from gpudiag.models import HostResult, LoadedRun
 from gpudiag.render.appendix import host_sections
 from gpudiag.render.blocks import table
 from gpudiag.render.copy_timings import copy_section
+from gpudiag.render.generic_section import generic_sections
 from gpudiag.render.safe_text import code, md
 
 TITLE = "## Appendix: hosts"
@@ -92,7 +93,7 @@ def _host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
                 "",
             ]
         lines += host_sections(host)
-        for section in (copy_section(host, charts), _repro_matrix(host, charts)):
+        for section in (copy_section(host, charts), _repro_matrix(host, charts), generic_sections(host)):
             lines += section
         return lines
     except Exception as exc:  # noqa: BLE001 - one host's odd data never breaks the fleet's report

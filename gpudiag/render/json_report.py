@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from typing import Any, Sequence
 
-from gpudiag.findings.facts import host_facts
+from gpudiag.findings import host_facts
 from gpudiag.models import SEVERITIES, Finding, HostResult
 from gpudiag.models import LoadedRun
 from gpudiag.render.answers_block import answer_set

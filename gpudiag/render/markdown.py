@@ -10,9 +10,8 @@ import re
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from gpudiag.findings.common import SEVERITY_RANK, as_dict, as_list, probe
-from gpudiag.findings.facts import host_facts
-from gpudiag.findings.group import reproduce_command
+from gpudiag.probe_view import as_dict, as_list, probe
+from gpudiag.findings import SEVERITY_RANK, host_facts, reproduce_command
 from gpudiag.models import SEVERITIES, Evidence, Finding
 from gpudiag.render.host_appendix import link_line, render_appendix
 from gpudiag.repro.logrun import appendix as log_appendix

@@ -9,9 +9,9 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from gpudiag.findings.common import as_dict, as_list, number, safe_stem
-from gpudiag.findings.copies import copy_gpus, device_label, workloads
-from gpudiag.findings.cuda_graph import cells
+from gpudiag.probe_view import as_dict, as_list, number, safe_stem
+from gpudiag.probe_view import copy_gpus, device_label, workloads
+from gpudiag.probe_view import cells
 from gpudiag.models import LoadedRun
 
 STATUS_CODES = {"ok": 0, "skipped": 1}  # every other status is a failure (2)

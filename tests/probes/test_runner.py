@@ -85,8 +85,8 @@ def test_stray_prints_go_to_stderr_not_into_the_frame(tmp_path):
             return {"quiet": True}
         m.collect = collect
         sys.modules["probes.noisy"] = m
-        r.ALL_PROBES = r.ALL_PROBES + ("noisy",)
-        r.main({"nonce": "n0", "probes": ["noisy"]})
+        declared = {"probes.noisy": [False, "PROBE = {'set': 'deep'}"]}  # how a bundle declares a probe
+        r.main({"nonce": "n0", "probes": ["noisy"], "modules": declared})
     """) % os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
     out = proc.stdout.decode()
@@ -134,13 +134,13 @@ def test_the_host_budget_cuts_a_slow_probe_and_skips_the_rest(fake_probe):
     release = threading.Event()
     fake_probe("fake_slow", lambda ctx: release.wait(30))
     fake_probe("fake_late", lambda ctx: "never")
-    original = runner.ALL_PROBES
-    runner.ALL_PROBES = original + ("fake_slow", "fake_late")
+    # declared the way a bundle carries them: light probes run before deep ones
+    declared = {"probes.fake_slow": [False, "PROBE = {'set': 'light'}"],
+                "probes.fake_late": [False, "PROBE = {'set': 'deep'}"]}
     try:
         doc = runner.run_all({"probes": ["fake_slow", "fake_late"], "timeouts": {"fake_slow": 900},
-                              "budget_s": 1.5})
+                              "budget_s": 1.5, "modules": declared})
     finally:
-        runner.ALL_PROBES = original
         release.set()
     assert doc["probes"]["fake_slow"]["status"] == "timeout"
     assert doc["probes"]["fake_slow"]["duration_s"] < 5
