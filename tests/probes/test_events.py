@@ -120,8 +120,8 @@ def test_the_runner_streams_probe_steps_on_stderr_and_keeps_them_out_of_the_fram
             return {"fine": True}
         m.collect = collect
         sys.modules["probes.stepper"] = m
-        r.ALL_PROBES = r.ALL_PROBES + ("stepper",)
-        r.main({"nonce": "n1", "probes": ["stepper"]})
+        declared = {"probes.stepper": [False, "PROBE = {'set': 'deep'}"]}  # how a bundle declares a probe
+        r.main({"nonce": "n1", "probes": ["stepper"], "modules": declared})
     """) % ROOT
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
     out, err = proc.stdout.decode(), proc.stderr.decode()
