@@ -22,7 +22,14 @@ from gpudiag.jsonfile import DocumentError, decode_document
 
 # The probe catalog (names, sets, what each reads from) is shared with the runner; reading it is part
 # of choosing what to pack.
-from probes.catalog import ALL_PROBES, DEEP_PROBES, LIGHT_PROBES, PROBE_NEEDS, with_needs  # noqa: E402,F401
+from probes.catalog import (  # noqa: E402,F401
+    ALL_PROBES,
+    DEEP_PROBES,
+    LIGHT_PROBES,
+    PROBE_NEEDS,
+    PROBE_TIMEOUTS,
+    with_needs,
+)
 
 FRAME_RE_TEMPLATE = r"^GPUDIAG-BEGIN {nonce}\r?\n(.*?)\r?\nGPUDIAG-END {nonce}\r?$"
 

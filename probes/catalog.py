@@ -21,6 +21,10 @@ BUILTIN_DEEP = ("copy_bench", "cuda_graph")
 BUILTIN_NEEDS = {"env": ("deployment",), "torch_caps": ("deployment",), "sglang_source": ("deployment",),
                  "copy_bench": ("sglang_source",), "cuda_graph": ("env", "sglang_source")}
 
+# Probes that visit every GPU in turn need far more than a light probe's limit (an 8-GPU host): seconds each
+# gets unless --probe-timeout says otherwise. A declared probe gives its own as PROBE["timeout_s"].
+BUILTIN_TIMEOUTS = {"copy_bench": 900.0, "cuda_graph": 1200.0}
+
 
 def declaration(source):
     """The literal `PROBE = {...}` of a module's source, or None when it declares none (or not as literals)."""
@@ -81,6 +85,16 @@ def catalog(declared):
 DECLARED = _on_disk()
 LIGHT_PROBES, DEEP_PROBES, PROBE_NEEDS = catalog(DECLARED)
 ALL_PROBES = LIGHT_PROBES + DEEP_PROBES
+
+
+def timeouts(declared):
+    """Seconds each long probe gets: the built-in ones', then each declared probe's PROBE["timeout_s"]."""
+    out = dict(BUILTIN_TIMEOUTS)
+    out.update((n, float(d["timeout_s"])) for n, d in declared.items() if isinstance(d.get("timeout_s"), (int, float)))
+    return out
+
+
+PROBE_TIMEOUTS = timeouts(DECLARED)
 
 
 def with_needs(probes, known=None, needs=None):

@@ -31,8 +31,7 @@ from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 from gpudiag.verdict import explicit_checks, verdict
 
 
-# GPU probes visit every GPU in turn: an 8-GPU host needs far more than a light probe's limit.
-GPU_PROBE_TIMEOUTS = {"copy_bench": 900.0, "cuda_graph": 1200.0}
+GPU_PROBE_TIMEOUTS = bundle.PROBE_TIMEOUTS  # declared beside each probe (probes/catalog.py)
 
 
 def selected_probes(probes: str | None, deep: bool) -> list[str]:

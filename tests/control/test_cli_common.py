@@ -195,3 +195,13 @@ def test_scan_warns_about_an_ignored_proxycommand_before_scanning(tmp_path, monk
     assert result.exit_code == 3, result.output          # port 1 refuses: the warning did not stop the scan
     assert warnings_in(result.stderr) == [
         f"gpudiag: warning: gpu-a: {path}: ProxyCommand is not supported (ignored; use ProxyJump)"]
+
+
+def test_long_probes_get_their_declared_time_limits(scan_requests, tmp_path):
+    from probes import catalog
+    request = scan_requests("--probes", "copy_bench,env", "--reports-dir", str(tmp_path))
+    assert request.probe_timeouts == {"copy_bench": 900.0}          # built in, declared beside the catalog
+    declared = {"slow_probe": {"set": "deep", "timeout_s": 45}, "quick": {"set": "light"}}
+    assert catalog.timeouts(declared) == {"copy_bench": 900.0, "cuda_graph": 1200.0, "slow_probe": 45.0}
+    assert scan_requests("--probes", "copy_bench", "--probe-timeout", "60", "--reports-dir",
+                         str(tmp_path)).probe_timeouts == {}       # --probe-timeout overrides them all
