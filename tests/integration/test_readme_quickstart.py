@@ -1,6 +1,7 @@
-"""The README's first code block, run as written in a copy of the project with a fresh HOME and no
-active venv: it must make its own venv (PEP 668 systems refuse pip into the system Python), install
-gpudiag into it, scan this machine and write the findings report."""
+"""The README's first code block: its first line (the main job), run as written in a copy of the project with a
+fresh HOME and no active venv, must make its own venv (PEP 668 systems refuse pip into the system Python),
+install gpudiag into it, scan this machine and write the findings report; its second line is the test command
+CI runs."""
 import os
 import re
 import shutil
@@ -42,7 +43,10 @@ def test_first_block_runs_in_a_fresh_venv(tmp_path):
                PIP_CACHE_DIR=os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip")))
     # The interpreter running the tests is the `python3` the block finds first.
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run(["bash", "-c", first_block()], cwd=copy, env=env, capture_output=True, text=True,
+    main_job, test_command = first_block().splitlines()[:2]
+    assert test_command.split("#")[0].strip() == "scripts/test.sh"
+    assert "scripts/test.sh" in (ROOT / ".ci" / "run").read_text()   # CI runs the README's test command
+    proc = subprocess.run(["bash", "-c", main_job], cwd=copy, env=env, capture_output=True, text=True,
                           timeout=900)
     if not (copy / ".venv" / "bin" / "gpudiag").exists() and re.search(
             r"Failed to establish|Temporary failure in name resolution|No matching distribution", proc.stderr):
