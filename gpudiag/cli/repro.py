@@ -289,14 +289,11 @@ def _classify_log(source: str, as_json: bool, reports_dir: Path, fail_on: str) -
 
 
 def _log_fails(block: dict[str, Any], fail_on: str) -> bool:
-    """Whether a crash in the log reaches --fail-on (an unclassified crash counts as an error; `incomplete`:
-    a log never fails)."""
-    from gpudiag.findings import SEVERITY_RANK
-    from gpudiag.verdict import INCOMPLETE
+    """Whether the log's crashes reach --fail-on: the findings `gpudiag report` gives this run, judged by the
+    one threshold (a clean log never fails; `incomplete`: a log never fails)."""
+    from gpudiag.findings import RUN_RULES
+    from gpudiag.verdict import failing
 
-    if fail_on == INCOMPLETE or not logrun.is_crash(block):
+    if not logrun.is_crash(block):
         return False
-    severities = [
-        str((crash.get("signature") or {}).get("severity") or "error") for crash in block.get("crashes") or []
-    ] or ["error"]
-    return any(SEVERITY_RANK.get(sev, 1) <= SEVERITY_RANK[fail_on] for sev in severities)
+    return bool(failing([f for rule in RUN_RULES for f in rule({"log": block})], fail_on))
