@@ -35,6 +35,7 @@ The API (class SSHDFleet, also usable without pytest, see benchmarks/fleet_scan.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -45,6 +46,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -338,6 +340,38 @@ class SSHDFleet:
             doc = json.loads(path.read_text())
             hosts[doc["name"]] = doc
         return run, hosts
+
+
+@contextlib.contextmanager
+def loopback_listener(address: str, greeting: bytes = b""):
+    """A TCP listener on `address` that accepts every connection, sends `greeting` (if any) and holds it open;
+    yields (address, port). Closed, with every connection, when the block ends."""
+    server = socket.socket()
+    server.bind((address, 0))
+    server.listen(16)
+    held, stop = [], threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn = server.accept()[0]
+            except OSError:
+                continue
+            if greeting:
+                conn.sendall(greeting)
+            held.append(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()
+    finally:
+        stop.set()
+        thread.join(2)
+        for conn in held:
+            conn.close()
+        server.close()
 
 
 def descendants(roots: set[int]) -> list[int]:

@@ -2,38 +2,19 @@
 speaks SSH, and SIGINT mid-run all end promptly with a status, and the healthy host stays ok."""
 import json
 import signal
-import socket
 import subprocess
-import threading
 import time
 
 import pytest
+
+from tests.integration.conftest import loopback_listener
 
 
 @pytest.fixture
 def silent_listener():
     """A TCP listener on loopback that accepts connections and never sends a byte."""
-    server = socket.socket()
-    server.bind(("127.0.0.20", 0))
-    server.listen(16)
-    held, stop = [], threading.Event()
-
-    def accept():
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()
-    stop.set()
-    thread.join(2)
-    for conn in held:
-        conn.close()
-    server.close()
+    with loopback_listener("127.0.0.20") as address:
+        yield address
 
 
 def scan(fleet, tmp_path, variants, *args, names=("h0",), timeout=60):

@@ -1,11 +1,11 @@
 """Hosts that print what they should not, through `gpudiag scan` on the sshd fleet: a flood is cut off
 at the output cap, odd frames and odd servers get a precise status, and what is stored is strict JSON."""
 import json
-import socket
-import threading
 import time
 
 import pytest
+
+from tests.integration.conftest import loopback_listener
 
 STAND_IN = """exec {python} -c '
 import sys, json
@@ -78,29 +78,8 @@ def test_nan_and_infinity_from_a_host_are_stored_as_null_readable_by_a_strict_pa
 @pytest.fixture
 def garbage_port():
     """A loopback port that answers every connection with an HTTP error, then waits."""
-    server = socket.socket()
-    server.bind(("127.0.0.21", 0))
-    server.listen(8)
-    held, stop = [], threading.Event()
-
-    def serve():
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn = server.accept()[0]
-            except OSError:
-                continue
-            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nServer: \x1b]0;pwned\x07nginx\r\n\r\n")
-            held.append(conn)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()
-    stop.set()
-    thread.join(2)
-    for conn in held:
-        conn.close()
-    server.close()
+    with loopback_listener("127.0.0.21", b"HTTP/1.1 400 Bad Request\r\nServer: \x1b]0;pwned\x07nginx\r\n\r\n") as address:
+        yield address
 
 
 def test_a_port_sending_garbage_says_what_it_sent(sshd_fleet, tmp_path, garbage_port):
