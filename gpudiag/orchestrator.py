@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from gpudiag import bundle
+from gpudiag.probe_data import DATA_ERROR, data_errors, judged
 from gpudiag.models import (
     FRAME_ERROR,
     INTERNAL_ERROR,
@@ -110,20 +111,21 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
     base["python"] = executable or host.python
     if doc.get("fatal"):
         return HostResult(status=PROBE_ERROR, reason=str(doc["fatal"]), probes=probes, **base)
+    misfits = data_errors(probes)  # the probe's data is refused, not the host: it is incomplete (the verdict)
     failed = [
         f"{name} {p.status}" + (f" ({p.error.get('type')}: {str(p.error.get('message', ''))[:80]})" if p.error else "")
         for name, p in probes.items()
-        if p.status in ("error", "timeout")
+        if p.status in ("error", "timeout") and (p.error or {}).get("type") != DATA_ERROR
     ]
     if failed:
-        return HostResult(status=PROBE_ERROR, reason="; ".join(failed), probes=probes, **base)
-    return HostResult(status=OK, reason="", probes=probes, **base)
+        return HostResult(status=PROBE_ERROR, reason="; ".join(failed + misfits), probes=probes, **base)
+    return HostResult(status=OK, reason="; ".join(misfits), probes=probes, **base)
 
 
 def _read_frame(doc: dict[str, Any]) -> tuple[dict[str, ProbeResult], str | None]:
     """The probes and interpreter a frame names; SchemaError when its schema or shape is not ours."""
     check_schema(doc, "the frame")
-    probes = probes_from_dict(doc, "the frame")
+    probes = judged(probes_from_dict(doc, "the frame"))
     python = doc.get("python")
     if python is not None and not isinstance(python, dict):
         raise SchemaError(f"the frame: 'python' is {python!r:.40}, not a JSON object")

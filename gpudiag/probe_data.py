@@ -1,13 +1,15 @@
-"""Checks stored probe data against the probes' declared shapes (probes/data_shapes.py) when a run is read.
+"""Checks probe data against the probes' declared shapes (probes/data_shapes.py), probe by probe.
 
-The store calls `check_host_document(doc, where)` on each host document before building its HostResult:
-a shape that does not fit is refused with one line naming the file and the field.
+`judged(probes)` runs where a frame is classified and where a stored host is read: a probe whose data does not
+fit its declaration becomes that probe's error (type `ProbeDataError`, the field named), and the host keeps every
+other probe. `check_host_document` refuses a whole document; the recorder of test fixtures uses it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gpudiag.models import ProbeResult
 from probes.data_shapes import SHAPES
 from probes.schemas import check, complete
 
@@ -35,6 +37,33 @@ def host_problems(doc: dict[str, Any]) -> list[str]:
         if problem:
             found.append(problem)
     return found
+
+
+DATA_ERROR = "ProbeDataError"
+
+
+def judged(probes: dict[str, ProbeResult]) -> dict[str, ProbeResult]:
+    """The probes with every ok result whose data misfits its declaration turned into that probe's error."""
+    out = {}
+    for name, result in probes.items():
+        problem = probe_problem(name, {"status": result.status, "data": result.data})
+        if problem:
+            result = ProbeResult(
+                status="error",
+                duration_s=result.duration_s,
+                error={"type": DATA_ERROR, "message": f"its data does not fit its declaration: {problem}"},
+            )
+        out[name] = result
+    return out
+
+
+def data_errors(probes: dict[str, ProbeResult]) -> list[str]:
+    """'<probe>: <field>: <why>' for each probe judged() refused."""
+    return [
+        f"{name}: {str((result.error or {}).get('message') or '')}"
+        for name, result in sorted(probes.items())
+        if result.status == "error" and (result.error or {}).get("type") == DATA_ERROR
+    ]
 
 
 def check_host_document(doc: dict[str, Any], where: str) -> None:

@@ -32,7 +32,7 @@ from gpudiag.models import (
     UnreadableFile,
     safe_file_name,
 )
-from gpudiag.probe_data import ProbeDataError, check_host_document
+from gpudiag.probe_data import judged
 
 # Temp files name their writer's pid, so the next run can tell a killed writer's leftovers from a live one's.
 _TEMP = re.compile(r"^\..+\.(?P<pid>\d+)\.tmp-[^/]*$")
@@ -287,11 +287,8 @@ def load_run(run_dir: Path) -> LoadedRun:
             result = HostResult.from_dict(doc, str(path))
             if owner is not None and result.name != owner:
                 raise StoreError(f"names host {result.name!r}, but run.json gives this file to {owner!r}")
-            try:
-                check_host_document(doc, str(path))
-            except ProbeDataError as exc:  # data that does not fit its probe's declaration is not guessed at
-                result = HostResult(name=result.name, status=UNREADABLE, reason=str(exc))
-            hosts.append(result)
+            # Data that does not fit its probe's declaration is that probe's error, never the host's.
+            hosts.append(replace(result, probes=judged(result.probes)))
         except (StoreError, SchemaError) as exc:
             reason = str(exc).replace(str(path) + ": ", "").replace(str(path), relative)
             unreadable.append(UnreadableFile(relative, reason[:300], owner))

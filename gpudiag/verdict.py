@@ -12,6 +12,7 @@ from typing import Any, Iterable, Sequence
 from gpudiag.cli import ExitCode
 from gpudiag.findings.common import SEVERITY_RANK
 from gpudiag.probe_view import as_dict, as_list
+from gpudiag.probe_data import data_errors
 from gpudiag.models import INTERRUPTED, OK, PROBE_ERROR, Finding, HostResult, LoadedRun
 
 INCOMPLETE = "incomplete"
@@ -138,6 +139,8 @@ def host_verdicts(run: LoadedRun, requested: Sequence[str]) -> tuple[HostVerdict
             verdicts.append(HostVerdict(host.name, host.status, (host.reason,) if host.reason else ()))
             continue
         unmet = unmet_checks(host, requested)
+        # A probe whose data did not fit its declaration is a check that could not be read, asked for or not.
+        unmet += [m for m in data_errors(host.probes) if not any(u.startswith(m.split(":", 1)[0] + ":") for u in unmet)]
         # probe_error keeps its own (worse) status; its unmet checks still say why.
         status = INCOMPLETE if unmet and host.status == OK else host.status
         verdicts.append(HostVerdict(host.name, status, tuple(unmet) or ((host.reason,) if host.reason else ())))

@@ -74,10 +74,13 @@ def choose_mode(requested, python, timeout=60.0):
 def environment(ctx, info):
     env = ctx.results.get("env") or {}
     gpu_block = env.get("gpus") or {}
-    return {"torch": info.get("torch"), "cuda": info.get("cuda"), "has_foreach_copy": info.get("has_foreach_copy"),
-            "cuda_available": info.get("cuda_available"), "driver": gpu_block.get("driver_version"),
-            "sglang": (ctx.results.get("sglang_source") or {}).get("version"),
-            "devices": info.get("devices") or []}
+    block = {"torch": info.get("torch"), "cuda": info.get("cuda"), "has_foreach_copy": info.get("has_foreach_copy"),
+             "driver": gpu_block.get("driver_version"), "sglang": (ctx.results.get("sglang_source") or {}).get("version"),
+             "devices": info.get("devices") or []}
+    # Declared a bool when known: without torch the child could not ask CUDA, so the key is left out, not null.
+    if isinstance(info.get("cuda_available"), bool):
+        block["cuda_available"] = info["cuda_available"]
+    return block
 
 
 def collect(ctx):

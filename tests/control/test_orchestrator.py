@@ -7,13 +7,14 @@ import time
 
 from gpudiag.models import CommandResult, Host
 from gpudiag.orchestrator import Orchestrator, ScanRequest
+from gpudiag.probe_data import fitted
 from gpudiag.transports import TransportError
 
 
 def frame_for(stdin):
     payload = json.loads(stdin)
     doc = {"schema": 1, "python": {"executable": "/usr/bin/python3"},
-           "probes": {"env": {"status": "ok", "duration_s": 0.01, "data": {"x": 1}}}}
+           "probes": {"env": {"status": "ok", "duration_s": 0.01, "data": fitted("env", {"hostname": "h"})}}}
     return f"banner\nGPUDIAG-BEGIN {payload['nonce']}\n{json.dumps(doc)}\nGPUDIAG-END {payload['nonce']}\n".encode()
 
 
@@ -135,3 +136,25 @@ def test_events_reach_the_callback_with_their_host():
         hosts("ok-1", "ok-2"))
     assert sorted(seen) == [("ok-1", "env", "started"), ("ok-2", "env", "started")]
     assert all(r.status == "ok" for r in outcome.results)
+
+
+def test_a_probe_whose_data_misfits_is_that_probes_error_when_the_frame_arrives():
+    """Judged as the frame is classified: the misfit probe is an error naming the field, the others are kept, and
+    the host stays reachable (the verdict calls it incomplete)."""
+    from gpudiag.models import Host
+    from gpudiag.models import CommandResult
+    from gpudiag.orchestrator import classify
+    doc = {"schema": 1, "python": {"executable": "/usr/bin/python3"},
+           "probes": {"env": {"status": "ok", "duration_s": 0.1, "data": fitted("env", {"hostname": "h"})},
+                      "cuda_graph": {"status": "ok", "duration_s": 0.2,
+                                     "data": fitted("cuda_graph", {"environment": {"torch": None,
+                                                                                   "cuda_available": None}})}}}
+    stdout = f"GPUDIAG-BEGIN n1\n{json.dumps(doc)}\nGPUDIAG-END n1\n".encode()
+    result = classify(Host(name="h", address="localhost", transport="local"),
+                      CommandResult(exit_code=0, stdout=stdout, stderr=b"", duration_s=0.3), "n1", 60)
+    assert result.status == "ok"
+    assert result.probes["env"].status == "ok"
+    graph = result.probes["cuda_graph"]
+    assert graph.status == "error" and graph.error["type"] == "ProbeDataError"
+    assert "probes.cuda_graph.data.environment.cuda_available" in graph.error["message"]
+    assert result.reason.startswith("cuda_graph: its data does not fit")

@@ -150,9 +150,9 @@ def test_a_segment_the_release_cannot_produce_is_cleaned_or_refused():
         record.merge_torch_caps({"checks": {}}, segment, env, deployment)
 
 
-def test_the_store_refuses_a_misfit_host_naming_the_field(tmp_path):
-    """A stored host document whose data does not fit is an unreadable host with one line naming the
-    field; the other hosts are read."""
+def test_a_misfit_probe_is_that_probes_error_and_the_host_keeps_the_rest(tmp_path):
+    """A stored probe whose data does not fit is that probe's error naming the field: the host keeps its other
+    probes (its sglang answers stay), and the verdict calls it incomplete, never unreadable."""
     import shutil
     from click.testing import CliRunner
     from gpudiag.cli import cli
@@ -165,9 +165,11 @@ def test_the_store_refuses_a_misfit_host_naming_the_field(tmp_path):
     assert "Traceback" not in result.output
     out = json.loads(result.output)
     hosts = {h["name"]: h for h in out["hosts"]}
-    assert hosts["gpu-a"]["status"] == "ok"
-    assert hosts["gpu-b"]["status"] == "unreadable"
-    assert hosts["gpu-b"]["reason"] == f"{run / 'hosts' / 'gpu-b.json'}: probes.env.data.gpus.count: missing"
+    assert hosts["gpu-a"]["status"] == "ok" and hosts["gpu-b"]["status"] == "ok"
+    incomplete = {h["name"]: h["reasons"] for h in out["verdict"]["incomplete_hosts"]}
+    assert "env: its data does not fit its declaration: probes.env.data.gpus.count: missing" in incomplete["gpu-b"]
+    q3 = next(q for q in out["answers"]["questions"] if q["id"] == "Q3")
+    assert any("gpu-b" in a["hosts"] and a["status"] == "answered" for a in q3["answers"])
 
 
 def test_fitted_fills_only_what_hand_written_data_lacks():
