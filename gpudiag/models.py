@@ -355,6 +355,9 @@ class Finding:
     evidence: tuple[Evidence, ...]
     recommendation: str
     sources: tuple[str, ...] = ()  # result paths it came from: "<host>/probes/<probe>"
+    # The measured saving its recommendation claims, µs per decode step (gpudiag.findings.savings); None when
+    # nothing was measured. Next steps rank by it; no renderer reads a number out of the text.
+    saving_us_per_step: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -365,6 +368,7 @@ class Finding:
             "evidence": [e.to_dict() for e in self.evidence],
             "recommendation": self.recommendation,
             "sources": list(self.sources),
+            "saving_us_per_step": self.saving_us_per_step,
         }
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudiag.probe_view import as_dict, as_list, dig, probe
-from gpudiag.findings.dflash import dflash_guards, first_guard_holding
+from gpudiag.findings.dflash import LOG_LINE, UNKNOWN, dflash_guards, first_guard_holding, judge_guard, server_log
 from gpudiag.findings.facts import (
     algorithm_of,
     copy_path_text,
@@ -22,6 +22,7 @@ from gpudiag.findings.facts import (
     sglang_interpreter,
     torch_facts,
 )
+from gpudiag.findings.gpu_room import force_helps
 from gpudiag.findings.server_scope import scope, server_label, servers_read
 from gpudiag.models import OK, PROBE_ERROR, HostResult
 from probes.crashlog.families import GRAPH_FAMILIES  # the classifier's own list: one place
@@ -38,8 +39,6 @@ QUESTIONS = (
     ("Q8", "Does the live server run what is on disk (flags, interpreter)?"),
     ("Q9", "What is serving now?"),
 )
-# Strategies sglang itself can run; `packed` needs one arena sglang does not allocate, so it is never advice.
-USABLE_STRATEGIES = ("grouped_foreach", "grouped_foreach_dma_split", "installed")
 FILL_FAST_PATH_ENV = "SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH"
 CALLERS = (
     ("target decode fill", ("cuda_graph_runner", "buffer_registry")),
@@ -55,9 +54,16 @@ class Answer:
     status: str  # answered | partial | not checked
     text: str
     command: str = ""  # the gpudiag command that reproduces the evidence
+    value: Any = None  # the structured answer its text is rendered from (docs/report-json.md), where it has one
 
     def to_dict(self) -> dict[str, Any]:
-        return {"question": self.qid, "status": self.status, "answer": self.text, "command": self.command}
+        return {
+            "question": self.qid,
+            "status": self.status,
+            "answer": self.text,
+            "command": self.command,
+            "value": self.value,
+        }
 
 
 def _not_checked(qid: str, reason: str, command: str = "") -> Answer:
@@ -104,7 +110,9 @@ def q1_foreach_copy(host: HostResult) -> Answer:
             or host.python
             or "the probing Python"
         )
-        gap = f"torch not importable in {tried} ({gap}); point --python at the serving venv"
+        explicit = dig(probe(host, "env"), "torch", "interpreter", "why") == "explicit"
+        hint = "" if explicit else "; point --python at the serving venv"
+        gap = f"torch not importable in {tried} ({gap}){hint}"
     if gap:
         return _not_checked("Q1", gap, "gpudiag scan HOST --probes torch_caps")
     caps = probe(host, "torch_caps") or {}
@@ -149,9 +157,9 @@ def q1_foreach_copy(host: HostResult) -> Answer:
     if serving and interpreter and serving[0] != interpreter[0]:
         text += f"; read in {interpreter[0]}, not in the serving {serving[0]}: not judged against sglang"
         return Answer("Q1", PARTIAL, text, f"gpudiag scan HOST --python {serving[0]} --probes torch_caps")
-    return Answer(
-        "Q1", PARTIAL if unchecked or gpu else ANSWERED, text, "gpudiag scan HOST --probes torch_caps --force"
-    )
+    # --force is offered only where it would let a check run (a GPU busy with something else), never for serving GPUs.
+    rerun = "gpudiag scan HOST --probes torch_caps" + (" --force" if force_helps(list(unchecked)) else "")
+    return Answer("Q1", PARTIAL if unchecked or gpu else ANSWERED, text, rerun)
 
 
 def _copy_paths(checks: dict[str, Any]) -> list[str]:
@@ -274,6 +282,17 @@ def _dflash_logged(host: HostResult) -> str | None:
     return None
 
 
+def _draft_graph_unheld(host: HostResult, server: dict[str, Any]) -> str:
+    """A DFlash server no guard is known to hold for: on, unless a guard the scan cannot judge holds and the
+    server's log was not there to say."""
+    unknown = [v for g in dflash_guards(host) if (v := judge_guard(g, host, server))[0] == UNKNOWN]
+    if server_log(host, server) is not None:
+        return f"draft graph on (no guard holds; its log has no '{LOG_LINE}' line)"
+    if unknown:
+        return f"draft graph on unless a guard the scan cannot judge holds ({unknown[0][1]}); no log was found to tell"
+    return "draft graph on (no guard holds)"
+
+
 def q4_dflash(host: HostResult) -> Answer:
     logged = _dflash_logged(host)
     gap = _sglang_gap(host)
@@ -316,7 +335,7 @@ def q4_dflash(host: HostResult) -> Answer:
         elif holding:
             states.append(f"{name}: draft graph off by guard {_where(holding[0])} ({holding[1][1]})")
         else:
-            states.append(f"{name}: draft graph on (no guard holds)")
+            states.append(f"{name}: {_draft_graph_unheld(host, server)}")
     return Answer(
         "Q4",
         ANSWERED,

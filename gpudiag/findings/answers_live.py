@@ -94,9 +94,9 @@ def q7_integrity(host: HostResult) -> Answer:
     return Answer("Q7", PARTIAL, f"{version}: integrity unknown — {why}", "gpudiag scan HOST --verify-all")
 
 
-def live_mismatches(host: HostResult) -> list[tuple[dict[str, Any], list[str], int]]:
+def live_mismatches(host: HostResult) -> list[tuple[dict[str, Any], list[str], tuple[int, int]]]:
     """Per live server whose code was read (or that runs an interpreter no read fact describes): (server, what
-    differs from the code on disk, flags checked). A flag counts as unknown only among those the source probe
+    differs from the code on disk, (flags checked, flags on its command line)). A flag counts as unknown only among those the source probe
     records (graphs, speculative decoding); [] when sglang was not read."""
     known = {
         str(f.get("name")) for f in as_list(dig(probe(host, "sglang_source"), "server_flags")) if isinstance(f, dict)
@@ -109,15 +109,23 @@ def live_mismatches(host: HostResult) -> list[tuple[dict[str, Any], list[str], i
             continue
         words = [str(w) for w in as_list(server.get("cmdline"))]
         flags = sorted({w.split("=", 1)[0] for w in words if w.startswith("--")})
-        unknown = [f for f in flags if known and RECORDED_FLAGS.search(f) and f not in known]
+        compared = [f for f in flags if known and RECORDED_FLAGS.search(f)]  # the flags the source records
+        unknown = [f for f in compared if f not in known]
         python = str(server.get("python") or "?")
         notes = []
         if unknown:
             notes.append(f"flags not in the installed release: {', '.join(unknown)}")
         if read and server.get("python") and python != read[0]:
             notes.append(f"runs {python}, sglang was read from {read[0]}")
-        out.append((server, notes, len(flags)))
+        out.append((server, notes, (len(compared), len(flags))))
     return out
+
+
+def _flags_checked(compared: int, total: int) -> str:
+    """'the 3 graph and speculative flags of its 9 exist in the release': what was checked, out of how many."""
+    if compared == total:
+        return f"all {total} flags exist in the release"
+    return f"the {compared} graph and speculative flags of its {total} exist in the release (the others not checked)"
 
 
 def q8_live_matches_disk(host: HostResult) -> Answer:
@@ -140,7 +148,7 @@ def q8_live_matches_disk(host: HostResult) -> Answer:
             + (
                 "; ".join(notes)
                 if notes
-                else f"all {checked} flags exist, interpreter {server.get('python') or '?'} is the one read"
+                else f"{_flags_checked(*checked)}, interpreter {server.get('python') or '?'} is the one read"
             )
         )
     unread = unread_servers(host)

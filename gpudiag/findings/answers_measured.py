@@ -9,75 +9,79 @@ from gpudiag.findings.answers import (
     ANSWERED,
     NOT_CHECKED,
     PARTIAL,
-    USABLE_STRATEGIES,
     Answer,
     _log_lines,
     _not_checked,
     no_gpu_reason,
     probe_gap,
 )
-from gpudiag.probe_view import as_dict, as_list, dig, fmt_us, number, probe
-from gpudiag.findings.copies import ok_timing
-from gpudiag.probe_view import copy_gpus, workloads
+from gpudiag.probe_view import as_dict, as_list, fmt_us, probe
+from gpudiag.findings.savings import REPLAYS_PER_STEP, host_savings
+from gpudiag.probe_view import copy_gpus
+from gpudiag.findings.gpu_room import room
 from gpudiag.findings.server_scope import scope
 from gpudiag.models import HostResult
+
+
+def _gpu_gap(qid: str, host: HostResult, gap: str, command: str) -> Answer:
+    """A GPU check that did not run: offered again only where some GPU could take it, else said why not."""
+    blocked = room(host).blocked_gap()
+    if blocked:
+        return _not_checked(qid, f"{gap.split(' (run it with')[0]}; {blocked}")
+    return _not_checked(qid, gap, command)
 
 
 def q5_copy_cost(host: HostResult) -> Answer:
     command = "gpudiag scan HOST --deep"
     gap = probe_gap(host, "copy_bench", "--deep")
     if gap:
-        return _not_checked("Q5", gap, command)
+        return _gpu_gap("Q5", host, gap, command)
     gpus = copy_gpus(host, cuda_only=True)
     if not gpus:
         data = probe(host, "copy_bench") or {}
         why = no_gpu_reason(host) or ("measured on CPU only" if data.get("device") == "cpu" else "no GPU measured")
         return _not_checked("Q5", why, command)
-    same: dict[str, list[str]] = {}
-    for gpu in gpus:
-        if gpu.get("status") != "ok":
-            same.setdefault(f"not checked — {gpu.get('reason') or gpu.get('status')}", []).append(str(gpu.get("index")))
-            continue
-        best = _best_saving(gpu)
-        if best:
-            same.setdefault(best, []).append(str(gpu.get("index")))
-    parts = [f"GPU{'s' if len(indices) > 1 else ''} {','.join(indices)}: {text}" for text, indices in same.items()]
-    if not parts:
+    savings = {s.gpu: s for s in host_savings(host)}
+    unmeasured = {str(g.get("index")): str(g.get("reason") or g.get("status")) for g in gpus if g.get("status") != "ok"}
+    if not savings:
         return _not_checked("Q5", "no workload was measured", command)
-    status = PARTIAL if any("not checked" in p for p in parts) else ANSWERED
+    value = {
+        "gpus": [s.to_dict() for s in savings.values()],
+        "not_measured": [{"gpu": gpu, "reason": why} for gpu, why in unmeasured.items()],
+        "replays_per_step": REPLAYS_PER_STEP,
+        "step_time_measured": False,
+    }
     data = probe(host, "copy_bench") or {}
     ran_in = as_dict(data.get("interpreter")).get("path") or data.get("python")
     said = scope(host, str(ran_in) if ran_in else None, "timings")
     return Answer(
         "Q5",
-        status,
-        "; ".join(parts)
-        + " (1 replay per path per decode step; step time not measured)"
-        + (f"; {said}" if said else ""),
+        PARTIAL if unmeasured else ANSWERED,
+        q5_text(value) + (f"; {said}" if said else ""),
         command,
+        value,
     )
 
 
-def _best_saving(gpu: dict[str, Any]) -> str:
-    """Per path, the largest batch size measured: installed µs/step → best usable strategy µs/step."""
-    per_path: dict[str, dict[str, Any]] = {}
-    for w in workloads(gpu):
-        per_path[str(w.get("path"))] = w
-    parts = []
-    for path, w in sorted(per_path.items()):
-        baseline = number(dig(w, "installed_baseline", "median_us"))
-        if baseline is None and ok_timing(w, "installed"):
-            baseline = number(ok_timing(w, "installed")["median_us"])  # type: ignore[index]
-        usable = [(number(t["median_us"]), s) for s in USABLE_STRATEGIES if (t := ok_timing(w, s))]
-        if baseline is None or not usable:
-            continue
-        best_us, best = min(usable, key=lambda pair: pair[0] or 0.0)
-        saving = max(0.0, baseline - (best_us or 0.0))
-        parts.append(
-            f"{path} bs {w.get('batch_size')}: installed {fmt_us(baseline)}/step, {best} "
-            f"{fmt_us(best_us)}/step, saves {fmt_us(saving)}/step"
+def q5_text(value: dict[str, Any]) -> str:
+    """Q5's sentence, rendered from its value: GPUs with the same figures share one clause."""
+    same: dict[str, list[str]] = {}
+    for gpu in as_list(value.get("gpus")):
+        paths = ", ".join(
+            f"{p['path']} bs {p['batch_size']}: installed {fmt_us(p['installed_us'])}, {p['best']} "
+            f"{fmt_us(p['best_us'])}, saves {fmt_us(p['saving_us_per_replay'])}"
+            for p in gpu["paths"]
         )
-    return ", ".join(parts)
+        same.setdefault(
+            f"saves {fmt_us(gpu['saving_us_per_step'])} per decode step ({paths}; {gpu['basis']})", []
+        ).append(gpu["gpu"])
+    for gap in as_list(value.get("not_measured")):
+        same.setdefault(f"not checked — {gap['reason']}", []).append(gap["gpu"])
+    parts = [f"GPU{'s' if len(ids) > 1 else ''} {','.join(ids)}: {text}" for text, ids in same.items()]
+    return (
+        "; ".join(parts)
+        + f" ({value.get('replays_per_step', 1)} replay per path per decode step; step time not measured)"
+    )
 
 
 def _signature_name(cell: dict[str, Any]) -> str:
@@ -91,10 +95,15 @@ def q6_graph_breaks(host: HostResult) -> Answer:
     gap = probe_gap(host, "cuda_graph", "--deep or `gpudiag repro cuda-graph-crash`")
     if gap:
         return (
-            Answer("Q6", ANSWERED, f"server log: {logged[0]}", command) if logged else _not_checked("Q6", gap, command)
+            Answer("Q6", ANSWERED, f"server log: {logged[0]}", command)
+            if logged
+            else _gpu_gap("Q6", host, gap, command)
         )
     data = probe(host, "cuda_graph") or {}
     answer = _q6_from_cells(data, command)
+    if logged:  # a deeper run never drops what the server's own log showed
+        cells_said = answer.text if answer.status != NOT_CHECKED else f"repro {answer.text}"
+        answer = Answer("Q6", ANSWERED, f"server log: {logged[0]}; {cells_said}", command)
     ran_in = as_dict(data.get("interpreter")).get("path")
     said = scope(host, str(ran_in) if ran_in else None, "graph results") if answer.status != NOT_CHECKED else ""
     return Answer("Q6", answer.status, f"{answer.text}; {said}", command) if said else answer

@@ -20,6 +20,7 @@ from gpudiag.findings.facts import (
     server_args,
     servers_of,
 )
+from gpudiag.findings.gpu_room import room
 from gpudiag.findings.server_scope import server_name
 from gpudiag.models import Evidence, Finding, HostResult
 
@@ -91,8 +92,15 @@ def spec_without_graphs(hosts: list[HostResult]) -> list[Finding]:
                     )
                 )
             else:
+                blocked = room(host).blocked()
+                where = (
+                    f"The repro cannot run here ({blocked}): on a drained host of the same build, or in a "
+                    "maintenance window, run"
+                    if blocked
+                    else "Run"
+                )
                 advice = (
-                    f"Run `gpudiag repro cuda-graph-crash {host.name}` to find the batch sizes that capture "
+                    f"{where} `gpudiag repro cuda-graph-crash` to find the batch sizes that capture "
                     f"and replay cleanly, then {_undo(switch)} and set {max_bs} at that boundary."
                 )
             findings.append(
@@ -408,8 +416,12 @@ def _name(source: str) -> str:
     return source.rsplit("/", 1)[-1]
 
 
-def log_crash_finding(crash: dict[str, Any], block: dict[str, Any], source: str, hosts: tuple[str, ...]) -> Finding:
-    """One crash of a classified log (a file given to `repro --log`, or a live server's log read in a scan)."""
+def log_crash_finding(
+    crash: dict[str, Any], block: dict[str, Any], source: str, hosts: tuple[str, ...], label: str | None = None
+) -> Finding:
+    """One crash of a classified log (a file given to `repro --log`, or a live server's log read in a scan);
+    `label` names the log in the title (the file's name when not given)."""
+    label = label or _name(source)
     signature = as_dict(crash.get("signature"))
     family, detail = str(crash.get("family") or "unclassified"), str(crash.get("detail") or "")
     quoted = [q for q in as_list(crash.get("quoted")) if isinstance(q, dict)]
@@ -442,13 +454,13 @@ def log_crash_finding(crash: dict[str, Any], block: dict[str, Any], source: str,
     )
     if signature:
         severity = str(signature.get("severity") or "error")
-        title = f"{_name(source)}: {signature.get('name')} ({family})"
+        title = f"{label}: {signature.get('name')} ({family})"
         advice = f"{signature.get('meaning')} {signature.get('recommendation')} ({signature.get('reference')})"
     elif family == "not_a_graph_problem":
-        severity, title = "error", f"{_name(source)}: crash that is not a CUDA-graph problem ({detail})"
+        severity, title = "error", f"{label}: crash that is not a CUDA-graph problem ({detail})"
         advice = "Fix this first: CUDA graphs are not involved in this crash."
     else:
-        severity, title = "error", f"{_name(source)}: unclassified crash at line {crash.get('line')} ({family})"
+        severity, title = "error", f"{label}: unclassified crash at line {crash.get('line')} ({family})"
         advice = (
             "No known signature matches; the family says where it broke. Report the quoted lines upstream, "
             "and check whether it recurs with the graph flags of the release the advice assumes."
@@ -481,7 +493,7 @@ def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
                 + ")"
             )
             for crash in (c for c in as_list(block.get("crashes")) if isinstance(c, dict)):
-                finding = log_crash_finding(crash, block, source, (host.name,))
+                finding = log_crash_finding(crash, block, source, (host.name,), "server log")
                 if str(crash.get("when") or "").startswith("before the server last came up"):
                     # The live server started again after this crash: history worth knowing, not its state.
                     finding = replace(finding, severity="warning", title=f"earlier run: {finding.title}")

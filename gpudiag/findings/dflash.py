@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from gpudiag.findings.common import source, source_evidence, truthy_flag
-from gpudiag.probe_view import as_list, dig, number, probe
+from gpudiag.probe_view import as_dict, as_list, dig, number, probe
 from gpudiag.findings.facts import algorithm_of, graphs_disabled, server_args
 from gpudiag.findings.server_scope import server_name, servers_read
 from gpudiag.models import Evidence, Finding, HostResult
@@ -172,8 +172,18 @@ def dflash_draft_graph_disabled(hosts: list[HostResult]) -> list[Finding]:
         if evidence:
             findings.append(_dflash_finding(host, evidence, advice))
         elif unknown:
-            findings.append(_dflash_unknown(host, servers, unknown[0][1]))
+            # A server whose log was read has its answer there (the server-log finding says when it is off).
+            unread = [s for s in servers if server_log(host, s) is None]
+            if unread:
+                findings.append(_dflash_unknown(host, unread, unknown[0][1]))
     return findings
+
+
+def server_log(host: HostResult, server: dict[str, Any]) -> dict[str, Any] | None:
+    """The classification of this server's own log when the scan found and read it, else None."""
+    logs = as_dict(dig(probe(host, "deployment"), "server_logs"))
+    block = as_dict(logs.get(str(server.get("pid"))))
+    return block if block.get("source") else None
 
 
 def _dflash_finding(host: HostResult, evidence: list[Evidence], advice: list[str]) -> Finding:
@@ -199,7 +209,8 @@ def _dflash_unknown(host: HostResult, servers: list[dict[str, Any]], why: str) -
         evidence=(
             Evidence(kind="text", host=host.name, text=f"{names}: no guard holds on what the scan reads, but {why}"),
         ),
-        recommendation=f"Search the server's start-up log for '{LOG_LINE}': when it is there, the draft runs "
-        "eagerly on every step for the reason it gives.",
+        recommendation=f"The scan found no log for {'these servers' if len(servers) > 1 else 'this server'}: search "
+        f"its start-up output (journald, `docker logs`, the file its stdout goes to) for '{LOG_LINE}'; when it is "
+        "there, the draft runs eagerly on every step for the reason it gives.",
         sources=(source(host, "sglang_source"), source(host, "deployment")),
     )

@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpudiag.findings.common import source, source_evidence, version_tuple
-from gpudiag.probe_view import as_dict, as_list, dig, fmt_us, number, probe
-from gpudiag.findings.copies import ok_timing
-from gpudiag.probe_view import copy_gpus, workloads
+from gpudiag.probe_view import as_dict, as_list, dig, fmt_us, probe
+from gpudiag.findings.savings import GpuSaving, host_savings, representative
 from gpudiag.findings.facts import (
     algorithm_of,
     eagle_family,
@@ -41,18 +40,17 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
     evidence = []
     for name, fact in sorted(slow.items()):
         evidence += _path_evidence(host, name, fact)
-    measured, best_saving = _measured_saving(host, slow)
+    saving = representative(host_savings(host, {EAGLE_PATHS[name] for name in slow}))
     sources = [source(host, "sglang_source")]
-    if measured:
-        evidence.append(measured)
+    if saving:
+        evidence.append(_saving_evidence(host, saving))
         sources.append(source(host, "copy_bench"))
-        per_path = ", ".join(f"{path.replace('_', '-')} {fmt_us(us)}" for path, us in sorted(best_saving.items()))
-        saving = (
-            f"measured on this host, batching saves up to {fmt_us(sum(best_saving.values()))} per decode step "
-            f"(one replay of each path per step: {per_path}; table)"
+        said = (
+            f"measured on GPU {saving.gpu}, batching saves {fmt_us(saving.us_per_step)} per decode step "
+            f"(Q5; at {saving.basis})"
         )
     else:
-        saving = (
+        said = (
             f"upstream measured about {UPSTREAM_SAVING_US} µs per decode step (sglang PR #28465); "
             "run `gpudiag scan --deep` to measure it here"
         )
@@ -75,9 +73,10 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
         "inputs one tensor at a time",
         hosts=(host.name,),
         evidence=tuple(evidence),
-        recommendation=f"{action}; {saving}."
+        recommendation=f"{action}; {said}."
         + ("" if eagle_served else " No server on this host serves EAGLE now, so nothing pays it yet."),
         sources=tuple(sources),
+        saving_us_per_step=saving.us_per_step if saving else None,
     )
 
 
@@ -138,47 +137,29 @@ def _path_evidence(host: HostResult, name: str, fact: dict[str, Any]) -> list[Ev
     return out
 
 
-def _measured_saving(host: HostResult, slow: dict[str, dict[str, Any]]) -> tuple[Evidence | None, dict[str, float]]:
-    """The evidence table and, per path, the largest saving per replay (a decode step replays each path once)."""
-    wanted = {EAGLE_PATHS[name] for name in slow}
-    rows = [("GPU", "workload", "installed (baseline)", "best strategy", "best", "saving per replay")]
-    savings: dict[str, float] = {}
-    for gpu in copy_gpus(host, cuda_only=True)[:1]:  # one GPU is enough; outliers are a finding of their own
-        for w in workloads(gpu):
-            if str(w.get("path")) not in wanted:
-                continue
-            best = ok_timing(w, str(w.get("best")))
-            # What the installed release really does on this path (per-tensor loop in older releases, its own
-            # grouped function in newer ones): the probe's baseline, else the installed strategy's own time.
-            baseline = number(dig(w, "installed_baseline", "median_us"))
-            installed_timing = ok_timing(w, "installed")
-            if baseline is None and installed_timing:
-                baseline = installed_timing["median_us"]
-            saving = number(w.get("saving_vs_installed_us"))
-            if saving is None and baseline is not None and best:
-                saving = baseline - best["median_us"]
-            if baseline is not None and best and saving is not None:
-                path = str(w.get("path"))
-                savings[path] = max(savings.get(path, 0.0), saving)
-                rows.append(
-                    (
-                        str(gpu.get("index")),
-                        str(w.get("name")),
-                        fmt_us(baseline),
-                        str(w.get("best")),
-                        fmt_us(best["median_us"]),
-                        fmt_us(saving),
-                    )
-                )
-    if len(rows) == 1:
-        return None, {}
+def _saving_evidence(host: HostResult, saving: GpuSaving) -> Evidence:
+    """The figures the saving is the sum of: per path, the installed copy against the best usable strategy."""
+    rows = [("GPU", "path", "batch size", "installed", "best usable strategy", "best", "saving per replay")]
+    for p in saving.paths:
+        rows.append(
+            (
+                saving.gpu,
+                p.path,
+                str(p.batch_size),
+                fmt_us(p.baseline_us),
+                p.best,
+                fmt_us(p.best_us),
+                fmt_us(p.saving_us),
+            )
+        )
     method = dig(probe(host, "copy_bench"), "method") or "copy_bench"
     return Evidence(
         kind="measurement",
         host=host.name,
         table=tuple(rows),
-        text=f"installed replay copies vs the best strategy, medians ({method})",
-    ), savings
+        text=f"installed replay copies vs the fastest strategy sglang can run, medians ({method}); one replay per "
+        f"path per decode step: {fmt_us(saving.us_per_step)} per step",
+    )
 
 
 def local_modifications(hosts: list[HostResult]) -> list[Finding]:
