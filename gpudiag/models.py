@@ -358,6 +358,9 @@ class Finding:
     # The measured saving its recommendation claims, µs per decode step (gpudiag.findings.savings); None when
     # nothing was measured. Next steps rank by it; no renderer reads a number out of the text.
     saving_us_per_step: float | None = None
+    # The one thing to do, in one line (a command, a flag, an upgrade): what Next steps lists. Empty for findings
+    # that only inform.
+    action: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -369,6 +372,7 @@ class Finding:
             "recommendation": self.recommendation,
             "sources": list(self.sources),
             "saving_us_per_step": self.saving_us_per_step,
+            "action": self.action,
         }
 
 

@@ -24,7 +24,9 @@ from gpudiag.findings.facts import (
     torch_facts,
     torch_from_other_interpreter,
 )
+from gpudiag.findings.commands import with_run_options
 from gpudiag.findings.group import merge_across_hosts, reproduce_command
+from gpudiag.findings.savings import path_saving
 from gpudiag.findings.server_scope import release_of, scope
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.models import LoadedRun
@@ -45,11 +47,13 @@ __all__ = [
     "has_errors",
     "host_answers",
     "host_facts",
+    "path_saving",
     "release_of",
     "reproduce_command",
     "scope",
     "servers_of",
     "torch_facts",
+    "with_run_options",
 ]
 
 Rule = Callable[[list[HostResult]], list[Finding]]

@@ -85,6 +85,7 @@ def torch_foreach_copy(hosts: list[HostResult]) -> list[Finding]:
                     "this host are copied by the failing path; use a torch build whose check passes "
                     "and rerun `gpudiag scan --probes torch_caps`.",
                     sources=(source(host, "torch_caps"),),
+                    action="Use a torch build whose torch._foreach_copy_ check passes",
                 )
             )
     return findings
@@ -124,6 +125,7 @@ def _missing_foreach(host: HostResult, version: str) -> Finding:
         recommendation="Install a torch release that has torch._foreach_copy_ (added by PyTorch PR #107226, "
         "Aug 2023) so sglang's _grouped_foreach_copy_ issues one kernel per dtype pair.",
         sources=tuple(dict.fromkeys(sources)),
+        action="Install a torch that has torch._foreach_copy_ (PyTorch PR #107226)",
     )
 
 
@@ -175,6 +177,7 @@ def _large_field_in_group(host: HostResult) -> list[Finding]:
             recommendation="Keep large contiguous tensors such as hidden_states on a plain copy_() (a DMA copy) and "
             f"batch only the small inputs{advice}; sglang PR #28465 does this from 0.5.14.",
             sources=(source(host, "sglang_source"),),
+            action="Keep hidden_states on its own copy_() and batch only the small inputs (sglang 0.5.14+)",
         )
     ]
 
@@ -262,6 +265,7 @@ def _measured_split(host: HostResult) -> Finding | None:
         ),
         recommendation=f"{where[0].upper()}{where[1:]}, {target}.{note}",
         sources=(source(host, "copy_bench"),),
+        action=f"{where[0].upper()}{where[1:]}, {target}",
     )
 
 
@@ -308,6 +312,8 @@ def gpu_copy_outliers(hosts: list[HostResult]) -> list[Finding]:
                 recommendation="Check that GPU's link: `nvidia-smi topo -m`, `nvidia-smi nvlink -s`, and "
                 "`nvidia-smi -q -d PCIE` for a downgraded PCIe generation or width.",
                 sources=(source(host, "copy_bench"),),
+                action="Check the outlier GPU's link: `nvidia-smi topo -m`, `nvidia-smi nvlink -s`, "
+                "`nvidia-smi -q -d PCIE`",
             )
         )
     return findings

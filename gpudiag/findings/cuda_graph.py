@@ -79,6 +79,7 @@ def spec_without_graphs(hosts: list[HostResult]) -> list[Finding]:
             max_bs = max_bs_flag(host)
             boundary = ok_boundary(host, algorithm)
             if boundary:
+                step = f"{_undo(switch)} and set {max_bs} {boundary[1]} (the repro's clean range)"
                 advice = (
                     f"Re-enable graphs within the range the repro proved safe on this host: {_undo(switch)} "
                     f"and set {max_bs} {boundary[1]} ({boundary[0]} captured and replayed cleanly up to "
@@ -93,6 +94,10 @@ def spec_without_graphs(hosts: list[HostResult]) -> list[Finding]:
                 )
             else:
                 blocked = room(host).blocked()
+                step = (
+                    f"{'On a drained host, f' if blocked else 'F'}ind the batch sizes that capture cleanly "
+                    f"(`gpudiag repro cuda-graph-crash`), then {_undo(switch)}"
+                )
                 where = (
                     f"The repro cannot run here ({blocked}): on a drained host of the same build, or in a "
                     "maintenance window, run"
@@ -120,6 +125,7 @@ def spec_without_graphs(hosts: list[HostResult]) -> list[Finding]:
                         if algorithm == "DFLASH" and first_guard_holding(host, server)
                         else ()
                     ),
+                    action=step[0].upper() + step[1:],
                 )
             )
     return findings
@@ -285,22 +291,19 @@ def _repro_finding(host: HostResult, key: str, failing: list[dict[str, Any]]) ->
         hosts=(host.name,),
         evidence=tuple(evidence),
         recommendation=boundary_advice(host, failing, signature),
+        action=boundary_action(host, failing),
         sources=(source(host, "cuda_graph"),),
     )
 
 
-def boundary_advice(host: HostResult, failing: list[dict[str, Any]], signature: dict[str, Any]) -> str:
-    """Concrete flag values from the measured cells, in the installed release's spelling, that never contradict
-    the measured boundary: the smallest failing batch size and draft-token count, the largest passing ones,
-    and whether each live server sits inside the failing range."""
+def _clear_options(host: HostResult, failing: list[dict[str, Any]]) -> tuple[str, list[str]] | None:
+    """(what was measured, the flag values that keep clear of it) from the cells, in the installed release's
+    spelling: the smallest failing batch size and draft-token count, the largest passing ones. None when the
+    failing cells carry no sizes."""
     paths = {str(c.get("path")) for c in failing}
     sized = [c for c in failing if isinstance(c.get("batch_size"), int) and isinstance(c.get("draft_tokens"), int)]
-    reference = f" (known report: {signature['reference']})" if signature.get("reference") else ""
     if not sized:
-        return (
-            f"Keep CUDA graphs below the measured boundary ({max_bs_flag(host)}) or disable them for "
-            f"{', '.join(sorted(paths))}, and report the repro cell upstream{reference}."
-        )
+        return None
     fail_bs = min(c["batch_size"] for c in sized)
     fail_tokens = min(c["draft_tokens"] for c in sized)
     passing = [
@@ -316,7 +319,6 @@ def boundary_advice(host: HostResult, failing: list[dict[str, Any]], signature: 
         (c["draft_tokens"] for c in passing if c["batch_size"] >= fail_bs and c["draft_tokens"] < fail_tokens),
         default=None,
     )
-    flag = max_bs_flag(host)
     options = []
     if safe_tokens is not None:
         options.append(
@@ -324,10 +326,26 @@ def boundary_advice(host: HostResult, failing: list[dict[str, Any]], signature: 
         )
     if safe_bs is not None:
         options.append(
-            f"{'with more draft tokens, ' if options else ''}set {flag} {safe_bs} (the largest batch size that passed)"
+            f"{'with more draft tokens, ' if options else ''}set {max_bs_flag(host)} {safe_bs} "
+            "(the largest batch size that passed)"
         )
     measured = f"Measured: {', '.join(sorted(paths))} fails from batch size {fail_bs} with {fail_tokens} draft tokens"
-    advice = "; ".join(options) if options else f"disable graphs for {', '.join(sorted(paths))}"
+    return measured, options
+
+
+def boundary_advice(host: HostResult, failing: list[dict[str, Any]], signature: dict[str, Any]) -> str:
+    """Concrete flag values from the measured cells that never contradict the measured boundary, and whether
+    each live server sits inside the failing range."""
+    paths = ", ".join(sorted({str(c.get("path")) for c in failing}))
+    reference = f" (known report: {signature['reference']})" if signature.get("reference") else ""
+    found = _clear_options(host, failing)
+    if found is None:
+        return (
+            f"Keep CUDA graphs below the measured boundary ({max_bs_flag(host)}) or disable them for "
+            f"{paths}, and report the repro cell upstream{reference}."
+        )
+    measured, options = found
+    advice = "; ".join(options) if options else f"disable graphs for {paths}"
     live = [e.text.split(": ", 1)[-1] for e in _live_servers_against(host, failing)]
     serving = ""
     if live and all("outside" in text for text in live):
@@ -335,6 +353,16 @@ def boundary_advice(host: HostResult, failing: list[dict[str, Any]], signature: 
     elif live:
         serving = " The live server is inside that range: change it now."
     return f"{measured}. To stay clear: {advice}.{serving}{reference}"
+
+
+def boundary_action(host: HostResult, failing: list[dict[str, Any]]) -> str:
+    """Next steps' line for a repro failure: the flag values that keep clear of it."""
+    paths = ", ".join(sorted({str(c.get("path")) for c in failing}))
+    found = _clear_options(host, failing)
+    if found is None or not found[1]:
+        return f"Keep CUDA graphs off for {paths} until the failing cell is fixed upstream"
+    # Not named by path: failures that call for the same flag values share one step.
+    return f"Keep CUDA graphs clear of the repro's failing range: {'; '.join(found[1])}"
 
 
 def classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
@@ -456,15 +484,18 @@ def log_crash_finding(
         severity = str(signature.get("severity") or "error")
         title = f"{label}: {signature.get('name')} ({family})"
         advice = f"{signature.get('meaning')} {signature.get('recommendation')} ({signature.get('reference')})"
+        step = str(signature.get("recommendation") or "Compare the crash with the referenced report")
     elif family == "not_a_graph_problem":
         severity, title = "error", f"{label}: crash that is not a CUDA-graph problem ({detail})"
         advice = "Fix this first: CUDA graphs are not involved in this crash."
+        step = "Fix this crash first: CUDA graphs are not involved in it"
     else:
         severity, title = "error", f"{label}: unclassified crash at line {crash.get('line')} ({family})"
         advice = (
             "No known signature matches; the family says where it broke. Report the quoted lines upstream, "
             "and check whether it recurs with the graph flags of the release the advice assumes."
         )
+        step = "Report the quoted crash lines upstream (no known signature matches)"
     return Finding(
         id="cuda_graph.log_crash",
         severity=severity if severity in SEVERITY_RANK else "error",
@@ -473,6 +504,7 @@ def log_crash_finding(
         evidence=tuple(evidence),
         recommendation=advice,
         sources=("run.json/log",) if not hosts else (source,),
+        action=step,
     )
 
 

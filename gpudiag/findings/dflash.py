@@ -196,6 +196,7 @@ def _dflash_finding(host: HostResult, evidence: list[Evidence], advice: list[str
         recommendation=f"The draft then runs eagerly on every step. To lift it: {'; '.join(dict.fromkeys(advice))}; "
         f"then check that the server's start-up log no longer says '{LOG_LINE}'.",
         sources=(source(host, "sglang_source"), source(host, "deployment")),
+        action=f"To keep the DFlash draft graph: {'; '.join(dict.fromkeys(advice))}",
     )
 
 

@@ -59,6 +59,7 @@ def fleet_drift(hosts: list[HostResult]) -> list[Finding]:
             ),
             recommendation="Align these across the fleet, or keep a difference on purpose: a finding or timing from "
             "one host does not carry over to a host that differs.",
+            action="Align sglang, torch, driver and flags across the hosts, or keep each difference on purpose",
             sources=tuple(f"{name}/probes" for name in involved),
         )
     ]

@@ -21,9 +21,9 @@ MAX_HOSTS_IN_COMMAND = 10
 def merge_across_hosts(findings: Iterable[Finding]) -> list[Finding]:
     """Findings equal in rule, severity, title and recommendation become one, with the union of their hosts;
     evidence that reads the same on several hosts is kept once, labelled with all of them."""
-    merged: dict[tuple[str, str, str, str], Finding] = {}
+    merged: dict[tuple[str, str, str, str, str], Finding] = {}
     for f in findings:
-        key = (f.id, f.severity, f.title, f.recommendation)
+        key = (f.id, f.severity, f.title, f.recommendation, f.action)
         if key not in merged:
             merged[key] = f
             continue

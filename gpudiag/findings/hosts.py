@@ -40,6 +40,7 @@ def unscanned_hosts(hosts: list[HostResult]) -> list[Finding]:
                 evidence=tuple(evidence),
                 recommendation=_advice(host.status),
                 sources=(f"{host.name}",),
+                action=_advice(host.status),
             )
         )
     return findings
@@ -61,4 +62,7 @@ def _advice(status: str) -> str:
         "frame_error": "The probe output could not be read: see the output tails in the host result.",
         PROBE_ERROR: "Some probes failed; the table names each with its error. The other probes' findings stand.",
         INTERRUPTED: "The run was stopped before this host finished: rescan it.",
+        # A bug in gpudiag repeats on a rescan: the traceback is what helps.
+        "internal_error": "A gpudiag bug: rerun with GPUDIAG_DEBUG=1 for the traceback and report it with the "
+        "host's result file; a plain rescan repeats it.",
     }.get(status, "Rescan the host; the stored reason says what went wrong.")

@@ -33,16 +33,37 @@ def server_not_on_disk(hosts: list[HostResult]) -> list[Finding]:
                         for note in notes[:1]
                     )
                     + tuple(Evidence(kind="flag", host=host.name, text=f"{label}: {note}") for note in notes[1:]),
-                    recommendation="The source facts describe "
-                    + (f"the sglang installed for {read[0]}" if read else "the installed sglang")
-                    + ", not what this server loaded: restart the server from the installed release, or "
-                    f"rescan with `gpudiag scan {host.name} --python {server.get('python') or 'PYTHON'}` "
-                    "so the facts describe the interpreter it runs.",
+                    recommendation=_not_on_disk_advice(host, server, read),
                     sources=(source(host, "deployment"), source(host, "sglang_source")),
+                    action=_not_on_disk_action(host, server, read),
                 )
             )
         findings += _not_read(host, read[0] if read else "-")
     return findings
+
+
+def _other_interpreter(server: dict, read: tuple[str, str] | None) -> bool:
+    return bool(read and server.get("python") and server.get("python") != read[0])
+
+
+def _not_on_disk_advice(host: HostResult, server: dict, read: tuple[str, str] | None) -> str:
+    """Rescanning with --python helps only when the server runs another interpreter than the one read; a server
+    whose flags the read release lacks runs other code than the install, and a rescan would read the same."""
+    if _other_interpreter(server, read):
+        return (
+            "The source facts describe the sglang of another interpreter than the one this server runs: rescan "
+            "with `--python` set to the server's interpreter (in the evidence) so the facts describe its code."
+        )
+    return (
+        "The server was started from other code than the installed release (a rescan reads the same files): "
+        "restart it from the installed release, or install the release it was started from."
+    )
+
+
+def _not_on_disk_action(host: HostResult, server: dict, read: tuple[str, str] | None) -> str:
+    if _other_interpreter(server, read):
+        return f"Rescan with `--python {server.get('python')}`, the server's interpreter"
+    return "Restart the server from the installed sglang release"
 
 
 def _not_read(host: HostResult, read: str) -> list[Finding]:
@@ -64,8 +85,9 @@ def _not_read(host: HostResult, read: str) -> list[Finding]:
                         snippet=command_line(server) or None,
                     ),
                 ),
-                recommendation=f"Rescan with `gpudiag scan {host.name} --python {server.get('python') or 'PYTHON'}` to "
-                f"read the code {label} runs (its copy paths, EAGLE and DFlash facts, integrity).",
+                recommendation="Rescan with `--python` set to that server's interpreter (in the evidence) to read the "
+                "code it runs (its copy paths, EAGLE and DFlash facts, integrity).",
+                action=f"Rescan with `--python {server.get('python') or 'PYTHON'}` to read that server's code",
                 sources=(source(host, "deployment"), source(host, "sglang_source")),
             )
         )

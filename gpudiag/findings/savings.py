@@ -84,7 +84,8 @@ def _baseline_us(workload: dict[str, Any]) -> float | None:
     return baseline
 
 
-def _path_saving(workload: dict[str, Any]) -> PathSaving | None:
+def path_saving(workload: dict[str, Any]) -> PathSaving | None:
+    """One measured workload: the installed copy against the fastest strategy sglang can run; None unmeasured."""
     baseline = _baseline_us(workload)
     usable = [(us, s) for s in USABLE_STRATEGIES if (t := ok_timing(workload, s)) and (us := number(t["median_us"]))]
     if baseline is None or not usable:
@@ -116,7 +117,7 @@ def gpu_saving(gpu: dict[str, Any], max_bs: int | None, paths: set[str] | None =
     for w in workloads(gpu):
         if paths is not None and str(w.get("path")) not in paths:
             continue
-        found = _path_saving(w)
+        found = path_saving(w)
         if found:
             by_path.setdefault(found.path, []).append(found)
     if not by_path:
@@ -132,7 +133,7 @@ def host_savings(host: HostResult, paths: set[str] | None = None) -> list[GpuSav
     max_bs = live_max_bs(host)
     found = []
     for gpu in copy_gpus(host, cuda_only=True):
-        if gpu.get("status") == "ok" and (saving := gpu_saving(gpu, max_bs, paths)):
+        if gpu.get("status", "ok") == "ok" and (saving := gpu_saving(gpu, max_bs, paths)):
             found.append(saving)
     return found
 

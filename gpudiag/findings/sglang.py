@@ -60,11 +60,13 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
             f"Upgrade sglang from {version} to {BATCHED_RELEASE} or later, the first release that batches "
             f"these copies (PR #28465)"
         )
+        step = f"Upgrade sglang {version} → {BATCHED_RELEASE} or later (batched EAGLE replay copies, PR #28465)"
     else:
         action = (
             f"sglang {BATCHED_RELEASE} batches these copies (PR #28465), yet this install ({version}) does "
             "not: check it for local modifications or a backport that was lost"
         )
+        step = f"Check sglang {version} for local modifications: {BATCHED_RELEASE}+ batches these copies"
     eagle_served = any(eagle_family(algorithm_of(s)) for s in servers_of(host))
     return Finding(
         id="sglang.eagle_per_tensor_copies",
@@ -77,6 +79,7 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
         + ("" if eagle_served else " No server on this host serves EAGLE now, so nothing pays it yet."),
         sources=tuple(sources),
         saving_us_per_step=saving.us_per_step if saving else None,
+        action=step,
     )
 
 
@@ -210,6 +213,7 @@ def local_modifications(hosts: list[HostResult]) -> list[Finding]:
                 f"sglang=={sglang.get('version') or '<version>'}`) before comparing this host "
                 "with the fleet.",
                 sources=(source(host, "sglang_source"),),
+                action=f"Review the local changes, or reinstall sglang=={sglang.get('version') or '<version>'}",
             )
         )
     return findings
@@ -238,9 +242,10 @@ def torch_other_interpreter(hosts: list[HostResult]) -> list[Finding]:
                         f"({torch_why})",
                     ),
                 ),
-                recommendation=f"The torch findings (torch._foreach_copy_) are not judged for this host (the answers "
-                f"say so): they would describe a torch sglang may not run with. Rescan with `gpudiag scan {host.name} --python "
-                f"{sglang_path}` so the probes run in the serving interpreter.",
+                recommendation="The torch findings (torch._foreach_copy_) are not judged for this host (the answers "
+                "say so): they would describe a torch sglang may not run with. Rescan with "
+                f"`--python {sglang_path}` so the probes run in the serving interpreter.",
+                action=f"Rescan with `--python {sglang_path}`, the interpreter whose sglang was read",
                 sources=(source(host, "sglang_source"), source(host, "env"), source(host, "torch_caps")),
             )
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from gpudiag.findings import QUESTIONS, Answer, coverage_line, host_answers
+from gpudiag.findings import QUESTIONS, Answer, coverage_line, host_answers, with_run_options
 from gpudiag.models import LoadedRun
 from gpudiag.render.safe_text import md
 
@@ -17,11 +17,12 @@ MAX_NAMED_HOSTS = 10
 class AnswerGroup:
     answer: Answer
     hosts: tuple[str, ...]
+    argv: tuple[str, ...] = ()  # the run's command line: its -i, --python and --limit ride on the command
 
     def command(self) -> str:
-        return (
-            self.answer.command.replace("HOST", " ".join(self.hosts[:MAX_NAMED_HOSTS])) if self.answer.command else ""
-        )
+        if not self.answer.command:
+            return ""
+        return with_run_options(self.answer.command.replace("HOST", " ".join(self.hosts[:MAX_NAMED_HOSTS])), self.argv)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,8 @@ def answer_set(run: LoadedRun) -> AnswerSet:
             groups.setdefault(key, []).append(name)
             first.setdefault(key, answers[index])
         ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1]))
-        questions.append((qid, question, tuple(AnswerGroup(first[k], tuple(v)) for k, v in ordered)))
+        argv = tuple(run.manifest.argv)
+        questions.append((qid, question, tuple(AnswerGroup(first[k], tuple(v), argv) for k, v in ordered)))
     return AnswerSet(per_host, tuple(questions), unreached)
 
 

@@ -6,12 +6,11 @@ Pure and deterministic: the same run and findings give the same bytes (no clock,
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from gpudiag.probe_view import as_dict, as_list, probe
-from gpudiag.findings import SEVERITY_RANK, host_facts, reproduce_command
+from gpudiag.probe_view import as_dict, as_list, fmt_us, probe
+from gpudiag.findings import SEVERITY_RANK, host_facts, reproduce_command, with_run_options
 from gpudiag.models import SEVERITIES, Evidence, Finding
 from gpudiag.render.host_appendix import link_line, render_appendix
 from gpudiag.repro.logrun import appendix as log_appendix
@@ -44,10 +43,10 @@ def render_markdown(
         markdown_block(answers),
         _summary(findings, verdict, answers),
         _fleet(run, verdict),
-        _findings(findings),
+        _findings(findings, run.manifest.argv),
         log_appendix(run.manifest.extra) or _crash_log(as_dict(run.manifest.extra.get("repro"))),
         _methodology(run),
-        _next_steps(findings, answers, run.manifest.argv),
+        _next_steps(findings, answers),
         render_appendix(run, charts) if appendix_name is None else [],
     ):
         out += section
@@ -138,7 +137,7 @@ def numbered(findings: Sequence[Finding]) -> list[tuple[int, Finding]]:
     return list(enumerate(order, 1))
 
 
-def _findings(findings: Sequence[Finding]) -> list[str]:
+def _findings(findings: Sequence[Finding], argv: Sequence[str] = ()) -> list[str]:
     lines = ["## Findings", ""]
     if findings:
         lines += [
@@ -157,7 +156,7 @@ def _findings(findings: Sequence[Finding]) -> list[str]:
             lines += _evidence(e)
         lines += ([""] if lines[-1] else []) + [
             f"**Recommendation:** {md(f.recommendation, 2000, keep_code=True)}  ",
-            f"Reproduce: {code(reproduce_command(f), 1000)}",
+            f"Reproduce: {code(with_run_options(reproduce_command(f), argv), 1000)}",
             "",
         ]
     if not findings:
@@ -268,68 +267,38 @@ def _methodology(run: LoadedRun) -> list[str]:
     return ["## Methodology", ""] + lines + [""]
 
 
-def _next_steps(findings: Sequence[Finding], answers: AnswerSet, argv: Sequence[str] = ()) -> list[str]:
-    """Each action once, ranked: severity, then the measured saving it names (µs per decode step), then how many
-    hosts it helps; then what would answer the questions left unchecked."""
+def _next_steps(findings: Sequence[Finding], answers: AnswerSet) -> list[str]:
+    """One line per action, each once, ranked by severity, then the saving it claims (µs per decode step, the
+    finding's own number), then how many hosts it helps. Questions left unanswered stay in the coverage line."""
     lines = [
         "## Next steps",
         "",
-        "Each action once, most urgent first (severity, then the saving it measured, then "
-        "the hosts it helps); the finding numbers point at the evidence.",
+        "One line per action, most urgent first (severity, then the measured saving, then the hosts it helps); "
+        "the finding numbers point at the evidence.",
         "",
     ]
     number_of = {id(f): n for n, f in numbered(findings)}
-    ranked = sorted(findings, key=lambda f: (SEVERITY_RANK.get(f.severity, 9), -_saving_us(f), -len(f.hosts)))
-    seen: dict[str, tuple[list[int], list[str]]] = {}
+    ranked = sorted(
+        (f for f in findings if f.severity != "info"),
+        key=lambda f: (SEVERITY_RANK.get(f.severity, 9), -(f.saving_us_per_step or 0.0), -len(f.hosts)),
+    )
+    steps: dict[str, tuple[list[int], list[str], list[float]]] = {}
     for f in ranked:
-        if f.severity != "info":
-            numbers, hosts = seen.setdefault(f.recommendation, ([], []))
-            numbers.append(number_of[id(f)])
-            hosts.extend(f.hosts)
-    steps = [
-        f"{md(step, 2000, keep_code=True)} (finding {', '.join(map(str, sorted(numbers)))} · "
-        f"{md(host_list(tuple(dict.fromkeys(hosts))) if hosts else 'fleet')})"
-        for step, (numbers, hosts) in zip(_said_once(list(seen)), seen.values())
-    ]
-    gaps: dict[tuple[str, str, str], list[str]] = {}
-    for name, per_host in answers.per_host.items():
-        for a in per_host:
-            if a.status != "answered":
-                reason = a.text[a.text.index("not checked — ") :] if "not checked — " in a.text else a.text
-                # A command this run already ran would not answer it: then the reason alone is the step.
-                flags = [w for w in a.command.split() if w.startswith("--")]
-                rerun = a.command if a.command and not all(f in argv for f in flags) else ""
-                gaps.setdefault((a.qid, reason, rerun), []).append(name)
-    for (qid, reason, rerun), hosts in list(gaps.items())[:8]:
-        command = f": {code(rerun.replace('HOST', ' '.join(hosts[:10])))}" if rerun else ""
-        steps.append(f"{qid} {md(reason, 400)} ({md(host_list(hosts))}){command}")
-    if not steps:
-        steps = ["Nothing urgent. Rerun `gpudiag scan --deep` after any sglang, torch or driver change."]
-    return lines + [f"{i}. {step}" for i, step in enumerate(steps, 1)] + [""]
-
-
-_SENTENCE_END = re.compile(r"(?<=[.)])\s+(?=[A-Z(])")
-
-
-def _said_once(advice: list[str]) -> list[str]:
-    """Advice with the sentences an earlier step already gave replaced by "Otherwise as step N.": two findings
-    that call for the same action (say, the same safe flag values) do not spell it out twice."""
-    first_step: dict[str, int] = {}
+        numbers, hosts, savings = steps.setdefault(f.action or f"Act on: {f.title}", ([], [], []))
+        numbers.append(number_of[id(f)])
+        hosts.extend(f.hosts)
+        if f.saving_us_per_step is not None:
+            savings.append(f.saving_us_per_step)
     out = []
-    for number, text in enumerate(advice, 1):
-        sentences = _SENTENCE_END.split(text)
-        repeated = sorted({first_step[s] for s in sentences if s in first_step})
-        for sentence in sentences:
-            first_step.setdefault(sentence, number)
-        new = [s for s in sentences if first_step[s] == number]
-        if repeated and new:
-            steps = ", ".join(map(str, repeated))
-            text = " ".join(new) + f" Otherwise as step{'s' if len(repeated) > 1 else ''} {steps}."
-        out.append(text)
-    return out
-
-
-def _saving_us(finding: Finding) -> float:
-    """The largest µs figure a finding's recommendation names (its measured impact), 0 when none."""
-    found = [float(x) for x in re.findall(r"(\d+(?:\.\d+)?) µs", finding.recommendation)]
-    return max(found, default=0.0)
+    for action, (numbers, hosts, savings) in steps.items():
+        said = [f"finding {', '.join(map(str, sorted(numbers)))}"]
+        said.append(md(host_list(tuple(dict.fromkeys(hosts)))) if hosts else "fleet")
+        if savings:
+            said.append(f"saves {fmt_us(max(savings))} per decode step")
+        out.append(f"{md(action, 600, keep_code=True)} ({' · '.join(said)})")
+    if not out:
+        out = [
+            "Nothing to change among the checks that ran."
+            + (" The questions not checked are listed under Answers." if answers.unchecked else "")
+        ]
+    return lines + [f"{i}. {step}" for i, step in enumerate(out, 1)] + [""]

@@ -58,14 +58,16 @@ def test_the_report_fits_in_250_lines_and_links_its_appendix(tmp_path):
     assert "| 4, 5, 7 | eagle_draft/bs32/h7168 | 448 KiB | 10.4 µs | 12.8 µs |" in report   # equal GPUs once
     assert "| 6 | eagle_draft/bs32/h7168 | 448 KiB | 14.0 µs | 17.3 µs |" in report
     # methodology only for probes that ran; next steps point at their findings
-    assert "(finding 1 · 1 host: gpu-a)" in report
     steps = report.split("## Next steps")[1]
-    actions = [line.split(". ", 1)[1].rsplit(" (finding", 1)[0] for line in steps.splitlines() if line[:1].isdigit()]
-    assert len(actions) == len(set(actions))
-    # both repro failures call for the same safe flag values: the second step says so instead of repeating them
+    numbered = [line for line in steps.splitlines() if line[:1].isdigit()]
+    actions = [line.split(". ", 1)[1].rsplit(" (finding", 1)[0] for line in numbered]
+    assert len(actions) == len(set(actions)) and all(" (finding " in line for line in numbered)
+    # both repro failures call for the same safe flag values: one step names both findings
     assert steps.count("keep --speculative-num-draft-tokens at 8 or less") == 1
-    assert "2. Measured: eagle_draft fails from batch size 64 with 16 draft tokens. (known report: sglang #3395 " \
-           "(fixed by PR #3430)) Otherwise as step 1. (finding 2 · 1 host: gpu-a)" in steps
+    assert "(finding 1, 2 · 1 host: gpu-a)" in steps
+    # the one saving, as Q5 states it for GPUs 4, 5 and 7 and finding 7 claims it
+    assert "(finding 7 · 1 host: gpu-a · saves 37.5 µs per decode step)" in steps
+    assert "GPUs 4,5,7: saves 37.5 µs per decode step" in report and "47.5" not in report
 
 
 def test_an_odd_report_name_gives_a_link_that_still_points_at_its_appendix(tmp_path):

@@ -78,8 +78,10 @@ def test_light_scan_of_a_gpu_less_machine_exits_0_and_its_answers_say_what_was_n
     assert answers["Q1"][0]["status"] == "partial"
     assert "GPUs not checked — no GPU visible" in only(answers, "Q1")
     assert "cpu:" in only(answers, "Q1")                              # the CPU check itself ran
-    assert only(answers, "Q5") == "not checked — probe copy_bench not selected (run it with --deep)"
-    assert only(answers, "Q6").startswith("not checked — probe cuda_graph not selected (run it with --deep")
+    # No GPU: the GPU checks are not offered again (no --deep), and the reason says why.
+    assert only(answers, "Q5") == "not checked — probe copy_bench not selected; the host has no GPU"
+    assert only(answers, "Q6") == "not checked — probe cuda_graph not selected; the host has no GPU"
+    assert not any(a["command"] for q in ("Q5", "Q6") for a in answers[q])
     assert doc["summary"]["all_checked"] is False
     assert doc["summary"]["coverage"].endswith("questions answered on 1 host") or "in part" in \
         doc["summary"]["coverage"]
@@ -288,11 +290,18 @@ def test_next_steps_rank_by_severity_then_measured_saving_and_each_action_once(t
     write_run(tmp_path, _copies(["h1", "h2"]), argv=("gpudiag", "scan", "all", "--deep"))
     steps = invoke("report", "--reports-dir", tmp_path, "--markdown").output.split("## Next steps")[1]
     numbered = [line for line in steps.splitlines() if line[:1].isdigit()]
-    assert numbered[0].startswith("1. Measured: eagle_draft")                       # critical first
+    assert numbered[0].startswith("1. Keep eagle_draft")                            # critical first
     assert len(numbered) == len(set(numbered))
+    assert not any(line.split(". ", 1)[1].startswith("Q") for line in numbered)     # questions stay in coverage
     upgrade = next(i for i, line in enumerate(numbered) if "Upgrade sglang" in line)
     outlier = next(i for i, line in enumerate(numbered) if "nvidia-smi topo" in line)
-    assert "47.5 µs per decode step" in numbered[upgrade]
+    # The saving Next steps names is the finding's number, and Q5 states the same number for a GPU.
+    doc = json.loads(invoke("report", "--reports-dir", tmp_path, "--json").output)
+    [eagle] = [f for f in doc["findings"] if f["id"] == "sglang.eagle_per_tensor_copies"]
+    saving = eagle["saving_us_per_step"]
+    assert isinstance(saving, float) and f"saves {saving} µs per decode step" in numbered[upgrade]
+    [q5] = [q for q in doc["answers"]["questions"] if q["id"] == "Q5"]
+    assert any(g["saving_us_per_step"] == saving for a in q5["answers"] for g in a["value"]["gpus"])
     assert upgrade < outlier or "µs" not in numbered[outlier]
 
 
@@ -318,7 +327,8 @@ def test_every_finding_names_the_command_that_reproduces_it():
     markdown = invoke("report", FLEET3, "--markdown").output
     findings = markdown.split("## Findings")[1].split("## Appendix")[0]
     assert findings.count("Reproduce: `gpudiag ") == findings.count("#### ")
-    assert "Reproduce: `gpudiag repro cuda-graph-crash gpu-a`" in findings
+    # The run's own inventory rides on the command (the recorded run was `scan all -i inventory.yaml --deep`).
+    assert "Reproduce: `gpudiag repro cuda-graph-crash gpu-a -i inventory.yaml`" in findings
 
 
 # ---- facts the report used to miss ------------------------------------------------------------------------
@@ -357,7 +367,7 @@ def test_a_server_whose_flags_or_interpreter_differ_from_disk_gets_a_finding_wit
     texts = " ".join(e["text"] for e in finding["evidence"])
     assert "flags not in the installed release: --enable-piecewise-cuda-graph" in texts
     assert "runs /old/venv/bin/python, sglang was read from /srv/sglang-dev/.venv/bin/python" in texts
-    assert "--python /old/venv/bin/python" in finding["recommendation"]
+    assert "--python /old/venv/bin/python" in finding["action"]
     assert "--enable-piecewise-cuda-graph" in only(answers, "Q8")
 
 
