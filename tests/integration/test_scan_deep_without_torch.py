@@ -48,3 +48,5 @@ def test_deep_scan_without_torch_is_incomplete_and_keeps_the_sglang_answers(tmp_
         assert [a["status"] for a in answers[qid]] == ["answered"], (qid, answers[qid])
     assert "0.5.23" in answers["Q7"][0]["answer"]
     assert answers["Q5"][0]["status"] == "not checked" and answers["Q6"][0]["status"] == "not checked"
+    # The interpreter was given: the answer does not tell the user to point --python at it again.
+    assert "point --python" not in answers["Q1"][0]["answer"] and python in answers["Q1"][0]["answer"]

@@ -1,0 +1,100 @@
+"""Advice its own evidence allows, through `gpudiag report`: each case builds the evidence that rules a
+recommendation out, asserts that recommendation is absent and the one that fits is there."""
+import json
+
+from tests.control.test_report_verdict_cli import answers_of, host_doc, invoke, write_run
+
+
+def _report(tmp_path, hosts, argv=("gpudiag", "scan", "all")):
+    write_run(tmp_path, hosts, argv=argv)
+    return answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
+
+
+def _markdown(tmp_path):
+    return invoke("report", "--reports-dir", tmp_path, "--markdown").output
+
+
+def test_no_force_and_no_gpu_work_offered_where_every_gpu_serves(tmp_path):
+    """gpu-b: one server on all 8 GPUs. Its GPUs are never touched, not even with --force: no --force, no --deep,
+    no repro here; what would make it possible is said instead."""
+    doc, answers = _report(tmp_path, [host_doc("gpu-b")])
+    [q1] = answers["Q1"]
+    assert "never touched, not even with --force" in q1["answer"]
+    assert "--force" not in q1["command"] and q1["command"].endswith("--probes torch_caps")
+    for qid in ("Q5", "Q6"):
+        [a] = answers[qid]
+        assert a["command"] == "" and "--deep" not in a["answer"], a
+        assert "all 8 GPUs serve server pid 2211" in a["answer"] and "maintenance window" in a["answer"]
+    [spec] = [f for f in doc["findings"] if f["id"] == "cuda_graph.spec_without_graphs"]
+    assert "The repro cannot run here (all 8 GPUs serve server pid 2211" in spec["recommendation"]
+    assert spec["action"].startswith("On a drained host,")
+    markdown = _markdown(tmp_path)
+    assert "--force" not in markdown.split("## Next steps")[1].split("## Appendix")[0]
+
+
+def test_force_is_offered_where_a_gpu_is_only_busy_with_something_else(tmp_path):
+    b = host_doc("gpu-b")
+    checks = b["probes"]["torch_caps"]["data"]["checks"]
+    checks["cuda:0"] = {"status": "skipped", "reason": "busy: 3 compute processes; pass --force to use busy GPUs"}
+    _, answers = _report(tmp_path, [b])
+    assert answers["Q1"][0]["command"].endswith("--probes torch_caps --force")
+
+
+def _dflash_with_graphs_on(log_read):
+    """gpu-b's DFlash server with graphs on and without DP attention: only the free-memory guard is left, and a
+    running server cannot show whether it held."""
+    b = host_doc("gpu-b")
+    deployment = b["probes"]["deployment"]["data"]
+    [server] = deployment["servers"]
+    for flag in ("--disable-cuda-graph", "--enable-dp-attention"):
+        server["cmdline"].remove(flag)
+    server["args"].update(disable_cuda_graph=False, enable_dp_attention=False)
+    if log_read:
+        deployment["server_logs"]["2211"] = {
+            "outcome": "clean", "source": {"kind": "file", "where": "/var/log/sglang.log", "path": "/var/log/sglang.log"},
+            "crashes": [], "dflash_draft_graph": {"state": "not_logged", "line": None, "text": None,
+                                                  "reason": "the log mentions DFlash but no draft-graph decision"}}
+    return b
+
+
+def test_no_log_search_is_advised_for_a_log_the_scan_read(tmp_path):
+    doc, answers = _report(tmp_path, [_dflash_with_graphs_on(log_read=True)])
+    texts = json.dumps(doc["findings"])
+    assert "Search the server's start-up log" not in texts and "search its start-up output" not in texts
+    assert not [f for f in doc["findings"] if f["id"] == "cuda_graph.dflash_draft_graph_disabled"]
+    assert "pid 2211: draft graph on (no guard holds; its log has no 'Disable DFLASH draft cuda graph' line)" \
+        in answers["Q4"][0]["answer"]
+
+
+def test_without_a_log_the_scan_says_it_cannot_tell_in_the_answer_and_the_finding_alike(tmp_path):
+    doc, answers = _report(tmp_path / "nolog", [_dflash_with_graphs_on(log_read=False)])
+    [unknown] = [f for f in doc["findings"] if f["id"] == "cuda_graph.dflash_draft_graph_disabled"]
+    assert unknown["severity"] == "info" and "The scan found no log for this server" in unknown["recommendation"]
+    q4 = answers["Q4"][0]["answer"]
+    assert "draft graph on unless a guard the scan cannot judge holds" in q4 and "no log was found" in q4
+
+
+def test_point_python_is_not_advised_at_the_interpreter_given(tmp_path):
+    b = host_doc("gpu-b")
+    b["probes"]["torch_caps"] = {"status": "skipped", "duration_s": 0.1,
+                                 "reason": "under /x/bin/python (given with --python): torch is not importable"}
+    b["probes"]["env"]["data"]["torch"]["interpreter"] = {"path": "/x/bin/python", "why": "explicit", "ran": "child"}
+    _, answers = _report(tmp_path, [b], argv=("gpudiag", "scan", "gpu-b", "--python", "/x/bin/python"))
+    [q1] = answers["Q1"]
+    assert "point --python" not in q1["answer"] and "torch not importable in" in q1["answer"]
+    assert q1["command"] == "gpudiag scan gpu-b --probes torch_caps --python /x/bin/python"
+
+
+def test_a_rescan_is_not_advised_where_it_repeats_the_cause(tmp_path):
+    """Flags the installed release lacks, from the interpreter that was read: a rescan reads the same files."""
+    b = host_doc("gpu-b")
+    [server] = b["probes"]["deployment"]["data"]["servers"]
+    server["cmdline"].append("--enable-piecewise-cuda-graph")
+    doc, _ = _report(tmp_path, [b])
+    [finding] = [f for f in doc["findings"] if f["id"] == "sglang.server_not_on_disk"]
+    assert "rescan" not in finding["recommendation"].lower().replace("a rescan reads the same files", "")
+    assert finding["action"] == "Restart the server from the installed sglang release"
+    internal = {"schema": 1, "name": "h9", "status": "internal_error", "reason": "KeyError: 'x'", "probes": {}}
+    doc, _ = _report(tmp_path / "bug", [internal])
+    [bug] = [f for f in doc["findings"] if f["id"] == "hosts.unscanned"]
+    assert "GPUDIAG_DEBUG=1" in bug["action"] and "a plain rescan repeats it" in bug["action"]
