@@ -12,18 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudiag.probe_view import as_dict, as_list, dig, probe
-from gpudiag.findings.dflash import LOG_LINE, UNKNOWN, dflash_guards, first_guard_holding, judge_guard, server_log
 from gpudiag.findings.facts import (
-    algorithm_of,
     copy_path_text,
-    decode_graph_switch,
-    server_args,
-    servers_of,
     sglang_interpreter,
     torch_facts,
 )
 from gpudiag.findings.gpu_room import force_helps
-from gpudiag.findings.server_scope import scope, server_label, servers_read
+from gpudiag.findings.server_scope import scope
 from gpudiag.models import OK, PROBE_ERROR, HostResult
 from probes.crashlog.families import GRAPH_FAMILIES  # the classifier's own list: one place
 
@@ -269,76 +264,3 @@ def _log_lines(host: HostResult, needle: str, breaks_only: bool = False) -> list
             texts = [crash["summary"]] + texts if breaks_only and crash.get("summary") else texts
             found += [t for t in texts if t and needle.lower() in t.lower()]
     return found
-
-
-def _dflash_logged(host: HostResult) -> str | None:
-    """What a live server's log says about DFlash's draft graph at start-up (disabled, or its capture failed)."""
-    for log in _server_logs(host):
-        decision = as_dict(log.get("dflash_draft_graph"))
-        if decision.get("state") == "disabled":
-            return f"DFlash draft graph disabled at startup: {decision.get('text') or decision.get('reason')}"
-        if decision.get("state") == "capture_failed":
-            return f"DFlash draft graph capture failed at startup: {decision.get('text') or decision.get('reason')}"
-    return None
-
-
-def _draft_graph_unheld(host: HostResult, server: dict[str, Any]) -> str:
-    """A DFlash server no guard is known to hold for: on, unless a guard the scan cannot judge holds and the
-    server's log was not there to say."""
-    unknown = [v for g in dflash_guards(host) if (v := judge_guard(g, host, server))[0] == UNKNOWN]
-    if server_log(host, server) is not None:
-        return f"draft graph on (no guard holds; its log has no '{LOG_LINE}' line)"
-    if unknown:
-        return f"draft graph on unless a guard the scan cannot judge holds ({unknown[0][1]}); no log was found to tell"
-    return "draft graph on (no guard holds)"
-
-
-def q4_dflash(host: HostResult) -> Answer:
-    logged = _dflash_logged(host)
-    gap = _sglang_gap(host)
-    if gap:  # the server's own log still answers whether its draft graph is on
-        return (
-            Answer("Q4", ANSWERED, f"{logged} (server log; source not read: {gap})", "gpudiag scan HOST")
-            if logged
-            else _not_checked("Q4", gap)
-        )
-    dflash = as_dict((probe(host, "sglang_source") or {}).get("dflash"))
-    if not dflash.get("present"):
-        return Answer("Q4", ANSWERED, f"DFlash absent in sglang {(probe(host, 'sglang_source') or {}).get('version')}")
-    guards = dflash_guards(host)
-    guard_text = (
-        f"{len(guards)} draft-graph guard(s) at " + ", ".join(_where(g) for g in guards)
-        if guards
-        else "no draft-graph guard"
-    )
-    servers = [s for s in servers_read(host) if algorithm_of(s) == "DFLASH"]  # the read release's guards
-    if logged:
-        return Answer(
-            "Q4", ANSWERED, f"present ({dflash.get('worker_file')}; {guard_text}); {logged}", "gpudiag scan HOST"
-        )
-    if not servers:
-        return Answer(
-            "Q4",
-            ANSWERED,
-            f"present ({dflash.get('worker_file')}; {guard_text}); no DFlash server running",
-            "gpudiag scan HOST",
-        )
-    states = []
-    several = len(servers_of(host)) > 1
-    for server in servers:
-        name = server_label(server) if several else f"pid {server.get('pid')}"
-        disabled, switch = decode_graph_switch(server_args(server))
-        holding = first_guard_holding(host, server)
-        if disabled:
-            also = f"; with graphs on, guard {_where(holding[0])} would still hold ({holding[1][1]})" if holding else ""
-            states.append(f"{name}: draft graph off by {switch}{also}")
-        elif holding:
-            states.append(f"{name}: draft graph off by guard {_where(holding[0])} ({holding[1][1]})")
-        else:
-            states.append(f"{name}: {_draft_graph_unheld(host, server)}")
-    return Answer(
-        "Q4",
-        ANSWERED,
-        f"present ({dflash.get('worker_file')}; {guard_text}); " + "; ".join(states),
-        "gpudiag scan HOST",
-    )

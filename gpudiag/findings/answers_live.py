@@ -17,8 +17,8 @@ from gpudiag.findings.answers import (
     q1_foreach_copy,
     q2_grouped_copy,
     q3_eagle_batching,
-    q4_dflash,
 )
+from gpudiag.findings.answers_dflash import q4_dflash
 from gpudiag.findings.answers_measured import q5_copy_cost, q6_graph_breaks
 from gpudiag.probe_view import as_dict, as_list, dig, probe
 from gpudiag.findings.facts import (

@@ -290,7 +290,7 @@ def test_next_steps_rank_by_severity_then_measured_saving_and_each_action_once(t
     write_run(tmp_path, _copies(["h1", "h2"]), argv=("gpudiag", "scan", "all", "--deep"))
     steps = invoke("report", "--reports-dir", tmp_path, "--markdown").output.split("## Next steps")[1]
     numbered = [line for line in steps.splitlines() if line[:1].isdigit()]
-    assert numbered[0].startswith("1. Keep eagle_draft")                            # critical first
+    assert numbered[0].startswith("1. Keep CUDA graphs clear of the repro") and "finding 1" in numbered[0]  # critical
     assert len(numbered) == len(set(numbered))
     assert not any(line.split(". ", 1)[1].startswith("Q") for line in numbered)     # questions stay in coverage
     upgrade = next(i for i, line in enumerate(numbered) if "Upgrade sglang" in line)
