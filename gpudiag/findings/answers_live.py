@@ -139,9 +139,12 @@ def q8_live_matches_disk(host: HostResult) -> Answer:
         return _not_checked("Q8", gap)
     known = as_list(dig(probe(host, "sglang_source"), "server_flags"))
     several = several_servers(host)
-    parts, differs = [], False
+    parts, differs, compared = [], False, []
     for server, notes, checked in live_mismatches(host):
         differs |= bool(notes)
+        compared.append(
+            {"pid": server.get("pid"), "flags_checked": checked[0], "flags_total": checked[1], "differs": notes}
+        )
         name = server_label(server) if several or explicit_note(host) else f"pid {server.get('pid')}"
         parts.append(
             f"{name}: "
@@ -160,14 +163,17 @@ def q8_live_matches_disk(host: HostResult) -> Answer:
     note = explicit_note(host)
     if note:
         parts.append(note + ": the facts describe --python")
+    value = {"servers": compared, "not_read": [s.get("pid") for s in unread], "release_flags_read": bool(known)}
     if not known:
-        return Answer("Q8", PARTIAL, "; ".join(parts) + "; server flags of the release not read", "gpudiag scan HOST")
+        text = "; ".join(parts) + "; server flags of the release not read"
+        return Answer("Q8", PARTIAL, text, "gpudiag scan HOST", value)
     status = PARTIAL if unread else ANSWERED
     return Answer(
         "Q8",
         status,
         "; ".join(parts) + ("" if differs else "; file changes since start not recorded"),
         "gpudiag scan HOST",
+        value,
     )
 
 
