@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from gpudiag.findings import crash_context
 from gpudiag.findings.common import SEVERITY_RANK, source
 from gpudiag.probe_view import as_dict, as_list, cells, dig, number, probe
 from gpudiag.findings.dflash import first_guard_holding
@@ -526,6 +527,12 @@ def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
             )
             for crash in (c for c in as_list(block.get("crashes")) if isinstance(c, dict)):
                 finding = log_crash_finding(crash, block, source, (host.name,), "server log")
+                context = crash_context.joined(host, crash)
+                if context:  # the crash's path joined with this host's source facts
+                    evidence, advice, action = context
+                    finding = replace(
+                        finding, evidence=finding.evidence + (evidence,), recommendation=advice, action=action
+                    )
                 if str(crash.get("when") or "").startswith("before the server last came up"):
                     # The live server started again after this crash: history worth knowing, not its state.
                     finding = replace(finding, severity="warning", title=f"earlier run: {finding.title}")

@@ -98,3 +98,37 @@ def test_a_rescan_is_not_advised_where_it_repeats_the_cause(tmp_path):
     doc, _ = _report(tmp_path / "bug", [internal])
     [bug] = [f for f in doc["findings"] if f["id"] == "hosts.unscanned"]
     assert "GPUDIAG_DEBUG=1" in bug["action"] and "a plain rescan repeats it" in bug["action"]
+
+
+# The recorded EAGLE3 replay crash (tests/fixtures/logs/eagle3_replay_none_copy.log) with its frames on the DFlash
+# verify path instead: the classifier on the host stores the same record shape for either.
+DFLASH_REPLAY_CRASH = """\
+[2026-03-20 09:12:55 TP0] Decode batch, #running-req: 3, #token: 2310, token usage: 0.00, accept len: 3.87, cuda graph: True, gen throughput (token/s): 388.10, #queue-req: 0
+[2026-03-20 09:12:56 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "/srv/sglang-dev/.venv/lib/python3.11/site-packages/sglang/srt/speculative/dflash_worker_v2.py", line 402, in forward_batch_generation
+    self.target_worker.model_runner.graph_runner.replay(forward_batch)
+  File "/srv/sglang-dev/.venv/lib/python3.11/site-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 905, in replay
+    _grouped_foreach_copy_(dsts, srcs)
+  File "/srv/sglang-dev/.venv/lib/python3.11/site-packages/sglang/srt/model_executor/cuda_graph_buffer_registry.py", line 52, in _grouped_foreach_copy_
+    key = (dst.dtype, src.dtype)
+AttributeError: 'NoneType' object has no attribute 'dtype'
+[2026-03-20 09:12:56] Received sigquit from a child process. It usually means the child failed.
+"""
+
+
+def test_a_dflash_replay_crash_is_advised_on_its_own_path_with_the_fields_it_copies(tmp_path):
+    from probes.crashlog.classify import classify
+    b = host_doc("gpu-b")
+    record = classify(DFLASH_REPLAY_CRASH)
+    b["probes"]["deployment"]["data"]["server_logs"] = {
+        "2211": dict(record, source={"kind": "stdout", "where": "/var/log/sglang.log", "path": "/var/log/sglang.log"})}
+    doc, _ = _report(tmp_path, [b])
+    [crash] = [f for f in doc["findings"] if f["id"] == "cuda_graph.log_crash"]
+    assert crash["title"].startswith("server log: ") and ")" not in crash["title"].split(":")[0]
+    assert "#28465" not in crash["recommendation"].replace("does not touch this path", "").replace(
+        "The EAGLE-draft change (sglang PR #28465)", "")
+    assert "DFlash verify replay" in crash["recommendation"]
+    assert "--disable-decode-cuda-graph" in crash["recommendation"]              # 0.5.23's spelling
+    joined = next(e for e in crash["evidence"] if "the frames are on the DFlash verify replay" in e["text"])
+    assert "in sglang 0.5.23 it copies" in joined["text"] and "input_ids" in joined["text"]
+    assert crash["action"].startswith("Find the None field on the DFlash verify replay")
