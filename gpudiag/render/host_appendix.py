@@ -18,6 +18,7 @@ from gpudiag.render.appendix import host_sections
 from gpudiag.render.blocks import table
 from gpudiag.render.copy_timings import copy_section
 from gpudiag.render.generic_section import generic_sections
+from gpudiag.render.methodology import methodology
 from gpudiag.render.safe_text import code, md
 
 TITLE = "## Appendix: hosts"
@@ -58,7 +59,7 @@ def render_appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
             "",
         ]
         lines += _host_detail(host, charts)
-    return lines
+    return lines + methodology(run)
 
 
 def appendix_document(run: LoadedRun, charts: Mapping[str, str], report_name: str) -> str:

@@ -9,14 +9,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from gpudiag.probe_view import as_dict, as_list, fmt_us, probe
+from gpudiag.probe_view import as_dict, as_list, fmt_us
 from gpudiag.findings import SEVERITY_RANK, host_facts, reproduce_command, with_run_options
 from gpudiag.models import SEVERITIES, Evidence, Finding
 from gpudiag.render.host_appendix import link_line, render_appendix
 from gpudiag.repro.logrun import appendix as log_appendix
 from gpudiag.render.blocks import fenced, merge_rows, table
 from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, markdown_block
-from gpudiag.render.copy_timings import METHOD_TEXT, methods_and_samples, timings
 from gpudiag.render.safe_text import clean, clean_run, code, md
 from gpudiag.models import LoadedRun
 from gpudiag.verdict import EXIT_MEANING, Verdict, verdict as compute_verdict
@@ -45,7 +44,6 @@ def render_markdown(
         _fleet(run, verdict),
         _findings(findings, run.manifest.argv),
         log_appendix(run.manifest.extra) or _crash_log(as_dict(run.manifest.extra.get("repro"))),
-        _methodology(run),
         _next_steps(findings, answers),
         render_appendix(run, charts) if appendix_name is None else [],
     ):
@@ -218,55 +216,6 @@ def _crash_log(repro: dict[str, Any]) -> list[str]:
 
 
 # Methodology lines, each shown only when its probe ran on some host.
-METHOD_LINES = (
-    (
-        "env",
-        "Environment: hostname, OS and Python read on each host by the probing interpreter, torch's build in a "
-        "child of the serving interpreter; GPUs, driver and topology from `nvidia-smi` (each command under a "
-        "timeout).",
-    ),
-    (
-        "sglang_source",
-        "Source facts: the installed sglang read as text and AST on the host (never imported); "
-        "every fact names its file (relative to site-packages) and line. Integrity: files hashed "
-        "against the wheel's RECORD (the cited files; `--verify-all` hashes all), or `git status` "
-        "of a checkout.",
-    ),
-    (
-        "deployment",
-        "Deployment: running sglang servers found from the process table; flags parsed from their command lines.",
-    ),
-    (
-        "torch_caps",
-        "torch capabilities: `torch._foreach_copy_` looked up, then run on each dtype pair and "
-        "compared with a per-tensor `copy_`, in the serving interpreter when one is known.",
-    ),
-    (
-        "cuda_graph",
-        "CUDA-graph repro: each cell (path, batch size, draft tokens) captures and replays in its own "
-        "child process, output compared with eager; failures matched against known signatures.",
-    ),
-)
-
-
-def _methodology(run: LoadedRun) -> list[str]:
-    ran = {name for h in run.hosts for name, p in h.probes.items() if p.status == "ok"}
-    lines = [f"- {text}" for probe_name, text in METHOD_LINES if probe_name in ran]
-    if "copy_bench" in ran:
-        methods, samples = methods_and_samples(t for h in run.hosts for t in timings(probe(h, "copy_bench")))
-        measured = "; ".join(f"`{md(m)}`: {METHOD_TEXT.get(m, md(m))}" for m in methods) or "none recorded"
-        counts = f"{'/'.join(map(str, samples))} samples per timing" if samples else "no sample counts recorded"
-        lines.append(
-            "- Copy timings: each strategy copies the tensors a replay copies, checked against saved "
-            "copies of its sources; medians with p10/p90, eager and inside a captured graph. Per decode "
-            f"step: one replay per path. Methods: {measured}; {counts}. A GPU is an outlier when the "
-            "median of its figures over its siblings' is more than 20% off (three GPUs or more)."
-        )
-    if not lines:
-        return []
-    return ["## Methodology", ""] + lines + [""]
-
-
 def _next_steps(findings: Sequence[Finding], answers: AnswerSet) -> list[str]:
     """One line per action, each once, ranked by severity, then the saving it claims (µs per decode step, the
     finding's own number), then how many hosts it helps. Questions left unanswered stay in the coverage line."""
