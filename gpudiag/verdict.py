@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from gpudiag.cli import ExitCode
+from gpudiag.exit_codes import ExitCode
 from gpudiag.findings.common import SEVERITY_RANK
 from gpudiag.probe_view import as_dict, as_list
 from gpudiag.probe_data import data_errors

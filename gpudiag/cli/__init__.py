@@ -6,7 +6,6 @@ exit statuses and one-line messages. Only this package prints, writes files or e
 
 from __future__ import annotations
 
-import enum
 import importlib
 import os
 import sys
@@ -15,23 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from gpudiag import __version__
-
-
-class ExitCode(enum.IntEnum):
-    """Every status gpudiag exits with; the README's exit-code table lists exactly these."""
-
-    OK = 0  # all hosts ok, everything asked was checked, no finding at or above --fail-on
-    FINDINGS = 1  # findings at or above --fail-on (default: error)
-    USAGE = 2  # usage or input error (one line)
-    HOSTS_FAILED = 3  # some hosts could not be scanned
-    INCOMPLETE = 4  # a check asked for (--deep, --probes, repro) could not run on some host
-    INTERNAL = 70  # a bug in gpudiag itself (EX_SOFTWARE), never confused with "error findings"
-    HANGUP = 129  # SIGHUP (128 + 1), finished hosts kept
-    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it), finished hosts kept
-    PIPE_CLOSED = 141  # the reader of stdout left (`gpudiag report | head`): 128 + SIGPIPE, quietly
-    TERMINATED = 143  # SIGTERM (128 + 15), finished hosts kept
-
-    NOTHING_RAN = 4  # the name repro's outcome table uses for INCOMPLETE
+from gpudiag.exit_codes import ExitCode
 
 
 class UserError(click.ClickException):
