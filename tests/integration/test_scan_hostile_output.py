@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from gpudiag.probe_data import fitted
 from tests.integration.conftest import loopback_listener
 
 STAND_IN = """exec {python} -c '
@@ -56,23 +57,37 @@ def test_deep_nesting_and_huge_numbers_are_frame_error(sshd_fleet, tmp_path, bod
 
 
 def test_nan_and_infinity_from_a_host_are_stored_as_null_readable_by_a_strict_parser(sshd_fleet, tmp_path):
-    frame = ('{"schema": 1, "probes": {"env": {"status": "ok", "duration_s": NaN, '
-             '"data": {"hostname": "odd", "ratio": Infinity, "drop": -Infinity, "ok": 1.5}}}}')
+    # env's data fits its declaration; the odd numbers sit in keys it adds (readers ignore added keys).
+    env = fitted("env", {"hostname": "odd"})
+    data = json.dumps(env)[:-1] + ', "ratio": Infinity, "drop": -Infinity, "ok": 1.5}'
+    frame = '{"schema": 1, "probes": {"env": {"status": "ok", "duration_s": NaN, "data": %s}}}' % data
     body = json.dumps(frame)
     odd = frame_printer(sshd_fleet, "nan-frame-python", body)
     reports = tmp_path / "reports"
-    # That env data fits no declaration, so the stored host reads back unreadable (exit 3); what this test
-    # holds is that every file gpudiag stored parses with a strict JSON parser.
-    scan(sshd_fleet, tmp_path, {"odd": ("h1", {"python": str(odd)})}, expect=3)
+    hosts = scan(sshd_fleet, tmp_path, {"odd": ("h1", {"python": str(odd)})}, expect=0)
+    assert hosts["odd"]["status"] == "ok"
 
     def refuse(name):
         raise ValueError(f"{name} in a stored file")
     for path in reports.rglob("*.json"):
         doc = json.loads(path.read_text(), parse_constant=refuse)    # any JSON parser reads it
         if doc.get("name") == "odd":
-            assert doc["probes"]["env"]["data"] == {"hostname": "odd", "ratio": None, "drop": None, "ok": 1.5}
+            stored = doc["probes"]["env"]["data"]
+            assert (stored["hostname"], stored["ratio"], stored["drop"], stored["ok"]) == ("odd", None, None, 1.5)
     report = sshd_fleet.run_gpudiag("report", "--json", env=sshd_fleet.env(GPUDIAG_REPORTS=str(reports)))
     json.loads(report.stdout, parse_constant=refuse)
+
+
+def test_a_probe_whose_data_misfits_is_that_probes_error_and_the_host_is_kept(sshd_fleet, tmp_path):
+    """A null where env declares a string: env is the error naming the field, the host is still ok."""
+    frame = '{"schema": 1, "probes": {"env": {"status": "ok", "duration_s": 0.1, "data": %s}}}' % json.dumps(
+        dict(fitted("env", {}), hostname=None))
+    odd = frame_printer(sshd_fleet, "misfit-frame-python", json.dumps(frame))
+    hosts = scan(sshd_fleet, tmp_path, {"odd": ("h1", {"python": str(odd)})}, expect=4)
+    assert hosts["odd"]["status"] == "ok"
+    env = hosts["odd"]["probes"]["env"]
+    assert env["status"] == "error" and env["error"]["type"] == "ProbeDataError"
+    assert "probes.env.data.hostname" in env["error"]["message"]
 
 
 @pytest.fixture
