@@ -93,6 +93,22 @@ def prepare_dirs(workdir, settings, algorithm, draft_tokens):
     return target_dir, draft_dir, built
 
 
+def launch_spec(settings, algorithm, sizes, draft_tokens, target_dir, draft_dir, layers):
+    """What launch_plan.build_argv turns into one server's argv (a fresh loopback port each time)."""
+    topk = int(settings.get("topk", 1))
+    return {"model_dir": target_dir, "draft_dir": draft_dir, "algorithm": algorithm, "batch_sizes": sizes,
+            "draft_tokens": draft_tokens, "layers": layers, "steps": max(1, (draft_tokens - 1) // topk),
+            "topk": topk, "tp": settings.get("tp", 1), "port": launcher.free_port(),
+            "mem_fraction": settings.get("mem_fraction", 0.5), "model_override": settings.get("model_override")}
+
+
+def launch_limits(sizes):
+    """The most one launch may wait: for readiness, then per batch size for its requests and the pause."""
+    per_size = REQUEST_TIMEOUT + AFTER_REQUESTS_SECONDS
+    return {"import_check_s": IMPORT_TIMEOUT, "ready_s": READY_TIMEOUT, "per_batch_size_s": per_size,
+            "worst_s": READY_TIMEOUT + per_size * len(sizes)}
+
+
 def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, flags, env, release, known,
                time_left):
     """One server for one draft-token budget, graphs captured for every batch size; then concurrent
@@ -105,12 +121,8 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
     started = time.monotonic()
     target_dir, draft_dir, built = prepare_dirs(workdir, settings, algorithm, draft_tokens)
     layers, sources = built["layers"], dict((k, v) for k, v in built["sources"].items() if k != "draft_dir")
-    topk = int(settings.get("topk", 1))
     sizes = sorted(int(b) for b in batch_sizes)
-    launch = {"model_dir": target_dir, "draft_dir": draft_dir, "algorithm": algorithm, "batch_sizes": sizes,
-              "draft_tokens": draft_tokens, "layers": layers, "steps": max(1, (draft_tokens - 1) // topk),
-              "topk": topk, "tp": settings.get("tp", 1), "port": launcher.free_port(),
-              "mem_fraction": settings.get("mem_fraction", 0.5), "model_override": settings.get("model_override")}
+    launch = launch_spec(settings, algorithm, sizes, draft_tokens, target_dir, draft_dir, layers)
     argv, omitted = launch_plan.build_argv(python, launch, flags)
     common = {"path": "sglang", "algorithm": algorithm, "draft_tokens": draft_tokens, "command": argv,
               "omitted_flags": omitted, "config_sources": sources, "config_notes": built["notes"]}
