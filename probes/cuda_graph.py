@@ -6,7 +6,6 @@ path, with torch alone. Every cell runs in a child (a worker or a supervised ser
 CUDA context, segfault or hang never stops the run.
 Without CUDA every planned cell is reported `skipped` with its reason.
 """
-import os
 import shutil
 import tempfile
 

@@ -78,7 +78,9 @@ def cache_dirs_for(server):
 
 def apply(settings, deployment, given, notes):
     """Fill the settings the user left unset (`given`: the option names they set) from the live server whose
-    interpreter is used; every choice is a note."""
+    interpreter is used; every choice is a note. A --model / --draft-model given as a hub id is looked up in
+    the probe's own cache."""
+    resolve_given(settings, notes)
     server = interpreter.chosen_server({"deployment": deployment})
     if server is None:
         if not settings.get("model"):
@@ -98,6 +100,18 @@ def apply(settings, deployment, given, notes):
     if settings.get("draft_model") and args.get("speculative_algorithm"):
         settings.setdefault("draft_algorithm", str(args["speculative_algorithm"]).upper())
     server_numbers(settings, args, given, pid, notes)
+
+
+def resolve_given(settings, notes):
+    own = hub_cache_dirs(os.environ)
+    for key in ("model", "draft_model"):
+        value = settings.get(key)
+        if value and not os.path.isfile(os.path.join(str(value), "config.json")):
+            found, how = model_dir(value, own)
+            settings[key] = found
+            notes.append("%s: %s" % (key, ("config.json from %s: %s" % (how, found)) if found else
+                                     how + "; " + ("the bundled Llama-3-8B-shaped config is used" if key == "model"
+                                                   else "the draft is derived from the target")))
 
 
 def server_numbers(settings, args, given, pid, notes):
