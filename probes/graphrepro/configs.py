@@ -19,6 +19,11 @@ BUNDLED_LLAMA = {
     "bos_token_id": 128000, "eos_token_id": 128001, "attention_bias": False,
 }
 
+# A small Llama-shaped config (1024 wide, 32000 tokens) for quick real launches, e.g. scripts/gpu-check.sh.
+SMALL_LLAMA = dict(BUNDLED_LLAMA, hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
+                   num_key_value_heads=4, head_dim=64, num_hidden_layers=8, vocab_size=32000,
+                   max_position_embeddings=4096, bos_token_id=1, eos_token_id=2)
+
 DRAFT_ARCHITECTURES = {"EAGLE": "LlamaForCausalLMEagle", "EAGLE3": "LlamaForCausalLMEagle3",
                        "DFLASH": "DFlashDraftModel"}
 # Keys that count layers in some architectures and must shrink with num_hidden_layers.
