@@ -213,3 +213,40 @@ def test_plan_reads_a_hub_id_from_the_hf_cache_and_one_draft_token_value_is_one_
     assert text.returncode == 0, text.stderr
     assert "launch 1: EAGLE at 4 draft tokens (always)" in text.stdout and "launch 2" not in text.stdout
     assert "note: model: no live server; the bundled Llama-3-8B-shaped config is used" in text.stdout
+
+
+def fake_live_server(proc_root, python, hf_home):
+    """/proc/PID as the deployment probe reads it, for an EAGLE3 server on hub ids, TP 8, graphs up to bs 128."""
+    argv = [python, "-m", "sglang.launch_server", "--model-path", "moonshotai/Kimi-K2.6", "--tp-size", "8",
+            "--cuda-graph-max-bs", "128", "--speculative-algorithm", "EAGLE3", "--speculative-num-draft-tokens", "6",
+            "--speculative-draft-model-path", "lightseekorg/kimi-k2.6-eagle3", "--port", "30000"]
+    pid = proc_root / "4242"
+    pid.mkdir(parents=True)
+    (pid / "cmdline").write_bytes(b"\0".join(word.encode() for word in argv) + b"\0")
+    (pid / "environ").write_bytes(b"HF_HOME=" + str(hf_home).encode() + b"\0PATH=/usr/bin\0")
+
+
+def test_plan_takes_the_live_servers_model_draft_tp_sizes_and_draft_tokens(tmp_path, monkeypatch):
+    from tests.probes.test_cuda_graph_live_shapes import fake_hub_cache
+    target = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 7168,
+              "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 163840, "num_hidden_layers": 61,
+              "intermediate_size": 18432}
+    snapshot = fake_hub_cache(tmp_path / "hf" / "hub", "moonshotai/Kimi-K2.6", target)
+    draft = fake_hub_cache(tmp_path / "hf" / "hub", "lightseekorg/kimi-k2.6-eagle3",
+                           {"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1,
+                            "hidden_size": target["hidden_size"], "vocab_size": target["vocab_size"],
+                            "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57]}})
+    python, _ = wheel_python(tmp_path, "0.5.23")
+    fake_live_server(tmp_path / "proc", python, tmp_path / "hf")
+    monkeypatch.setenv("GPUDIAG_PROC_ROOT", str(tmp_path / "proc"))
+    proc = gpudiag("repro", "cuda-graph-crash", "localhost", "--plan", "--json", "--algorithm", "EAGLE3",
+                   "--timeout", "300")
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["interpreter"]["path"] == python
+    first = plan["launches"][0]
+    assert first["config_sources"] == {"target": str(snapshot / "config.json"), "draft": str(draft / "config.json")}
+    assert first["draft_tokens"] == 6 and [c[0] for c in first["cells"]] == [1, 4, 16, 64, 128]
+    assert first["argv"][first["argv"].index("--tp-size") + 1] == "8"
+    assert first["layers"] == 4 and first["target_config"]["hidden_size"] == target["hidden_size"]
+    assert first["draft_config"]["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [0, 1, 2]

@@ -32,11 +32,15 @@ def server(env, **args):
 def test_a_hub_id_is_found_in_the_servers_hf_home_cache(tmp_path):
     snapshot = fake_hub_cache(tmp_path / "hf" / "hub", "moonshotai/Kimi-K2.6", {"hidden_size": 7168,
                                                                                "num_hidden_layers": 61})
+    draft = fake_hub_cache(tmp_path / "hf" / "hub", "lightseekorg/kimi-k2.6-eagle3",
+                           {"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1})
     deployment = server({"HF_HOME": str(tmp_path / "hf")}, model_path="moonshotai/Kimi-K2.6", tp_size=8,
-                        cuda_graph_max_bs=128, speculative_num_draft_tokens=4, speculative_algorithm="EAGLE3")
+                        cuda_graph_max_bs=128, speculative_num_draft_tokens=4, speculative_algorithm="EAGLE3",
+                        speculative_draft_model_path="lightseekorg/kimi-k2.6-eagle3")
     settings, notes = cuda_graph.settings_from({}), []
     live_shapes.apply(settings, deployment, set(), notes)
     assert settings["model"] == str(snapshot)
+    assert settings["draft_model"] == str(draft) and settings["draft_algorithm"] == "EAGLE3"
     assert any("the Hugging Face cache snapshot of moonshotai/Kimi-K2.6" in n for n in notes)
     assert settings["tp"] == 8 and settings["batch_sizes"] == [1, 4, 16, 64, 128]
     assert settings["draft_tokens"] == [2, 4]
