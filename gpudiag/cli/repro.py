@@ -167,7 +167,12 @@ def cuda_graph_crash(
     hosts = load_hosts(targets or ("localhost",), inventory_path, python)
     request = ScanRequest(
         probes=list(REPRO_PROBES),
-        options={"cuda_graph": plan.probe_options(), "force": force},
+        # --plan touches no GPU: the env probe skips its torch.cuda query too (nvidia-smi's list stays).
+        options={
+            "cuda_graph": plan.probe_options(),
+            "force": force,
+            **({"env": {"torch": False}} if plan_only else {}),
+        },
         timeout=timeout,
         probe_timeout=max(60.0, timeout - 30.0),
     )
