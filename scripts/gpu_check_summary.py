@@ -51,7 +51,7 @@ def copy_bench_lines(out):
     if data is None:
         return ["copy_bench: %s" % (block.get("reason") or block.get("status") or "no result")]
     lines = []
-    for dev in data.get("devices") or []:
+    for dev in data.get("gpus") or []:
         ok = [w for w in dev.get("workloads") or [] if w.get("status") == "ok"]
         best = sorted(set(str(w.get("best")) for w in ok))
         lines.append("copy_bench GPU %s %s: %s, %d workloads measured, best %s; lost to budget: %s" % (
@@ -59,9 +59,16 @@ def copy_bench_lines(out):
             ",".join(dev.get("lost_field_sets") or []) or "none"))
         for w in ok[:3]:
             inst = (w.get("strategies") or {}).get("installed") or {}
-            lines.append("  %s: installed %s %s us, saving %s us" % (
-                w.get("name"), inst.get("status"), inst.get("median_us"), w.get("saving_vs_installed_us")))
-    return lines or ["copy_bench: %s" % (data.get("reason") or "no device measured")]
+            gates = "".join(" %s on %s / off %s us" % (gate, (both.get("on") or {}).get("median_us"),
+                                                       (both.get("off") or {}).get("median_us"))
+                            for gate, both in sorted((inst.get("env") or {}).items()))
+            lines.append("  %s: installed %s %s us%s; saving %s us" % (
+                w.get("name"), inst.get("status"), inst.get("median_us"), gates, w.get("saving_vs_installed_us")))
+    release = (data.get("installed") or {}).get("release")
+    head = "copy_bench on %s, sglang %s (installed modules from %s)" % (
+        data.get("device"), ".".join(map(str, release)) if isinstance(release, list) else release,
+        (data.get("installed") or {}).get("modules_from"))
+    return [head] + (lines or ["copy_bench: no device measured"])
 
 
 def repro_lines(out):

@@ -89,3 +89,26 @@ def test_the_rehearsal_runs_every_step_and_writes_the_summary(tmp_path):
     assert "sglang launches: none ran: needs a CUDA GPU" in summary
     assert len(os.listdir(str(out))) <= 8   # what a device run brings back
     assert {"gpu-check.log", "summary.txt", "copy-bench.json", "synthetic-repro.json"} <= set(os.listdir(str(out)))
+
+
+def test_the_summary_reads_a_real_copy_bench_result(tmp_path):
+    """copy_bench measured on the CPU through the real CLI: the summary names each device, what it measured
+    and what its budget lost, from the probe's own data shape."""
+    reports = tmp_path / "reports"
+    argv = [sys.executable, "-m", "gpudiag", "scan", "localhost", "--probes", "copy_bench", "--reports-dir",
+            str(reports), "--set", "copy_bench.device=cpu", "--set", "copy_bench.batch_sizes=[1]",
+            "--set", "copy_bench.hidden_sizes=[64]", "--set", "copy_bench.samples=3",
+            "--set", "copy_bench.sweep_max_bytes=4096", "--set", "copy_bench.max_iters=5"]
+    scan = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert scan.returncode in (0, 1), scan.stderr
+    out = tmp_path / "out"
+    out.mkdir()
+    run = (reports / "latest").read_text().strip()
+    (out / "copy-bench.json").write_text((reports / "runs" / run / "hosts" / "localhost.json").read_text())
+    (tmp_path / "steps.tsv").write_text("copy-bench\t75\t9\t0\nsglang-launches\t240\t300\t124\n")
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gpu_check_summary.py"),
+                           str(tmp_path / "steps.tsv"), str(out)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1   # a step past its limit fails the check
+    assert re.search(r"^sglang-launches +300 s of +240 s  TIMED OUT$", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^copy_bench GPU None cpu: ok, 3 workloads measured, best \S+; lost to budget: none$",
+                     proc.stdout, re.M), proc.stdout
