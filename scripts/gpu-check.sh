@@ -8,7 +8,9 @@
 # eight files; the last screen is the summary ($OUT/summary.txt).
 #
 # GPU_CHECK_SGLANG: an sglang wheel (.whl) or a site-packages directory holding sglang, put on PYTHONPATH
-#   for the copy_bench step (unpacked under $WORK). GPUDIAG_SGLANG_PYTHON: a serving venv for the launches.
+#   for the copy_bench step (unpacked under $WORK); default: .whl/sglang-0.5.23-*.whl in the checkout when
+#   one was carried there (tests/sglang_wheels.py caches it in ~/.cache/gpudiag-wheels).
+# GPUDIAG_SGLANG_PYTHON: a serving venv (sglang with its runtime) for the launches; else python3's own.
 # GPU_CHECK_REHEARSE=1: on a machine without CUDA, run every step anyway; GPU work is skipped with the
 #   reason, and the script exits 0 when every step ran within its limit.
 # Needs python3 with torch, pytest, click, rich and pyyaml; runs from the checkout without installing.
@@ -66,12 +68,16 @@ step_fast_gpu_tests() {
 }
 
 step_copy_bench() {
-  local site=${GPU_CHECK_SGLANG:-}
+  local site=${GPU_CHECK_SGLANG:-$(ls .whl/sglang-0.5.23-*.whl 2>/dev/null | head -1)}
   if [ -n "$site" ] && [ -f "$site" ]; then
     "$PY" -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" "$site" "$WORK/sglang-site"
     site="$WORK/sglang-site"
   fi
-  [ -n "$site" ] && export PYTHONPATH="$PYTHONPATH:$site" && echo "sglang from $site"
+  if [ -n "$site" ]; then
+    export PYTHONPATH="$PYTHONPATH:$site"; echo "sglang from $site"
+  else
+    echo "no GPU_CHECK_SGLANG and no .whl/sglang-0.5.23-*.whl: the installed strategy needs $PY's own sglang"
+  fi
   gpudiag scan localhost --probes env,sglang_source,copy_bench --timeout "$(deadline_of copy-bench)" \
     --set copy_bench.device=cuda --set copy_bench.batch_sizes=1,32 --set copy_bench.hidden_sizes=4096 \
     --reports-dir "$WORK/reports"
