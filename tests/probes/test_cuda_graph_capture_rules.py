@@ -122,3 +122,32 @@ def test_a_death_before_ready_outside_graph_code_is_the_repros_own_error():
     assert status == "error" and detail.startswith("the repro's own error: the server died before it was ready")
     from probes.graphrepro import sweep
     assert not sweep.is_failure({"status": status})
+
+
+DYING_SGLANG = r'''#!%(python)s
+import sys
+if sys.argv[1:2] == ["-c"]:
+    sys.exit(0)
+with open(%(record)r, "a") as fh:
+    fh.write(sys.argv[sys.argv.index("--speculative-num-draft-tokens") + 1] + "\n")
+print("Traceback (most recent call last):", flush=True)
+print("ValueError: DFLASH draft config is not what this release expects", flush=True)
+sys.exit(1)
+'''
+
+
+def test_one_draft_token_value_is_one_launch_and_a_death_before_ready_is_no_boundary(tmp_path):
+    record = tmp_path / "launched.txt"
+    fake = tmp_path / "python-with-sglang"
+    fake.write_text(DYING_SGLANG % {"python": sys.executable, "record": str(record)})
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    ctx = ProbeContext(results={"sglang_source": {"version": "0.5.23", "speculative_algorithms": ["DFLASH"]}})
+    chosen = cuda_graph.settings_from({"algorithms": ["DFLASH"], "batch_sizes": [1, 4], "draft_tokens": [8, 8]})
+    data = {"cells": [], "boundaries": [], "notes": []}
+    cuda_graph.run_sglang(ctx, chosen, data, dict(os.environ), "", str(fake))
+    cuda_graph.summarise(data, "sm_90")
+    assert record.read_text().split() == ["8"]   # one value: one launch, no bisection
+    assert {c["status"] for c in data["cells"]} == {"error"}
+    assert all(c["detail"].startswith("the repro's own error: the server died before it was ready")
+               for c in data["cells"])
+    assert data["boundary"]["text"] == "DFLASH: nothing ran on sm_90"   # never "fails at every draft-token count"
