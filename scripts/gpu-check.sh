@@ -29,10 +29,10 @@ LOG="$OUT/gpu-check.log"
 # name             limit_s  deadline_s (the most the step's own waits add up to; below its limit)
 STEPS="
 versions                30      25
-fast-gpu-tests         150     125
-copy-bench              75      65
-synthetic-repro         75      65
-sglang-launches        240     225
+fast-gpu-tests         140     125
+copy-bench              70      60
+synthetic-repro         70      60
+sglang-launches        260     250
 report                  30      25
 "
 limit_of() { awk -v n="$1" '$1 == n {print $2}' <<<"$STEPS"; }

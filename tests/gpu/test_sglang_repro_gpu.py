@@ -35,7 +35,8 @@ def serving():
     location = None if error else locate.find_package(paths)
     if location is None:
         pytest.skip("no sglang for %s: %s" % (python, error or "not installed"))
-    reason = launch_plan.missing_dependency(python, timeout=limits.SGLANG_LAUNCH_S)
+    # the launches' own environment: the answer is cached for them, so no launch pays for the import again
+    reason = launch_plan.missing_dependency(python, launch_env(), timeout=limits.SGLANG_IMPORT_S)
     if reason:
         pytest.skip(reason)
     yield python, facts_from_location(location)
@@ -45,10 +46,13 @@ def serving():
             json.dump(_cells, fh, indent=2, sort_keys=True, default=str)
 
 
+def launch_env():
+    return dict(os.environ, CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0])
+
+
 def launch(python, facts, algorithm, workdir):
     model = configs.write_model_dir(os.path.join(workdir, "small-model"), configs.SMALL_LLAMA)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES=visible)
+    env = launch_env()
     settings = {"layers": 2, "topk": 1, "tp": 1, "mem_fraction": 0.3, "model": model}
     deadline = time.monotonic() + limits.SGLANG_LAUNCH_S
     return sglang_repro.run_launch(settings, algorithm, [1, 2], DRAFT_TOKENS, workdir, python, facts["server_flags"],

@@ -61,8 +61,12 @@ def test_the_gpu_tests_waits_fit_their_steps():
     assert limits.FAST_CHILD_CALLS * limits.CHILD_CALL_S <= table["fast-gpu-tests"][1]
     assert limits.SGLANG_STOP_S >= launcher.STOP_GRACE_S
     per_launch = limits.SGLANG_LAUNCH_S + limits.SGLANG_STOP_S
-    assert limits.SGLANG_LAUNCHES * per_launch <= table["sglang-launches"][1]
+    assert limits.SGLANG_IMPORT_S + limits.SGLANG_LAUNCHES * per_launch <= table["sglang-launches"][1]
     assert "tests/gpu/test_sglang_repro_gpu.py" in function("step_sglang_launches")
+    with open(os.path.join(ROOT, "tests", "gpu", "test_sglang_repro_gpu.py"), encoding="utf-8") as fh:
+        sglang_test = fh.read()
+    assert "timeout=limits.SGLANG_IMPORT_S" in sglang_test              # the one import check, cached
+    assert "time.monotonic() + limits.SGLANG_LAUNCH_S" in sglang_test   # each launch's own deadline
 
 
 def cuda_present():
