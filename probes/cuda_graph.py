@@ -136,8 +136,9 @@ def plan_only(ctx, settings, given, force, chosen):
     live_shapes.apply(settings, ctx.results.get("deployment") or {}, given, notes)
     plan = planner.plan(ctx, settings, chosen["path"], modes, force, RESERVE_SECONDS, most_steps)
     return {"settings": settings, "mode": modes[0], "modes": modes, "cells": [], "boundaries": [],
-            "notes": notes + plan.pop("notes"), "plan": plan, "interpreter": interpreter.summary(chosen),
-            "environment": {"sglang": (ctx.results.get("sglang_source") or {}).get("version")}}
+            "boundary": None, "signatures": [], "advice": [], "notes": notes + plan.pop("notes"), "plan": plan,
+            "interpreter": interpreter.summary(chosen),
+            "environment": {"torch": None, "sglang": (ctx.results.get("sglang_source") or {}).get("version")}}
 
 
 def no_cuda_reason(info, python):
