@@ -145,10 +145,11 @@ def cuda_graph_crash(
             raise UserError("--log classifies a file on this machine; give it without TARGETS")
         return _classify_log(log_file, as_json, reports_dir, fail_on)
     try:
-        plan = plan_mod.ReproPlan(
-            algorithms=plan_mod.parse_algorithms(algorithm),
-            batch_sizes=plan_mod.parse_batch_sizes(batch_sizes) if batch_sizes else None,
-            draft_tokens=plan_mod.parse_draft_tokens(draft_tokens) if draft_tokens else None,
+        plan = plan_mod.from_options(
+            algorithm,
+            batch_sizes,
+            draft_tokens,
+            model_override,
             layers=layers,
             tp=tp,
             topk=topk,
@@ -157,22 +158,16 @@ def cuda_graph_crash(
             draft_model=draft_model,
             force=force,
             cell_timeout=cell_timeout,
-            model_override=plan_mod.parse_model_override(model_override),
+            plan_only=plan_only,
             judge_acceptance=judge_acceptance,
             max_mem_mib=max_mem_mib,
-            plan_only=plan_only,
         )
     except plan_mod.PlanError as exc:
         raise UserError(str(exc)) from None
     hosts = load_hosts(targets or ("localhost",), inventory_path, python)
     request = ScanRequest(
         probes=list(REPRO_PROBES),
-        # --plan touches no GPU: the env probe skips its torch.cuda query too (nvidia-smi's list stays).
-        options={
-            "cuda_graph": plan.probe_options(),
-            "force": force,
-            **({"env": {"torch": False}} if plan_only else {}),
-        },
+        options=plan.request_options(),
         timeout=timeout,
         probe_timeout=max(60.0, timeout - 30.0),
     )

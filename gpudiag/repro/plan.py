@@ -104,3 +104,24 @@ class ReproPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return self.probe_options()
+
+    def request_options(self) -> dict[str, Any]:
+        """Every probe's options for the run; --plan touches no GPU, so env skips its torch.cuda query too."""
+        options: dict[str, Any] = {"cuda_graph": self.probe_options(), "force": self.force}
+        if self.plan_only:
+            options["env"] = {"torch": False}
+        return options
+
+
+def from_options(
+    algorithm: str, batch_sizes: str | None, draft_tokens: str | None, model_override: str | None, **plain: Any
+) -> ReproPlan:
+    """The plan from the command line's text options (parsed here, PlanError on a bad one) and plain values;
+    unset sizes and draft tokens stay None for the live server's."""
+    return ReproPlan(
+        algorithms=parse_algorithms(algorithm),
+        batch_sizes=parse_batch_sizes(batch_sizes) if batch_sizes else None,
+        draft_tokens=parse_draft_tokens(draft_tokens) if draft_tokens else None,
+        model_override=parse_model_override(model_override),
+        **plain,
+    )
