@@ -158,8 +158,15 @@ def captured(ids, layers):
     return {i + 1 for i in ids if 0 <= i + 1 < layers}
 
 
+@pytest.fixture
+def no_live_servers(tmp_path, monkeypatch):
+    """An empty /proc for the deployment probe: the plan must not pick up other processes on this machine."""
+    (tmp_path / "empty-proc").mkdir()
+    monkeypatch.setenv("GPUDIAG_PROC_ROOT", str(tmp_path / "empty-proc"))
+
+
 @pytest.mark.parametrize("version", RELEASES)
-def test_plan_json_on_the_real_wheels_has_valid_flags_and_capturable_layers(tmp_path, version):
+def test_plan_json_on_the_real_wheels_has_valid_flags_and_capturable_layers(tmp_path, version, no_live_servers):
     from probes.sglang_facts.flags import find_server_flags
     from probes.sglang_facts.sources import SourceTree
     python, site = wheel_python(tmp_path, version)
@@ -190,7 +197,8 @@ def test_plan_json_on_the_real_wheels_has_valid_flags_and_capturable_layers(tmp_
         assert launch["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
 
 
-def test_plan_reads_a_hub_id_from_the_hf_cache_and_one_draft_token_value_is_one_launch(tmp_path, monkeypatch):
+def test_plan_reads_a_hub_id_from_the_hf_cache_and_one_draft_token_value_is_one_launch(tmp_path, monkeypatch,
+                                                                                      no_live_servers):
     from tests.probes.test_cuda_graph_live_shapes import fake_hub_cache
     config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
               "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "num_hidden_layers": 28,

@@ -81,8 +81,9 @@ def cuda_present():
 @pytest.mark.skipif(cuda_present(), reason="the rehearsal is for a machine without CUDA")
 def test_the_rehearsal_runs_every_step_and_writes_the_summary(tmp_path):
     out = tmp_path / "out"
+    (tmp_path / "proc").mkdir()   # no other process on this machine counts as a live server
     env = dict(os.environ, GPU_CHECK_REHEARSE="1", OUT=str(out), GPU_CHECK_WORK=str(tmp_path / "work"),
-               PYTHON=sys.executable)
+               PYTHON=sys.executable, GPUDIAG_PROC_ROOT=str(tmp_path / "proc"))
     proc = subprocess.run(["bash", SCRIPT], capture_output=True, text=True, timeout=TEN_MINUTES, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     summary = (out / "summary.txt").read_text()
@@ -103,7 +104,9 @@ def test_the_summary_reads_a_real_copy_bench_result(tmp_path):
             str(reports), "--set", "copy_bench.device=cpu", "--set", "copy_bench.batch_sizes=[1]",
             "--set", "copy_bench.hidden_sizes=[64]", "--set", "copy_bench.samples=3",
             "--set", "copy_bench.sweep_max_bytes=4096", "--set", "copy_bench.max_iters=5"]
-    scan = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    (tmp_path / "proc").mkdir()
+    scan = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env=dict(os.environ, GPUDIAG_PROC_ROOT=str(tmp_path / "proc")))
     assert scan.returncode in (0, 1), scan.stderr
     out = tmp_path / "out"
     out.mkdir()

@@ -7,6 +7,13 @@ from probes import cuda_graph
 from probes.context import ProbeContext
 
 
+@pytest.fixture(autouse=True)
+def no_live_servers(tmp_path, monkeypatch):
+    """An empty /proc: the plan must not pick up other processes' servers on this machine."""
+    (tmp_path / "proc").mkdir()
+    monkeypatch.setenv("GPUDIAG_PROC_ROOT", str(tmp_path / "proc"))
+
+
 def test_the_plan_starts_no_child_and_fits_the_declared_shape(monkeypatch):
     def no_worker(*args, **kwargs):
         raise AssertionError("a torch child was started for a plan")
