@@ -107,13 +107,24 @@ class LogTail(object):
             pass
 
 
+# Children import torch and sglang as the serving interpreter does: without -I, so PYTHONPATH and the user
+# site count as they do for a server started normally; run from / so the current directory's files (`-c`
+# puts it on sys.path) cannot shadow a module.
+CHILD_CWD = os.path.abspath(os.sep)
+
+
+def serving_argv(python):
+    """`PYTHON -c BOOTSTRAP`: the bootstrap argv less -I (which would hide PYTHONPATH and the user site)."""
+    return [word for word in child_argv(python) if word != "-I"]
+
+
 def spawn(python, entry, modules, env=None, stderr=None, payload_fields=None, close_stdin=False):
-    """A child `PYTHON -I -c BOOTSTRAP` in its own process group. Its first stdin line is written by a
-    thread (`proc.payload_writer`), so an interpreter that hangs before reading cannot block the caller;
+    """A child `PYTHON -c BOOTSTRAP` in its own process group, started in /. Its first stdin line is written by
+    a thread (`proc.payload_writer`), so an interpreter that hangs before reading cannot block the caller;
     stdin stays open for later requests unless `close_stdin`. `stderr`: a file object or None (a pipe)."""
-    proc = subprocess.Popen(child_argv(python), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(serving_argv(python), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=stderr if stderr is not None else subprocess.PIPE, env=env,
-                            start_new_session=True)
+                            start_new_session=True, cwd=CHILD_CWD)
     data = child_payload(entry, modules, **(payload_fields or {}))
 
     def send():

@@ -6,14 +6,13 @@ path, with torch alone. Every cell runs in a child (a worker or a supervised ser
 CUDA context, segfault or hang never stops the run.
 Without CUDA every planned cell is reported `skipped` with its reason.
 """
-import os
 import shutil
 import tempfile
 
 from probes import events
 from probes.context import run_command
 from probes.crashlog.cell import cell_fields, classify_cell
-from probes.graphrepro import configs, declared, placement, sglang_repro, specs, sweep
+from probes.graphrepro import configs, declared, live_shapes, placement, planner, sglang_repro, specs, sweep
 from probes.graphrepro.worker import Worker
 from probes.hostinfo import interpreter
 
@@ -24,7 +23,6 @@ INFO_TIMEOUT = 120.0
 RESERVE_SECONDS = 20.0
 MIN_CELL_SECONDS = RESERVE_SECONDS + 10.0   # no cell starts with less time than this left
 BUDGET_SPENT = "time budget spent"
-MAX_SYNTHETIC_HIDDEN = 16384
 LOG_EXCERPT_LINES = 60   # the text the classifier read, for `repro --log` and the report
 
 
@@ -86,11 +84,14 @@ def environment(ctx, info):
 def collect(ctx):
     options = ctx.option("cuda_graph", {}) or {}
     settings = settings_from(options)
+    given = set(k for k, v in options.items() if v is not None)
     force = bool(options.get("force", ctx.option("force", False)))
-    idle = placement.idle_devices(ctx)
     # Every child (device query, synthetic cells, sglang servers) runs under the host's chosen interpreter.
     chosen = interpreter.target(ctx)
     python = chosen["path"]
+    if options.get("plan"):
+        return plan_only(ctx, settings, given, force, chosen)
+    idle = placement.idle_devices(ctx)
     info_worker = Worker(modules=ctx.modules or None, env=placement.child_env(), python=python)
     try:
         info = info_worker.call("probes.graphrepro.synthetic:device_info", {"memory": False},
@@ -103,11 +104,11 @@ def collect(ctx):
             "memory_cap_mib": settings["max_mem_mib"], "interpreter": interpreter.summary(chosen)}
     modes = choose_mode(settings["mode"], python, min(60.0, max(1.0, ctx.time_left() - RESERVE_SECONDS)))
     data["mode"], data["modes"] = modes[0], modes
-    apply_deployment(settings, ctx.results.get("deployment") or {}, data["notes"])
+    live_shapes.apply(settings, ctx.results.get("deployment") or {}, given, data["notes"])
     server = interpreter.chosen_server(ctx.results)
     if server is not None:  # the answers describe this server's interpreter and model
         data["server"] = server.get("identity") or {"pid": server.get("pid")}
-    hidden_size_from_model(settings, "hidden_size" in options, data["notes"])
+    live_shapes.hidden_size_from_model(settings, "hidden_size" in given, data["notes"])
     reason = no_cuda_reason(info, python)
     picked = None
     if reason is None:
@@ -131,37 +132,16 @@ def collect(ctx):
     return data
 
 
-def apply_deployment(settings, deployment, notes):
-    """Default --model / --draft-model to the directories of the live server whose interpreter is used
-    (config.json only is read)."""
-    server = interpreter.chosen_server({"deployment": deployment})
-    if server is None:
-        return
-    args = server.get("args") or {}
-    for key, arg in (("model", "model_path"), ("draft_model", "speculative_draft_model_path")):
-        value = args.get(arg)
-        if settings.get(key) or not value:
-            continue
-        if os.path.isfile(os.path.join(str(value), "config.json")):
-            settings[key] = str(value)
-            notes.append("%s: config.json of the live server (pid %s): %s" % (key, server.get("pid"), value))
-        else:
-            notes.append("%s: the live server's %s is not a local directory with config.json" % (key, value))
-    if settings.get("draft_model") and args.get("speculative_algorithm"):
-        settings.setdefault("draft_algorithm", str(args["speculative_algorithm"]).upper())
-
-
-def hidden_size_from_model(settings, explicit, notes):
-    """The synthetic buffers take the served model's hidden size unless one was given."""
-    if explicit or not settings.get("model"):
-        return
-    try:
-        hidden = configs.text_config(configs.read_config(settings["model"])).get("hidden_size")
-    except configs.ConfigError as exc:
-        notes.append(str(exc))
-        return
-    if isinstance(hidden, int) and 0 < hidden <= MAX_SYNTHETIC_HIDDEN:
-        settings["hidden_size"] = hidden
+def plan_only(ctx, settings, given, force, chosen):
+    """`--plan`: every launch a run would make, with no GPU touched (no torch child, no CUDA)."""
+    notes = []
+    modes = choose_mode(settings["mode"], chosen["path"], min(60.0, max(1.0, ctx.time_left() - RESERVE_SECONDS)))
+    live_shapes.apply(settings, ctx.results.get("deployment") or {}, given, notes)
+    plan = planner.plan(ctx, settings, chosen["path"], modes, force, RESERVE_SECONDS, most_steps)
+    return {"settings": settings, "mode": modes[0], "modes": modes, "cells": [], "boundaries": [],
+            "boundary": None, "signatures": [], "advice": [], "notes": notes + plan.pop("notes"), "plan": plan,
+            "interpreter": interpreter.summary(chosen),
+            "environment": {"torch": None, "sglang": (ctx.results.get("sglang_source") or {}).get("version")}}
 
 
 def no_cuda_reason(info, python):

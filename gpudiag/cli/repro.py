@@ -16,17 +16,18 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, Seconds, inventory_option, load_hosts, reports_dir_option
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
-from gpudiag.orchestrator import ScanOutcome, ScanRequest
+from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
 from gpudiag.render.safe_text import console as safe
 from gpudiag.repro import logrun
 from gpudiag.repro import plan as plan_mod
+from gpudiag.repro import plan_view
+from gpudiag.repro.host_view import print_host as _print_host
 from gpudiag.repro import summary
 from gpudiag.store import RunWriter, StoreError
 
@@ -51,12 +52,17 @@ def repro() -> None:
 @inventory_option
 @click.option("--python", help="Interpreter on the host (default: the one serving sglang, else python3).")
 @click.option("--algorithm", default="all", show_default=True, help="EAGLE, EAGLE3, DFLASH or all (comma list).")
-@click.option("--model", help="Model directory on the host whose config.json is reduced (default: the live server's).")
-@click.option("--draft-model", help="Draft model directory on the host (default: the live server's, or derived).")
+@click.option(
+    "--model", help="Model dir or hub id (the host's HF cache) whose config.json is cut (default: the live server's)."
+)
+@click.option("--draft-model", help="Draft model dir or hub id on the host (default: the live server's, or derived).")
 @click.option("--layers", type=click.IntRange(1, 256), default=2, show_default=True, help="Decoder layers kept.")
-@click.option("--batch-sizes", default="1,4,16,64", show_default=True, help="Batch sizes to sweep.")
-@click.option("--draft-tokens", default="2-16", show_default=True, help="Draft-token range to bisect (N or LOW-HIGH).")
-@click.option("--tp", type=click.IntRange(1, 64), default=1, show_default=True, help="Tensor parallel size.")
+@click.option("--batch-sizes", help="Batch sizes to sweep [default: 1,4,16,64 up to the live server's largest].")
+@click.option(
+    "--draft-tokens",
+    help="Draft tokens: N (one launch, no bisection) or LOW-HIGH [default: 2 to the server's, or 2-16].",
+)
+@click.option("--tp", type=click.IntRange(1, 64), help="Tensor parallel size [default: the live server's, or 1].")
 @click.option("--topk", type=click.IntRange(1, 16), default=1, show_default=True, help="EAGLE top-k.")
 @click.option(
     "--mode",
@@ -103,6 +109,7 @@ def repro() -> None:
 @click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="gpudiag's own known-hosts file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@click.option("--plan", "plan_only", is_flag=True, help="Print every launch it would make; start nothing, no GPU.")
 @fail_on_option
 @reports_dir_option
 def cuda_graph_crash(
@@ -113,9 +120,9 @@ def cuda_graph_crash(
     model: str | None,
     draft_model: str | None,
     layers: int,
-    batch_sizes: str,
-    draft_tokens: str,
-    tp: int,
+    batch_sizes: str | None,
+    draft_tokens: str | None,
+    tp: int | None,
     topk: int,
     mode: str,
     force: bool,
@@ -128,6 +135,7 @@ def cuda_graph_crash(
     accept_new: bool,
     known_hosts: str | None,
     as_json: bool,
+    plan_only: bool,
     fail_on: str,
     reports_dir: Path,
 ) -> int:
@@ -137,10 +145,11 @@ def cuda_graph_crash(
             raise UserError("--log classifies a file on this machine; give it without TARGETS")
         return _classify_log(log_file, as_json, reports_dir, fail_on)
     try:
-        plan = plan_mod.ReproPlan(
-            algorithms=plan_mod.parse_algorithms(algorithm),
-            batch_sizes=plan_mod.parse_batch_sizes(batch_sizes),
-            draft_tokens=plan_mod.parse_draft_tokens(draft_tokens),
+        plan = plan_mod.from_options(
+            algorithm,
+            batch_sizes,
+            draft_tokens,
+            model_override,
             layers=layers,
             tp=tp,
             topk=topk,
@@ -149,7 +158,7 @@ def cuda_graph_crash(
             draft_model=draft_model,
             force=force,
             cell_timeout=cell_timeout,
-            model_override=plan_mod.parse_model_override(model_override),
+            plan_only=plan_only,
             judge_acceptance=judge_acceptance,
             max_mem_mib=max_mem_mib,
         )
@@ -158,11 +167,14 @@ def cuda_graph_crash(
     hosts = load_hosts(targets or ("localhost",), inventory_path, python)
     request = ScanRequest(
         probes=list(REPRO_PROBES),
-        options={"cuda_graph": plan.probe_options(), "force": force},
+        options=plan.request_options(),
         timeout=timeout,
         probe_timeout=max(60.0, timeout - 30.0),
     )
     console = Console(stderr=True)
+    factory = transports(accept_new=accept_new, known_hosts=known_hosts)
+    if plan_only:  # nothing is stored: a plan is no run
+        return _print_plans(Orchestrator(request, factory).run(hosts), as_json)
     run = StoredRun(
         reports_dir,
         "repro",
@@ -170,7 +182,6 @@ def cuda_graph_crash(
         planned=[h.name for h in hosts],
         extra={"repro": {"problem": "cuda-graph-crash", "plan": plan.to_dict()}},
     )
-    factory = transports(accept_new=accept_new, known_hosts=known_hosts)
 
     def summarize(outcome: ScanOutcome) -> dict[str, Any]:
         return {"repro": summary.run_summary([summary.host_repro(r) for r in outcome.results], plan.to_dict())}
@@ -217,55 +228,15 @@ def _final_exit(run_dir: Path, outcome: str, fail_on: str, console: Console) -> 
     return int(result.exit_code)
 
 
-def _print_host(console: Console, item: summary.HostRepro) -> None:
-    # Everything below comes from the host (names, reasons, log lines): cleaned by the console sanitiser (no
-    # escapes or controls, capped) and printed as text, never as rich markup.
-    if not item.ran:
-        console.print(
-            Text.assemble((safe(item.host), "bold"), f": could not run the repro: {safe(item.reason)}"), style="red"
-        )
-        return
-    table = Table(title=Text(safe(f"{item.host}: {item.environment_line()}", 1000)), title_justify="left")
-    for column in summary.COLUMNS:
-        table.add_column(column, overflow="fold")
-    for row in summary.cell_rows(item):
-        table.add_row(*(Text(safe(value)) for value in row))
-    console.print(table)
-    if item.all_skipped:
-        console.print(
-            Text(f"nothing ran: {safe(item.data.get('skip_reason') or 'every cell skipped')}"), style="yellow"
-        )
-    for boundary in item.data.get("boundaries") or []:
-        if isinstance(boundary, dict) and boundary.get("text"):
-            console.print(Text(f"boundary: {safe(boundary['text'])}"))
-    for signature in item.data.get("signatures") or []:
-        if not isinstance(signature, dict):
-            continue
-        console.print(
-            Text(
-                safe(
-                    f"signature {signature.get('name')}: {signature.get('meaning')} ({signature.get('reference')})",
-                    1000,
-                )
-            )
-        )
-        assumes = f" (assumes {safe(signature['advice_assumes'])})" if signature.get("advice_assumes") else ""
-        console.print(Text(f"  advice{assumes}: {safe(signature.get('recommendation'), 1000)}"))
-    _print_interpreter(console, item.data)
-    for note in item.data.get("notes") or []:
-        console.print(Text(f"note: {safe(note)}"), style="dim")
-
-
-def _print_interpreter(console: Console, data: dict[str, Any]) -> None:
-    """Which interpreter the repro ran under, why, and the live server it describes."""
-    chosen = data.get("interpreter") or {}
-    if not chosen.get("path"):
-        return
-    line = f"interpreter: {chosen['path']} ({chosen.get('reason') or chosen.get('why') or 'unknown'})"
-    server = data.get("server") or {}
-    if server.get("pid") is not None:
-        line += f"; live server pid {server['pid']}" + (f", port {server['port']}" if server.get("port") else "")
-    console.print(Text(safe(line, 1000)))
+def _print_plans(outcome: ScanOutcome, as_json: bool) -> int:
+    plans = [plan_view.host_plan(r) for r in outcome.results]
+    if as_json:
+        click.echo(plan_view.as_json(plans))
+    else:
+        for plan in plans:
+            for line in plan_view.text_lines(plan):
+                click.echo(safe(line, 20000))
+    return int(ExitCode.HOSTS_FAILED if any(p.get("error") for p in plans) else ExitCode.OK)
 
 
 def _classify_log(source: str, as_json: bool, reports_dir: Path, fail_on: str) -> int:

@@ -65,10 +65,11 @@ def parse_draft_tokens(text: str) -> tuple[int, int]:
 @dataclass(frozen=True)
 class ReproPlan:
     algorithms: tuple[str, ...] = ALGORITHMS
-    batch_sizes: tuple[int, ...] = (1, 4, 16, 64)
-    draft_tokens: tuple[int, int] = (2, 16)
+    # None: the live server's (its largest captured batch size, draft tokens, TP), else the probe's default.
+    batch_sizes: tuple[int, ...] | None = None
+    draft_tokens: tuple[int, int] | None = None
     layers: int = 2
-    tp: int = 1
+    tp: int | None = None
     topk: int = 1
     mode: str = "auto"
     model: str | None = None
@@ -78,12 +79,14 @@ class ReproPlan:
     model_override: dict[str, Any] | None = None
     judge_acceptance: bool = False
     max_mem_mib: int = DEFAULT_MAX_MEM_MIB
+    plan_only: bool = False  # --plan: list the launches, start nothing
 
     def probe_options(self) -> dict[str, Any]:
-        return {
+        """The cuda_graph probe's options; an unset value is left out so the probe takes the live server's."""
+        options = {
             "algorithms": list(self.algorithms),
-            "batch_sizes": list(self.batch_sizes),
-            "draft_tokens": list(self.draft_tokens),
+            "batch_sizes": list(self.batch_sizes) if self.batch_sizes else None,
+            "draft_tokens": list(self.draft_tokens) if self.draft_tokens else None,
             "layers": self.layers,
             "tp": self.tp,
             "topk": self.topk,
@@ -95,7 +98,30 @@ class ReproPlan:
             "model_override": self.model_override,
             "judge_acceptance": self.judge_acceptance,
             "max_mem_mib": self.max_mem_mib,
+            "plan": self.plan_only or None,
         }
+        return {key: value for key, value in options.items() if value is not None}
 
     def to_dict(self) -> dict[str, Any]:
         return self.probe_options()
+
+    def request_options(self) -> dict[str, Any]:
+        """Every probe's options for the run; --plan touches no GPU, so env skips its torch.cuda query too."""
+        options: dict[str, Any] = {"cuda_graph": self.probe_options(), "force": self.force}
+        if self.plan_only:
+            options["env"] = {"torch": False}
+        return options
+
+
+def from_options(
+    algorithm: str, batch_sizes: str | None, draft_tokens: str | None, model_override: str | None, **plain: Any
+) -> ReproPlan:
+    """The plan from the command line's text options (parsed here, PlanError on a bad one) and plain values;
+    unset sizes and draft tokens stay None for the live server's."""
+    return ReproPlan(
+        algorithms=parse_algorithms(algorithm),
+        batch_sizes=parse_batch_sizes(batch_sizes) if batch_sizes else None,
+        draft_tokens=parse_draft_tokens(draft_tokens) if draft_tokens else None,
+        model_override=parse_model_override(model_override),
+        **plain,
+    )

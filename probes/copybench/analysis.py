@@ -153,3 +153,12 @@ def find_outliers(gpus, tolerance=OUTLIER_TOLERANCE):
                          "metric": metric, "value": round(value, 3), "siblings_median": round(sibling, 3),
                          "ratio": round(ratio, 3)})
     return outliers
+
+
+def budget_losses(workloads, offset):
+    """What a device's time budget cost it: the workloads skipped for time and their field sets (replay
+    paths), with where its rotated order began."""
+    lost = [w["name"] for w in workloads if w.get("reason") == "time budget spent"]
+    return {"workload_order": {"offset": offset, "first": workloads[0]["name"] if workloads else None},
+            "lost_to_budget": lost,
+            "lost_field_sets": sorted(set(w["path"] for w in workloads if w["name"] in lost))}

@@ -288,8 +288,9 @@ def run_device(bench):
     split, why = analysis.recommended_split(crossover, job.get("split_bytes"), cuda=bench.cuda)
     result = {"status": "ok", "sweep": sweep, "crossover_bytes": crossover,
               "recommended_split_bytes": split, "split_reason": why, "workloads": []}
-    for path, bs, hidden in workloads.workload_grid(job["paths"], job["batch_sizes"], job["hidden_sizes"]):
-        result["workloads"].append(bench.workload(path, bs, hidden, split))
+    grid, offset = workloads.device_grid(job)
+    result["workloads"] = [bench.workload(path, bs, hidden, split) for path, bs, hidden in grid]
+    result.update(analysis.budget_losses(result["workloads"], offset))
     if bench.cuda and job.get("h2d", True) and not bench.budget.spent():
         result["h2d"] = bench.h2d()
     else:

@@ -132,6 +132,10 @@ class DeviceSteps(dict):
                     what=_label(result.get("index")), status=result.get("status"))
 
 
+def targets_of(job):
+    return [None] if job["device"] == "cpu" else list(job["gpus"])
+
+
 def _label(index):
     return "cpu" if index is None else "GPU %s" % index
 
@@ -140,7 +144,9 @@ def _run_child(job, modules, deadline, python, remaining, results):
     """One child for the `remaining` devices; every line it sends is kept in `results` as it arrives."""
     budget = max(1.0, deadline - time.monotonic() - CHILD_MARGIN_S)
     # A wall-clock deadline, so the child's own start-up (torch, sglang imports) counts against it.
+    # all_gpus: a restarted child keeps each GPU's place in the workload rotation (devices.rotated_grid).
     sub = dict(job, gpus=[t for t in remaining if t is not None], budget_s=budget,
+               all_gpus=job.get("all_gpus") or [t for t in targets_of(job) if t is not None],
                deadline_epoch=time.time() + budget)
     child_deadline = time.monotonic() + budget
     child = Child(python, modules, {"job": sub})

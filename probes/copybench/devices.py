@@ -22,7 +22,8 @@ def bench_all(job, emit=None, extra_strategies=None):
     for n, index in enumerate(targets):
         share = Budget(budget.left() / (len(targets) - n))
         try:
-            result = bench_one(torch, job, index, share, installed, extra_strategies)
+            result = bench_one(torch, dict(job, rotation=rotation_of(job, index)), index, share, installed,
+                               extra_strategies)
         except Exception as exc:
             result = {"index": index, "status": "error", "reason": "%s: %s" % (type(exc).__name__, str(exc)[:400])}
         results.append(result)
@@ -31,6 +32,14 @@ def bench_all(job, emit=None, extra_strategies=None):
         if result.get("status") == "error" and "CUDA" in result.get("reason", ""):
             break   # the context may be poisoned: the caller starts a fresh process for the rest
     return results
+
+
+def rotation_of(job, index):
+    """[place, count]: this GPU's place among every GPU of the job, for the workload rotation."""
+    order = list(job.get("all_gpus") or job.get("gpus") or [])
+    if index is None or index not in order:
+        return [0, 1]
+    return [order.index(index), len(order)]
 
 
 class InstalledLoader(object):

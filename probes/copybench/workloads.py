@@ -31,6 +31,21 @@ def workload_grid(paths, batch_sizes, hidden_sizes):
     return cells
 
 
+def rotated_grid(cells, rotation=None):
+    """(cells, offset): GPU `place` of `count` starts its own share of the grid, so a budget too short for
+    every cell loses different field sets on different GPUs instead of the same ones on all."""
+    place, count = (rotation or (0, 1))[:2]
+    if not cells or count <= 1:
+        return list(cells), 0
+    offset = (int(place) * len(cells)) // int(count) % len(cells)
+    return list(cells[offset:]) + list(cells[:offset]), offset
+
+
+def device_grid(job):
+    """This device's workloads in its rotated order (job["rotation"]: its [place, count] among the GPUs)."""
+    return rotated_grid(workload_grid(job["paths"], job["batch_sizes"], job["hidden_sizes"]), job.get("rotation"))
+
+
 def workload_name(path, batch_size, hidden_size):
     return "%s/bs%d" % (path, batch_size) + ("/h%d" % hidden_size if hidden_size else "")
 

@@ -8,6 +8,8 @@ import copy
 import json
 import os
 
+from probes.graphrepro import capture
+
 # A Llama-3-8B-shaped config (public architecture numbers), used when the host gives none.
 BUNDLED_LLAMA = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
@@ -16,6 +18,11 @@ BUNDLED_LLAMA = {
     "rope_theta": 500000.0, "hidden_act": "silu", "torch_dtype": "bfloat16", "tie_word_embeddings": False,
     "bos_token_id": 128000, "eos_token_id": 128001, "attention_bias": False,
 }
+
+# A small Llama-shaped config (1024 wide, 32000 tokens) for quick real launches, e.g. scripts/gpu-check.sh.
+SMALL_LLAMA = dict(BUNDLED_LLAMA, hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
+                   num_key_value_heads=4, head_dim=64, num_hidden_layers=8, vocab_size=32000,
+                   max_position_embeddings=4096, bos_token_id=1, eos_token_id=2)
 
 DRAFT_ARCHITECTURES = {"EAGLE": "LlamaForCausalLMEagle", "EAGLE3": "LlamaForCausalLMEagle3",
                        "DFLASH": "DFlashDraftModel"}
@@ -101,23 +108,38 @@ def derive_draft(target, algorithm, draft_tokens=16):
     if algorithm == "EAGLE3":
         draft["draft_vocab_size"] = draft["vocab_size"]
         draft["target_hidden_size"] = draft["hidden_size"]
+        # Explicit aux ids: sglang's default points [2, L//2, L-3] are not all reached on a cut target.
+        # num_aux_hidden_states: the 3 states 0.5.11's buffer hard-codes, said where later releases read it.
+        draft["num_aux_hidden_states"] = capture.EAGLE3_AUX_STATES
+        draft["eagle_config"] = {"use_aux_hidden_state": True, "eagle_aux_hidden_state_layer_ids":
+                                 capture.spread_ids(capture.EAGLE3_AUX_STATES, target_layers)}
     elif algorithm == "DFLASH":
         # mask_token_id must be explicit: the repro runs with --skip-tokenizer-init.
         draft["dflash_config"] = {"block_size": int(draft_tokens), "num_target_layers": target_layers,
-                                  "target_layer_ids": sorted(set([0, target_layers - 1])),
+                                  "target_layer_ids": capture.spread_ids(capture.DERIVED_DFLASH_IDS,
+                                                                         target_layers),
                                   "mask_token_id": int(draft["vocab_size"]) - 1}
     return draft
 
 
 def fit_draft(draft, target, algorithm, draft_tokens):
-    """The deployment's own draft config, kept, but pointed at the reduced target where it must be."""
+    """The deployment's own draft config, kept, but pointed at the reduced target where it must be: its
+    layer ids moved to layers the cut target captures, as many as it had (the fc width stays its own)."""
     fitted = copy.deepcopy(draft)
-    if algorithm.upper() == "DFLASH":
-        layers = int(text_config(target).get("num_hidden_layers") or 1)
+    algorithm = algorithm.upper()
+    layers = int(text_config(target).get("num_hidden_layers") or 1)
+    if algorithm == "EAGLE3" and capture.uses_aux(fitted):
+        cfg = fitted.setdefault("eagle_config", {})
+        count = capture.id_count(draft, "EAGLE3")
+        cfg["eagle_aux_hidden_state_layer_ids"] = capture.fitted_ids(
+            capture.eagle3_ids(draft) or [-1] * count, layers)
+    if algorithm == "DFLASH":
         cfg = fitted.setdefault("dflash_config", {})
         cfg["block_size"] = int(draft_tokens)
         cfg["num_target_layers"] = layers
-        cfg["target_layer_ids"] = [i for i in cfg.get("target_layer_ids") or [0] if i < layers] or [0]
+        cfg["target_layer_ids"] = capture.fitted_ids(capture.dflash_ids(draft) or [-1] * capture.DERIVED_DFLASH_IDS,
+                                                     layers)
+        fitted.pop("target_layer_ids", None)   # one place for the ids: dflash_config's, read first by sglang
         if cfg.get("mask_token_id") is None:
             cfg["mask_token_id"] = int(text_config(target).get("vocab_size", 2)) - 1
     return fitted

@@ -15,6 +15,8 @@ import urllib.request
 
 from probes.child import kill_group
 
+STOP_GRACE_S = 10.0   # TERM, then KILL the server group this long after
+
 SUPERVISOR = r'''import os, signal, subprocess, sys, threading
 child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)
 def watch():
@@ -96,7 +98,7 @@ class ServerProcess(object):
     def stop(self):
         if self.proc is None:
             return
-        kill_group(self.proc, grace=10.0)
+        kill_group(self.proc, grace=STOP_GRACE_S)
         try:
             self.proc.stdin.close()
         except Exception:

@@ -4,7 +4,7 @@ import os
 import time
 
 from probes.crashlog.cell import cell_fields, classify_cell
-from probes.graphrepro import configs, launch_plan, launcher, traffic
+from probes.graphrepro import capture, configs, launch_plan, launcher, traffic
 
 READY_TIMEOUT = 900.0
 REQUEST_TIMEOUT = 180.0
@@ -13,6 +13,8 @@ AFTER_REQUESTS_SECONDS = 12.0   # the settle pause, the health check and the req
 LOG_EXCERPT_LINES = 30
 IMPORT_TIMEOUT = 120.0   # importing sglang's server module once, before the first launch
 BUDGET_SPENT = "time budget spent"
+# A death before the server was ready and outside graph capture is no result: the launch itself was wrong.
+OWN_ERROR = "the repro's own error: the server died before it was ready"
 
 
 CAPTURE_FAMILIES = ("capture_failure", "oom_in_capture", "capture_hang")
@@ -28,11 +30,11 @@ def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text
         return "hang", "server neither ready nor dead before the timeout", verdict
     if ready == "died":
         if verdict["family"] == "not_a_graph_problem":   # an import error or a taken port is no graph failure
-            return "error", "server died during start-up, not in graph code: %s" % verdict["crash"], verdict
+            return "error", "%s, not in graph code: %s" % (OWN_ERROR, verdict["crash"]), verdict
         if verdict["phase"] == "capture" or verdict["family"] in CAPTURE_FAMILIES:
             return "capture_failed", "server died during start-up (graph capture)", verdict
         last = [line for line in log_text.strip().splitlines() if line.strip()][-1:] or ["no output"]
-        return "error", "server died during start-up: %s" % last[0][:200], verdict
+        return "error", "%s, outside graph capture: %s" % (OWN_ERROR, last[0][:200]), verdict
     failed = [r for r in results if not r.get("ok")]
     if failed or not alive_after:
         timeouts = [r for r in failed if str(r.get("error", "")).startswith("timeout")]
@@ -47,28 +49,64 @@ def classify(ready, results, alive_after, acceptance, judge_acceptance, log_text
     return "ok", "", verdict
 
 
-def prepare_dirs(workdir, settings, algorithm, draft_tokens):
-    """Write the reduced target and the draft model dirs; returns (target_dir, draft_dir, sources, layers),
-    `layers` being the target's layer count as written (never more than the model has)."""
-    target, target_source = configs.target_config(settings.get("model"), settings["layers"])
-    layers = configs.layer_count(target)
-    target_dir = configs.write_model_dir(os.path.join(workdir, "target"), target)
-    configs.copy_code_files(settings.get("model"), target_dir)
+def launch_configs(settings, algorithm, draft_tokens):
+    """The target and draft config.json one launch writes, built to sglang's capture rules (capture.py):
+    {"target", "draft", "sources", "layers", "refused", "notes"}. `layers` is the target's cut as written
+    (never more than the model has, raised where the draft needs more capturable layers); `refused` says
+    why the draft could not receive its hidden states, else None. Reads config.json files only."""
+    notes = []
     draft_src = settings.get("draft_model")
     if settings.get("draft_algorithm") not in (None, algorithm):
         draft_src = None  # the deployment's draft belongs to another algorithm
+    own_draft = None
     if draft_src and os.path.isfile(os.path.join(draft_src, "config.json")):
-        draft = configs.fit_draft(configs.read_config(draft_src), target, algorithm, draft_tokens)
+        own_draft = configs.read_config(draft_src)
+    asked = int(settings["layers"])
+    needed = capture.layers_needed(algorithm, own_draft)
+    target, target_source = configs.target_config(settings.get("model"), max(asked, needed))
+    layers = configs.layer_count(target)
+    if layers > asked:
+        notes.append("%s target cut to %d layers, not %d: its draft takes %d hidden states and %s" % (
+            algorithm, layers, asked, capture.id_count(own_draft, algorithm), capture.WHY))
+    if own_draft is not None:
+        draft = configs.fit_draft(own_draft, target, algorithm, draft_tokens)
         draft_source = os.path.join(draft_src, "config.json")
     else:
         draft = configs.derive_draft(target, algorithm, draft_tokens)
         draft_source = "derived from the target for %s" % algorithm
     if algorithm == "DFLASH":
         draft = configs.set_layers(draft, layers)  # the launch's layer-cut override reaches the draft too
-    draft_dir = configs.write_model_dir(os.path.join(workdir, "draft-%s-%d" % (algorithm.lower(), draft_tokens)),
-                                        draft)
-    configs.copy_code_files(draft_src, draft_dir)
-    return target_dir, draft_dir, {"target": target_source, "draft": draft_source}, layers
+    return {"target": target, "draft": draft, "layers": layers, "notes": notes,
+            "sources": {"target": target_source, "draft": draft_source, "draft_dir": draft_src},
+            "refused": capture.refusal(layers, draft, algorithm)}
+
+
+def prepare_dirs(workdir, settings, algorithm, draft_tokens):
+    """Write the reduced target and the draft model dirs; returns (target_dir, draft_dir, built), `built`
+    being launch_configs' answer."""
+    built = launch_configs(settings, algorithm, draft_tokens)
+    tag = "%s-%d" % (algorithm.lower(), draft_tokens)
+    target_dir = configs.write_model_dir(os.path.join(workdir, "target-" + tag), built["target"])
+    configs.copy_code_files(settings.get("model"), target_dir)
+    draft_dir = configs.write_model_dir(os.path.join(workdir, "draft-" + tag), built["draft"])
+    configs.copy_code_files(built["sources"]["draft_dir"], draft_dir)
+    return target_dir, draft_dir, built
+
+
+def launch_spec(settings, algorithm, sizes, draft_tokens, target_dir, draft_dir, layers):
+    """What launch_plan.build_argv turns into one server's argv (a fresh loopback port each time)."""
+    topk = int(settings.get("topk", 1))
+    return {"model_dir": target_dir, "draft_dir": draft_dir, "algorithm": algorithm, "batch_sizes": sizes,
+            "draft_tokens": draft_tokens, "layers": layers, "steps": max(1, (draft_tokens - 1) // topk),
+            "topk": topk, "tp": settings.get("tp", 1), "port": launcher.free_port(),
+            "mem_fraction": settings.get("mem_fraction", 0.5), "model_override": settings.get("model_override")}
+
+
+def launch_limits(sizes):
+    """The most one launch may wait: for readiness, then per batch size for its requests and the pause."""
+    per_size = REQUEST_TIMEOUT + AFTER_REQUESTS_SECONDS
+    return {"import_check_s": IMPORT_TIMEOUT, "ready_s": READY_TIMEOUT, "per_batch_size_s": per_size,
+            "worst_s": READY_TIMEOUT + per_size * len(sizes)}
 
 
 def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, flags, env, release, known,
@@ -81,20 +119,18 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
     cleanup): readiness waits and request timeouts are cut to it, and batch sizes it leaves no time for are
     skipped."""
     started = time.monotonic()
-    target_dir, draft_dir, sources, layers = prepare_dirs(workdir, settings, algorithm, draft_tokens)
-    topk = int(settings.get("topk", 1))
+    target_dir, draft_dir, built = prepare_dirs(workdir, settings, algorithm, draft_tokens)
+    layers, sources = built["layers"], dict((k, v) for k, v in built["sources"].items() if k != "draft_dir")
     sizes = sorted(int(b) for b in batch_sizes)
-    launch = {"model_dir": target_dir, "draft_dir": draft_dir, "algorithm": algorithm, "batch_sizes": sizes,
-              "draft_tokens": draft_tokens, "layers": layers, "steps": max(1, (draft_tokens - 1) // topk),
-              "topk": topk, "tp": settings.get("tp", 1), "port": launcher.free_port(),
-              "mem_fraction": settings.get("mem_fraction", 0.5), "model_override": settings.get("model_override")}
+    launch = launch_spec(settings, algorithm, sizes, draft_tokens, target_dir, draft_dir, layers)
     argv, omitted = launch_plan.build_argv(python, launch, flags)
     common = {"path": "sglang", "algorithm": algorithm, "draft_tokens": draft_tokens, "command": argv,
-              "omitted_flags": omitted, "config_sources": sources}
+              "omitted_flags": omitted, "config_sources": sources, "config_notes": built["notes"]}
     refused = launch_plan.rejected_values(argv, flags)
-    reason = "the release's parser would refuse %s" % "; ".join(refused) if refused else \
+    reason = "refused before launch: " + built["refused"] if built["refused"] else \
+        "the release's parser would refuse %s" % "; ".join(refused) if refused else \
         launch_plan.missing_dependency(python, env, timeout=min(IMPORT_TIMEOUT, max(5.0, time_left())))
-    if reason:  # never launched: a refused flag or a missing module is not a graph failure
+    if reason:  # never launched: an uncapturable cut, a refused flag or a missing module is no graph failure
         return [dict(common, batch_size=s, status="skipped", detail=reason, signature=None) for s in sizes]
     log_path = os.path.join(workdir, "server-%s-dt%d.log" % (algorithm.lower(), draft_tokens))
     outcomes, skipped = {}, {}

@@ -1,6 +1,6 @@
 """Runs crash-prone work (graph capture, replay) in a child process that may die without harm.
 
-The child is `PYTHON -I -c probes.boot.BOOTSTRAP_COMMAND` started by probes/child.py (PYTHON: the host's
+The child is `PYTHON -c probes.boot.BOOTSTRAP_COMMAND` started by probes/child.py (PYTHON: the host's
 chosen interpreter, given by the caller; this process by default); the first
 stdin line carries the bundle's module sources (the same in-memory import as gpudiag's bootstrap), then
 one JSON request per line. The child answers one `GRAPHREPRO-RESULT {json}` line per request. A segfault,

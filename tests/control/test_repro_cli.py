@@ -135,3 +135,126 @@ def test_a_reports_dir_that_cannot_hold_a_run_is_a_usage_error(tmp_path):
         result = CliRunner().invoke(cli, ["repro", "cuda-graph-crash", *args, "--reports-dir", str(blocker / "sub")])
         assert result.exit_code == 2, result.output
         assert "--reports-dir" in result.output and "Traceback" not in result.output
+
+
+RELEASES = ("0.5.11", "0.5.14", "0.5.23")
+
+
+def wheel_python(tmp_path, version):
+    """A venv without pip whose sys.path sees the unpacked wheel (a .pth line), as a serving venv would."""
+    from tests.sglang_wheels import require
+    site = require(version)
+    venv = tmp_path / f"venv-{version}"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "sglang.pth").write_text(str(site) + "\n")
+    return python, site
+
+
+def captured(ids, layers):
+    """llama.py's rule, restated: id i is captured before layer i + 1, reached only when i + 1 < layers."""
+    return {i + 1 for i in ids if 0 <= i + 1 < layers}
+
+
+@pytest.fixture
+def no_live_servers(tmp_path, monkeypatch):
+    """An empty /proc for the deployment probe: the plan must not pick up other processes on this machine."""
+    (tmp_path / "empty-proc").mkdir()
+    monkeypatch.setenv("GPUDIAG_PROC_ROOT", str(tmp_path / "empty-proc"))
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_plan_json_on_the_real_wheels_has_valid_flags_and_capturable_layers(tmp_path, version, no_live_servers):
+    from probes.sglang_facts.flags import find_server_flags
+    from probes.sglang_facts.sources import SourceTree
+    python, site = wheel_python(tmp_path, version)
+    proc = gpudiag("repro", "cuda-graph-crash", "localhost", "--plan", "--json", "--python", python,
+                   "--reports-dir", str(tmp_path / "reports"), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert not (tmp_path / "reports" / "runs").exists()   # a plan stores no run
+    assert plan["sglang"] == version and set(plan["budget"]) >= {"probe_s", "reserve_s", "launch", "what_fits"}
+    flags = {f["name"] for f in find_server_flags(SourceTree(str(site)))["server_flags"]}
+    algorithms = {launch["algorithm"] for launch in plan["launches"]}
+    assert algorithms == {"EAGLE", "EAGLE3", "DFLASH"}
+    for launch in plan["launches"]:
+        assert set(launch) >= {"algorithm", "argv", "env", "target_config", "draft_config", "cells", "gpus"}
+        assert launch["argv"][:3] == [python, "-m", "sglang.launch_server"] and not launch["refused"]
+        used = [word for word in launch["argv"] if word.startswith("--")]
+        assert [flag for flag in used if flag not in flags] == [], (version, launch["algorithm"])
+        layers = launch["target_config"]["num_hidden_layers"]
+        draft = launch["draft_config"]
+        if launch["algorithm"] == "EAGLE3":
+            ids = draft["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
+            assert len(captured(ids, layers)) == len(ids) == 3   # all three: the hidden_states copy runs
+        if launch["algorithm"] == "DFLASH":
+            ids = draft["dflash_config"]["target_layer_ids"]
+            assert ids and len(captured(ids, layers)) == len(ids) and layers - 1 not in ids
+            assert draft["num_hidden_layers"] == layers == draft["dflash_config"]["num_target_layers"]
+        assert launch["cells"] == [[b, launch["draft_tokens"]] for b in (1, 4, 16, 64)]
+        assert launch["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+def test_plan_reads_a_hub_id_from_the_hf_cache_and_one_draft_token_value_is_one_launch(tmp_path, monkeypatch,
+                                                                                      no_live_servers):
+    from tests.probes.test_cuda_graph_live_shapes import fake_hub_cache
+    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
+              "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "num_hidden_layers": 28,
+              "intermediate_size": 18944}
+    snapshot = fake_hub_cache(tmp_path / "hf" / "hub", "Qwen/Qwen2.5-7B-Instruct", config)
+    python, _ = wheel_python(tmp_path, "0.5.23")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    proc = gpudiag("repro", "cuda-graph-crash", "localhost", "--plan", "--json", "--python", python,
+                   "--model", "Qwen/Qwen2.5-7B-Instruct", "--draft-tokens", "8", "--algorithm", "DFLASH",
+                   "--timeout", "300")
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    launch, = plan["launches"]   # one value: one launch, no bisection
+    assert launch["draft_tokens"] == 8 and launch["when"] == "always"
+    assert launch["config_sources"]["target"] == str(snapshot / "config.json")
+    assert launch["target_config"]["hidden_size"] == 3584 and launch["target_config"]["num_hidden_layers"] == 2
+    assert plan["budget"]["probe_s"] <= 300 and plan["budget"]["launches_at_most"] == 1
+    text = gpudiag("repro", "cuda-graph-crash", "localhost", "--plan", "--python", python, "--algorithm", "EAGLE",
+                   "--draft-tokens", "4", "--timeout", "300")
+    assert text.returncode == 0, text.stderr
+    assert "launch 1: EAGLE at 4 draft tokens (always)" in text.stdout and "launch 2" not in text.stdout
+    assert "note: model: no live server; the bundled Llama-3-8B-shaped config is used" in text.stdout
+
+
+def fake_live_server(proc_root, python, hf_home):
+    """/proc/PID as the deployment probe reads it, for an EAGLE3 server on hub ids, TP 8, graphs up to bs 128."""
+    argv = [python, "-m", "sglang.launch_server", "--model-path", "moonshotai/Kimi-K2.6", "--tp-size", "8",
+            "--cuda-graph-max-bs", "128", "--speculative-algorithm", "EAGLE3", "--speculative-num-draft-tokens", "6",
+            "--speculative-draft-model-path", "lightseekorg/kimi-k2.6-eagle3", "--port", "30000"]
+    pid = proc_root / "4242"
+    pid.mkdir(parents=True)
+    (pid / "cmdline").write_bytes(b"\0".join(word.encode() for word in argv) + b"\0")
+    (pid / "environ").write_bytes(b"HF_HOME=" + str(hf_home).encode() + b"\0PATH=/usr/bin\0")
+
+
+def test_plan_takes_the_live_servers_model_draft_tp_sizes_and_draft_tokens(tmp_path, monkeypatch):
+    from tests.probes.test_cuda_graph_live_shapes import fake_hub_cache
+    target = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 7168,
+              "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 163840, "num_hidden_layers": 61,
+              "intermediate_size": 18432}
+    snapshot = fake_hub_cache(tmp_path / "hf" / "hub", "moonshotai/Kimi-K2.6", target)
+    draft = fake_hub_cache(tmp_path / "hf" / "hub", "lightseekorg/kimi-k2.6-eagle3",
+                           {"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1,
+                            "hidden_size": target["hidden_size"], "vocab_size": target["vocab_size"],
+                            "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57]}})
+    python, _ = wheel_python(tmp_path, "0.5.23")
+    fake_live_server(tmp_path / "proc", python, tmp_path / "hf")
+    monkeypatch.setenv("GPUDIAG_PROC_ROOT", str(tmp_path / "proc"))
+    proc = gpudiag("repro", "cuda-graph-crash", "localhost", "--plan", "--json", "--algorithm", "EAGLE3",
+                   "--timeout", "300")
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["interpreter"]["path"] == python
+    first = plan["launches"][0]
+    assert first["config_sources"] == {"target": str(snapshot / "config.json"), "draft": str(draft / "config.json")}
+    assert first["draft_tokens"] == 6 and [c[0] for c in first["cells"]] == [1, 4, 16, 64, 128]
+    assert first["argv"][first["argv"].index("--tp-size") + 1] == "8"
+    assert first["layers"] == 4 and first["target_config"]["hidden_size"] == target["hidden_size"]
+    assert first["draft_config"]["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [0, 1, 2]

@@ -85,10 +85,12 @@ def test_derived_draft_matches_the_target_shapes(algorithm, architecture):
         assert draft[key] == QWEN25_7B[key]
     if algorithm == "EAGLE3":
         assert draft["draft_vocab_size"] == QWEN25_7B["vocab_size"]
+        # two layers reach one capture point (before layer 1): id 1, the last layer, is never captured
+        assert draft["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [0]
     if algorithm == "DFLASH":
         dflash = draft["dflash_config"]
         assert dflash["block_size"] == 8 and dflash["num_target_layers"] == 2
-        assert dflash["target_layer_ids"] == [0, 1]
+        assert dflash["target_layer_ids"] == [0]
         assert dflash["mask_token_id"] == QWEN25_7B["vocab_size"] - 1   # no tokenizer to look it up
 
 
@@ -99,8 +101,10 @@ def test_deployment_draft_is_fitted_to_the_reduced_target(tmp_path):
                                       "mask_token_id": 151669}}
     fitted = configs.fit_draft(dflash_draft, target, "DFLASH", 4)
     assert fitted["num_hidden_layers"] == 5
-    assert fitted["dflash_config"] == {"block_size": 4, "target_layer_ids": [1], "mask_token_id": 151669,
+    assert fitted["dflash_config"] == {"block_size": 4, "target_layer_ids": [0], "mask_token_id": 151669,
                                        "num_target_layers": 2}
+    six = configs.reduce_layers(QWEN3_30B_A3B, 6)   # one more layer than the draft's five hidden states
+    assert configs.fit_draft(dflash_draft, six, "DFLASH", 4)["dflash_config"]["target_layer_ids"] == [0, 1, 2, 3, 4]
 
 
 def test_model_dir_holds_a_readable_config(tmp_path):
@@ -130,9 +134,10 @@ def test_prepare_dirs_cuts_dflash_draft_to_the_written_target(tmp_path):
     model.mkdir()
     (model / "config.json").write_text(json.dumps(dict(LLAMA3_8B, num_hidden_layers=3)))
     settings = {"model": str(model), "layers": 8}   # asks for more layers than the model has
-    target_dir, draft_dir, sources, layers = sglang_repro.prepare_dirs(str(tmp_path / "w"), settings, "DFLASH", 4)
-    assert layers == 3 and configs.read_config(target_dir)["num_hidden_layers"] == 3
+    target_dir, draft_dir, built = sglang_repro.prepare_dirs(str(tmp_path / "w"), settings, "DFLASH", 4)
+    assert built["layers"] == 3 and configs.read_config(target_dir)["num_hidden_layers"] == 3
     draft = configs.read_config(draft_dir)
     assert draft["num_hidden_layers"] == 3 and draft["dflash_config"]["num_target_layers"] == 3
-    _, eagle_dir, _, _ = sglang_repro.prepare_dirs(str(tmp_path / "e"), settings, "EAGLE", 4)
+    assert draft["dflash_config"]["target_layer_ids"] == [0, 1] and built["refused"] is None
+    _, eagle_dir, _ = sglang_repro.prepare_dirs(str(tmp_path / "e"), settings, "EAGLE", 4)
     assert configs.read_config(eagle_dir)["num_hidden_layers"] == 1

@@ -36,15 +36,17 @@ def test_live_server_model_sets_the_dirs_and_the_synthetic_hidden_size(tmp_path)
     model = tmp_path / "Qwen2.5-7B"
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"hidden_size": 3584, "num_hidden_layers": 28}))
-    deployment = {"servers": [{"pid": 7, "args": {"model_path": str(model), "speculative_algorithm": "eagle3",
-                                                  "speculative_draft_model_path": "org/hub-id-draft"}}]}
+    from probes.graphrepro import live_shapes
+    deployment = {"servers": [{"pid": 7, "env": {"HF_HOME": str(tmp_path / "empty-hf-home")},
+                               "args": {"model_path": str(model), "speculative_algorithm": "eagle3",
+                                        "speculative_draft_model_path": "org/hub-id-draft"}}]}
     settings, notes = cuda_graph.settings_from({}), []
-    cuda_graph.apply_deployment(settings, deployment, notes)
-    cuda_graph.hidden_size_from_model(settings, False, notes)
+    live_shapes.apply(settings, deployment, set(), notes)
+    live_shapes.hidden_size_from_model(settings, False, notes)
     assert settings["model"] == str(model) and settings["hidden_size"] == 3584
-    assert settings["draft_model"] is None and "org/hub-id-draft is not a local directory" in notes[1]
+    assert settings["draft_model"] is None and "org/hub-id-draft is neither a local directory" in notes[1]
     explicit = cuda_graph.settings_from({"hidden_size": 512, "model": str(model)})
-    cuda_graph.hidden_size_from_model(explicit, True, [])
+    live_shapes.hidden_size_from_model(explicit, True, [])
     assert explicit["hidden_size"] == 512
 
 

@@ -1,0 +1,107 @@
+"""copy_bench on 8 GPUs with a budget too short for every workload: each GPU walks the grid from its own
+place, so different GPUs lose different field sets, every workload is measured somewhere, and each GPU's
+result says what it lost. Driven with a fake torch.cuda and a fake clock (no GPU, no tensors)."""
+import types
+
+from probes import copy_bench
+from probes.copybench import bench, devices, workloads
+from probes.copybench.devices import InstalledLoader
+
+GPUS = 8
+UUIDS = ["00000000-0000-0000-0000-00000000000%d" % i for i in range(GPUS)]
+
+
+class Clock(object):
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+
+class FakeCuda(object):
+    """What bench_one asks of torch.cuda on a GPU that passed its idle check."""
+
+    def __init__(self):
+        self.devices_set = []
+
+    def get_device_properties(self, index):
+        return types.SimpleNamespace(name="NVIDIA H200", uuid=UUIDS[index], major=9, minor=0,
+                                     total_memory=143771 << 20)
+
+    def set_device(self, index):
+        self.devices_set.append(index)
+
+    def Event(self, **kwargs):
+        return object()
+
+    def set_per_process_memory_fraction(self, fraction, index):
+        assert 0 < fraction <= 1
+
+    def max_memory_allocated(self, index):
+        return 0
+
+    memory_allocated = max_memory_allocated
+
+    def reset_peak_memory_stats(self, index):
+        pass
+
+    def synchronize(self, index=None):
+        pass
+
+    def empty_cache(self):
+        pass
+
+
+def drive(monkeypatch, seconds):
+    clock = Clock()
+    monkeypatch.setattr(bench.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(devices.time, "time", lambda: clock.now)
+
+    def workload(self, path, batch_size, hidden_size, threshold):
+        out = {"name": workloads.workload_name(path, batch_size, hidden_size), "path": path}
+        if self.budget.spent():   # the real workload's own check, in its own words
+            return dict(out, status="skipped", reason="time budget spent")
+        clock.now += 1.0
+        return dict(out, status="ok")
+
+    monkeypatch.setattr(bench.DeviceBench, "workload", workload)
+    monkeypatch.setattr(bench.DeviceBench, "sweep", lambda self: [])
+    fake_torch = types.SimpleNamespace(cuda=FakeCuda())
+    monkeypatch.setitem(__import__("sys").modules, "torch", fake_torch)
+    idle = [{"index": i, "uuid": "GPU-" + UUIDS[i], "memory_used_mib": 1, "processes": []} for i in range(GPUS)]
+    job = {"device": "cuda", "gpus": list(range(GPUS)), "budget_s": seconds, "strategies": ["loop"],
+           "paths": list(workloads.PATHS), "batch_sizes": [1, 32], "hidden_sizes": [4096], "h2d": False,
+           "max_mem_mib": 2048, "idle_used_mib": 1024, "force": False,
+           "gpu_policy": copy_bench.gpu_policy({"devices": idle, "source": "env"}, [], False, 1024, GPUS)}
+    results = devices.bench_all(job)
+    assert fake_torch.cuda.devices_set == list(range(GPUS))
+    return results, workloads.workload_grid(job["paths"], job["batch_sizes"], job["hidden_sizes"])
+
+
+def test_a_short_budget_loses_different_field_sets_on_different_gpus(monkeypatch):
+    results, grid = drive(monkeypatch, seconds=GPUS * 2.0)   # each GPU has time for 2 workloads
+    assert len(grid) > 3 and [r["status"] for r in results] == ["ok"] * GPUS
+    measured = [set(w["name"] for w in r["workloads"] if w["status"] == "ok") for r in results]
+    assert all(len(m) == 2 for m in measured)
+    assert len(set(frozenset(m) for m in measured)) > 1                 # not the same two everywhere
+    names = set(workloads.workload_name(*cell) for cell in grid)
+    assert set().union(*measured) == names                               # every workload measured on some GPU
+    lost_sets = set(tuple(r["lost_field_sets"]) for r in results)
+    assert len(lost_sets) > 1                                            # different GPUs lose different sets
+    for result, kept in zip(results, measured):
+        assert set(result["lost_to_budget"]) == names - kept             # each GPU says what it lost
+        assert result["workload_order"]["first"] == workloads.workload_name(*grid[result["workload_order"]["offset"]])
+    assert [r["workload_order"]["offset"] for r in results] == [i * len(grid) // GPUS for i in range(GPUS)]
+
+
+def test_enough_budget_loses_nothing_and_one_gpu_keeps_the_plain_order(monkeypatch):
+    results, grid = drive(monkeypatch, seconds=GPUS * (len(grid_len()) + 1))
+    assert all(r["lost_to_budget"] == [] and r["lost_field_sets"] == [] for r in results)
+    assert results[0]["workload_order"]["offset"] == 0
+    assert workloads.rotated_grid(grid, None) == (grid, 0) and workloads.rotated_grid(grid, [3, 1]) == (grid, 0)
+    assert InstalledLoader(None, False).get() == ([], [])
+
+
+def grid_len():
+    return workloads.workload_grid(list(workloads.PATHS), [1, 32], [4096])
