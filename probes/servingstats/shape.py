@@ -1,0 +1,24 @@
+"""The shape of a server's serving figures, as the deployment probe stores them per server log
+(`server_logs.<pid>.serving`) and as `gpudiag serving --log --json` prints them."""
+from probes.schemas import anything, i, lst, mapping, num, obj, s
+
+_BUCKET = obj({"count": i("decode lines whose #running-req falls in the bucket"),
+               "steady": i("of them, lines not right after idle (the throughput sample)"),
+               "median_gen_throughput": num("token/s, steady lines only").null(),
+               "median_accept_len": num("accepted tokens per verify step, bonus token included").null()})
+SERVING = obj({
+    "decode_lines": i(), "prefill_lines": i(),
+    "buckets": mapping(_BUCKET, "0 | 1 | 2-3 | 4-7 | 8-15 | 16-31 | 32-63 | 64-127 | 128+ -> figures"),
+    "median_accept_len": num().null("null without speculation or without decode lines"),
+    "accept_len_lines": i().opt(),
+    "median_accept_rate": num("this release's own definition: never compare across releases").null().opt(),
+    "graph": obj({"true": i(), "false": i(), "absent": i("lines of releases before 0.4.7")},
+                 "decode lines by their `cuda|cpu|npu|musa graph:` field"),
+    "graph_backends": lst(s()).opt(),
+    "after_idle": i("decode lines right after idle, kept out of the throughput medians").opt(),
+    "nonfinite": i("nan/inf values seen").opt(),
+    "first_ts": s().null(), "last_ts": s().null(),
+    "ranks": lst(s("rank tags as logged, e.g. DP0 TP0")),
+    "dp_sum": anything("with DP attention: the DP ranks' throughput summed at the same second").null().opt(),
+    "bench": lst(anything("one bench_serving result block")).opt(),
+}, "decode/prefill figures of the server's log window, by #running-req bucket")
