@@ -47,7 +47,7 @@ class Renderer:
     def _value(self, part, before, token_variant):
         source = ast.unparse(part.value)
         key = before.rsplit(", ", 1)[-1].rsplit(". ", 1)[-1].rstrip(": ").strip()
-        if "graph_backend_label" in source:
+        if "graph_backend" in source:  # self._graph_backend_label, graph_backend[self.device]
             return "cuda graph"
         if isinstance(part.value, ast.IfExp) and isinstance(part.value.body, ast.Constant):
             return str(part.value.body.value)  # {'cuda graph' if self.device == 'cuda' else 'cpu graph'}

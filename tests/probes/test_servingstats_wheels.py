@@ -54,6 +54,7 @@ def test_every_prefill_line_a_release_can_print_is_read_back(version):
         assert record["running_req"] == VALUES["#running-req"], text
         if "input throughput (token/s): " in text:
             assert record["input_throughput"] == VALUES["input throughput (token/s)"], text
+        assert record.get("graph") is (False if " graph: " in text else None), text
 
 
 def test_which_releases_print_what():
@@ -68,6 +69,8 @@ def test_which_releases_print_what():
     assert all(t.startswith("Decode batch. ") for t in decode("0.5.3"))
     assert all(t.startswith("Decode batch [") for t in decode("0.5.4"))
     assert any("cap len: " in t for t in decode("0.5.23"))
+    prefill = rendered_lines(package("0.5.6"), "Prefill batch") + rendered_lines(package("0.5.9"), "Prefill batch")
+    assert [" graph: " in t for t in prefill] == [False] * 3 + [True] * 3
 
 
 def test_a_window_of_one_release_gives_its_buckets():
