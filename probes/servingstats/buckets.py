@@ -86,6 +86,8 @@ def summarize(records):
         "graph": {"true": sum(1 for r in decode if r.get("graph") is True),
                   "false": sum(1 for r in decode if r.get("graph") is False),
                   "absent": sum(1 for r in decode if "graph" not in r)},
+        "graph_on_max_running": max((r["running_req"] for r in decode if r.get("graph") is True), default=None),
+        "graph_off_min_running": min((r["running_req"] for r in decode if r.get("graph") is False), default=None),
         "graph_backends": sorted(set(r["graph_backend"] for r in decode if r.get("graph_backend"))),
         "after_idle": sum(1 for r in decode if r.get("after_idle")),
         "nonfinite": sum(r.get("nonfinite", 0) for r in records),

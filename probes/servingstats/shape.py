@@ -14,6 +14,8 @@ SERVING = obj({
     "median_accept_rate": num("this release's own definition: never compare across releases").null().opt(),
     "graph": obj({"true": i(), "false": i(), "absent": i("lines of releases before 0.4.7")},
                  "decode lines by their `cuda|cpu|npu|musa graph:` field"),
+    "graph_on_max_running": i("largest #running-req of a line with graphs on").null().opt(),
+    "graph_off_min_running": i("smallest #running-req of a line with graphs off").null().opt(),
     "graph_backends": lst(s()).opt(),
     "after_idle": i("decode lines right after idle, kept out of the throughput medians").opt(),
     "nonfinite": i("nan/inf values seen").opt(),

@@ -134,3 +134,8 @@ def test_idle_gap_and_empty_prefill_mark_the_next_line():
     assert out["after_idle"] == 3
     assert out["buckets"]["1"] == {"count": 5, "steady": 2, "median_gen_throughput": 91.0,
                                    "median_accept_len": None}
+
+
+def test_graphs_off_only_above_the_captured_batches():
+    out = figures(load("sglang_13023_trailing_comma_graph_off.log"))
+    assert (out["graph_on_max_running"], out["graph_off_min_running"]) == (28, 36)
