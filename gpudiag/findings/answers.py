@@ -37,6 +37,7 @@ QUESTIONS = (
     ("Q7", "Is the installed code the released code?"),
     ("Q8", "Does the live server run what is on disk (flags, interpreter)?"),
     ("Q9", "What is serving now?"),
+    ("Q10", "Is speculative decoding paying off on each server?"),  # answers_serving.py
 )
 # Strategies sglang itself can run; `packed` needs one arena sglang does not allocate, so it is never advice.
 USABLE_STRATEGIES = ("grouped_foreach", "grouped_foreach_dma_split", "installed")

@@ -32,8 +32,9 @@ def _head_of(value, head):
 
 
 class Renderer:
-    def __init__(self, function, package):
+    def __init__(self, function, package, values=None):
         self.function, self.package = function, package
+        self.values = dict(VALUES, **(values or {}))
 
     def render(self, joined, token_variant=0):
         out = ""
@@ -52,7 +53,7 @@ class Renderer:
         if isinstance(part.value, ast.IfExp) and isinstance(part.value.body, ast.Constant):
             return str(part.value.body.value)  # {'cuda graph' if self.device == 'cuda' else 'cpu graph'}
         if "can_run_cuda_graph" in source:
-            return "False"
+            return str(self.values.get("graph", False))
         if source == "iter_msg":
             return " [%d]" % FORWARD_CT
         if key.startswith("Prefill batch [") or key.startswith("Decode batch ["):
@@ -60,7 +61,7 @@ class Renderer:
         if source.endswith("_msg") and isinstance(part.value, ast.Name):
             variants = self.token_variants(source)
             return variants[token_variant % len(variants)]
-        value = VALUES.get(key)
+        value = self.values.get(key)
         spec = "".join(str(v.value) for v in part.format_spec.values) if part.format_spec else ""
         if value is None:
             value = 0.25 if "f" in spec else 7
@@ -85,7 +86,7 @@ class Renderer:
         return []
 
 
-def functions_with(package: Path, head: str):
+def functions_with(package: Path, head: str, values=None):
     """(function node, renderer) for each function in sglang/srt that builds a `head` message."""
     out = []
     for path in sorted((package / "srt").rglob("*.py")):
@@ -95,14 +96,15 @@ def functions_with(package: Path, head: str):
         for fn in ast.walk(ast.parse(text)):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                     _head_of(n, head) for n in ast.walk(fn)):
-                out.append((fn, Renderer(fn, package)))
+                out.append((fn, Renderer(fn, package, values)))
     return out
 
 
-def rendered_lines(package: Path, head: str):
-    """Every message the release can build for `head`: from each head f-string, all appends after it."""
+def rendered_lines(package: Path, head: str, values=None):
+    """Every message the release can build for `head`: from each head f-string, all appends after it.
+    `values` overrides the figures by label ({"accept len": 1.0, "graph": True, ...})."""
     lines = []
-    for fn, renderer in functions_with(package, head):
+    for fn, renderer in functions_with(package, head, values):
         starts = [n for n in ast.walk(fn) if _head_of(n, head)]
         for start in starts:
             name = None
