@@ -74,7 +74,7 @@ def q10_speculation(host: HostResult) -> Answer:
         return ValuedAnswer(QID, NOT_CHECKED, f"not checked — {gap}", COMMAND, {"servers": [], "reason": gap})
     items = serving_figures(host)
     if not items:
-        return ValuedAnswer(QID, NOT_CHECKED, "not checked — no live sglang server", COMMAND,
+        return ValuedAnswer(QID, NOT_CHECKED, "not checked — no live sglang server", "",
                             {"servers": [], "reason": "no live sglang server"})
     values = [_server_value(i) for i in items]
     text = "; ".join(_sentence(i) for i in items)
@@ -84,6 +84,7 @@ def q10_speculation(host: HostResult) -> Answer:
         reasons = [str(v["reason"]) for v in values]
         said = reasons[0] if len(set(reasons)) == 1 and len(items) == 1 else "; ".join(
             f"{i.label}: {r}" for i, r in zip(items, reasons))
-        return ValuedAnswer(QID, NOT_CHECKED, f"not checked — {said}", COMMAND, {"servers": values})
+        # The reason says what to do (name the log, wait for load, …): rerunning the same scan would not help.
+        return ValuedAnswer(QID, NOT_CHECKED, f"not checked — {said}", "", {"servers": values})
     status = ANSWERED if len(checked) == len(speculative) else PARTIAL
     return ValuedAnswer(QID, status, text, COMMAND, {"servers": values})

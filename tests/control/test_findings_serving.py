@@ -113,3 +113,10 @@ def test_q10_not_checked_reasons():
     assert answer.to_dict()["value"]["servers"][0]["checked"] is False
     off = q10_speculation(host("h1", [(9, BASE)], {"9": log(figures(decode(1, None, 65, True)))}))
     assert off.status == "not checked" and off.text.startswith("not checked — speculation off")
+
+
+def test_q10_offers_a_command_only_where_rerunning_helps():
+    missing = HostResult(name="h1", status="ok", probes={"env": ProbeResult(status="ok", data={})})
+    assert q10_speculation(missing).command == "gpudiag scan HOST --probes deployment"
+    unfound = host("h1", [(7, SPEC)], {"7": {"source": None, "reason": "no log found: stdout is pipe"}})
+    assert q10_speculation(unfound).command == ""
