@@ -68,9 +68,12 @@ def summarize(records):
     mark_after_idle(records)
     decode = [r for r in records if r["kind"] == "decode"]
     prefill = [r for r in records if r["kind"] == "prefill"]
+    by_bucket = {}
+    for r in decode:
+        by_bucket.setdefault(bucket_of(r["running_req"]), []).append(r)
     buckets = {}
     for name in BUCKET_NAMES:
-        inside = [r for r in decode if bucket_of(r["running_req"]) == name]
+        inside = by_bucket.get(name)
         if not inside:
             continue
         steady = [r for r in inside if not r.get("after_idle")]

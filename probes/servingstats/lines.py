@@ -3,7 +3,7 @@
 Formats differ per release (read from the wheels' scheduler / metrics_reporter modules): the head is
 `Decode batch.` up to 0.5.3, `Decode batch [N],` in 0.5.4 and with SGLANG_LOG_FORWARD_ITERS, `Decode batch,`
 from 0.5.5; the fields after it are always `key: value` pairs joined by ", " (a trailing ", " in some
-releases), whose set and order change. So the line is split into pairs and figures are taken by exact key:
+releases), whose set and order change. So each figure is found by its exact key at a pair boundary:
 `accept len` is never confused with `cap len` or `block accept len`, and a new field never breaks a line.
 What comes before the head is the logging prefix ("[date time DP0 TP0 EP0] "), perhaps behind a docker
 compose ("svc-1  | "), Ray ("(SchedulerActor pid=12, ip=1.2.3.4) ") or journald prefix, or ANSI colour.
@@ -18,20 +18,19 @@ PREFIX = re.compile(r"\[(?:(\d{4}-\d\d-\d\d)[ T])?(\d\d:\d\d:\d\d)(?:[.,]\d+)?((
 # Plain python logging ("2025-01-01 10:00:00,123 - name - INFO - ") or an ISO stamp from `docker logs -t`.
 PLAIN_STAMP = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)")
 RANK = re.compile(r"([A-Z][A-Z_]{1,11}?)(\d+)")
-PAIR = re.compile(r"\s*([^:,]+?)\s*:\s*([^,]*?)\s*(?:,|$)")
-GRAPH_KEY = re.compile(r"^(\w+) graph$")
 MAX_LINE = 4096
 
-INT_FIELDS = {"#running-req": "running_req", "#queue-req": "queue_req", "#token": "tokens",
-              "#full token": "tokens", "#new-seq": "new_seq", "#new-token": "new_token",
-              "#cached-token": "cached_token", "largest-len": "largest_len", "#prealloc-req": "prealloc_req",
-              "#transfer-req": "transfer_req", "#retracted-req": "retracted_req", "#swa token": "swa_tokens",
-              "mamba num": "mamba_num"}
-FLOAT_FIELDS = {"gen throughput (token/s)": "gen_throughput", "input throughput (token/s)": "input_throughput",
-                "accept len": "accept_len", "accept rate": "accept_rate", "cap len": "cap_len",
-                "block accept len": "block_accept_len", "token usage": "token_usage",
-                "full token usage": "token_usage", "swa token usage": "swa_token_usage",
-                "mamba usage": "mamba_usage", "pre-allocated usage": "preallocated_usage"}
+# The figures read (everything else in a line is skipped unconverted: that is most of the parsing time).
+FIELDS = {"#running-req": ("running_req", int), "#queue-req": ("queue_req", int), "#new-token": ("new_token", int),
+          "gen throughput (token/s)": ("gen_throughput", float),
+          "input throughput (token/s)": ("input_throughput", float), "accept len": ("accept_len", float),
+          "accept rate": ("accept_rate", float), "cap len": ("cap_len", float),
+          "block accept len": ("block_accept_len", float)}
+
+
+_FIELD_PATTERNS = tuple((key, name, kind, re.compile(r"(?:^|,)\s*" + re.escape(key) + r"\s*:\s*([^,]*)"))
+                        for key, (name, kind) in FIELDS.items())
+GRAPH = re.compile(r"(?:^|,)\s*(\w+) graph: (True|False)\s*(?:,|$)")
 
 
 def parse_line(raw):
@@ -78,17 +77,21 @@ def _number(value, kind):
 
 
 def _fields(rest):
+    """The FIELDS present in `rest`, each found by its exact key at a pair boundary (one C-level search per
+    field is several times faster than splitting every pair in Python)."""
     out, nonfinite = {}, 0
-    for key, value in PAIR.findall(rest):
-        if key in INT_FIELDS or key in FLOAT_FIELDS:
-            name = INT_FIELDS.get(key) or FLOAT_FIELDS[key]
-            number, bad = _number(value, int if key in INT_FIELDS else float)
+    for key, name, kind, pattern in _FIELD_PATTERNS:
+        if key not in rest:
+            continue
+        found = pattern.search(rest)
+        if found:
+            number, bad = _number(found.group(1).strip(), kind)
             nonfinite += bad
             if number is not None or bad:
-                out.setdefault(name, number)
-            continue
-        graph = GRAPH_KEY.match(key)
-        if graph and value in ("True", "False"):
-            out["graph"] = value == "True"
+                out[name] = number
+    if " graph: " in rest:
+        graph = GRAPH.search(rest)
+        if graph:
+            out["graph"] = graph.group(2) == "True"
             out["graph_backend"] = graph.group(1)
     return out, nonfinite
