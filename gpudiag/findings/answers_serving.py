@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpudiag.findings.answers import ANSWERED, NOT_CHECKED, PARTIAL, Answer, probe_gap
-from gpudiag.findings.serving import NO_ACCEPTANCE, ServerFigures, bucket_text, serving_figures, window_text
+from gpudiag.findings.serving import (
+    NO_ACCEPTANCE,
+    ServerFigures,
+    bucket_text,
+    endpoint_accept,
+    serving_figures,
+    window_text,
+)
 from gpudiag.models import HostResult
 from gpudiag.probe_view import as_dict
 
@@ -35,6 +42,11 @@ def _server_value(item: ServerFigures) -> dict[str, Any]:
         "algorithm": item.algorithm or None, "draft_tokens": item.draft_tokens, "log": item.log_where or None,
         "checked": item.figures is not None and bool(item.algorithm),
         "reason": None if item.figures is not None and item.algorithm else _reason(item)}
+    accept, where = endpoint_accept(item)
+    value["endpoint"] = {"accept_len": accept, "from": where or None,
+                         "reason": item.endpoint.get("reason") or item.endpoint.get("info_error")}
+    if accept and item.algorithm and item.figures is None:
+        value["checked"] = True  # the log is missing, the server's own lifetime average still answers
     if item.figures is not None:
         value.update({k: figures.get(k) for k in ("decode_lines", "first_ts", "last_ts", "median_accept_len",
                                                   "buckets", "graph", "dp_sum")})
@@ -47,10 +59,20 @@ def _reason(item: ServerFigures) -> str:
     return item.why if item.figures is None else "speculation off (no --speculative-algorithm)"
 
 
+def _endpoint_text(item: ServerFigures) -> str:
+    accept, where = endpoint_accept(item)
+    if not accept:
+        return ""
+    ranks = f" over {len(accept)} DP ranks" if len(accept) > 1 else ""
+    return f"; lifetime average accept length {sum(accept) / len(accept):.2f}{ranks} ({where}, warm-up included)"
+
+
 def _sentence(item: ServerFigures) -> str:
     figures = item.figures or {}
     head = f"{item.label}"
     if item.figures is None:
+        if item.algorithm and _endpoint_text(item):
+            return f"{head}: {item.algorithm}, decode lines not read — {item.why}{_endpoint_text(item)}"
         return f"{head}: not checked — {item.why}"
     buckets = bucket_text(figures) or "no steady decode line"
     graph = as_dict(figures.get("graph"))
@@ -65,7 +87,7 @@ def _sentence(item: ServerFigures) -> str:
     dp_text = (f"; DP ranks summed at the same second: {dp['median_gen_throughput']:g} tok/s"
                if isinstance(dp.get("median_gen_throughput"), (int, float)) else "")
     return (f"{head}: {item.algorithm}, {item.draft_tokens or 'default'} draft tokens, {said} over "
-            f"{window_text(item)}; tok/s by #running-req {buckets}; {graphs}{dp_text}")
+            f"{window_text(item)}; tok/s by #running-req {buckets}; {graphs}{dp_text}{_endpoint_text(item)}")
 
 
 def q10_speculation(host: HostResult) -> Answer:
@@ -80,11 +102,12 @@ def q10_speculation(host: HostResult) -> Answer:
     text = "; ".join(_sentence(i) for i in items)
     checked = [v for v in values if v["checked"]]
     speculative = [i for i in items if i.algorithm]
+    complete = [v for v in checked if v.get("decode_lines")]
     if not checked:
         reasons = [str(v["reason"]) for v in values]
         said = reasons[0] if len(set(reasons)) == 1 and len(items) == 1 else "; ".join(
             f"{i.label}: {r}" for i, r in zip(items, reasons))
         # The reason says what to do (name the log, wait for load, …): rerunning the same scan would not help.
         return ValuedAnswer(QID, NOT_CHECKED, f"not checked — {said}", "", {"servers": values})
-    status = ANSWERED if len(checked) == len(speculative) else PARTIAL
+    status = ANSWERED if len(complete) == len(speculative) else PARTIAL
     return ValuedAnswer(QID, status, text, COMMAND, {"servers": values})

@@ -29,6 +29,7 @@ class ServerFigures:
     figures: dict[str, Any] | None
     why: str
     log_where: str
+    endpoint: dict[str, Any]
 
     @property
     def algorithm(self) -> str:
@@ -52,6 +53,7 @@ class ServerFigures:
 def serving_figures(host: HostResult) -> list[ServerFigures]:
     """Every live server of the host with its log figures, or why there are none."""
     logs = as_dict(dig(probe(host, "deployment"), "server_logs"))
+    endpoints = as_dict(dig(probe(host, "deployment"), "serving_endpoints"))
     out = []
     for server in servers_of(host):
         record = as_dict(logs.get(str(server.get("pid"))))
@@ -67,8 +69,19 @@ def serving_figures(host: HostResult) -> list[ServerFigures]:
             why, figures = f"no decode lines in the log window ({where})", None
         else:
             why = ""
-        out.append(ServerFigures(host, server, figures, why, where))
+        endpoint = as_dict(endpoints.get(str(server.get("pid"))))
+        out.append(ServerFigures(host, server, figures, why, where, endpoint))
     return out
+
+
+def endpoint_accept(item: ServerFigures) -> tuple[list[float], str]:
+    """(per DP rank lifetime average accept length, where it came from) from the server's endpoints."""
+    info = [v for v in item.endpoint.get("avg_spec_accept_length") or [] if isinstance(v, (int, float))]
+    if info:
+        return info, str(item.endpoint.get("info_route") or "/server_info")
+    metric = as_dict(as_dict(item.endpoint.get("metrics")).get("spec_accept_length"))
+    samples = [v for v in metric.get("samples") or [] if isinstance(v, (int, float))]
+    return samples, "/metrics sglang:spec_accept_length" if samples else ""
 
 
 def window_text(item: ServerFigures) -> str:

@@ -1,6 +1,6 @@
 """The shape of a server's serving figures, as the deployment probe stores them per server log
 (`server_logs.<pid>.serving`) and as `gpudiag serving --log --json` prints them."""
-from probes.schemas import anything, i, lst, mapping, num, obj, s
+from probes.schemas import anything, b, i, lst, mapping, num, obj, s
 
 _BUCKET = obj({"count": i("decode lines whose #running-req falls in the bucket"),
                "steady": i("of them, lines not right after idle (the throughput sample)"),
@@ -24,3 +24,17 @@ SERVING = obj({
     "dp_sum": anything("with DP attention: the DP ranks' throughput summed at the same second").null().opt(),
     "bench": lst(anything("one bench_serving result block")).opt(),
 }, "decode/prefill figures of the server's log window, by #running-req bucket")
+
+_METRIC = obj({"samples": lst(num()), "sum": num().null()})
+ENDPOINTS = obj({
+    "contacted": b("false: not on loopback, or the time budget was spent (reason says)"),
+    "reason": s().opt(), "address": s().opt(), "port": i().opt(),
+    "api_key_used": b("the server's --api-key was sent; the key itself is never stored").opt(),
+    "info_route": s("/server_info | /get_server_info").opt(), "info_error": s().opt(),
+    "version": s().null().opt(), "speculative_algorithm": s().null().opt(),
+    "speculative_num_draft_tokens": num().null().opt(),
+    "avg_spec_accept_length": lst(num(), "per DP rank: the server's lifetime average").opt(),
+    "last_gen_throughput": lst(num(), "per DP rank, token/s").opt(), "dp_ranks": i().opt(),
+    "metrics": obj({"error": s().opt(), "spec_accept_length": _METRIC.opt(), "gen_throughput": _METRIC.opt(),
+                    "num_running_reqs": _METRIC.opt()}, "/metrics gauges, with --enable-metrics").opt(),
+}, "the server's own endpoints on loopback, whitelisted numbers only")

@@ -120,3 +120,19 @@ def test_q10_offers_a_command_only_where_rerunning_helps():
     assert q10_speculation(missing).command == "gpudiag scan HOST --probes deployment"
     unfound = host("h1", [(7, SPEC)], {"7": {"source": None, "reason": "no log found: stdout is pipe"}})
     assert q10_speculation(unfound).command == ""
+
+
+def test_q10_uses_the_servers_endpoint_when_its_log_is_missing():
+    h = host("h1", [(7, SPEC)], {"7": {"source": None, "reason": "no log found: stdout is pipe"}})
+    probe = h.probes["deployment"].data
+    probe["serving_endpoints"] = {"7": {"contacted": True, "info_route": "/server_info",
+                                        "avg_spec_accept_length": [3.52, 3.61]}}
+    answer = q10_speculation(h)
+    assert answer.status == "partial"
+    assert "decode lines not read — no log found: stdout is pipe" in answer.text
+    assert "lifetime average accept length 3.56 over 2 DP ranks (/server_info, warm-up included)" in answer.text
+    [server] = answer.to_dict()["value"]["servers"]
+    assert server["checked"] is True and server["endpoint"] == {"accept_len": [3.52, 3.61], "from": "/server_info",
+                                                                 "reason": None}
+    probe["serving_endpoints"] = {"7": {"contacted": True, "metrics": {"spec_accept_length": {"samples": [1.0]}}}}
+    assert "(/metrics sglang:spec_accept_length" in q10_speculation(h).text

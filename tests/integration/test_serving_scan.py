@@ -131,3 +131,69 @@ def test_scan_answers_q10_and_finds_what_speculation_costs(tmp_path, servers):
     assert "16 of 16 decode lines say `cuda graph: False`" in eager["evidence"][0]["text"]
     assert not mine("serving.graphs_off_in_log", base.proc.pid)
     assert scan.returncode == 1   # the error finding: drafts all rejected
+
+
+SECRET = "sk-serving-Secret0123456789"
+# sglang 0.5.23's /server_info: the resolved server args (api key included), then internal_states per DP rank.
+HTTP_SERVER = r'''
+import http.server, json, sys, threading
+port = int(sys.argv[sys.argv.index("--port") + 1])
+key = sys.argv[sys.argv.index("--api-key") + 1]
+info = json.dumps({"api_key": key, "speculative_algorithm": "EAGLE3", "version": "0.5.23",
+                   "internal_states": [{"avg_spec_accept_length": 2.74, "last_gen_throughput": 410.5}]}).encode()
+metrics = (b"# TYPE sglang:spec_accept_length gauge\n"
+           b'sglang:spec_accept_length{model_name="m",tp_rank="0"} 2.74\n')
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.path == "/metrics" or self.headers.get("Authorization") == "Bearer " + key
+        body = (metrics if self.path == "/metrics" else info) if ok else b"{}"
+        self.send_response(200 if ok and self.path in ("/server_info", "/metrics") else (401 if not ok else 404))
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+'''
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_servers_endpoints_answer_when_its_log_cannot_be_found(tmp_path):
+    port = free_port()
+    root = tmp_path / "eagle3"
+    (root / "sglang").mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text("")
+    (root / "sglang" / "launch_server.py").write_text(
+        HTTP_SERVER + "open(%r, 'w').write('ready')\nimport time; time.sleep(300)\n" % str(root / "ready"))
+    argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", "/models/m-%s" % uuid.uuid4().hex[:8],
+            "--speculative-algorithm", "EAGLE3", "--api-key", SECRET, "--enable-metrics", "--host", "127.0.0.1",
+            "--port", str(port)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,   # a pipe: no log to read
+                            env=dict(os.environ, PYTHONPATH=str(root)), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 15
+        while not (root / "ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reports = tmp_path / "reports"
+        scan = subprocess.run([sys.executable, "-m", "gpudiag", "scan", "localhost", "--probes", "deployment",
+                               "--reports-dir", str(reports), "--json"], capture_output=True, text=True, timeout=240)
+        run = json.loads(scan.stdout)
+        text = (reports / "runs" / run["run_id"] / "hosts" / "localhost.json").read_text()
+        assert SECRET not in text                      # used on the host, never stored
+        record = json.loads(text)["probes"]["deployment"]["data"]["serving_endpoints"][str(proc.pid)]
+        assert record["info_route"] == "/server_info" and record["api_key_used"] is True
+        assert record["avg_spec_accept_length"] == [2.74] and record["last_gen_throughput"] == [410.5]
+        assert record["metrics"]["spec_accept_length"]["samples"] == [2.74]
+        report = subprocess.run([sys.executable, "-m", "gpudiag", "report", run["run_id"], "--reports-dir",
+                                 str(reports), "--json"], capture_output=True, text=True, timeout=120)
+        [q10] = [q for q in json.loads(report.stdout)["answers"]["questions"] if q["id"] == "Q10"]
+        [mine] = [s for a in q10["answers"] for s in a["value"]["servers"] if s["pid"] == proc.pid]
+        assert mine["endpoint"]["accept_len"] == [2.74] and mine["checked"] is True
+        assert "stdout is pipe" in mine["reason"]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
