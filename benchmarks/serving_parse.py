@@ -27,7 +27,7 @@ BASELINE = re.compile(r"Decode batch.*?#running-req: (\d+),.*?gen throughput \(t
 def corpus(mib):
     lines = []
     for path in sorted((ROOT / "tests" / "fixtures" / "serving").glob("*.log")):
-        lines += [l for l in path.read_text().splitlines() if not l.startswith("#fixture ")]
+        lines += [line for line in path.read_text().splitlines() if not line.startswith("#fixture ")]
     block = "\n".join(lines) + "\n"
     return (block * (mib * 1024 * 1024 // len(block) + 1))[: mib * 1024 * 1024]
 

@@ -17,7 +17,9 @@ from probes.servingstats.figures import figures
 
 
 @click.command()
-@click.option("--log", "log_file", required=True, metavar="FILE", help="The server's log, or bench_serving output ('-': stdin).")
+@click.option(
+    "--log", "log_file", required=True, metavar="FILE", help="The server's log, or bench_serving output ('-': stdin)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON (docs/serving.md).")
 def serving(log_file: str, as_json: bool) -> None:
     """Read a saved sglang log's decode and prefill lines: acceptance length and throughput by concurrency.
@@ -30,8 +32,9 @@ def serving(log_file: str, as_json: bool) -> None:
         text, read, cut = read_tail(log_file)
     except LogUnreadable as exc:
         raise UserError(str(exc)) from None
-    out: dict[str, Any] = dict(figures(text), source="stdin" if log_file == "-" else log_file, bytes_read=read,
-                               truncated=cut)
+    out: dict[str, Any] = dict(
+        figures(text), source="stdin" if log_file == "-" else log_file, bytes_read=read, truncated=cut
+    )
     if as_json:
         click.echo(json.dumps(out, indent=2, sort_keys=True))
         return
@@ -53,24 +56,32 @@ def describe(out: dict[str, Any]) -> list[str]:
     if out.get("ranks"):
         lines.append("ranks: " + ", ".join(out["ranks"]))
     if out["decode_lines"]:
-        lines.append(f"median accept len: {_num(out.get('median_accept_len'))}"
-                     + ("" if out.get("median_accept_len") is not None else " (no accept len: speculation off)"))
+        lines.append(
+            f"median accept len: {_num(out.get('median_accept_len'))}"
+            + ("" if out.get("median_accept_len") is not None else " (no accept len: speculation off)")
+        )
         graph = out["graph"]
         lines.append(f"graph on {graph['true']}, off {graph['false']}, not logged {graph['absent']} (decode lines)")
         lines.append(f"{'#running-req':>12}  {'lines':>6}  {'steady':>6}  {'gen tok/s':>10}  {'accept len':>10}")
         for name in BUCKET_NAMES:
             b = out["buckets"].get(name)
             if b:
-                lines.append(f"{name:>12}  {b['count']:>6}  {b['steady']:>6}  {_num(b['median_gen_throughput']):>10}"
-                             f"  {_num(b['median_accept_len']):>10}")
+                lines.append(
+                    f"{name:>12}  {b['count']:>6}  {b['steady']:>6}  {_num(b['median_gen_throughput']):>10}"
+                    f"  {_num(b['median_accept_len']):>10}"
+                )
         dp = out.get("dp_sum")
         if dp:
-            lines.append(f"DP attention: {dp['dp_ranks']} DP ranks, each logs its own line; server total "
-                         f"(sum of the ranks at the same second): {_num(dp['median_gen_throughput'])} tok/s")
+            lines.append(
+                f"DP attention: {dp['dp_ranks']} DP ranks, each logs its own line; server total "
+                f"(sum of the ranks at the same second): {_num(dp['median_gen_throughput'])} tok/s"
+            )
     for block in out.get("bench") or []:
-        lines.append(f"bench_serving: concurrency {block.get('concurrency', '-')}, output "
-                     f"{_num(block.get('output_throughput'))} tok/s, accept length {_num(block.get('accept_length'))}"
-                     " (the server's lifetime average)")
+        lines.append(
+            f"bench_serving: concurrency {block.get('concurrency', '-')}, output "
+            f"{_num(block.get('output_throughput'))} tok/s, accept length {_num(block.get('accept_length'))}"
+            " (the server's lifetime average)"
+        )
     if not out["decode_lines"] and not out["prefill_lines"] and not out.get("bench"):
         lines.append("no Decode batch, Prefill batch or Serving Benchmark Result lines in this log")
     return lines

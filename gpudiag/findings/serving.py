@@ -110,9 +110,18 @@ def disable_graph_flag(item: ServerFigures) -> str:
     return "--disable-decode-cuda-graph" if release is not None and release >= (0, 5, 14) else "--disable-cuda-graph"
 
 
-def _finding(fid: str, severity: str, title: str, item: ServerFigures, evidence: list[Evidence], advice: str) -> Finding:
-    return Finding(id=fid, severity=severity, title=title, hosts=(item.host.name,), evidence=tuple(evidence),
-                   recommendation=advice, sources=(source(item.host, "deployment"),))
+def _finding(
+    fid: str, severity: str, title: str, item: ServerFigures, evidence: list[Evidence], advice: str
+) -> Finding:
+    return Finding(
+        id=fid,
+        severity=severity,
+        title=title,
+        hosts=(item.host.name,),
+        evidence=tuple(evidence),
+        recommendation=advice,
+        sources=(source(item.host, "deployment"),),
+    )
 
 
 def accept_len_one(hosts: list[HostResult]) -> list[Finding]:
@@ -128,22 +137,41 @@ def accept_len_one(hosts: list[HostResult]) -> list[Finding]:
                 continue
             graphs_on = as_dict(figures.get("graph")).get("true", 0)
             evidence = [
-                Evidence(kind="measurement", host=host.name,
-                         text=f"{item.label} ({item.algorithm}, {item.draft_tokens or 'default'} draft tokens): median "
-                         f"accept len {accept:.2f} over {window_text(item)}; 1.00 means no draft token accepted",
-                         snippet=command_line(item.server) or None),
-                Evidence(kind="measurement", host=host.name, text="gen throughput by #running-req: "
-                         + (bucket_text(figures) or "-")),
+                Evidence(
+                    kind="measurement",
+                    host=host.name,
+                    text=f"{item.label} ({item.algorithm}, {item.draft_tokens or 'default'} draft tokens): median "
+                    f"accept len {accept:.2f} over {window_text(item)}; 1.00 means no draft token accepted",
+                    snippet=command_line(item.server) or None,
+                ),
+                Evidence(
+                    kind="measurement",
+                    host=host.name,
+                    text="gen throughput by #running-req: " + (bucket_text(figures) or "-"),
+                ),
             ]
-            graph_note = (f"; its decode lines ran with CUDA graphs ({graphs_on}): compare a run with "
-                          f"{disable_graph_flag(item)} — a graph replaying stale draft inputs accepts nothing and "
-                          "raises nothing") if graphs_on else ""
-            findings.append(_finding(
-                "serving.no_draft_accepted", "error",
-                f"speculative decoding accepts no draft tokens (accept len {accept:.2f}): it costs a draft pass "
-                "per step and gives nothing", item, evidence,
-                "Check that --speculative-draft-model-path is the draft trained for this target model" + graph_note
-                + "; until acceptance is above 1, serving without --speculative-algorithm is faster."))
+            graph_note = (
+                (
+                    f"; its decode lines ran with CUDA graphs ({graphs_on}): compare a run with "
+                    f"{disable_graph_flag(item)} — a graph replaying stale draft inputs accepts nothing and "
+                    "raises nothing"
+                )
+                if graphs_on
+                else ""
+            )
+            findings.append(
+                _finding(
+                    "serving.no_draft_accepted",
+                    "error",
+                    f"speculative decoding accepts no draft tokens (accept len {accept:.2f}): it costs a draft pass "
+                    "per step and gives nothing",
+                    item,
+                    evidence,
+                    "Check that --speculative-draft-model-path is the draft trained for this target model"
+                    + graph_note
+                    + "; until acceptance is above 1, serving without --speculative-algorithm is faster.",
+                )
+            )
     return findings
 
 
@@ -164,18 +192,28 @@ def graphs_off_in_log(hosts: list[HostResult]) -> list[Finding]:
             if max_bs is None and isinstance(highest_on, int) and lowest_off > highest_on:
                 continue  # graphs on up to some batch size, off above it: the default capture limit
             backend = ", ".join(figures.get("graph_backends") or ["cuda"])
-            evidence = [Evidence(
-                kind="measurement", host=host.name,
-                text=f"{item.label}: {off} of {figures.get('decode_lines')} decode lines say `{backend} graph: False`, "
-                f"from #running-req {lowest_off}"
-                + (f" (graphs on up to {highest_on})" if isinstance(highest_on, int) else " (never on)")
-                + (f"; {max_bs[1]} {max_bs[0]}" if max_bs else "; the flags do not disable graphs")
-                + f" — {window_text(item)}",
-                snippet=command_line(item.server) or None)]
-            findings.append(_finding(
-                "serving.graphs_off_in_log", "warning",
-                "decode runs without CUDA graphs although the flags do not disable them", item, evidence,
-                "The decode lines of this window ran eagerly at batch sizes that should replay a graph: look in the "
-                "start-up log for a capture that failed or was skipped (gpudiag repro cuda-graph-crash --log FILE "
-                "classifies it); eager decode also leaves speculation's draft and verify steps without graphs."))
+            evidence = [
+                Evidence(
+                    kind="measurement",
+                    host=host.name,
+                    text=f"{item.label}: {off} of {figures.get('decode_lines')} decode lines say `{backend} graph: False`, "
+                    f"from #running-req {lowest_off}"
+                    + (f" (graphs on up to {highest_on})" if isinstance(highest_on, int) else " (never on)")
+                    + (f"; {max_bs[1]} {max_bs[0]}" if max_bs else "; the flags do not disable graphs")
+                    + f" — {window_text(item)}",
+                    snippet=command_line(item.server) or None,
+                )
+            ]
+            findings.append(
+                _finding(
+                    "serving.graphs_off_in_log",
+                    "warning",
+                    "decode runs without CUDA graphs although the flags do not disable them",
+                    item,
+                    evidence,
+                    "The decode lines of this window ran eagerly at batch sizes that should replay a graph: look in the "
+                    "start-up log for a capture that failed or was skipped (gpudiag repro cuda-graph-crash --log FILE "
+                    "classifies it); eager decode also leaves speculation's draft and verify steps without graphs.",
+                )
+            )
     return findings

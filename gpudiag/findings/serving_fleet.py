@@ -44,10 +44,22 @@ class Comparison:
 
     def to_value(self) -> dict[str, Any]:
         loses = self.stops_paying
-        return {"model": self.model, "spec": _who(self.spec), "baseline": _who(self.baseline),
-                "buckets": [{"bucket": r.bucket, "spec_tok_s": r.spec_tok_s, "baseline_tok_s": r.baseline_tok_s,
-                             "ratio": round(r.ratio, 3), "accept_len": r.accept_len} for r in self.rows],
-                "stops_paying_at": loses.bucket if loses else None}
+        return {
+            "model": self.model,
+            "spec": _who(self.spec),
+            "baseline": _who(self.baseline),
+            "buckets": [
+                {
+                    "bucket": r.bucket,
+                    "spec_tok_s": r.spec_tok_s,
+                    "baseline_tok_s": r.baseline_tok_s,
+                    "ratio": round(r.ratio, 3),
+                    "accept_len": r.accept_len,
+                }
+                for r in self.rows
+            ],
+            "stops_paying_at": loses.bucket if loses else None,
+        }
 
 
 def _who(item: ServerFigures) -> dict[str, Any]:
@@ -63,8 +75,10 @@ def model_of(item: ServerFigures) -> str:
 def _steady(item: ServerFigures, bucket: str) -> tuple[float | None, float | None]:
     found = as_dict(as_dict((item.figures or {}).get("buckets")).get(bucket))
     tput, accept = found.get("median_gen_throughput"), found.get("median_accept_len")
-    return (float(tput) if isinstance(tput, (int, float)) and tput > 0 else None,
-            float(accept) if isinstance(accept, (int, float)) else None)
+    return (
+        float(tput) if isinstance(tput, (int, float)) and tput > 0 else None,
+        float(accept) if isinstance(accept, (int, float)) else None,
+    )
 
 
 def compare(hosts: list[HostResult]) -> list[Comparison]:
@@ -86,8 +100,15 @@ def compare(hosts: list[HostResult]) -> list[Comparison]:
 def _table(comparison: Comparison) -> tuple[tuple[str, ...], ...]:
     header = ("#running-req", f"{comparison.spec.algorithm} tok/s", "baseline tok/s", "ratio", "accept len")
     return (header,) + tuple(
-        (r.bucket, f"{r.spec_tok_s:g}", f"{r.baseline_tok_s:g}", f"{r.ratio:.2f}×",
-         f"{r.accept_len:.2f}" if r.accept_len is not None else "-") for r in comparison.rows)
+        (
+            r.bucket,
+            f"{r.spec_tok_s:g}",
+            f"{r.baseline_tok_s:g}",
+            f"{r.ratio:.2f}×",
+            f"{r.accept_len:.2f}" if r.accept_len is not None else "-",
+        )
+        for r in comparison.rows
+    )
 
 
 def spec_vs_baseline(hosts: list[HostResult]) -> list[Finding]:
@@ -95,30 +116,55 @@ def spec_vs_baseline(hosts: list[HostResult]) -> list[Finding]:
     findings = []
     for comparison in compare(hosts):
         spec, base = comparison.spec, comparison.baseline
-        who = (f"{spec.host.name} {spec.label} ({spec.algorithm}) against {base.host.name} {base.label} "
-               f"(no speculation), model {comparison.model}")
-        evidence = [Evidence(kind="measurement", host=spec.host.name, text=who + ": median steady gen throughput "
-                             "of each server's own decode lines, by #running-req", table=_table(comparison))]
+        who = (
+            f"{spec.host.name} {spec.label} ({spec.algorithm}) against {base.host.name} {base.label} "
+            f"(no speculation), model {comparison.model}"
+        )
+        evidence = [
+            Evidence(
+                kind="measurement",
+                host=spec.host.name,
+                text=who + ": median steady gen throughput of each server's own decode lines, by #running-req",
+                table=_table(comparison),
+            )
+        ]
         eager = int(as_dict((spec.figures or {}).get("graph")).get("false") or 0)
         loses = comparison.stops_paying
         hosts_named = tuple(dict.fromkeys((spec.host.name, base.host.name)))
         sources = tuple(dict.fromkeys(source(h, "deployment") for h in (spec.host, base.host)))
         if loses is None:
-            findings.append(Finding(
-                id="serving.spec_vs_baseline", severity="info",
-                title=f"speculative decoding ({spec.algorithm}) pays in every bucket measured, up to "
-                f"{max(r.ratio for r in comparison.rows):.2f}× the baseline", hosts=hosts_named,
-                evidence=tuple(evidence), recommendation="Nothing to change; the table is the evidence.",
-                sources=sources))
+            findings.append(
+                Finding(
+                    id="serving.spec_vs_baseline",
+                    severity="info",
+                    title=f"speculative decoding ({spec.algorithm}) pays in every bucket measured, up to "
+                    f"{max(r.ratio for r in comparison.rows):.2f}× the baseline",
+                    hosts=hosts_named,
+                    evidence=tuple(evidence),
+                    recommendation="Nothing to change; the table is the evidence.",
+                    sources=sources,
+                )
+            )
             continue
-        advice = (f"Speculation stops paying from #running-req {loses.bucket}: keep that load on the baseline, or cap "
-                  f"the speculative server below it with --max-running-requests")
+        advice = (
+            f"Speculation stops paying from #running-req {loses.bucket}: keep that load on the baseline, or cap "
+            f"the speculative server below it with --max-running-requests"
+        )
         if eager:
-            advice += (f"; {eager} of its decode lines ran without CUDA graphs, which costs most at high "
-                       "concurrency: get graphs working first")
-        findings.append(Finding(
-            id="serving.speculation_loses", severity="warning",
-            title=f"speculative decoding ({spec.algorithm}) is slower than the baseline from #running-req "
-            f"{loses.bucket}: {loses.spec_tok_s:g} vs {loses.baseline_tok_s:g} tok/s",
-            hosts=hosts_named, evidence=tuple(evidence), recommendation=advice + ".", sources=sources))
+            advice += (
+                f"; {eager} of its decode lines ran without CUDA graphs, which costs most at high "
+                "concurrency: get graphs working first"
+            )
+        findings.append(
+            Finding(
+                id="serving.speculation_loses",
+                severity="warning",
+                title=f"speculative decoding ({spec.algorithm}) is slower than the baseline from #running-req "
+                f"{loses.bucket}: {loses.spec_tok_s:g} vs {loses.baseline_tok_s:g} tok/s",
+                hosts=hosts_named,
+                evidence=tuple(evidence),
+                recommendation=advice + ".",
+                sources=sources,
+            )
+        )
     return findings
