@@ -32,8 +32,8 @@ def read_endpoints(servers, proc_root="/proc", budget_s=10.0):
     out = {}
     for server in servers:
         if os.path.realpath(proc_root) != "/proc":
-            out[str(server.get("pid"))] = {"contacted": False, "reason": "servers read from %s, not this host's "
-                                           "/proc: their loopback is not this one" % proc_root}
+            out[str(server.get("pid"))] = {"contacted": False, "reason": "servers read from another /proc "
+                                           "(deployment.proc_root): their loopback is not this host's"}
             continue
         if time.monotonic() > deadline:
             out[str(server.get("pid"))] = {"contacted": False, "reason": "time budget for endpoints spent"}
