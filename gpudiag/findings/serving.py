@@ -124,38 +124,47 @@ def _finding(
     )
 
 
+def _no_acceptance(item: ServerFigures) -> tuple[float, list[str]] | None:
+    """(accept len, what shows it) when a speculative server accepts no draft: the log window's median over
+    MIN_LINES lines or more, else (no decode lines read) the server's own lifetime average from its endpoint."""
+    if not item.algorithm:
+        return None
+    figures = item.figures or {}
+    who = f"{item.label} ({item.algorithm}, {item.draft_tokens or 'default'} draft tokens)"
+    accept = figures.get("median_accept_len")
+    if isinstance(accept, (int, float)) and int(figures.get("accept_len_lines") or 0) >= MIN_LINES:
+        if accept > NO_ACCEPTANCE:
+            return None
+        return accept, [
+            f"{who}: median accept len {accept:.2f} over {window_text(item)}; 1.00 means no draft token accepted",
+            "gen throughput by #running-req: " + (bucket_text(figures) or "-"),
+        ]
+    lifetime, where = endpoint_accept(item)
+    if item.figures is None and lifetime and max(lifetime) <= NO_ACCEPTANCE:
+        return max(lifetime), [
+            f"{who}: lifetime average accept length {max(lifetime):.2f} from {where} (every DP rank at or below "
+            f"{NO_ACCEPTANCE}); its decode lines were not read ({item.why})"
+        ]
+    return None
+
+
 def accept_len_one(hosts: list[HostResult]) -> list[Finding]:
-    """Speculation on, yet the window's median accept len is ≈ 1.0: every draft token rejected."""
+    """Speculation on, yet accept len is ≈ 1.0: every draft token rejected."""
     findings = []
     for host in hosts:
         for item in serving_figures(host):
-            figures = item.figures or {}
-            accept = figures.get("median_accept_len")
-            if not item.algorithm or not isinstance(accept, (int, float)) or accept > NO_ACCEPTANCE:
+            found = _no_acceptance(item)
+            if found is None:
                 continue
-            if int(figures.get("accept_len_lines") or 0) < MIN_LINES:
-                continue
-            graphs_on = as_dict(figures.get("graph")).get("true", 0)
+            accept, texts = found
             evidence = [
-                Evidence(
-                    kind="measurement",
-                    host=host.name,
-                    text=f"{item.label} ({item.algorithm}, {item.draft_tokens or 'default'} draft tokens): median "
-                    f"accept len {accept:.2f} over {window_text(item)}; 1.00 means no draft token accepted",
-                    snippet=command_line(item.server) or None,
-                ),
-                Evidence(
-                    kind="measurement",
-                    host=host.name,
-                    text="gen throughput by #running-req: " + (bucket_text(figures) or "-"),
-                ),
-            ]
+                Evidence(kind="measurement", host=host.name, text=text, snippet=command_line(item.server) or None)
+                for text in texts[:1]
+            ] + [Evidence(kind="measurement", host=host.name, text=text) for text in texts[1:]]
+            graphs_on = as_dict((item.figures or {}).get("graph")).get("true", 0)
             graph_note = (
-                (
-                    f"; its decode lines ran with CUDA graphs ({graphs_on}): compare a run with "
-                    f"{disable_graph_flag(item)} — a graph replaying stale draft inputs accepts nothing and "
-                    "raises nothing"
-                )
+                f"; its decode lines ran with CUDA graphs ({graphs_on}): compare a run with "
+                f"{disable_graph_flag(item)} — a graph replaying stale draft inputs accepts nothing and raises nothing"
                 if graphs_on
                 else ""
             )
@@ -163,8 +172,8 @@ def accept_len_one(hosts: list[HostResult]) -> list[Finding]:
                 _finding(
                     "serving.no_draft_accepted",
                     "error",
-                    f"speculative decoding accepts no draft tokens (accept len {accept:.2f}): it costs a draft pass "
-                    "per step and gives nothing",
+                    f"speculative decoding accepts no draft tokens (accept len {accept:.2f}): it costs a draft "
+                    "pass per step and gives nothing",
                     item,
                     evidence,
                     "Check that --speculative-draft-model-path is the draft trained for this target model"

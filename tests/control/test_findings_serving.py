@@ -136,3 +136,14 @@ def test_q10_uses_the_servers_endpoint_when_its_log_is_missing():
                                                                  "reason": None}
     probe["serving_endpoints"] = {"7": {"contacted": True, "metrics": {"spec_accept_length": {"samples": [1.0]}}}}
     assert "(/metrics sglang:spec_accept_length" in q10_speculation(h).text
+
+
+def test_no_acceptance_from_the_endpoint_when_the_log_is_missing():
+    h = host("h1", [(7, SPEC)], {"7": {"source": None, "reason": "no log found: stdout is pipe"}})
+    h.probes["deployment"].data["serving_endpoints"] = {"7": {"info_route": "/server_info",
+                                                              "avg_spec_accept_length": [1.0, 1.02]}}
+    [finding] = serving.accept_len_one([h])
+    assert "lifetime average accept length 1.02 from /server_info" in finding.evidence[0].text
+    assert "not read (no log found: stdout is pipe)" in finding.evidence[0].text
+    h.probes["deployment"].data["serving_endpoints"]["7"]["avg_spec_accept_length"] = [1.0, 2.5]
+    assert serving.accept_len_one([h]) == []     # one DP rank accepts: not "all rejected"
