@@ -84,6 +84,7 @@ def summarize(records):
     return {
         "decode_lines": len(decode), "prefill_lines": len(prefill), "buckets": buckets,
         "median_accept_len": _median(r.get("accept_len") for r in decode),
+        "median_input_throughput": _median(r.get("input_throughput") for r in prefill),
         "accept_len_lines": sum(1 for r in decode if r.get("accept_len") is not None),
         "median_accept_rate": _median(r.get("accept_rate") for r in decode),
         "graph": {"true": sum(1 for r in decode if r.get("graph") is True),

@@ -11,6 +11,7 @@ SERVING = obj({
     "buckets": mapping(_BUCKET, "0 | 1 | 2-3 | 4-7 | 8-15 | 16-31 | 32-63 | 64-127 | 128+ -> figures"),
     "median_accept_len": num().null("null without speculation or without decode lines"),
     "accept_len_lines": i().opt(),
+    "median_input_throughput": num("prefill lines' input throughput (token/s), 0.5.9+ on every line").null().opt(),
     "median_accept_rate": num("this release's own definition: never compare across releases").null().opt(),
     "graph": obj({"true": i(), "false": i(), "absent": i("lines of releases before 0.4.7")},
                  "decode lines by their `cuda|cpu|npu|musa graph:` field"),

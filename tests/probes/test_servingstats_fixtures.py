@@ -73,6 +73,7 @@ def test_time_span_and_npu_backend():
     out = figures(load("sglkernelnpu_608_npu_graph_accept_rate.log"))
     assert (out["first_ts"], out["last_ts"]) == ("2026-07-21 15:00:13", "2026-07-21 15:00:21")
     assert out["graph_backends"] == ["npu"] and out["median_accept_rate"] == 0.61
+    assert out["median_input_throughput"] == 2793.64
     assert out["ranks"] == ["TP0 EP0"]
 
 
