@@ -54,6 +54,7 @@ def _server_value(item: ServerFigures) -> dict[str, Any]:
     }
     if accept and item.algorithm and item.figures is None:
         value["checked"] = True  # the log is missing, the server's own lifetime average still answers
+        value["drafts_accepted"] = max(accept) > NO_ACCEPTANCE
     if item.figures is not None:
         value.update(
             {

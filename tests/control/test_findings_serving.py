@@ -132,7 +132,7 @@ def test_q10_uses_the_servers_endpoint_when_its_log_is_missing():
     assert "decode lines not read — no log found: stdout is pipe" in answer.text
     assert "lifetime average accept length 3.56 over 2 DP ranks (/server_info, warm-up included)" in answer.text
     [server] = answer.to_dict()["value"]["servers"]
-    assert server["checked"] is True and server["endpoint"] == {"accept_len": [3.52, 3.61], "from": "/server_info",
+    assert server["checked"] is True and server["drafts_accepted"] is True and server["endpoint"] == {"accept_len": [3.52, 3.61], "from": "/server_info",
                                                                  "reason": None}
     probe["serving_endpoints"] = {"7": {"contacted": True, "metrics": {"spec_accept_length": {"samples": [1.0]}}}}
     assert "(/metrics sglang:spec_accept_length" in q10_speculation(h).text
