@@ -7,6 +7,7 @@ import importlib
 
 from probes.catalog import DECLARED
 from probes.schemas import anything, b, enum, i, lst, mapping, num, obj, s
+from probes.servingstats.shape import ENDPOINTS, SERVING
 
 _INTERPRETER = obj({"path": s("the Python that ran the work"),
                     "why": s("default | live_server | explicit | fallback"),
@@ -55,6 +56,9 @@ DEPLOYMENT = obj({
                         "cuda_visible_devices": s().null(), "env": mapping(anything(), "allow-listed keys only")})),
     "interpreter": obj({"path": s().null(), "why": s("explicit | live_server | default")}),
     "processes_scanned": i(),
+    "server_logs": mapping(obj({"serving": SERVING.opt("absent when no log was read")}),
+                           "server pid -> its log: where it was found, crashes, serving figures").opt(),
+    "serving_endpoints": mapping(ENDPOINTS, "server pid -> its /server_info and /metrics numbers").opt(),
 }, "live sglang servers: their flags, interpreter and environment (secrets redacted on the host)")
 
 _EAGLE_RUNNER = obj({"batched": b().null("null when the runner class is absent"),

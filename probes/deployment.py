@@ -12,6 +12,7 @@ from probes.crashlog.serverlog import read_server_logs
 from probes.hostinfo import interpreter, serving
 from probes.hostinfo import sglang_cmdline as cmdline
 from probes.hostinfo.system import read_bytes, read_text
+from probes.servingstats.endpoints import read_endpoints
 
 MAX_ANCESTRY = 64
 
@@ -32,7 +33,8 @@ def collect(ctx):
         server["identity"] = serving.server_identity(server)
     return {"servers": servers, "processes_scanned": scanned, "interpreters": found,
             "interpreter": choose_interpreter(ctx.options, servers),
-            "server_logs": read_server_logs(servers, proc_root, ctx.options.get("server_log"))}
+            "server_logs": read_server_logs(servers, proc_root, ctx.options.get("server_log")),
+            "serving_endpoints": read_endpoints(servers, proc_root, budget_s=min(10.0, ctx.time_left() / 4))}
 
 
 def _pids(proc_root):

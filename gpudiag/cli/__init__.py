@@ -42,6 +42,7 @@ LAZY_COMMANDS = {
     "diff": ("diff", "diff"),
     "bundle": ("engines", "bundle_cmd"),
     "ingest": ("engines", "ingest"),
+    "serving": ("serving", "serving"),
 }
 
 

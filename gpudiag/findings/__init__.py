@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpudiag.findings import copies, cuda_graph, dflash, fast_path, fleet, hosts, live_server, sglang
+from gpudiag.findings import copies, cuda_graph, dflash, fast_path, fleet, hosts, live_server, serving, sglang
+from gpudiag.findings import serving_fleet
 from gpudiag.findings.answers import QUESTIONS, Answer
 from gpudiag.findings.answers_live import coverage_line, host_answers
 from gpudiag.findings.common import SEVERITY_RANK, sort_findings
@@ -85,6 +86,9 @@ RULES: tuple[Rule, ...] = (
     fast_path.eagle_fill_fast_path_unread,  # 12
     live_server.server_not_on_disk,  # 13
     cuda_graph.server_log_findings,  # 14: live servers' logs, classified on the host
+    serving.accept_len_one,  # 15: live servers' decode lines: drafts all rejected
+    serving.graphs_off_in_log,  # 16: decode lines without graphs the flags leave on
+    serving_fleet.spec_vs_baseline,  # 17: same model with and without speculation, per #running-req
 )
 
 

@@ -33,6 +33,7 @@ QUESTIONS = (
     ("Q7", "Is the installed code the released code?"),
     ("Q8", "Does the live server run what is on disk (flags, interpreter)?"),
     ("Q9", "What is serving now?"),
+    ("Q10", "Is speculative decoding paying off on each server?"),  # answers_serving.py
 )
 FILL_FAST_PATH_ENV = "SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH"
 CALLERS = (

@@ -20,6 +20,7 @@ from gpudiag.findings.answers import (
 )
 from gpudiag.findings.answers_dflash import q4_dflash
 from gpudiag.findings.answers_measured import q5_copy_cost, q6_graph_breaks
+from gpudiag.findings.answers_serving import q10_speculation
 from gpudiag.probe_view import as_dict, as_list, dig, probe
 from gpudiag.findings.facts import (
     algorithm_of,
@@ -223,6 +224,7 @@ ANSWERERS: tuple[Callable[[HostResult], Answer], ...] = (
     sglang_scoped(q7_integrity),
     q8_live_matches_disk,
     q9_serving,
+    q10_speculation,
 )
 
 

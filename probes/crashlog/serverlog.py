@@ -14,6 +14,7 @@ import stat
 
 from probes.context import run_command
 from probes.crashlog.classify import classify
+from probes.servingstats.figures import figures as serving_figures
 
 TAIL_BYTES = 8 * 1024 * 1024
 JOURNAL_LINES = 200000
@@ -39,6 +40,7 @@ def read_one(server, proc_root, configured, run):
             continue
         result = classify(text, None, installed_release(server))
         result.update(meta)
+        result["serving"] = serving_figures(text)
         return result
     return {"source": None, "outcome": None,
             "reason": "no log found: " + "; ".join(tried) + "; name it with server_log: in the inventory"}

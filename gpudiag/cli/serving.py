@@ -1,0 +1,87 @@
+"""`gpudiag serving --log FILE`: a saved sglang server log (or bench_serving output) read offline with the
+parser the deployment probe runs on the host (probes/servingstats, standard library only), so a saved log
+and a live one give the same figures."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from gpudiag.cli import UserError
+from gpudiag.render.safe_text import console as safe
+from gpudiag.repro.logrun import LogUnreadable, read_tail
+from probes.servingstats.buckets import BUCKET_NAMES
+from probes.servingstats.figures import figures
+
+
+@click.command()
+@click.option(
+    "--log", "log_file", required=True, metavar="FILE", help="The server's log, or bench_serving output ('-': stdin)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON (docs/serving.md).")
+def serving(log_file: str, as_json: bool) -> None:
+    """Read a saved sglang log's decode and prefill lines: acceptance length and throughput by concurrency.
+
+    The last 8 MiB are read, as on a host. Decode lines are grouped by #running-req (0, 1, 2-3, … 128+);
+    each bucket has its line count, median gen throughput (lines right after idle left out) and median
+    accept len. A "Serving Benchmark Result" block of sglang.bench_serving is read too.
+    """
+    try:
+        text, read, cut = read_tail(log_file)
+    except LogUnreadable as exc:
+        raise UserError(str(exc)) from None
+    out: dict[str, Any] = dict(
+        figures(text), source="stdin" if log_file == "-" else log_file, bytes_read=read, truncated=cut
+    )
+    if as_json:
+        click.echo(json.dumps(out, indent=2, sort_keys=True))
+        return
+    for line in describe(out):
+        click.echo(safe(line, 2000))
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def describe(out: dict[str, Any]) -> list[str]:
+    """Plain lines for the terminal, rendered from the figures."""
+    window = f"{out.get('source')}: {out['decode_lines']} decode, {out['prefill_lines']} prefill lines"
+    window += " (the last 8 MiB)" if out.get("truncated") else ""
+    if out.get("first_ts"):
+        window += f", {out['first_ts']} to {out['last_ts']}"
+    lines = [window]
+    if out.get("ranks"):
+        lines.append("ranks: " + ", ".join(out["ranks"]))
+    if out["decode_lines"]:
+        lines.append(
+            f"median accept len: {_num(out.get('median_accept_len'))}"
+            + ("" if out.get("median_accept_len") is not None else " (no accept len: speculation off)")
+        )
+        graph = out["graph"]
+        lines.append(f"graph on {graph['true']}, off {graph['false']}, not logged {graph['absent']} (decode lines)")
+        lines.append(f"{'#running-req':>12}  {'lines':>6}  {'steady':>6}  {'gen tok/s':>10}  {'accept len':>10}")
+        for name in BUCKET_NAMES:
+            b = out["buckets"].get(name)
+            if b:
+                lines.append(
+                    f"{name:>12}  {b['count']:>6}  {b['steady']:>6}  {_num(b['median_gen_throughput']):>10}"
+                    f"  {_num(b['median_accept_len']):>10}"
+                )
+        dp = out.get("dp_sum")
+        if dp:
+            lines.append(
+                f"DP attention: {dp['dp_ranks']} DP ranks, each logs its own line; server total "
+                f"(sum of the ranks at the same second): {_num(dp['median_gen_throughput'])} tok/s"
+            )
+    for block in out.get("bench") or []:
+        lines.append(
+            f"bench_serving: concurrency {block.get('concurrency', '-')}, output "
+            f"{_num(block.get('output_throughput'))} tok/s, accept length {_num(block.get('accept_length'))}"
+            " (the server's lifetime average)"
+        )
+    if not out["decode_lines"] and not out["prefill_lines"] and not out.get("bench"):
+        lines.append("no Decode batch, Prefill batch or Serving Benchmark Result lines in this log")
+    return lines

@@ -1,0 +1,228 @@
+"""Is speculative decoding paying off? Findings from each live server's own decode lines (figures parsed on
+the host by probes/servingstats, stored per server log): drafts all rejected (accept len ≈ 1.0 while
+speculation is on), decode lines without CUDA graphs while the flags leave them on, and, across the fleet,
+servers of one model with and without speculation compared per concurrency bucket."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpudiag.findings.common import source, version_tuple
+from gpudiag.findings.facts import algorithm_of, command_line, graph_max_bs, graphs_disabled, server_args, servers_of
+from gpudiag.findings.server_scope import server_label
+from gpudiag.models import Evidence, Finding, HostResult
+from gpudiag.probe_view import as_dict, dig, probe
+from probes.servingstats.buckets import BUCKET_NAMES
+
+# accept len counts the bonus token: 1.00 is "no draft token accepted"; up to this much is noise around it.
+NO_ACCEPTANCE = 1.05
+MIN_LINES = 3  # decode lines with the figure before a verdict is drawn from a window
+
+
+@dataclass(frozen=True)
+class ServerFigures:
+    """One live server and what its log window says (figures is None when no window was read: `why`)."""
+
+    host: HostResult
+    server: dict[str, Any]
+    figures: dict[str, Any] | None
+    why: str
+    log_where: str
+    endpoint: dict[str, Any]
+
+    @property
+    def algorithm(self) -> str:
+        return algorithm_of(self.server)
+
+    @property
+    def draft_tokens(self) -> Any:
+        return server_args(self.server).get("speculative_num_draft_tokens")
+
+    @property
+    def label(self) -> str:
+        return server_label(self.server)
+
+    @property
+    def release(self) -> tuple[int, ...] | None:
+        return version_tuple(dig(self.server, "sglang", "version")) or version_tuple(
+            dig(probe(self.host, "sglang_source"), "version")
+        )
+
+
+def serving_figures(host: HostResult) -> list[ServerFigures]:
+    """Every live server of the host with its log figures, or why there are none."""
+    logs = as_dict(dig(probe(host, "deployment"), "server_logs"))
+    endpoints = as_dict(dig(probe(host, "deployment"), "serving_endpoints"))
+    out = []
+    for server in servers_of(host):
+        record = as_dict(logs.get(str(server.get("pid"))))
+        where = str(as_dict(record.get("source")).get("where") or "")
+        figures = as_dict(record.get("serving")) or None
+        if not record:
+            why = "its log was not looked for in this scan"
+        elif record.get("source") is None:
+            why = str(record.get("reason") or "log not found")
+        elif figures is None:
+            why = "the scan stored no serving figures for its log"
+        elif not figures.get("decode_lines"):
+            why, figures = f"no decode lines in the log window ({where})", None
+        else:
+            why = ""
+        endpoint = as_dict(endpoints.get(str(server.get("pid"))))
+        out.append(ServerFigures(host, server, figures, why, where, endpoint))
+    return out
+
+
+def endpoint_accept(item: ServerFigures) -> tuple[list[float], str]:
+    """(per DP rank lifetime average accept length, where it came from) from the server's endpoints."""
+    info = [v for v in item.endpoint.get("avg_spec_accept_length") or [] if isinstance(v, (int, float))]
+    if info:
+        return info, str(item.endpoint.get("info_route") or "/server_info")
+    metric = as_dict(as_dict(item.endpoint.get("metrics")).get("spec_accept_length"))
+    samples = [v for v in metric.get("samples") or [] if isinstance(v, (int, float))]
+    return samples, "/metrics sglang:spec_accept_length" if samples else ""
+
+
+def window_text(item: ServerFigures) -> str:
+    figures = item.figures or {}
+    span = f", {figures['first_ts']} to {figures['last_ts']}" if figures.get("first_ts") else ""
+    return f"{figures.get('decode_lines', 0)} decode lines of {item.log_where or 'the log'}{span}"
+
+
+def bucket_text(figures: dict[str, Any], limit: int = 9) -> str:
+    """'1: 86.1 tok/s (accept 3.81); 128+: 1146 tok/s (accept 3.52)' from the steady medians."""
+    parts = []
+    for name in BUCKET_NAMES:
+        bucket = as_dict(as_dict(figures.get("buckets")).get(name))
+        if not bucket:
+            continue
+        tput = bucket.get("median_gen_throughput")
+        accept = bucket.get("median_accept_len")
+        text = f"{name}: " + (f"{tput:g} tok/s" if isinstance(tput, (int, float)) else "no steady line")
+        parts.append(text + (f" (accept {accept:.2f})" if isinstance(accept, (int, float)) else ""))
+    return "; ".join(parts[:limit])
+
+
+def disable_graph_flag(item: ServerFigures) -> str:
+    """The release's switch for decode graphs: --disable-decode-cuda-graph from 0.5.14, --disable-cuda-graph before."""
+    release = item.release
+    return "--disable-decode-cuda-graph" if release is not None and release >= (0, 5, 14) else "--disable-cuda-graph"
+
+
+def _finding(
+    fid: str, severity: str, title: str, item: ServerFigures, evidence: list[Evidence], advice: str
+) -> Finding:
+    return Finding(
+        id=fid,
+        severity=severity,
+        title=title,
+        hosts=(item.host.name,),
+        evidence=tuple(evidence),
+        recommendation=advice,
+        sources=(source(item.host, "deployment"),),
+    )
+
+
+def _no_acceptance(item: ServerFigures) -> tuple[float, list[str]] | None:
+    """(accept len, what shows it) when a speculative server accepts no draft: the log window's median over
+    MIN_LINES lines or more, else (no decode lines read) the server's own lifetime average from its endpoint."""
+    if not item.algorithm:
+        return None
+    figures = item.figures or {}
+    who = f"{item.label} ({item.algorithm}, {item.draft_tokens or 'default'} draft tokens)"
+    accept = figures.get("median_accept_len")
+    if isinstance(accept, (int, float)) and int(figures.get("accept_len_lines") or 0) >= MIN_LINES:
+        if accept > NO_ACCEPTANCE:
+            return None
+        return accept, [
+            f"{who}: median accept len {accept:.2f} over {window_text(item)}; 1.00 means no draft token accepted",
+            "gen throughput by #running-req: " + (bucket_text(figures) or "-"),
+        ]
+    lifetime, where = endpoint_accept(item)
+    if item.figures is None and lifetime and max(lifetime) <= NO_ACCEPTANCE:
+        return max(lifetime), [
+            f"{who}: lifetime average accept length {max(lifetime):.2f} from {where} (every DP rank at or below "
+            f"{NO_ACCEPTANCE}); its decode lines were not read ({item.why})"
+        ]
+    return None
+
+
+def accept_len_one(hosts: list[HostResult]) -> list[Finding]:
+    """Speculation on, yet accept len is ≈ 1.0: every draft token rejected."""
+    findings = []
+    for host in hosts:
+        for item in serving_figures(host):
+            found = _no_acceptance(item)
+            if found is None:
+                continue
+            accept, texts = found
+            evidence = [
+                Evidence(kind="measurement", host=host.name, text=text, snippet=command_line(item.server) or None)
+                for text in texts[:1]
+            ] + [Evidence(kind="measurement", host=host.name, text=text) for text in texts[1:]]
+            graphs_on = as_dict((item.figures or {}).get("graph")).get("true", 0)
+            graph_note = (
+                f"; its decode lines ran with CUDA graphs ({graphs_on}): compare a run with "
+                f"{disable_graph_flag(item)} — a graph replaying stale draft inputs accepts nothing and raises nothing"
+                if graphs_on
+                else ""
+            )
+            findings.append(
+                _finding(
+                    "serving.no_draft_accepted",
+                    "error",
+                    f"speculative decoding accepts no draft tokens (accept len {accept:.2f}): it costs a draft "
+                    "pass per step and gives nothing",
+                    item,
+                    evidence,
+                    "Check that --speculative-draft-model-path is the draft trained for this target model"
+                    + graph_note
+                    + "; until acceptance is above 1, serving without --speculative-algorithm is faster.",
+                )
+            )
+    return findings
+
+
+def graphs_off_in_log(hosts: list[HostResult]) -> list[Finding]:
+    """Decode lines say `cuda graph: False` at batch sizes the flags leave captured."""
+    findings = []
+    for host in hosts:
+        for item in serving_figures(host):
+            figures = item.figures or {}
+            off = int(as_dict(figures.get("graph")).get("false") or 0)
+            lowest_off = figures.get("graph_off_min_running")
+            if not off or graphs_disabled(server_args(item.server)) or not isinstance(lowest_off, int):
+                continue
+            highest_on = figures.get("graph_on_max_running")
+            max_bs = graph_max_bs(server_args(item.server))
+            if max_bs is not None and lowest_off > max_bs[0]:
+                continue  # only batches above the captured sizes ran eagerly: as configured
+            if max_bs is None and isinstance(highest_on, int) and lowest_off > highest_on:
+                continue  # graphs on up to some batch size, off above it: the default capture limit
+            backend = ", ".join(figures.get("graph_backends") or ["cuda"])
+            evidence = [
+                Evidence(
+                    kind="measurement",
+                    host=host.name,
+                    text=f"{item.label}: {off} of {figures.get('decode_lines')} decode lines say `{backend} graph: False`, "
+                    f"from #running-req {lowest_off}"
+                    + (f" (graphs on up to {highest_on})" if isinstance(highest_on, int) else " (never on)")
+                    + (f"; {max_bs[1]} {max_bs[0]}" if max_bs else "; the flags do not disable graphs")
+                    + f" — {window_text(item)}",
+                    snippet=command_line(item.server) or None,
+                )
+            ]
+            findings.append(
+                _finding(
+                    "serving.graphs_off_in_log",
+                    "warning",
+                    "decode runs without CUDA graphs although the flags do not disable them",
+                    item,
+                    evidence,
+                    "The decode lines of this window ran eagerly at batch sizes that should replay a graph: look in the "
+                    "start-up log for a capture that failed or was skipped (gpudiag repro cuda-graph-crash --log FILE "
+                    "classifies it); eager decode also leaves speculation's draft and verify steps without graphs.",
+                )
+            )
+    return findings

@@ -1,0 +1,71 @@
+"""`gpudiag serving --log FILE [--json]` on real logs quoted in public sglang issues (tests/fixtures/serving),
+run as a user runs it: the figures, their declared shape, the text view, and one-line errors."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from probes.schemas import check
+from probes.servingstats.shape import SERVING
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "serving"
+
+
+def gpudiag(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "gpudiag", "serving", *args], capture_output=True, text=True,
+                          input=stdin, timeout=120)
+
+
+def test_json_gives_the_buckets_of_a_dp_attention_log():
+    proc = gpudiag("--log", str(FIXTURES / "sglang_6081_mtp_dp_attention.log"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert check(SERVING, out, "serving") is None
+    assert out["decode_lines"] == 5 and out["median_accept_len"] == 2.86
+    assert out["buckets"]["8-15"]["count"] == 5 and out["graph"] == {"true": 5, "false": 0, "absent": 0}
+    assert out["ranks"] == ["DP0 TP0", "DP2 TP2", "DP5 TP5", "DP6 TP6", "DP7 TP7"]
+    assert out["first_ts"] == "2025-05-31 18:31:21" and out["last_ts"] == "2025-05-31 18:31:25"
+    assert out["source"].endswith("sglang_6081_mtp_dp_attention.log") and out["truncated"] is False
+
+
+def test_bench_serving_output_is_read_too():
+    text = (FIXTURES / "sglang_13376_bench_serving_accept_length.txt").read_text()
+    proc = gpudiag("--log", "-", "--json", stdin=text)
+    [block] = json.loads(proc.stdout)["bench"]
+    assert (block["output_throughput"], block["concurrency"], block["accept_length"]) == (6148.7, 256, 5.86)
+    plain = gpudiag("--log", "-", stdin=text).stdout
+    assert "bench_serving: concurrency 256, output 6148.70 tok/s, accept length 5.86" in plain
+
+
+def test_text_view_renders_the_table_from_the_figures():
+    proc = gpudiag("--log", str(FIXTURES / "sglang_13023_trailing_comma_graph_off.log"))
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert "graph on 6, off 2, not logged 0 (decode lines)" in lines
+    assert any(line.split() == ["16-31", "3", "3", "895.36", "-"] for line in lines)
+    assert "no accept len: speculation off" in proc.stdout
+
+
+def test_a_log_without_stats_lines_says_so(tmp_path):
+    log = tmp_path / "quiet.log"
+    log.write_text("[2026-01-01 00:00:00] The server is fired up and ready to roll!\n")
+    proc = gpudiag("--log", str(log), "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["decode_lines"] == 0
+    assert "no Decode batch, Prefill batch or Serving Benchmark Result lines" in gpudiag("--log", str(log)).stdout
+
+
+def test_host_text_cannot_reach_the_terminal_raw(tmp_path):
+    log = tmp_path / "odd.log"
+    log.write_text("[2026-01-01 00:00:00 TP0\x1b]0;pwned\x07] Decode batch, #running-req: 1, gen throughput "
+                   "(token/s): 5.00, #queue-req: 0\n")
+    proc = gpudiag("--log", str(log))
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+
+
+def test_unreadable_input_is_one_line(tmp_path):
+    for path, why in ((tmp_path / "absent.log", "cannot read"), (tmp_path, "is a directory")):
+        proc = gpudiag("--log", str(path))
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.count("\n") == 1 and why in proc.stderr and "Traceback" not in proc.stderr
+    proc = gpudiag()
+    assert proc.returncode == 2 and "--log" in proc.stderr
