@@ -3,9 +3,9 @@ its exception line and last frames, and advice in the flags of the release that 
 import bisect
 import re
 
-from probes.crashlog import families, releases
+from probes.crashlog import families, phases, releases
 from probes.crashlog.crashes import CANDIDATE_WORDS, MARKERS, find_crashes
-from probes.crashlog.normalize import logical_lines
+from probes.crashlog.normalize import logical_lines, not_text
 from probes.crashlog.redact import redact_line
 from probes.crashlog.table import SIGNATURES
 
@@ -15,12 +15,9 @@ MAX_QUOTED = 12
 MAX_TEXT = 300
 LAST_FRAMES = 3
 READY = re.compile(r"The server is fired up and ready to roll|Uvicorn running on|Application startup complete")
-CAPTURE_BEGIN = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph begin")
-CAPTURE_END = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph end")
-CAPTURE_EVENT = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph (?:begin|end)")
 DFLASH = re.compile(r"DFLASH|dflash", re.I)
 DFLASH_DISABLED = re.compile(r"Disable DFLASH draft cuda graph because (?P<reason>.*)")
-OUTCOMES = ("known_signature", "unclassified_crash", "clean")
+OUTCOMES = ("known_signature", "unclassified_crash", "clean", "unreadable")
 
 
 def _compile(table):
@@ -112,19 +109,23 @@ class Entry(object):
 def classify(text, table=None, installed_release=None, known=""):
     """`known`: what the caller knows of the machine (e.g. "compute capability sm_103"); it satisfies a
     signature's `requires` like a line of the log would, and is never quoted."""
+    problem = not_text(text)
+    if problem:
+        return {"outcome": "unreadable", "reason": problem, "lines": 0, "ready_line": None, "last_ready_line": None,
+                "release": releases.infer_release("", installed_release), "advice_assumes": None, "crashes": [],
+                "crashes_total": 0, "notes": [], "dflash_draft_graph": None}
     index = LogIndex(logical_lines(text))
     lines, whole = index.lines, index.whole
     release = releases.infer_release(whole, installed_release)
-    words = releases.flag_words(release["generation"], release.get("release"))
+    words = releases.flag_words(release["generation"], release.get("release"), release.get("before"))
     compiled = [Entry(index, *parts, known=known) for parts in _compile(SIGNATURES if table is None else table)]
     ready_lines = [ln.number for ln in index.every(READY)]
     ready = lines[ready_lines[0] - 1] if ready_lines else None
-    captures = [(ln.number, ln.stream, bool(CAPTURE_BEGIN.search(ln.text)))
-                for ln in index.every(CAPTURE_EVENT)]
+    captures = phases.capture_events(index.every(phases.CAPTURE_EVENT))
     crashes = find_crashes(lines, index.numbers_with(CANDIDATE_WORDS))
     reports = [_report(crash, captures, compiled, words, ready_lines) for crash in crashes[:MAX_ANALYSED]]
     reports = _merge_ranks(reports)
-    stalled = _capture_unfinished(lines, captures) if not reports and not ready else None
+    stalled = phases.capture_unfinished(lines, captures) if not reports and not ready else None
     if stalled:
         reports.append(_stall_report(lines, stalled))
     notes = _notes(index, compiled, words)
@@ -136,17 +137,6 @@ def classify(text, table=None, installed_release=None, known=""):
             "release": release, "advice_assumes": releases.assumed(release),
             "crashes": reports[:MAX_CRASHES], "crashes_total": len(reports) + max(0, len(crashes) - MAX_ANALYSED),
             "notes": notes, "dflash_draft_graph": _dflash(index, reports)}
-
-
-def _capture_unfinished(lines, captures):
-    """The first line of a capture that began and never ended (a log that stops mid-capture), or None."""
-    open_at = {}
-    for number, stream, begins in captures:
-        if begins:
-            open_at[stream] = number
-        else:
-            open_at.pop(stream, None)
-    return lines[min(open_at.values()) - 1] if open_at else None
 
 
 def _stall_report(lines, begun):
@@ -161,21 +151,14 @@ def _stall_report(lines, begun):
     return out
 
 
-def _capture_open_before(captures, crash):
-    begun = False
-    for number, stream, begins in captures:
-        if number >= crash.first_line:
-            break
-        if stream == crash.stream:
-            begun = begins
-    return begun
-
-
-def _accepts(entry, family):
-    """A signature names a crash of its own families only, or one whose family is not known better."""
+def _accepts(entry, family, detail):
+    """A signature names a crash of its own families only, or one whose family is not known better; one that
+    names a phase (capture, replay) only a crash the log shows in that phase."""
     wanted = entry.get("families") or ([entry["family"]] if entry.get("family") else [])
     if not wanted:
         return False            # notes (info, warning) never name a crash
+    if entry.get("phases") and detail not in entry["phases"]:
+        return False
     return family in wanted or family in ("unclassified", "native_crash")
 
 
@@ -190,11 +173,11 @@ def _when(number, ready_lines):
 
 
 def _report(crash, captures, compiled, words, ready_lines):
-    family, detail = families.family_of(crash, _capture_open_before(captures, crash))
+    family, detail = families.family_of(crash, phases.capture_open_before(captures, crash))
     signature, matched = None, []
     for candidate in compiled:
         entry = candidate.entry
-        if not _accepts(entry, family) or not candidate.required():
+        if not _accepts(entry, family, detail) or not candidate.required():
             continue
         matched = [line for line in crash.lines if any(p.search(line.text) for p in candidate.match)]
         if matched:

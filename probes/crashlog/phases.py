@@ -1,0 +1,91 @@
+"""Where a log stands in CUDA-graph capture, from the lines sglang prints around it: the capture start and
+end lines of every release and graph (target, draft, draft extend, piecewise, breakable, prefill, decode,
+verify, single-CG draft extend, Frozen-KV MTP) and tqdm's "Capturing batches" bars (100% is a finished
+capture, not a hung one).
+
+Messages read from the releases' own sources (0.2.15 to 0.5.23): "Capture cuda graph begin.", "Capture draft
+cuda graph end.", "Capture draft extend cuda graph begin (step N).", "Capture target decode CUDA graph
+begin.", "Capture piecewise CUDA graph end.", "Capture single-CG draft extend begin.", ….
+"""
+import re
+
+# "Capture" and at most five words (the graph's name) before "begin" or "end" ("Capture cuda graph failed"
+# and "Capture the draft worker's own cuda graphs" are neither).
+CAPTURE_LINE = r"\bCapture (?P<name>(?:[A-Za-z][\w'-]* ){0,5}?)(?P<edge>begin|end)\b"
+PROGRESS = r"Capturing batches \([^)\n]*\):\s*(?P<percent>\d{1,3})%"
+CAPTURE_EVENT = re.compile(CAPTURE_LINE + "|" + PROGRESS)
+
+
+class Event(object):
+    __slots__ = ("number", "stream", "begins", "name", "bar")
+
+    def __init__(self, number, stream, begins, name, bar):
+        self.number, self.stream, self.begins, self.name, self.bar = number, stream, begins, name, bar
+
+
+def capture_events(lines):
+    """Events of the lines CAPTURE_EVENT found, in order: a start or end line, or a progress bar (a bar at
+    100% ends the capture it draws; one below it shows a capture under way, begin line or not)."""
+    events = []
+    for line in lines:
+        found = CAPTURE_EVENT.search(line.text)
+        if found is None:
+            continue
+        if found.group("edge"):
+            events.append(Event(line.number, line.stream, found.group("edge") == "begin",
+                                found.group("name").strip().lower(), False))
+        else:
+            events.append(Event(line.number, line.stream, int(found.group("percent")) < 100, "", True))
+    return events
+
+
+def open_captures(events, before=None):
+    """{stream: [(first line, name), …]} of the captures still open before line `before` (all, when None)."""
+    opened = {}
+    for event in events:
+        if before is not None and event.number >= before:
+            break
+        own = opened.setdefault(event.stream, [])
+        if event.bar:
+            anywhere = [s for s, started in opened.items() if started]
+            if event.begins and not anywhere:
+                own.append((event.number, "batches"))      # a bar with no begin line: capture under way
+            elif not event.begins:
+                _close(opened, event.stream if own else _latest(opened))
+        elif event.begins:
+            own.append((event.number, event.name))
+        elif own:
+            _close(opened, event.stream, event.name)
+    return dict((stream, started) for stream, started in opened.items() if started)
+
+
+def _latest(opened):
+    found = [(started[-1][0], stream) for stream, started in opened.items() if started]
+    return max(found)[1] if found else None
+
+
+def _close(opened, stream, name=None):
+    started = opened.get(stream) or []
+    for index in range(len(started) - 1, -1, -1):
+        if name is None or started[index][1] == name:
+            del started[index]
+            return
+    if started:
+        started.pop()
+
+
+def capture_unfinished(lines, events):
+    """The first line of a capture that began and never ended (a log that stops mid-capture), or None."""
+    still = open_captures(events)
+    if not still:
+        return None
+    return lines[min(started[0][0] for started in still.values()) - 1]
+
+
+def capture_open_before(events, crash):
+    """Whether a capture was open when the crash began: in its own stream, or in the untagged stream (tqdm
+    bars, a launcher's output); for an untagged crash, in any stream."""
+    still = open_captures(events, crash.first_line)
+    if crash.stream == "":
+        return bool(still)
+    return bool(still.get(crash.stream) or still.get(""))
