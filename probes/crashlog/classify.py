@@ -116,7 +116,7 @@ def classify(text, table=None, installed_release=None, known=""):
                 "crashes_total": 0, "notes": [], "dflash_draft_graph": None}
     index = LogIndex(logical_lines(text))
     lines, whole = index.lines, index.whole
-    release = releases.infer_release(whole, installed_release)
+    release = releases.infer_release(whole, installed_release, text)
     words = releases.flag_words(release["generation"], release.get("release"), release.get("before"))
     compiled = [Entry(index, *parts, known=known) for parts in _compile(SIGNATURES if table is None else table)]
     ready_lines = [ln.number for ln in index.every(READY)]

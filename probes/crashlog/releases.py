@@ -44,8 +44,8 @@ ANCIENT_MARKERS = (
     ("managers/controller_multi.py", "managers/controller_multi.py", "0.3.4"),
     ("managers/policy_scheduler.py", "managers/policy_scheduler.py", "0.3.4"),
 )
-# A record header with the time but no date, at the start of a line or after a collector's prefix.
-UNDATED_HEADER = re.compile(r"(?:^|[|\]:] )\[\d\d:\d\d:\d\d(?: (?:TP|DP)\d+)*\] ", re.M)
+# A record header with the time but no date (it cannot be found inside a dated one: "[" comes before the date).
+UNDATED_HEADER = re.compile(r"\[\d\d:\d\d:\d\d(?: (?:TP|DP)\d+)*\] ")
 NO_GRAPHS_BEFORE = (0, 2, 0)      # 0.1.17 captures no CUDA graphs
 MAX_BS_FROM = (0, 3, 5)           # --cuda-graph-max-bs
 
@@ -69,8 +69,9 @@ def parse_version(text):
         return None
 
 
-def infer_release(text, installed=None):
-    """{release, generation: "0.5.14+"|"before 0.5.14"|None, basis}."""
+def infer_release(text, installed=None, raw=None):
+    """{release, generation: "0.5.14+"|"before 0.5.14"|None, basis, and `before` when only an upper bound is
+    known}. `text`: the log's lines without their prefixes; `raw`: the log as written (record headers kept)."""
     version = _version_in(text)
     if version:
         return {"release": version, "generation": _generation(parse_version(version)),
@@ -83,7 +84,7 @@ def infer_release(text, installed=None):
         if marker in text:
             return {"release": None, "generation": "before 0.5.14", "before": upper,
                     "basis": "the log shows %s, which sglang has only before %s" % (name, upper)}
-    if UNDATED_HEADER.search(text):
+    if UNDATED_HEADER.search(text if raw is None else raw):
         return {"release": None, "generation": "before 0.5.14", "before": "0.3.4",
                 "basis": "the log's records carry the time without the date, as sglang's do only before 0.3.4"}
     for marker, name in OLD_MARKERS:
