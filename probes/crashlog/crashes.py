@@ -163,7 +163,7 @@ def _open_traceback(line, crashes, active):
     some (`CUDA error: …` or device asserts printed before the exception), else it is a crash of its own."""
     last = crashes[-1] if crashes else None
     if last is not None and not last.open and last.exception is None and not last.frames and \
-            last.stream in ("", line.stream) and line.number - last.last_line <= ATTACH_WITHIN and \
+            _same_writer(last.stream, line.stream) and line.number - last.last_line <= ATTACH_WITHIN and \
             any(markers.FAULT.search(ln.text) for ln in last.lines):
         crash = last
         crash.lines.append(line)
@@ -174,6 +174,11 @@ def _open_traceback(line, crashes, active):
     if FRAME.match(line.text):
         crash.frames.append(_frame(line))
     active[line.stream] = crash
+
+
+def _same_writer(untagged, stream):
+    """Whether lines of `untagged` (no rank: stderr of the same container or process) may belong to `stream`."""
+    return untagged in ("", stream) or stream.startswith(untagged + "/")
 
 
 def _busy(active, number):
