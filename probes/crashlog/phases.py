@@ -1,7 +1,7 @@
 """Where a log stands in CUDA-graph capture, from the lines sglang prints around it: the capture start and
 end lines of every release and graph (target, draft, draft extend, piecewise, breakable, prefill, decode,
-verify, single-CG draft extend, Frozen-KV MTP) and tqdm's "Capturing batches" bars (100% is a finished
-capture, not a hung one).
+verify, single-CG draft extend, Frozen-KV MTP), tqdm's "Capturing batches" bars (100% is a finished
+capture, not a hung one), and the server coming up or running batches (0.2-0.3 print no end line).
 
 Messages read from the releases' own sources (0.2.15 to 0.5.23): "Capture cuda graph begin.", "Capture draft
 cuda graph end.", "Capture draft extend cuda graph begin (step N).", "Capture target decode CUDA graph
@@ -13,11 +13,15 @@ import re
 # and "Capture the draft worker's own cuda graphs" are neither).
 CAPTURE_LINE = r"\bCapture (?P<name>(?:[A-Za-z][\w'-]* ){0,5}?)(?P<edge>begin|end)\b"
 PROGRESS = r"Capturing batches \([^)\n]*\):\s*(?P<percent>\d{1,3})%"
-CAPTURE_EVENT = re.compile(CAPTURE_LINE + "|" + PROGRESS)
+# Lines that show capture is over without an end line (0.2-0.3 print none): the server is up, or its rank
+# runs batches.
+SERVING = r"(?P<serving>The server is fired up and ready to roll|Uvicorn running on|Application startup complete|" \
+          r"(?:Prefill|Decode) batch\b)"
+CAPTURE_EVENT = re.compile(CAPTURE_LINE + "|" + PROGRESS + "|" + SERVING)
 
 
 class Event(object):
-    __slots__ = ("number", "stream", "begins", "name", "bar")
+    __slots__ = ("number", "stream", "begins", "name", "bar")     # name None: the server serves (ends captures)
 
     def __init__(self, number, stream, begins, name, bar):
         self.number, self.stream, self.begins, self.name, self.bar = number, stream, begins, name, bar
@@ -26,11 +30,18 @@ class Event(object):
 def capture_events(lines):
     """Events of the lines CAPTURE_EVENT found, in order: a start or end line, or a progress bar (a bar at
     100% ends the capture it draws; one below it shows a capture under way, begin line or not)."""
-    events = []
+    events, since = [], set()     # since: streams with a capture event after their last serving event
     for line in lines:
         found = CAPTURE_EVENT.search(line.text)
         if found is None:
             continue
+        if found.group("serving"):
+            # Only the first serving line after capture events matters (a log has thousands of batches).
+            if since if line.stream == "" else (line.stream in since or "" in since):
+                events.append(Event(line.number, line.stream, False, None, False))
+            since.difference_update(since.copy() if line.stream == "" else _aliases(line.stream))
+            continue
+        since.add(line.stream)
         if found.group("edge"):
             events.append(Event(line.number, line.stream, found.group("edge") == "begin",
                                 found.group("name").strip().lower(), False))
@@ -46,7 +57,10 @@ def open_captures(events, before=None):
         if before is not None and event.number >= before:
             break
         own = opened.setdefault(event.stream, [])
-        if event.bar:
+        if event.name is None:
+            for stream in (_aliases(event.stream) if event.stream else list(opened)):
+                opened[stream] = []
+        elif event.bar:
             anywhere = [s for s, started in opened.items() if started]
             if event.begins and not anywhere:
                 own.append((event.number, "batches"))      # a bar with no begin line: capture under way
@@ -88,4 +102,15 @@ def capture_open_before(events, crash):
     still = open_captures(events, crash.first_line)
     if crash.stream == "":
         return bool(still)
-    return bool(still.get(crash.stream) or still.get(""))
+    return any(still.get(stream) for stream in _aliases(crash.stream))
+
+
+def _aliases(stream):
+    """The stream, torch's `[rankN]` as sglang's `TPN` (and back), and the untagged stream of its writer."""
+    wrapper, _, own = stream.rpartition("/")
+    root = wrapper + "/" if wrapper else ""
+    names = [stream, wrapper]
+    for mine, theirs in (("rank", "TP"), ("TP", "rank")):
+        if own.startswith(mine) and own[len(mine):].isdigit():
+            names.append(root + theirs + own[len(mine):])
+    return names
