@@ -205,6 +205,8 @@ def _report(crash, captures, compiled, words, ready_lines):
            "exception": quote(exception) if exception is not None else None,
            "first_line_text": quote(first)["text"],
            "key": redact_line((exception or first).text.strip())[:MAX_TEXT],
+           # What the summary says, without the collectors' prefixes that the quoted lines keep.
+           "headline": redact_line((exception or first).text.strip())[:MAX_TEXT],
            "last_frames": frames,
            "quoted": [quote(chosen[n]) for n in sorted(chosen)][:MAX_QUOTED],
            "signature": None}
@@ -227,7 +229,8 @@ def _short(path):
 
 
 def summary(report):
-    what = report["exception"]["text"] if report["exception"] else report["first_line_text"]
+    what = report.get("headline") or (report["exception"]["text"] if report["exception"] else
+                                      report["first_line_text"])
     ranks = (" [%s]" % ", ".join(report["streams"])) if report["streams"] else ""
     if report["signature"]:
         return "%s at line %d%s: %s" % (report["signature"]["name"], report["line"], ranks, what)
