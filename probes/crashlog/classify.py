@@ -4,7 +4,7 @@ import bisect
 import re
 
 from probes.crashlog import families, phases, releases
-from probes.crashlog.crashes import CANDIDATE_WORDS, MARKERS, find_crashes
+from probes.crashlog.crashes import CANDIDATE_WORDS, MARKER_TOKENS, find_crashes, is_marker
 from probes.crashlog.normalize import logical_lines, not_text
 from probes.crashlog.redact import redact_line
 from probes.crashlog.table import SIGNATURES
@@ -74,15 +74,23 @@ class LogIndex(object):
     def every(self, pattern):
         return [self.line_at(m.start()) for m in pattern.finditer(self.whole)]
 
-    def numbers_with(self, words):
-        """Numbers of the lines holding any of the words (plain substrings, found at memchr speed)."""
+    def matches(self, pattern):
+        """(line, match) for every match of the pattern in the whole text."""
+        return [(self.line_at(m.start()), m) for m in pattern.finditer(self.whole)]
+
+    def numbers_with(self, words, lower=False):
+        """Numbers of the lines holding any of the words (plain substrings, found at memchr speed); with
+        `lower`, lower-case words in the lower-cased text (None when lower-casing moved the offsets)."""
+        whole = self.low if lower else self.whole
+        if len(whole) != len(self.whole):
+            return None
         found = set()
         for word in words:
-            at = self.whole.find(word)
+            at = whole.find(word)
             while at >= 0:
                 line = self.line_at(at)
                 found.add(line.number)
-                at = self.whole.find(word, self.starts[line.number - 1] + len(line.text) + 1)
+                at = whole.find(word, self.starts[line.number - 1] + len(line.text) + 1)
         return found
 
 
@@ -121,9 +129,11 @@ def classify(text, table=None, installed_release=None, known=""):
     compiled = [Entry(index, *parts, known=known) for parts in _compile(SIGNATURES if table is None else table)]
     ready_lines = [ln.number for ln in index.every(READY)]
     ready = lines[ready_lines[0] - 1] if ready_lines else None
-    captures = phases.capture_events(index.every(phases.CAPTURE_EVENT))
-    crashes = find_crashes(lines, index.numbers_with(CANDIDATE_WORDS))
-    reports = [_report(crash, captures, compiled, words, ready_lines) for crash in crashes[:MAX_ANALYSED]]
+    captures = phases.capture_events(index.matches(phases.CAPTURE_EVENT))
+    crashes = find_crashes(lines, index.numbers_with(CANDIDATE_WORDS), index.numbers_with(MARKER_TOKENS, lower=True))
+    analysed = crashes[:MAX_ANALYSED]
+    in_capture = phases.capture_open_at(captures, analysed)
+    reports = [_report(crash, open_, compiled, words, ready_lines) for crash, open_ in zip(analysed, in_capture)]
     reports = _merge_ranks(reports)
     stalled = phases.capture_unfinished(lines, captures) if not reports and not ready else None
     if stalled:
@@ -172,8 +182,8 @@ def _when(number, ready_lines):
     return "during start-up"
 
 
-def _report(crash, captures, compiled, words, ready_lines):
-    family, detail = families.family_of(crash, phases.capture_open_before(captures, crash))
+def _report(crash, capture_open, compiled, words, ready_lines):
+    family, detail = families.family_of(crash, capture_open)
     signature, matched = None, []
     for candidate in compiled:
         entry = candidate.entry
@@ -191,7 +201,7 @@ def _report(crash, captures, compiled, words, ready_lines):
     if exception is not None:
         chosen.setdefault(exception.number, exception)
     for line in crash.lines:       # how the process ended: signals, watchdogs, "Killed", the parent's sigquit
-        if len(chosen) < MAX_QUOTED - LAST_FRAMES and MARKERS.search(line.text):
+        if len(chosen) < MAX_QUOTED - LAST_FRAMES and is_marker(line.text):
             chosen.setdefault(line.number, line)
     for line in crash.lines:
         if len(chosen) >= MAX_QUOTED:

@@ -29,6 +29,9 @@ MARKERS = re.compile("|".join((
     r"Initialization failed\.",
     r"^Killed$",
     markers.CUDA_FAILURE, markers.COLLECTIVE_MARKER)), re.IGNORECASE)
+# Lower-case pieces of which every MARKERS match holds one: other lines are not searched with MARKERS.
+MARKER_TOKENS = ("fatal python error", "segmentation fault", "sig", "aborted (core dumped)", "terminate called",
+                 "received sigquit", "pg id", "errno", "initialization failed", "killed") + markers.TOKENS
 # Words on every line that can start or end a crash (see MARKERS and EXCEPTION_LINE); other lines are read
 # only while a crash is open.
 CANDIDATE_WORDS = ("Traceback", "most recent call", 'File "', "Error", "error", "ERROR", "Exception", "Exit",
@@ -88,20 +91,21 @@ def _frames_before(recent):
     return list(reversed(taken))
 
 
-def find_crashes(lines, candidates=None):
+def find_crashes(lines, candidates=None, tokened=None):
     """Crashes in order of their first line. `lines` come from normalize.logical_lines; `candidates`, when
-    given, holds the numbers of the lines CANDIDATE matches (found once over the whole text)."""
+    given, holds the numbers of the lines CANDIDATE_WORDS match, `tokened` those MARKER_TOKENS match (both
+    found once over the whole text)."""
     crashes, active, recent = [], {}, {}
     busy = False
     for line in lines:
         if candidates is not None and not busy and line.number not in candidates:
             continue
-        _step(line, crashes, active, recent)
+        _step(line, crashes, active, recent, tokened)
         busy = _busy(active, line.number)
     return crashes
 
 
-def _step(line, crashes, active, recent):
+def _step(line, crashes, active, recent, tokened=None):
     owner = _interleaved_owner(active, line)
     if owner is not None:
         line.stream = owner       # a traceback line printed after another rank's record header
@@ -137,7 +141,8 @@ def _step(line, crashes, active, recent):
     if FRAME.match(text):
         _open_traceback(line, crashes, active)    # frames with their header cut off: a crash all the same
         return
-    if MARKERS.search(text) or (not line.header and EXCEPTION_LINE.match(text.strip()) and
+    marked = (line.number in tokened and MARKERS.search(text) is not None) if tokened is not None else is_marker(text)
+    if marked or (not line.header and EXCEPTION_LINE.match(text.strip()) and
                                 not text[:1].isspace()) or (line.header and EXCEPTION_LINE.match(text)):
         if crash is None or line.number - crash.last_line > ATTACH_WITHIN:
             crash = crashes[-1] if crashes else None     # the parent reporting a child's crash
@@ -174,6 +179,12 @@ def _open_traceback(line, crashes, active):
     if FRAME.match(line.text):
         crash.frames.append(_frame(line))
     active[line.stream] = crash
+
+
+def is_marker(text):
+    """Whether the line shows a crash on its own (MARKERS), cheaply for the lines that cannot."""
+    low = text.lower()
+    return any(token in low for token in MARKER_TOKENS) and MARKERS.search(text) is not None
 
 
 def _same_writer(untagged, stream):

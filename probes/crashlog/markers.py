@@ -39,6 +39,13 @@ COLLECTIVE_FAILURE = COLLECTIVE_MARKER + r"|NCCL.*(?:timed out|timeout)"
 WORDS = ("ssert", "llegal", "isaligned", "aunch failure", "ECC", "Xid", "coredump", "NCCL", "nccl", "atchdog",
          "gloo", "ollective", "DistBackendError")
 
+# Lower-case pieces at least one of which every match of CUDA_FAILURE or COLLECTIVE_MARKER holds: a line
+# without any is not searched with the patterns (a log has many lines, and the patterns are long).
+TOKENS = ("cuda error", "cuda driver error", "cudaerror", "cuda_error", "failed with error", "triton.", "assert",
+          "illegal", "misaligned", "launch failure", "ecc", "xid", "coredump", "nccl error", "nccl warn cuda",
+          "ncclsystem", "ncclinternal", "ncclunhandled", "ncclinvalid", "ncclremote", "timeout at nccl",
+          "nccl operations have failed", "watchdog", "distbackenderror", "gloo", "collective operation")
+
 DEVICE_FAULT = re.compile(DEVICE_FAULT_TEXT, re.I)
 FAULT = re.compile(CUDA_FAILURE + "|" + COLLECTIVE_MARKER, re.I)
 COLLECTIVE = re.compile(COLLECTIVE_FAILURE, re.I)

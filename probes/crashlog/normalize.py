@@ -77,7 +77,7 @@ def logical_lines(text):
 
 # Characters no text log holds: NUL, C0 controls other than tab, newline, CR, ESC and backspace, and the
 # replacement character invalid UTF-8 decodes to.
-NOT_TEXT = dict.fromkeys([c for c in range(32) if c not in (8, 9, 10, 13, 27)] + [0xFFFD])
+NOT_TEXT = re.compile("[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\ufffd]")
 NOT_TEXT_SHARE = 0.10
 
 
@@ -88,7 +88,7 @@ def not_text(text):
     body = text.lstrip("\x00")
     if text and not body:
         return "only NUL bytes (%d)" % len(text)
-    bad = len(body) - len(body.translate(NOT_TEXT))
+    bad = NOT_TEXT.subn("", body)[1]
     if body and bad > NOT_TEXT_SHARE * len(body):
         return "%d%% of it is NUL, control bytes or invalid UTF-8" % (100 * bad // len(body))
     return None

@@ -1,7 +1,7 @@
 """Where a log stands in CUDA-graph capture, from the lines sglang prints around it: the capture start and
 end lines of every release and graph (target, draft, draft extend, piecewise, breakable, prefill, decode,
 verify, single-CG draft extend, Frozen-KV MTP), tqdm's "Capturing batches" bars (100% is a finished
-capture, not a hung one), and the server coming up or running batches (0.2-0.3 print no end line).
+capture, not a hung one), and the server coming up (0.2-0.3 print no end line).
 
 Messages read from the releases' own sources (0.2.15 to 0.5.23): "Capture cuda graph begin.", "Capture draft
 cuda graph end.", "Capture draft extend cuda graph begin (step N).", "Capture target decode CUDA graph
@@ -13,10 +13,9 @@ import re
 # and "Capture the draft worker's own cuda graphs" are neither).
 CAPTURE_LINE = r"\bCapture (?P<name>(?:[A-Za-z][\w'-]* ){0,5}?)(?P<edge>begin|end)\b"
 PROGRESS = r"Capturing batches \([^)\n]*\):\s*(?P<percent>\d{1,3})%"
-# Lines that show capture is over without an end line (0.2-0.3 print none): the server is up, or its rank
-# runs batches.
-SERVING = r"(?P<serving>The server is fired up and ready to roll|Uvicorn running on|Application startup complete|" \
-          r"(?:Prefill|Decode) batch\b)"
+# Lines that show capture is over without an end line (0.2-0.3 print none): the server is up. (Not every
+# batch line: a log holds hundreds of thousands, and the server comes up before it runs them.)
+SERVING = r"(?P<serving>The server is fired up and ready to roll|Uvicorn running on|Application startup complete)"
 CAPTURE_EVENT = re.compile(CAPTURE_LINE + "|" + PROGRESS + "|" + SERVING)
 
 
@@ -27,14 +26,14 @@ class Event(object):
         self.number, self.stream, self.begins, self.name, self.bar = number, stream, begins, name, bar
 
 
-def capture_events(lines):
-    """Events of the lines CAPTURE_EVENT found, in order: a start or end line, or a progress bar (a bar at
-    100% ends the capture it draws; one below it shows a capture under way, begin line or not)."""
+def capture_events(found_lines):
+    """Events of the (line, match) pairs CAPTURE_EVENT found, in order: a start or end line, or a progress bar
+    (a bar at 100% ends the capture it draws; one below it shows a capture under way, begin line or not)."""
     events, since = [], set()     # since: streams with a capture event after their last serving event
-    for line in lines:
-        found = CAPTURE_EVENT.search(line.text)
-        if found is None:
-            continue
+    for line, found in found_lines:
+        if found.group("percent") and int(found.group("percent")) < 100 and events and events[-1].bar and \
+                events[-1].begins and events[-1].stream == line.stream:
+            continue              # the same capture still drawing its bar
         if found.group("serving"):
             # Only the first serving line after capture events matters (a log has thousands of batches).
             if since if line.stream == "" else (line.stream in since or "" in since):
@@ -56,21 +55,25 @@ def open_captures(events, before=None):
     for event in events:
         if before is not None and event.number >= before:
             break
-        own = opened.setdefault(event.stream, [])
-        if event.name is None:
-            for stream in (_aliases(event.stream) if event.stream else list(opened)):
-                opened[stream] = []
-        elif event.bar:
-            anywhere = [s for s, started in opened.items() if started]
-            if event.begins and not anywhere:
-                own.append((event.number, "batches"))      # a bar with no begin line: capture under way
-            elif not event.begins:
-                _close(opened, event.stream if own else _latest(opened))
-        elif event.begins:
-            own.append((event.number, event.name))
-        elif own:
-            _close(opened, event.stream, event.name)
+        _apply(opened, event)
     return dict((stream, started) for stream, started in opened.items() if started)
+
+
+def _apply(opened, event):
+    own = opened.setdefault(event.stream, [])
+    if event.name is None:
+        for stream in (_aliases(event.stream) if event.stream else list(opened)):
+            opened[stream] = []
+    elif event.bar:
+        anywhere = [s for s, started in opened.items() if started]
+        if event.begins and not anywhere:
+            own.append((event.number, "batches"))      # a bar with no begin line: capture under way
+        elif not event.begins:
+            _close(opened, event.stream if own else _latest(opened))
+    elif event.begins:
+        own.append((event.number, event.name))
+    elif own:
+        _close(opened, event.stream, event.name)
 
 
 def _latest(opened):
@@ -96,13 +99,22 @@ def capture_unfinished(lines, events):
     return lines[min(started[0][0] for started in still.values()) - 1]
 
 
-def capture_open_before(events, crash):
-    """Whether a capture was open when the crash began: in its own stream, or in the untagged stream (tqdm
-    bars, a launcher's output); for an untagged crash, in any stream."""
-    still = open_captures(events, crash.first_line)
-    if crash.stream == "":
-        return bool(still)
-    return any(still.get(stream) for stream in _aliases(crash.stream))
+def capture_open_at(events, crashes):
+    """For each crash, whether a capture was open when it began: in its own stream (torch's rankN is sglang's
+    TPN), or in its writer's untagged stream (tqdm bars, a launcher); for an untagged crash, in any stream.
+    One pass over the events for all crashes."""
+    order = sorted(range(len(crashes)), key=lambda i: crashes[i].first_line)
+    out, opened, at = [False] * len(crashes), {}, 0
+    for index in order:
+        crash = crashes[index]
+        while at < len(events) and events[at].number < crash.first_line:
+            _apply(opened, events[at])
+            at += 1
+        if crash.stream == "":
+            out[index] = any(opened.values())
+        else:
+            out[index] = any(opened.get(stream) for stream in _aliases(crash.stream))
+    return out
 
 
 def _aliases(stream):

@@ -5,8 +5,9 @@ pattern matches somewhere in the log. `context` patterns pick the other log line
 (the ones that show which algorithm and which graphs were on). `recommendation` names flags through
 {max_bs}, {prefill_graphs_off}, {graphs_off} and {mem_fraction}, spelled for the release that wrote
 the log (releases.flag_words). Patterns are case-insensitive regular expressions. `phases`, when given,
-lists the phases (crash detail "capture" or "replay") the log must show for the signature to name the crash:
-a signature that names a graph or a phase needs that evidence.
+lists the phases (crash detail "capture", "replay", or "" for none) the log must show for the signature to
+name the crash: a signature that names a graph or a phase needs that evidence, and one that says the log
+shows no graph names only a crash without a phase.
 """
 
 SIGNATURES = [{'name': 'replay_input_copy_none',
@@ -106,14 +107,15 @@ SIGNATURES = [{'name': 'replay_input_copy_none',
   'match': ['\\.cuh?:\\d+: .*Assertion .+ failed\\.', 'device-side assert(ion)? triggered', 'cudaErrorAssert'],
   'requires': [],
   'meaning': 'A kernel assert fired on the GPU (an index out of range in gather, index_select or indexing: a token '
-             'id beyond the vocabulary, a page or draft index past its buffer); the CUDA context is lost. Nothing in '
-             'the log ties it to a CUDA graph.',
+             'id beyond the vocabulary, a page or draft index past its buffer); the CUDA context is lost. The crash '
+             'names a phase (capture, replay) only when the log shows one.',
   'recommendation': 'Rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel and the tensor; retry with {graphs_off} '
                     'to see whether graph replay is involved; lower concurrency until it stops.',
   'reference': 'sglang #15638, sglang #13051, sglang #15399 (index out of bounds in speculative decoding)'},
  {'name': 'illegal_memory_access',
   'kind': 'device',
   'family': 'device_fault',
+  'phases': [''],
   'severity': 'critical',
   'match': ['an illegal memory access was encountered',
             'cudaErrorIllegalAddress',
@@ -145,6 +147,7 @@ SIGNATURES = [{'name': 'replay_input_copy_none',
  {'name': 'nccl_collective_timeout',
   'kind': 'hang',
   'family': 'nccl',
+  'phases': [''],
   'severity': 'critical',
   'match': ['Watchdog caught collective operation timeout',
             'ProcessGroupNCCL.*[Tt]imeout',

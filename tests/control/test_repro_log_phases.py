@@ -91,6 +91,12 @@ def test_stream_capture_in_the_allocators_frames_is_no_capture_evidence():
     assert (crash["family"], crash["detail"], crash["signature"]["name"]) == ("device_fault", "", "illegal_memory_access")
 
 
+def test_phase_free_signatures_never_name_a_crash_in_capture():
+    """Their meaning says the log shows no graph: a fault inside capture gets the capture one, or none."""
+    crash = classify("RuntimeError: Capture cuda graph failed: CUDA error: unspecified launch failure")["crashes"][0]
+    assert (crash["family"], crash["detail"], crash["signature"]) == ("device_fault", "capture", None)
+
+
 def test_a_fault_in_graph_replay_frames_keeps_the_replay_signature():
     lines = log("sglang_26987_replay_illegal_memory_access_b300.log")
     frames = ['Traceback (most recent call last):',
