@@ -78,9 +78,10 @@ def classify(text, table=None, installed_release=None, known=""):
     release = releases.infer_release(whole, installed_release, text)
     words = releases.flag_words(release["generation"], release.get("release"), release.get("before"))
     compiled = [Entry(index, *parts, known=known) for parts in _compile(SIGNATURES if table is None else table)]
-    ready_lines = [ln.number for ln in index.every(READY)]
+    ready_found = index.every(READY)
+    ready_lines = [ln.number for ln in ready_found]
     ready = lines[ready_lines[0] - 1] if ready_lines else None
-    captures = phases.capture_events(index.matches(phases.CAPTURE_EVENT))
+    captures = phases.capture_events(index.matches(phases.CAPTURE_EVENT), ready_found)
     crashes = find_crashes(lines, index.numbers_with(CANDIDATE_WORDS), index.numbers_with(MARKER_TOKENS, lower=True))
     analysed = crashes[:MAX_ANALYSED]
     in_capture = phases.capture_open_at(captures, analysed)

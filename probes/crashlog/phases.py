@@ -10,13 +10,11 @@ begin.", "Capture piecewise CUDA graph end.", "Capture single-CG draft extend be
 import re
 
 # "Capture" and at most five words (the graph's name) before "begin" or "end" ("Capture cuda graph failed"
-# and "Capture the draft worker's own cuda graphs" are neither).
-CAPTURE_LINE = r"\bCapture (?P<name>(?:[A-Za-z][\w'-]* ){0,5}?)(?P<edge>begin|end)\b"
-PROGRESS = r"Capturing batches \([^)\n]*\):\s*(?P<percent>\d{1,3})%"
-# Lines that show capture is over without an end line (0.2-0.3 print none): the server is up. (Not every
-# batch line: a log holds hundreds of thousands, and the server comes up before it runs them.)
-SERVING = r"(?P<serving>The server is fired up and ready to roll|Uvicorn running on|Application startup complete)"
-CAPTURE_EVENT = re.compile(CAPTURE_LINE + "|" + PROGRESS + "|" + SERVING)
+# and "Capture the draft worker's own cuda graphs" are neither), or tqdm's bar. One literal start, "Captur",
+# so the whole log is scanned at memchr speed.
+CAPTURE_EVENT = re.compile(r"Captur(?:e (?P<name>(?:[A-Za-z][\w'-]* ){0,5}?)(?P<edge>begin|end)\b|"
+                           r"ing batches \([^)\n]*\):\s*(?P<percent>\d{1,3})%)")
+# The server coming up (classify.READY's lines) also ends every capture: 0.2-0.3 print no end line.
 
 
 class Event(object):
@@ -26,16 +24,18 @@ class Event(object):
         self.number, self.stream, self.begins, self.name, self.bar = number, stream, begins, name, bar
 
 
-def capture_events(found_lines):
-    """Events of the (line, match) pairs CAPTURE_EVENT found, in order: a start or end line, or a progress bar
-    (a bar at 100% ends the capture it draws; one below it shows a capture under way, begin line or not)."""
+def capture_events(found_lines, ready_lines=()):
+    """Events of the (line, match) pairs CAPTURE_EVENT found and of the lines where the server came up, in
+    order: a start or end line, a progress bar (a bar at 100% ends the capture it draws; one below it shows a
+    capture under way, begin line or not), the server up (ends every capture of its stream)."""
+    merged = sorted(list(found_lines) + [(line, None) for line in ready_lines], key=lambda pair: pair[0].number)
     events, since = [], set()     # since: streams with a capture event after their last serving event
-    for line, found in found_lines:
-        if found.group("percent") and int(found.group("percent")) < 100 and events and events[-1].bar and \
-                events[-1].begins and events[-1].stream == line.stream:
+    for line, found in merged:
+        if found is not None and found.group("percent") and int(found.group("percent")) < 100 and events and \
+                events[-1].bar and events[-1].begins and events[-1].stream == line.stream:
             continue              # the same capture still drawing its bar
-        if found.group("serving"):
-            # Only the first serving line after capture events matters (a log has thousands of batches).
+        if found is None:
+            # Only the first serving line after capture events matters.
             if since if line.stream == "" else (line.stream in since or "" in since):
                 events.append(Event(line.number, line.stream, False, None, False))
             since.difference_update(since.copy() if line.stream == "" else _aliases(line.stream))

@@ -39,6 +39,8 @@ MAX_PREFIXES = 4          # collectors nest (compose + docker timestamps + a scr
 def strip(line):
     """(the line without its collectors' prefixes, the stream they name: "llm0-1", "pod/sglang-0",
     "sglang[4242]", "SGLangEngine:952", joined by "/" when nested, or "")."""
+    if line[:1] == "[" and line[5:6] == "-" and line[11:12] == " ":
+        return line, ""           # sglang's own dated record header: the bulk of a log, no collector's prefix
     if line[:1] in "\u2502\u2503":
         line = FRAME_RIGHT.sub("", FRAME_LEFT.sub("", line))
     streams = []
