@@ -57,6 +57,8 @@ def classify_source(source: str, stdin: BinaryIO | None = None) -> dict[str, Any
     """The block stored in run.json under "log" (and printed by --json)."""
     text, read, cut = read_tail(source, stdin)
     result = classify_log(text)
+    if result.get("outcome") == "unreadable":  # binary or NUL-filled: never "clean"
+        raise LogUnreadable(f"--log {source}: not a text log: {result.get('reason')}")
     return dict(
         result, problem="cuda-graph-crash", source="stdin" if source == "-" else source, bytes_read=read, truncated=cut
     )

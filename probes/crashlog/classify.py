@@ -1,11 +1,11 @@
 """One log in, one verdict out: known signature, unclassified crash, or clean; each crash with its family,
 its exception line and last frames, and advice in the flags of the release that wrote the log."""
-import bisect
 import re
 
-from probes.crashlog import families, releases
-from probes.crashlog.crashes import CANDIDATE_WORDS, MARKERS, find_crashes
-from probes.crashlog.normalize import logical_lines
+from probes.crashlog import families, phases, releases
+from probes.crashlog.crashes import CANDIDATE_WORDS, MARKER_TOKENS, find_crashes, is_marker
+from probes.crashlog.logindex import LogIndex
+from probes.crashlog.normalize import logical_lines, not_text
 from probes.crashlog.redact import redact_line
 from probes.crashlog.table import SIGNATURES
 
@@ -15,12 +15,9 @@ MAX_QUOTED = 12
 MAX_TEXT = 300
 LAST_FRAMES = 3
 READY = re.compile(r"The server is fired up and ready to roll|Uvicorn running on|Application startup complete")
-CAPTURE_BEGIN = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph begin")
-CAPTURE_END = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph end")
-CAPTURE_EVENT = re.compile(r"Capture (?:draft |target \w+ )?(?:cuda|CUDA) graph (?:begin|end)")
 DFLASH = re.compile(r"DFLASH|dflash", re.I)
 DFLASH_DISABLED = re.compile(r"Disable DFLASH draft cuda graph because (?P<reason>.*)")
-OUTCOMES = ("known_signature", "unclassified_crash", "clean")
+OUTCOMES = ("known_signature", "unclassified_crash", "clean", "unreadable")
 
 
 def _compile(table):
@@ -48,47 +45,6 @@ def render_advice(template, words):
         return template
 
 
-class LogIndex(object):
-    """The log's lines and their joined text, so a pattern is searched once over the whole text (in C)
-    and its hits mapped back to lines, instead of once per line."""
-
-    def __init__(self, lines):
-        self.lines = lines
-        self.whole = "\n".join(line.text for line in lines)
-        self._low = None
-        self.starts, offset = [], 0
-        for line in lines:
-            self.starts.append(offset)
-            offset += len(line.text) + 1
-
-    @property
-    def low(self):
-        if self._low is None:
-            self._low = self.whole.lower()
-        return self._low
-
-    def line_at(self, offset):
-        return self.lines[bisect.bisect_right(self.starts, offset) - 1]
-
-    def first(self, pattern):
-        found = pattern.search(self.whole)
-        return self.line_at(found.start()) if found else None
-
-    def every(self, pattern):
-        return [self.line_at(m.start()) for m in pattern.finditer(self.whole)]
-
-    def numbers_with(self, words):
-        """Numbers of the lines holding any of the words (plain substrings, found at memchr speed)."""
-        found = set()
-        for word in words:
-            at = self.whole.find(word)
-            while at >= 0:
-                line = self.line_at(at)
-                found.add(line.number)
-                at = self.whole.find(word, self.starts[line.number - 1] + len(line.text) + 1)
-        return found
-
-
 class Entry(object):
     """A signature with its patterns compiled; what it needs from the whole log is looked up once, on demand
     (a log without crashes never pays for it)."""
@@ -112,19 +68,26 @@ class Entry(object):
 def classify(text, table=None, installed_release=None, known=""):
     """`known`: what the caller knows of the machine (e.g. "compute capability sm_103"); it satisfies a
     signature's `requires` like a line of the log would, and is never quoted."""
+    problem = not_text(text)
+    if problem:
+        return {"outcome": "unreadable", "reason": problem, "lines": 0, "ready_line": None, "last_ready_line": None,
+                "release": releases.infer_release("", installed_release), "advice_assumes": None, "crashes": [],
+                "crashes_total": 0, "notes": [], "dflash_draft_graph": None}
     index = LogIndex(logical_lines(text))
     lines, whole = index.lines, index.whole
-    release = releases.infer_release(whole, installed_release)
-    words = releases.flag_words(release["generation"], release.get("release"))
+    release = releases.infer_release(whole, installed_release, text)
+    words = releases.flag_words(release["generation"], release.get("release"), release.get("before"))
     compiled = [Entry(index, *parts, known=known) for parts in _compile(SIGNATURES if table is None else table)]
-    ready_lines = [ln.number for ln in index.every(READY)]
+    ready_found = index.every(READY)
+    ready_lines = [ln.number for ln in ready_found]
     ready = lines[ready_lines[0] - 1] if ready_lines else None
-    captures = [(ln.number, ln.stream, bool(CAPTURE_BEGIN.search(ln.text)))
-                for ln in index.every(CAPTURE_EVENT)]
-    crashes = find_crashes(lines, index.numbers_with(CANDIDATE_WORDS))
-    reports = [_report(crash, captures, compiled, words, ready_lines) for crash in crashes[:MAX_ANALYSED]]
+    captures = phases.capture_events(index.matches(phases.CAPTURE_EVENT), ready_found)
+    crashes = find_crashes(lines, index.numbers_with(CANDIDATE_WORDS), index.numbers_with(MARKER_TOKENS, lower=True))
+    analysed = crashes[:MAX_ANALYSED]
+    in_capture = phases.capture_open_at(captures, analysed)
+    reports = [_report(crash, open_, compiled, words, ready_lines) for crash, open_ in zip(analysed, in_capture)]
     reports = _merge_ranks(reports)
-    stalled = _capture_unfinished(lines, captures) if not reports and not ready else None
+    stalled = phases.capture_unfinished(lines, captures) if not reports and not ready else None
     if stalled:
         reports.append(_stall_report(lines, stalled))
     notes = _notes(index, compiled, words)
@@ -136,17 +99,6 @@ def classify(text, table=None, installed_release=None, known=""):
             "release": release, "advice_assumes": releases.assumed(release),
             "crashes": reports[:MAX_CRASHES], "crashes_total": len(reports) + max(0, len(crashes) - MAX_ANALYSED),
             "notes": notes, "dflash_draft_graph": _dflash(index, reports)}
-
-
-def _capture_unfinished(lines, captures):
-    """The first line of a capture that began and never ended (a log that stops mid-capture), or None."""
-    open_at = {}
-    for number, stream, begins in captures:
-        if begins:
-            open_at[stream] = number
-        else:
-            open_at.pop(stream, None)
-    return lines[min(open_at.values()) - 1] if open_at else None
 
 
 def _stall_report(lines, begun):
@@ -161,21 +113,14 @@ def _stall_report(lines, begun):
     return out
 
 
-def _capture_open_before(captures, crash):
-    begun = False
-    for number, stream, begins in captures:
-        if number >= crash.first_line:
-            break
-        if stream == crash.stream:
-            begun = begins
-    return begun
-
-
-def _accepts(entry, family):
-    """A signature names a crash of its own families only, or one whose family is not known better."""
+def _accepts(entry, family, detail):
+    """A signature names a crash of its own families only, or one whose family is not known better; one that
+    names a phase (capture, replay) only a crash the log shows in that phase."""
     wanted = entry.get("families") or ([entry["family"]] if entry.get("family") else [])
     if not wanted:
         return False            # notes (info, warning) never name a crash
+    if entry.get("phases") and detail not in entry["phases"]:
+        return False
     return family in wanted or family in ("unclassified", "native_crash")
 
 
@@ -189,12 +134,12 @@ def _when(number, ready_lines):
     return "during start-up"
 
 
-def _report(crash, captures, compiled, words, ready_lines):
-    family, detail = families.family_of(crash, _capture_open_before(captures, crash))
+def _report(crash, capture_open, compiled, words, ready_lines):
+    family, detail = families.family_of(crash, capture_open)
     signature, matched = None, []
     for candidate in compiled:
         entry = candidate.entry
-        if not _accepts(entry, family) or not candidate.required():
+        if not _accepts(entry, family, detail) or not candidate.required():
             continue
         matched = [line for line in crash.lines if any(p.search(line.text) for p in candidate.match)]
         if matched:
@@ -208,7 +153,7 @@ def _report(crash, captures, compiled, words, ready_lines):
     if exception is not None:
         chosen.setdefault(exception.number, exception)
     for line in crash.lines:       # how the process ended: signals, watchdogs, "Killed", the parent's sigquit
-        if len(chosen) < MAX_QUOTED - LAST_FRAMES and MARKERS.search(line.text):
+        if len(chosen) < MAX_QUOTED - LAST_FRAMES and is_marker(line.text):
             chosen.setdefault(line.number, line)
     for line in crash.lines:
         if len(chosen) >= MAX_QUOTED:
@@ -222,6 +167,8 @@ def _report(crash, captures, compiled, words, ready_lines):
            "exception": quote(exception) if exception is not None else None,
            "first_line_text": quote(first)["text"],
            "key": redact_line((exception or first).text.strip())[:MAX_TEXT],
+           # What the summary says, without the collectors' prefixes that the quoted lines keep.
+           "headline": redact_line((exception or first).text.strip())[:MAX_TEXT],
            "last_frames": frames,
            "quoted": [quote(chosen[n]) for n in sorted(chosen)][:MAX_QUOTED],
            "signature": None}
@@ -244,7 +191,8 @@ def _short(path):
 
 
 def summary(report):
-    what = report["exception"]["text"] if report["exception"] else report["first_line_text"]
+    what = report.get("headline") or (report["exception"]["text"] if report["exception"] else
+                                      report["first_line_text"])
     ranks = (" [%s]" % ", ".join(report["streams"])) if report["streams"] else ""
     if report["signature"]:
         return "%s at line %d%s: %s" % (report["signature"]["name"], report["line"], ranks, what)

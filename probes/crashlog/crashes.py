@@ -4,12 +4,15 @@ mixes two ranks' tracebacks.
 """
 import re
 
+from probes.crashlog import markers
+
 TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 FAULTHANDLER = re.compile(r"(Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):")
 FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>[\w<>.]+)')
 CHAIN = re.compile(r"^(During handling of the above exception|The above exception was the direct cause)")
 # An exception line as Python prints it: a dotted name ending in Error/Exception/Exit/Interrupt, maybe a message.
-EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?::.*)?$"
+EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)|"
+                            r"OutOfResources)\b(?::.*)?$"
                             r"|^(?:Exception|KeyboardInterrupt|AssertionError)\b.*$")
 # Lines that show a crash even without a traceback before them.
 MARKERS = re.compile("|".join((
@@ -18,20 +21,22 @@ MARKERS = re.compile("|".join((
     r"\bSIG(?:SEGV|ABRT|BUS|ILL|KILL)\b",
     r"Aborted \(core dumped\)",
     r"terminate called after throwing",
-    r"Received sigquit from a child process",
+    r"Received sigquit from a child proces",      # "proces." in early-2025 releases (0.4.3)
     r"Watchdog caught collective operation timeout",
     r"watchdog (?:thread terminated|got stuck|timeout)",
     r"^\[?PG ID .*watchdog: ",
-    r"\bCUDA error: ",
     r"^ERROR: +\[Errno \d+\]",
     r"Initialization failed\.",
     r"^Killed$",
-)), re.IGNORECASE)
+    markers.CUDA_FAILURE, markers.COLLECTIVE_MARKER)), re.IGNORECASE)
+# Lower-case pieces of which every MARKERS match holds one: other lines are not searched with MARKERS.
+MARKER_TOKENS = ("fatal python error", "segmentation fault", "sig", "aborted (core dumped)", "terminate called",
+                 "received sigquit", "pg id", "errno", "initialization failed", "killed") + markers.TOKENS
 # Words on every line that can start or end a crash (see MARKERS and EXCEPTION_LINE); other lines are read
 # only while a crash is open.
 CANDIDATE_WORDS = ("Traceback", "most recent call", 'File "', "Error", "error", "ERROR", "Exception", "Exit",
                    "Interrupt", "Failure", "Fatal", "fault", "SIG", "Abort", "abort", "terminate called", "sigquit",
-                   "atchdog", "Killed", "Initialization failed", "core dumped", "KeyboardInterrupt")
+                   "atchdog", "Killed", "Initialization failed", "core dumped", "KeyboardInterrupt") + markers.WORDS
 ATTACH_WITHIN = 40      # a marker this many lines after a crash of the same stream belongs to it
 TAIL_LINES = 8          # message lines kept after an exception line ("Possible solutions", CUDA hints)
 
@@ -86,20 +91,21 @@ def _frames_before(recent):
     return list(reversed(taken))
 
 
-def find_crashes(lines, candidates=None):
+def find_crashes(lines, candidates=None, tokened=None):
     """Crashes in order of their first line. `lines` come from normalize.logical_lines; `candidates`, when
-    given, holds the numbers of the lines CANDIDATE matches (found once over the whole text)."""
+    given, holds the numbers of the lines CANDIDATE_WORDS match, `tokened` those MARKER_TOKENS match (both
+    found once over the whole text)."""
     crashes, active, recent = [], {}, {}
     busy = False
     for line in lines:
         if candidates is not None and not busy and line.number not in candidates:
             continue
-        _step(line, crashes, active, recent)
+        _step(line, crashes, active, recent, tokened)
         busy = _busy(active, line.number)
     return crashes
 
 
-def _step(line, crashes, active, recent):
+def _step(line, crashes, active, recent, tokened=None):
     owner = _interleaved_owner(active, line)
     if owner is not None:
         line.stream = owner       # a traceback line printed after another rank's record header
@@ -123,9 +129,7 @@ def _step(line, crashes, active, recent):
             crash.lines.append(line)
             crash.open = True
             return
-        crash = Crash(line.stream, line)
-        crashes.append(crash)
-        active[line.stream] = crash
+        _open_traceback(line, crashes, active)
         return
     if crash is not None and crash.tail > 0 and not line.header and text.strip():
         crash.lines.append(line)
@@ -134,7 +138,11 @@ def _step(line, crashes, active, recent):
             crash.open = True
             crash.exception = None
         return
-    if MARKERS.search(text) or (not line.header and EXCEPTION_LINE.match(text.strip()) and
+    if FRAME.match(text):
+        _open_traceback(line, crashes, active)    # frames with their header cut off: a crash all the same
+        return
+    marked = (line.number in tokened and MARKERS.search(text) is not None) if tokened is not None else is_marker(text)
+    if marked or (not line.header and EXCEPTION_LINE.match(text.strip()) and
                                 not text[:1].isspace()) or (line.header and EXCEPTION_LINE.match(text)):
         if crash is None or line.number - crash.last_line > ATTACH_WITHIN:
             crash = crashes[-1] if crashes else None     # the parent reporting a child's crash
@@ -153,6 +161,35 @@ def _step(line, crashes, active, recent):
             crash.frames = [_frame(ln) for ln in head if FRAME.match(ln.text)]
         crashes.append(crash)
         active[line.stream] = crash
+
+
+def _open_traceback(line, crashes, active):
+    """A traceback (or its first frame) begins: it continues the fault lines just above it, when there are
+    some (`CUDA error: …` or device asserts printed before the exception), else it is a crash of its own."""
+    last = crashes[-1] if crashes else None
+    if last is not None and not last.open and last.exception is None and not last.frames and \
+            _same_writer(last.stream, line.stream) and line.number - last.last_line <= ATTACH_WITHIN and \
+            any(markers.FAULT.search(ln.text) for ln in last.lines):
+        crash = last
+        crash.lines.append(line)
+        crash.stream, crash.open, crash.tail = line.stream, True, 0
+    else:
+        crash = Crash(line.stream, line)
+        crashes.append(crash)
+    if FRAME.match(line.text):
+        crash.frames.append(_frame(line))
+    active[line.stream] = crash
+
+
+def is_marker(text):
+    """Whether the line shows a crash on its own (MARKERS), cheaply for the lines that cannot."""
+    low = text.lower()
+    return any(token in low for token in MARKER_TOKENS) and MARKERS.search(text) is not None
+
+
+def _same_writer(untagged, stream):
+    """Whether lines of `untagged` (no rank: stderr of the same container or process) may belong to `stream`."""
+    return untagged in ("", stream) or stream.startswith(untagged + "/")
 
 
 def _busy(active, number):

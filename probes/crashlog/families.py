@@ -4,6 +4,8 @@ device fault, collective (NCCL/Gloo) error or hang, capture failure, replay fail
 """
 import re
 
+from probes.crashlog import markers
+
 FAMILIES = ("not_a_graph_problem", "oom_in_capture", "device_fault", "nccl", "capture_failure", "replay_failure",
             "capture_hang", "out_of_memory", "native_crash", "unclassified")
 # capture_hang: capture began and the log ends without its end, a crash or the server coming up.
@@ -19,21 +21,18 @@ NOT_GRAPH = (
                                r"port\b.* is (not available|already in use)|is used by a process already")),
 )
 OOM = re.compile(r"out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", re.I)
-DEVICE_FAULT = re.compile(r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|illegal address|"
-                          r"misaligned address|cudaErrorMisalignedAddress|unspecified launch failure|"
-                          r"cudaErrorLaunchFailure|device-side assert(ion)? triggered|Xid \d+|"
-                          r"an illegal instruction was encountered|uncorrectable ECC", re.I)
+DEVICE_FAULT = markers.DEVICE_FAULT
 COLLECTIVE = re.compile(r"NCCL|Watchdog caught collective|ProcessGroup\w*|DistBackendError|gloo|"
                         r"collective operation timeout|all_?reduce.*(timed out|timeout)", re.I)
-COLLECTIVE_FAILURE = re.compile(r"NCCL (error|WARN)|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|"
-                                r"Watchdog caught collective|watchdog (thread terminated|got stuck)|DistBackendError|"
-                                r"gloo.*(Timed out|Connection closed|Connection reset)|gloo/transport/|"
-                                r"collective operation timeout|NCCL.*(timed out|timeout)", re.I)
+COLLECTIVE_FAILURE = markers.COLLECTIVE
 CAPTURE_FUNCS = frozenset(("capture", "capture_one_batch_size", "init_cuda_graphs", "capture_end", "capture_one",
                            "capture_decode_graph", "capture_cuda_graphs", "_end_current_segment",
                            "init_all_cuda_graphs", "capture_begin"))
-CAPTURE_TEXT = re.compile(r"Capture (cuda|CUDA|draft cuda|target \w+ CUDA) graph failed|stream is capturing|"
-                          r"StreamCapture|capture_end|num_active_captures_", re.I)
+# Text that only a capture prints. Not a bare "StreamCapture": the allocator's
+# currentStreamCaptureStatusMayInitCtx is on the stack of every replay and forward fault too.
+CAPTURE_TEXT = re.compile(r"Capture (?:[\w-]+ ){0,4}?(?:cuda|CUDA) graph failed|Capture single-CG [\w ]+failed|"
+                          r"stream is capturing|cudaErrorStreamCapture\w+|\bcapture_end\b|num_active_captures_|"
+                          r"captures_underway", re.I)
 REPLAY_FUNCS = frozenset(("replay", "replay_prepare", "populate_from_forward_batch", "fill_from", "load_batch"))
 NATIVE = re.compile(r"Fatal Python error|Segmentation fault|SIG(SEGV|ABRT|BUS|ILL)|Aborted \(core dumped\)|"
                     r"terminate called after throwing|core dumped", re.I)

@@ -1,19 +1,19 @@
 """Turns raw log text into numbered logical lines, each tagged with the stream (rank) that wrote it.
 
-Handles CRLF, ANSI colour codes, tqdm's carriage-return redraws, and the prefixes that sglang and its
-launchers put before each record: `[2026-01-02 03:04:05 TP3]`, `[... DP0 TP0 EP0]`, `[rank3]:`,
-`(SGLangEngine pid=952, ip=10.0.0.1)` and logging-module wrappers (`2025-03-07 ... - INFO - `).
+Handles CRLF, ANSI colour codes, tqdm's carriage-return redraws, the collectors' prefixes (prefixes.py:
+docker compose, podman, kubectl, journald, CRI files, Ray actors, logging formats) and the prefixes sglang
+puts before each record: `[2026-01-02 03:04:05 TP3]`, `[... DP0 TP0 EP0]`, 0.2-0.3's `[03:04:05 TP3]`,
+`[rank3]:`.
 """
 import re
 
+from probes.crashlog import prefixes
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]")
 CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-# A record header of sglang's logger: the timestamp, then the ranks of the process that wrote it.
-SGLANG_HEADER = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)((?: (?:TP|DP|PP|EP|CP|ATTN_DP)\d+)*)\] ?")
-RANK_PREFIX = re.compile(r"^(?:\[\d+\] )?\[rank(\d+)\]:")
-# Wrappers that prefix every line: Ray actors, a supervising script's own logger, docker compose.
-WRAPPER = re.compile(r"^\((?P<actor>[A-Za-z_][\w.]*) pid=(?P<pid>\d+)(?:, ip=[\d.:a-fA-F]+)?\) ?")
-PY_LOGGING = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ - [\w.]+ - [A-Z]+ - ")
+# A record header of sglang's logger: the timestamp (no date before 0.3.6), then the ranks of the process.
+SGLANG_HEADER = re.compile(r"^\[((?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d)((?: (?:TP|DP|PP|EP|CP|ATTN_DP)\d+)*)\] ?")
+RANK_PREFIX = re.compile(r"^\s*(?:\[\d+\] )?\[rank(\d+)\]:")
 MAX_LINE = 4000
 
 
@@ -54,15 +54,8 @@ def logical_lines(text):
     if physical and physical[-1] == "":
         physical.pop()            # the newline that ends the last line does not start another
     for number, raw in enumerate(physical, 1):
-        line = shown = clean(raw)
-        wrapper = ""
-        match = WRAPPER.match(line)
-        if match:
-            wrapper = "%s:%s" % (match.group("actor"), match.group("pid"))
-            line = line[match.end():]
-        match = PY_LOGGING.match(line)
-        if match:
-            line = line[match.end():]
+        shown = clean(raw)
+        line, wrapper = prefixes.strip(shown)
         header = False
         match = RANK_PREFIX.match(line)
         if match:
@@ -80,3 +73,22 @@ def logical_lines(text):
             stream = wrapper + ("/" + stream if stream else "")
         out.append(Line(number, stream, line, header, shown))
     return out
+
+
+# Characters no text log holds: NUL, C0 controls other than tab, newline, CR, ESC and backspace, and the
+# replacement character invalid UTF-8 decodes to.
+NOT_TEXT = re.compile("[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\ufffd]")
+NOT_TEXT_SHARE = 0.10
+
+
+def not_text(text):
+    """Why `text` is not a text log (binary, NUL-filled, mostly invalid UTF-8), or None. NULs before the
+    first line are skipped: a log truncated under a writer that keeps its offset (logrotate's copytruncate)
+    starts with a hole of NULs and is text after it."""
+    body = text.lstrip("\x00")
+    if text and not body:
+        return "only NUL bytes (%d)" % len(text)
+    bad = NOT_TEXT.subn("", body)[1]
+    if body and bad > NOT_TEXT_SHARE * len(body):
+        return "%d%% of it is NUL, control bytes or invalid UTF-8" % (100 * bad // len(body))
+    return None

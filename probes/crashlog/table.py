@@ -4,7 +4,10 @@ A signature matches a crash when one `match` pattern matches one of its lines an
 pattern matches somewhere in the log. `context` patterns pick the other log lines worth quoting
 (the ones that show which algorithm and which graphs were on). `recommendation` names flags through
 {max_bs}, {prefill_graphs_off}, {graphs_off} and {mem_fraction}, spelled for the release that wrote
-the log (releases.flag_words). Patterns are case-insensitive regular expressions.
+the log (releases.flag_words). Patterns are case-insensitive regular expressions. `phases`, when given,
+lists the phases (crash detail "capture", "replay", or "" for none) the log must show for the signature to
+name the crash: a signature that names a graph or a phase needs that evidence, and one that says the log
+shows no graph names only a crash without a phase.
 """
 
 SIGNATURES = [{'name': 'replay_input_copy_none',
@@ -43,6 +46,7 @@ SIGNATURES = [{'name': 'replay_input_copy_none',
   'kind': 'capture',
   'family': 'capture_failure',
   'families': ['capture_failure', 'device_fault'],
+  'phases': ['capture'],
   'severity': 'error',
   'match': ['Capture (cuda|CUDA) graph failed', 'CUDA error.*(capture|graph)', 'graph capture.*(failed|error)'],
   'requires': ['sm_?103|B300|compute capability:? ?10\\.3|capability.*\\(10, 3\\)', 'eagle|draft'],
@@ -61,9 +65,27 @@ SIGNATURES = [{'name': 'replay_input_copy_none',
   'recommendation': 'Lower {max_bs} (or capture fewer batch sizes) and leave more room outside {mem_fraction} (a '
                     'lower value).',
   'reference': 'sglang #3395 (capture advice)'},
+ {'name': 'illegal_memory_access_capture',
+  'kind': 'capture',
+  'family': 'device_fault',
+  'phases': ['capture'],
+  'severity': 'critical',
+  'match': ['an illegal memory access was encountered',
+            'cudaErrorIllegalAddress',
+            'CUDA_ERROR_ILLEGAL_ADDRESS',
+            'illegal address',
+            'misaligned address'],
+  'requires': [],
+  'meaning': 'A kernel read or wrote out of bounds while CUDA graphs were being captured at start-up: a kernel or '
+             'attention-backend bug for this model or GPU, hit by one of the captured batch sizes; the CUDA context '
+             'is lost.',
+  'recommendation': 'Rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; try another attention backend; capture '
+                    'fewer batch sizes ({max_bs}); start with {graphs_off} to serve while the cause is found.',
+  'reference': 'sglang #1467, sglang #5029 (faults in capture)'},
  {'name': 'illegal_memory_access_replay',
   'kind': 'replay',
   'family': 'device_fault',
+  'phases': ['replay'],
   'severity': 'critical',
   'match': ['an illegal memory access was encountered',
             'cudaErrorIllegalAddress',
@@ -78,9 +100,40 @@ SIGNATURES = [{'name': 'replay_input_copy_none',
                     'graph-specific; try another attention backend; lower concurrency or the draft-token budget '
                     'until the boundary is found.',
   'reference': 'sglang #26957, sglang #22930, z-lab/dflash #146'},
+ {'name': 'device_side_assert',
+  'kind': 'device',
+  'family': 'device_fault',
+  'severity': 'critical',
+  'match': ['\\.cuh?:\\d+: .*Assertion .+ failed\\.', 'device-side assert(ion)? triggered', 'cudaErrorAssert'],
+  'requires': [],
+  'meaning': 'A kernel assert fired on the GPU (an index out of range in gather, index_select or indexing: a token '
+             'id beyond the vocabulary, a page or draft index past its buffer); the CUDA context is lost. The crash '
+             'names a phase (capture, replay) only when the log shows one.',
+  'recommendation': 'Rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel and the tensor; retry with {graphs_off} '
+                    'to see whether graph replay is involved; lower concurrency until it stops.',
+  'reference': 'sglang #15638, sglang #13051, sglang #15399 (index out of bounds in speculative decoding)'},
+ {'name': 'illegal_memory_access',
+  'kind': 'device',
+  'family': 'device_fault',
+  'phases': [''],
+  'severity': 'critical',
+  'match': ['an illegal memory access was encountered',
+            'cudaErrorIllegalAddress',
+            'CUDA_ERROR_ILLEGAL_ADDRESS',
+            'illegal address',
+            'misaligned address',
+            'an illegal instruction was encountered',
+            'unspecified launch failure'],
+  'requires': [],
+  'meaning': 'A kernel faulted on the GPU (illegal address or instruction) and the CUDA context is lost; the log '
+             'shows no capture or graph replay around it, so it is not known to be a CUDA-graph problem.',
+  'recommendation': 'Rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; retry with {graphs_off} to see whether '
+                    'graphs are involved; try another attention backend; lower concurrency until it stops.',
+  'reference': 'sglang #3696, sglang #22987 (faults under load)'},
  {'name': 'nccl_in_graph_hang',
   'kind': 'hang',
   'family': 'nccl',
+  'phases': ['capture', 'replay'],
   'severity': 'critical',
   'match': ['Watchdog caught collective operation timeout',
             'ProcessGroupNCCL.*[Tt]imeout',
@@ -91,6 +144,23 @@ SIGNATURES = [{'name': 'replay_input_copy_none',
   'recommendation': 'Use an sglang release that keeps NCCL out of captured graphs or uses the custom all-reduce; '
                     'as a workaround run TP=1 repros or {graphs_off}.',
   'reference': 'sglang PR #31852'},
+ {'name': 'nccl_collective_timeout',
+  'kind': 'hang',
+  'family': 'nccl',
+  'phases': [''],
+  'severity': 'critical',
+  'match': ['Watchdog caught collective operation timeout',
+            'ProcessGroupNCCL.*[Tt]imeout',
+            'NCCL.*(timed out|timeout)',
+            'detected by watchdog',
+            'Timeout at NCCL work'],
+  'requires': [],
+  'meaning': 'An NCCL collective timed out and the watchdog stopped the process. No CUDA-graph capture was open and '
+             'no graph replay is on the stack, so this log does not tie it to graphs: a rank that stopped or '
+             'crashed first, a network or peer-to-peer problem, or a very long step.',
+  'recommendation': 'Find the first rank that stopped (its own error comes before the timeouts); rerun with '
+                    'NCCL_DEBUG=INFO; check the interconnect between the ranks and that every node started.',
+  'reference': 'sglang #3836, sglang #3932 (watchdog timeouts at start-up and under load)'},
  {'name': 'stream_capture_invalidated',
   'kind': 'capture',
   'family': 'capture_failure',

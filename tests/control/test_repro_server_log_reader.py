@@ -112,3 +112,11 @@ def test_advice_falls_back_to_the_release_installed_for_the_servers_python(tmp_p
     assert record["release"]["release"] == "0.5.23" and record["advice_assumes"] == "sglang 0.5.23 (0.5.14+)"
     assert "installed release" in record["release"]["basis"]
     assert serverlog.installed_release(dict(server, same_root=False)) is None
+
+
+def test_a_live_servers_binary_stdout_is_unreadable_not_clean(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(os.urandom(32 * 1024))
+    record = serverlog.read_one({"pid": 4242}, fake_proc(tmp_path, stdout=log), None, no_commands)
+    assert record["outcome"] == "unreadable" and "invalid UTF-8" in record["reason"]
+    assert record["source"]["path"] == str(log) and record["crashes"] == []

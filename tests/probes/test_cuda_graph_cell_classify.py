@@ -112,7 +112,7 @@ def test_a_device_fault_text_makes_the_cell_a_device_fault():
     assert result["status"] == "device_fault"   # the child's own reading, from the classifier's family rules
     cell = cuda_graph.synthetic_cell(result, "eagle_draft", "EAGLE", 4, 8, None, "", ClosingWorker())
     assert cell["status"] == "device_fault" and cell["family"] == "device_fault"
-    assert cell["signature"]["name"] == "illegal_memory_access_replay"
+    assert cell["signature"]["name"] == "illegal_memory_access_capture"    # raised in capture_one_batch_size
 
 
 def test_ok_and_mismatch_cells_are_not_classified():

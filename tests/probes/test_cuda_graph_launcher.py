@@ -131,7 +131,7 @@ def test_crash_on_request_is_classified_with_the_log_signature(tmp_path):
         alive = server.alive() and server.health()
     status, detail, verdict = sglang_repro.classify("ready", results, alive, None, False, server.log_text())
     assert status == "crashed_on_request" and "server died" in detail
-    assert verdict["signature"]["name"] == "illegal_memory_access_replay" and verdict["family"] == "device_fault"
+    assert verdict["signature"]["name"] == "illegal_memory_access" and verdict["family"] == "device_fault"
 
 
 def test_request_hang_while_alive_is_hang(tmp_path):

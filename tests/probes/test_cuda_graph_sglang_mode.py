@@ -60,14 +60,14 @@ def test_sglang_sweep_finds_the_capture_boundary_and_leaves_nothing(tmp_path):
     assert by_cell[(1, 10)]["status"] == "ok" and by_cell[(4, 8)]["status"] == "ok"
     failing = by_cell[(4, 9)]
     assert failing["status"] == "crashed_on_request" and "server died" in failing["detail"]
-    assert failing["signature"]["name"] == "illegal_memory_access_replay"   # the crash-log classifier's
+    assert failing["signature"]["name"] == "illegal_memory_access"   # the crash-log classifier's
     assert failing["family"] == "device_fault" and failing["advice_assumes"] == "sglang 0.5.11 (before 0.5.14)"
     assert any("illegal memory access" in line for line in failing["log_excerpt"])
     assert failing["omitted_flags"] == [] and "--speculative-draft-load-format" in failing["command"]
     assert failing["config_sources"]["target"] == "bundled Llama-3-8B-shaped config"
     assert data["boundary"]["text"] == ("DFLASH crashes when draft tokens > 8 at bs >= 4 on sm_90; "
                                         "graphs are safe up to 8")
-    assert data["signatures"][0]["name"] == "illegal_memory_access_replay" and data["advice"]
+    assert data["signatures"][0]["name"] == "illegal_memory_access" and data["advice"]
     assert processes_running(str(fake)) == []
 
 
