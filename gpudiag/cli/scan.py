@@ -22,6 +22,7 @@ from gpudiag.cli.common import (
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
 from gpudiag import findings as rules
 from gpudiag.models import INTERNAL_ERROR, OK, Host, LoadedRun
+from gpudiag.budget import plan_line, planned_limits
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, ScanRequest
 from gpudiag.render.console import summary_table
 from gpudiag.render.safe_text import clean_run, console as console_text
@@ -115,7 +116,9 @@ def scan(
     options.update(force=force, deep=deep)
     if verify_all:
         options.setdefault("sglang_source", {})["verify_all"] = True
-    gpu_limits = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
+    declared = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
+    gpu_limits = planned_limits(declared, timeout)  # inside a --timeout, GPU probes share the room, never one eats it
+    planned = plan_line(declared, gpu_limits, timeout)
     request = ScanRequest(
         probes=names,
         options=options,
@@ -126,6 +129,8 @@ def scan(
         output_limit=max_output * 2**20,
     )
     console = Console(stderr=True)
+    if planned:
+        console.print(f"gpudiag: {planned}", markup=False, highlight=False)
     if any(h.transport == "ssh" for h in hosts):  # host keys concern ssh hosts only (paramiko stays unloaded)
         check_known_hosts_path(known_hosts, accept_new)
     check_remote_command_lines(hosts)
