@@ -1,7 +1,9 @@
 """Finds every framed document in text collected by an engine (pdsh, clush, srun, plain files).
 
 Lines may carry a `host: ` prefix (pdsh, clush) or a task label `0: ` (srun --label); they are split
-into one stream per prefix first, so interleaved hosts come apart. Any nonce is accepted; a frame that
+into one stream per prefix first, so interleaved hosts come apart. The engines' own lines about a host
+(pdsh's `pdsh@control: node3: ...`, srun's `srun: error: node3: task 2: Killed`) name hosts that printed
+no frame; with labelled srun output such a task becomes a host named after its node. Any nonce is accepted; a frame that
 never ends is returned as truncated, never dropped, and never takes its neighbours with it. Progress event
 lines (probes/events.py) that an engine merged into the text are dropped: only frames carry results.
 """
@@ -21,6 +23,12 @@ _EVENT = re.compile(r"^GPUDIAG-(?:CHILD-)?EVENT ")
 _PREFIX = re.compile(r"^\s*(?P<key>[^\s:]+): $")
 # pdsh reports its own view of a host on stderr: "pdsh@control: node3: ssh exited with exit code 255".
 _PDSH_NOTE = re.compile(r"^pdsh@[^:\s]+: (?P<host>[^:\s]+): (?P<message>.*)$")
+# srun reports tasks that ended badly on stderr: "srun: error: node3: tasks 0-2,5: Killed".
+_SRUN_NOTE = re.compile(r"^srun: error: (?P<node>[^:\s]+): tasks? (?P<tasks>[\d,-]+): (?P<message>.*)$")
+_EVENT_ANY = re.compile(r"^(?P<prefix>.*?)GPUDIAG-(?:CHILD-)?EVENT ")
+_EVENT_BODY = re.compile(r"^GPUDIAG-EVENT \S+ (?P<json>\{.*\})\s*$")
+MAX_TASKS = 100_000  # a task range in srun's note beyond this is not srun's
+MAX_EVENT_CHARS = 4096
 _HOST_IN_PARTIAL = re.compile(r'"host": "((?:[^"\\]|\\.)*)"')
 TAIL_CHARS = 2000
 
@@ -57,6 +65,8 @@ class ParsedText:
     frameless: dict[str, list[str]] = field(default_factory=dict)
     noise: list[str] = field(default_factory=list)  # unprefixed lines outside any frame
     labelled: str = ""  # "host" | "task" | "" (how lines were prefixed)
+    nodes: dict[str, str] = field(default_factory=dict)  # srun task label → the node srun named for it
+    last_steps: dict[str, str] = field(default_factory=dict)  # frameless label → its last progress event
 
 
 def label_kind(key: str) -> str:
@@ -66,22 +76,13 @@ def label_kind(key: str) -> str:
 def parse_text(text: str) -> ParsedText:
     """Every frame in `text`, split by line prefix first."""
     lines = [line.rstrip("\r") for line in text.splitlines()]
-    prefixes: dict[str, str] = {}  # prefix text → key
-    notes: dict[str, list[str]] = {}
-    for line in lines:
-        begin = _BEGIN.match(line)
-        prefix = _PREFIX.match(begin.group("prefix")) if begin else None
-        if prefix:
-            prefixes[prefix.group(0)] = prefix.group("key")
-        note = _PDSH_NOTE.match(line)
-        if note:
-            notes.setdefault(note.group("host"), []).append(note.group("message"))
+    prefixes, notes, srun_notes = engine_lines(lines)
     for host in notes:
         prefixes.setdefault(f"{host}: ", host)
     streams = split_streams(lines, prefixes)
     for host in notes:
         streams.setdefault(host, [])
-    parsed = ParsedText()
+    parsed = ParsedText(nodes={task: node for task, node in srun_notes.items() if task in notes})
     kinds = {label_kind(k) for k in streams if k}
     parsed.labelled = kinds.pop() if len(kinds) == 1 else ("host" if kinds else "")
     for key, stream_lines in streams.items():
@@ -89,9 +90,71 @@ def parse_text(text: str) -> ParsedText:
         parsed.frames.extend(frames)
         if key and not frames:
             parsed.frameless[key] = outside + notes.get(key, [])
+            step = last_step(stream_lines)
+            if step:
+                parsed.last_steps[key] = step
         elif not key:
             parsed.noise = outside
     return parsed
+
+
+def engine_lines(lines: list[str]) -> tuple[dict[str, str], dict[str, list[str]], dict[str, str]]:
+    """The line prefixes in use (prefix text → key), the engines' notes per host or task, and the node
+    srun named for each task it reported."""
+    prefixes: dict[str, str] = {}
+    notes: dict[str, list[str]] = {}
+    srun_nodes: dict[str, str] = {}
+    srun_lines: dict[str, str] = {}
+    unlabelled_begin = False
+    for line in lines:
+        marker = _BEGIN.match(line) or _EVENT_ANY.match(line)
+        prefix = _PREFIX.match(marker.group("prefix")) if marker else None
+        if prefix:
+            prefixes[prefix.group(0)] = prefix.group("key")
+        elif marker and not marker.group("prefix").strip() and _BEGIN.match(line):
+            unlabelled_begin = True
+        note = _PDSH_NOTE.match(line)
+        if note:
+            notes.setdefault(note.group("host"), []).append(note.group("message"))
+        srun = _SRUN_NOTE.match(line)
+        if srun:
+            for task in task_numbers(srun.group("tasks")):
+                srun_nodes[task], srun_lines[task] = srun.group("node"), line
+    # Unlabelled output's frames cannot be told apart by task: there srun's notes name no host.
+    if srun_lines and (any(key.isdigit() for key in prefixes.values()) or not unlabelled_begin):
+        for task, line in srun_lines.items():
+            notes.setdefault(task, []).append(line)
+    return prefixes, notes, srun_nodes
+
+
+def task_numbers(spec: str) -> list[str]:
+    """srun's task list `0-2,5` → ["0", "1", "2", "5"]; an implausible list gives none."""
+    tasks: list[str] = []
+    for part in spec.split(","):
+        low, _, high = part.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            return []
+        first, last = int(low), int(high or low)
+        if last < first or last - first + len(tasks) > MAX_TASKS:
+            return []
+        tasks.extend(str(n) for n in range(first, last + 1))
+    return tasks
+
+
+def last_step(lines: list[str]) -> str | None:
+    """What the host's last progress event said (`probe 2/4 env started`): where a killed run stopped."""
+    for line in reversed(lines):
+        match = _EVENT_BODY.match(line[:MAX_EVENT_CHARS])
+        if not match:
+            continue
+        try:
+            event = json.loads(match.group("json"))
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            parts = [event.get("step"), f"{event.get('i')}/{event.get('n')}", event.get("probe"), event.get("state")]
+            return " ".join(str(p)[:60] for p in parts if p not in (None, ""))
+    return None
 
 
 def split_streams(lines: list[str], prefixes: dict[str, str]) -> dict[str, list[str]]:
@@ -99,7 +162,7 @@ def split_streams(lines: list[str], prefixes: dict[str, str]) -> dict[str, list[
     streams: dict[str, list[str]] = {"": []}
     ordered = sorted(prefixes, key=len, reverse=True)  # longest first: "10: " before "0: "
     for line in lines:
-        if _PDSH_NOTE.match(line):
+        if _PDSH_NOTE.match(line) or _SRUN_NOTE.match(line):
             continue
         for prefix in ordered:
             if line.startswith(prefix):

@@ -79,8 +79,11 @@ def from_parsed_text(parsed: frames.ParsedText, source: Source) -> list[HostResu
         address = (frame.label if frame.label_kind == "host" else None) or _doc_hostname(frame) or name
         results.append(from_frame(frame, name, address, transport))
     for label, lines in parsed.frameless.items():
-        text = "\n".join(lines)
-        results.append(frameless_result(label, label, transport, text))
+        node = parsed.nodes.get(label)
+        name = node or (f"task-{label}" if frames.label_kind(label) == "task" else label)
+        result = frameless_result(name, node or label, transport, "\n".join(lines))
+        step = parsed.last_steps.get(label)
+        results.append(replace(result, reason=f"{result.reason} (last step: {step})") if step else result)
     if not parsed.frames and not parsed.frameless and source.text.strip():
         # One file per host, and this host's file holds no frame: the host failed, keep why.
         results.append(frameless_result(source.stem, source.stem, transport, source.text))
