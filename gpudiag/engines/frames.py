@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpudiag.engines import clush
 from gpudiag.jsonfile import DocumentError, decode_document
 
 _BEGIN = re.compile(r"^(?P<prefix>.*?)GPUDIAG-BEGIN (?P<nonce>\S+)\s*$")
@@ -25,6 +26,8 @@ _PREFIX = re.compile(r"^\s*(?P<key>[^\s:]+): $")
 _PDSH_NOTE = re.compile(r"^pdsh@[^:\s]+: (?P<host>[^:\s]+): (?P<message>.*)$")
 # srun reports tasks that ended badly on stderr: "srun: error: node3: tasks 0-2,5: Killed".
 _SRUN_NOTE = re.compile(r"^srun: error: (?P<node>[^:\s]+): tasks? (?P<tasks>[\d,-]+): (?P<message>.*)$")
+# clush's own lines about hosts: "clush: gpu-[03-04] (2): exited with exit code 255", "...: command timeout".
+_CLUSH_NOTE = re.compile(r"^clush: (?P<hosts>\S+(?: \(\d+\))?): (?P<message>exited with exit code \d+|command timeout)$")
 _EVENT_ANY = re.compile(r"^(?P<prefix>.*?)GPUDIAG-(?:CHILD-)?EVENT ")
 _EVENT_BODY = re.compile(r"^GPUDIAG-EVENT \S+ (?P<json>\{.*\})\s*$")
 MAX_TASKS = 100_000  # a task range in srun's note beyond this is not srun's
@@ -67,6 +70,7 @@ class ParsedText:
     labelled: str = ""  # "host" | "task" | "" (how lines were prefixed)
     nodes: dict[str, str] = field(default_factory=dict)  # srun task label → the node srun named for it
     last_steps: dict[str, str] = field(default_factory=dict)  # frameless label → its last progress event
+    engine: str = ""  # "clush" when its own lines or its gathered form show it; else told by `labelled`
 
 
 def label_kind(key: str) -> str:
@@ -76,6 +80,9 @@ def label_kind(key: str) -> str:
 def parse_text(text: str) -> ParsedText:
     """Every frame in `text`, split by line prefix first."""
     lines = [line.rstrip("\r") for line in text.splitlines()]
+    gathered = clush.is_gathered(lines)
+    if gathered:
+        lines = clush.ungather(lines)  # GatheredFormError: the caller names the source
     prefixes, notes, srun_notes = engine_lines(lines)
     for host in notes:
         prefixes.setdefault(f"{host}: ", host)
@@ -83,6 +90,8 @@ def parse_text(text: str) -> ParsedText:
     for host in notes:
         streams.setdefault(host, [])
     parsed = ParsedText(nodes={task: node for task, node in srun_notes.items() if task in notes})
+    if gathered or any(_CLUSH_NOTE.match(line) for line in lines):
+        parsed.engine = "clush"
     kinds = {label_kind(k) for k in streams if k}
     parsed.labelled = kinds.pop() if len(kinds) == 1 else ("host" if kinds else "")
     for key, stream_lines in streams.items():
@@ -116,6 +125,8 @@ def engine_lines(lines: list[str]) -> tuple[dict[str, str], dict[str, list[str]]
         note = _PDSH_NOTE.match(line)
         if note:
             notes.setdefault(note.group("host"), []).append(note.group("message"))
+        for host, message in clush_note(line):
+            notes.setdefault(host, []).append(f"clush: {message}")
         srun = _SRUN_NOTE.match(line)
         if srun:
             for task in task_numbers(srun.group("tasks")):
@@ -125,6 +136,18 @@ def engine_lines(lines: list[str]) -> tuple[dict[str, str], dict[str, list[str]]
         for task, line in srun_lines.items():
             notes.setdefault(task, []).append(line)
     return prefixes, notes, srun_nodes
+
+
+def clush_note(line: str) -> list[tuple[str, str]]:
+    """(host, message) for every host of a `clush: NODESET: exited with exit code N` line."""
+    match = _CLUSH_NOTE.match(line)
+    if match is None:
+        return []
+    try:
+        hosts = clush.expand_nodeset(match.group("hosts"))
+    except clush.GatheredFormError:
+        return []
+    return [(host, match.group("message")) for host in hosts]
 
 
 def task_numbers(spec: str) -> list[str]:
@@ -162,7 +185,7 @@ def split_streams(lines: list[str], prefixes: dict[str, str]) -> dict[str, list[
     streams: dict[str, list[str]] = {"": []}
     ordered = sorted(prefixes, key=len, reverse=True)  # longest first: "10: " before "0: "
     for line in lines:
-        if _PDSH_NOTE.match(line) or _SRUN_NOTE.match(line):
+        if _PDSH_NOTE.match(line) or _SRUN_NOTE.match(line) or _CLUSH_NOTE.match(line):
             continue
         for prefix in ordered:
             if line.startswith(prefix):
