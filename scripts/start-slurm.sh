@@ -11,6 +11,7 @@
 # plugins (proctrack/linuxproc, task/none), so it runs in a container too. Clients find the cluster through
 # SLURM_CONF. On failure it stops what it started and prints one line saying what failed (exit 1).
 set -uo pipefail
+export PATH="$PATH:/usr/sbin:/sbin"   # munged, slurmctld and slurmd live there
 
 fail() { echo "start-slurm: $*" >&2; [ -n "${DIR:-}" ] && stop_all; exit 1; }
 

@@ -54,7 +54,7 @@ echo "test.sh: torch $("$PY" -c 'import torch; print(torch.__version__, "from", 
 "$PY" scripts/install-ansible-posix.py   # the json stdout callback, without the full `ansible` package
 # Slurm and ClusterShell for the engine tests (test-only). The Slurm tests start their own one-node cluster
 # (scripts/start-slurm.sh: munged, slurmctld, slurmd, every file in a temp dir, stopped by PID); it needs root.
-if [ "$(id -u)" = 0 ] && ! { command -v slurmd && command -v munged; } >/dev/null 2>&1; then
+if [ "$(id -u)" = 0 ] && ! { [ -x /usr/sbin/slurmd ] && [ -x /usr/sbin/munged ]; }; then
   export DEBIAN_FRONTEND=noninteractive
   apt_get update -qq
   apt_get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null

@@ -30,7 +30,8 @@ class SlurmUnavailable(RuntimeError):
 def unavailable_reason() -> str | None:
     if os.geteuid() != 0:
         return "a one-node Slurm needs root (slurmd runs jobs as their users)"
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])   # the daemons live in sbin
+    missing = [tool for tool in TOOLS if shutil.which(tool, path=path) is None]
     if missing:
         return f"{', '.join(missing)} not found (apt-get install slurm-wlm munge; scripts/test.sh does)"
     return None
