@@ -22,6 +22,9 @@ from gpudiag.inventory.patterns import PatternError, expand_range
 SEP = "-" * 15
 _COUNT = re.compile(r" \((?P<count>\d+)\)$")
 _NODESET = re.compile(r"^[A-Za-z0-9_.\-\[\],]+$")
+_BRACKET = re.compile(r"\[([^\]]*)\]")
+_SPAN = re.compile(r"^(\d{1,18})\s*[-:]\s*(\d{1,18})")
+_LONG_NUMBER = re.compile(r"\d{19}")
 MAX_HOSTS = 100_000  # one header standing for more hosts than this is not clush's
 
 
@@ -51,6 +54,8 @@ def expand_nodeset(text: str) -> list[str]:
         raise GatheredFormError(f"clush output names the group {body!r} (clush -r); run clush without -r")
     hosts: list[str] = []
     for part in top_level_parts(body):
+        if estimated_size(part) > MAX_HOSTS:  # before expanding: a hostile range must not fill memory
+            raise GatheredFormError(f"clush node set {body[:80]!r} stands for more than {MAX_HOSTS} hosts")
         try:
             hosts.extend(expand_range(part))
         except PatternError as exc:
@@ -60,6 +65,20 @@ def expand_nodeset(text: str) -> list[str]:
     if match and int(match.group("count")) != len(hosts):
         raise GatheredFormError(f"clush node set {text!r} expands to {len(hosts)} hosts, not {match.group('count')}")
     return hosts
+
+
+def estimated_size(part: str) -> int:
+    """How many names one comma-free part stands for, counted from its brackets without expanding them."""
+    if _LONG_NUMBER.search(part):
+        return MAX_HOSTS + 1  # no real node set numbers its hosts past 18 digits
+    size = 1
+    for body in _BRACKET.findall(part):
+        count = 0
+        for item in body.split(","):
+            bounds = _SPAN.match(item.strip())
+            count += abs(int(bounds.group(2)) - int(bounds.group(1))) + 1 if bounds else 1
+        size *= max(count, 1)
+    return size
 
 
 def top_level_parts(text: str) -> list[str]:

@@ -27,7 +27,9 @@ _PDSH_NOTE = re.compile(r"^pdsh@[^:\s]+: (?P<host>[^:\s]+): (?P<message>.*)$")
 # srun reports tasks that ended badly on stderr: "srun: error: node3: tasks 0-2,5: Killed".
 _SRUN_NOTE = re.compile(r"^srun: error: (?P<node>[^:\s]+): tasks? (?P<tasks>[\d,-]+): (?P<message>.*)$")
 # clush's own lines about hosts: "clush: gpu-[03-04] (2): exited with exit code 255", "...: command timeout".
-_CLUSH_NOTE = re.compile(r"^clush: (?P<hosts>\S+(?: \(\d+\))?): (?P<message>exited with exit code \d+|command timeout)$")
+_CLUSH_NOTE = re.compile(
+    r"^clush: (?P<hosts>\S+(?: \(\d+\))?): (?P<message>exited with exit code \d+|command timeout)$"
+)
 _EVENT_ANY = re.compile(r"^(?P<prefix>.*?)GPUDIAG-(?:CHILD-)?EVENT ")
 _EVENT_BODY = re.compile(r"^GPUDIAG-EVENT \S+ (?P<json>\{.*\})\s*$")
 MAX_TASKS = 100_000  # a task range in srun's note beyond this is not srun's

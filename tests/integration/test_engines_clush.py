@@ -82,6 +82,8 @@ def test_node_sets_expand_as_clush_prints_them():
         clush.expand_nodeset("h[0-1] (3)")
     with pytest.raises(clush.GatheredFormError, match=r"clush -r"):
         clush.expand_nodeset("@gpu")
+    with pytest.raises(clush.GatheredFormError, match="more than 100000 hosts"):   # refused before expanding
+        clush.expand_nodeset("h[0-99999999999]")
 
 
 def test_a_header_inside_a_hosts_output_is_refused(tmp_path):

@@ -57,8 +57,12 @@ def gpudiag(slurm, work, *args, reports="reports"):
 
 
 def env_for(slurm, work, reports="reports"):
-    # Jobs inherit this PATH: their `python3` is the one a direct `scan localhost` runs the probes with.
-    return slurm.env(GPUDIAG_REPORTS=str(work / reports), HOME=str(work / "home"))
+    """Jobs inherit this environment: their `python3` is the one a direct `scan localhost` runs, and the
+    deployment probe reads an empty /proc (GPUDIAG_PROC_ROOT), so sglang servers that other processes on
+    this machine start or stop cannot change the answers between two runs."""
+    empty_proc = work / "empty-proc"
+    empty_proc.mkdir(exist_ok=True)
+    return slurm.env(GPUDIAG_REPORTS=str(work / reports), HOME=str(work / "home"), GPUDIAG_PROC_ROOT=str(empty_proc))
 
 
 def ingested(slurm, work, reports, *sources):
@@ -96,8 +100,7 @@ def facts(doc):
 
 
 def test_sbatch_script_ingested_like_a_direct_scan(slurm, work):
-    # Both runs name the interpreter: unnamed, the probes follow a live sglang server's, which other
-    # processes on this machine could start or stop between the two runs.
+    # Both runs name the interpreter, so neither depends on which python3 or server it finds.
     python = shutil.which("python3", path=env_for(slurm, work)["PATH"])
     env = env_for(slurm, work) | {"GPUDIAG_ARGS": f"--python {python}"}
     proc = slurm.run(["sbatch", "--wait", "--parsable", str(SBATCH_SCRIPT)], env, work)
