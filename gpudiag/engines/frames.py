@@ -3,7 +3,8 @@
 Lines may carry a `host: ` prefix (pdsh, clush) or a task label `0: ` (srun --label); they are split
 into one stream per prefix first, so interleaved hosts come apart. The engines' own lines about a host
 (pdsh's `pdsh@control: node3: ...`, srun's `srun: error: node3: task 2: Killed`) name hosts that printed
-no frame; with labelled srun output such a task becomes a host named after its node. Any nonce is accepted; a frame that
+no frame; with labelled srun output such a task becomes a host named after its node. clush's gathered
+(`-b`) form is turned into the prefixed form first (clush.py). Any nonce is accepted; a frame that
 never ends is returned as truncated, never dropped, and never takes its neighbours with it. Progress event
 lines (probes/events.py) that an engine merged into the text are dropped: only frames carry results.
 """
