@@ -69,7 +69,6 @@ class SlurmCluster:
         env.update(SLURM_CONF=str(self.conf), COLUMNS="200", **overrides)
         return env
 
-    def run(self, argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 180,
-            **kwargs) -> subprocess.CompletedProcess:
+    def run(self, argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
         return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout,
-                              stdin=subprocess.DEVNULL, **kwargs)
+                              stdin=subprocess.DEVNULL)

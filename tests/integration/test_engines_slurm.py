@@ -180,6 +180,21 @@ def test_cancelled_step_is_a_frame_error_beside_the_finished_task(slurm, work):
     assert slurm.node in report.stdout and f"{slurm.node}-2" in report.stdout and "frame_error" in report.stdout
 
 
+def test_task_without_the_interpreter_is_python_missing(slurm, work):
+    task = ('if [ "$SLURM_PROCID" = 1 ]; then exec /opt/none/bin/python3 gpudiag-probes.pyz; fi; '
+            f"exec python3 gpudiag-probes.pyz {' '.join(FAST)}")
+    proc = subprocess.run(["srun", "--label", "-N1", "-n2", "--overcommit", "--kill-on-bad-exit=0", "/bin/sh", "-c",
+                           task], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+                          env=env_for(slurm, work), cwd=work, timeout=180)
+    assert proc.returncode != 0
+    (work / "no-python.out").write_text(proc.stdout)              # srun ... > no-python.out 2>&1
+    _, hosts = ingested(slurm, work, "reports-no-python", "no-python.out")
+    assert hosts[slurm.node]["status"] == "ok"
+    missing = hosts[f"{slurm.node}-2"]
+    assert missing["status"] == "python_missing"
+    assert "/opt/none/bin/python3" in missing["reason"]
+
+
 def wait_for(path, ready, timeout=120):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
