@@ -34,6 +34,7 @@ _CLUSH_NOTE = re.compile(
 _EVENT_ANY = re.compile(r"^(?P<prefix>.*?)GPUDIAG-(?:CHILD-)?EVENT ")
 _EVENT_BODY = re.compile(r"^GPUDIAG-EVENT \S+ (?P<json>\{.*\})\s*$")
 MAX_TASKS = 100_000  # a task range in srun's note beyond this is not srun's
+MAX_NOTED_HOSTS = 100_000
 MAX_EVENT_CHARS = 4096
 _HOST_IN_PARTIAL = re.compile(r'"host": "((?:[^"\\]|\\.)*)"')
 TAIL_CHARS = 2000
@@ -128,10 +129,11 @@ def engine_lines(lines: list[str]) -> tuple[dict[str, str], dict[str, list[str]]
         note = _PDSH_NOTE.match(line)
         if note:
             notes.setdefault(note.group("host"), []).append(note.group("message"))
-        for host, message in clush_note(line):
+        # Hosts named only by engine lines are capped in all: a hostile file must not fill memory.
+        for host, message in clush_note(line) if len(notes) < MAX_NOTED_HOSTS else []:
             notes.setdefault(host, []).append(f"clush: {message}")
         srun = _SRUN_NOTE.match(line)
-        if srun:
+        if srun and len(srun_nodes) < MAX_NOTED_HOSTS:
             for task in task_numbers(srun.group("tasks")):
                 srun_nodes[task], srun_lines[task] = srun.group("node"), line
     # Unlabelled output's frames cannot be told apart by task: there srun's notes name no host.
