@@ -5,6 +5,8 @@
 #
 # System changes, all undone or documented here:
 #  - apt packages openssh-server, openssh-client, pdsh, zsh, tcsh, fish (when one is missing; needs root);
+#  - apt packages slurm-wlm and munge (when missing, as root); nothing of theirs is configured system-wide
+#    (on a systemd machine Debian's own munge service may start);
 #  - the login-shell tests create one user per shell and remove them when they end;
 #  - the integration fixture creates the system user `gdnoisy` (a login whose .bashrc prints a banner, to
 #    prove framing survives it). This script removes it again when it did not exist before the run;
@@ -50,6 +52,14 @@ echo "test.sh: torch $("$PY" -c 'import torch; print(torch.__version__, "from", 
 # Engines the ingest tests drive for real (test-only, never runtime dependencies).
 "${PIP[@]}" ansible-core
 "$PY" scripts/install-ansible-posix.py   # the json stdout callback, without the full `ansible` package
+# Slurm and ClusterShell for the engine tests (test-only). The Slurm tests start their own one-node cluster
+# (scripts/start-slurm.sh: munged, slurmctld, slurmd, every file in a temp dir, stopped by PID); it needs root.
+if [ "$(id -u)" = 0 ] && ! { [ -x /usr/sbin/slurmd ] && [ -x /usr/sbin/munged ]; }; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt_get update -qq
+  apt_get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
+fi
+"${PIP[@]}" ClusterShell
 
 # CI (GPUDIAG_STATIC_CHECKS=1) runs ruff and mypy first: a lint or type error fails before the long suite.
 if [ -n "${GPUDIAG_STATIC_CHECKS:-}" ]; then

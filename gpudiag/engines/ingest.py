@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpudiag.engines import ansible_json, frames
+from gpudiag.engines.clush import GatheredFormError
 from gpudiag.engines.failures import one_line, status_from_message
 from gpudiag.models import FRAME_ERROR, PYTHON_MISSING, UNREACHABLE, CommandResult, Host, HostResult
 from gpudiag.orchestrator import classify
@@ -34,7 +35,7 @@ class Source:
 class IngestOutcome:
     results: list[HostResult] = field(default_factory=list)
     formats: list[str] = field(default_factory=list)  # per source: ansible-json | frames
-    engines: list[str] = field(default_factory=list)  # per source: ansible | pdsh | srun | file
+    engines: list[str] = field(default_factory=list)  # per source: ansible | pdsh | clush | srun | file
 
 
 def detect_format(source: Source, requested: str) -> str:
@@ -57,9 +58,12 @@ def ingest(sources: list[Source], requested: str = "auto") -> IngestOutcome:
             results, engine = [from_ansible_host(h) for h in hosts], "ansible"
             found_frames = found_frames or bool(results)
         else:
-            parsed = frames.parse_text(source.text)
+            try:
+                parsed = frames.parse_text(source.text)
+            except GatheredFormError as exc:
+                raise IngestError(f"{source.name}: {exc}") from None
             found_frames = found_frames or bool(parsed.frames) or bool(parsed.frameless)
-            results, engine = from_parsed_text(parsed, source), TRANSPORT_BY_LABEL[parsed.labelled]
+            results, engine = from_parsed_text(parsed, source), transport_of(parsed)
         outcome.results.extend(results)
         outcome.formats.append(fmt)
         outcome.engines.append(engine)
@@ -70,8 +74,13 @@ def ingest(sources: list[Source], requested: str = "auto") -> IngestOutcome:
     return outcome
 
 
+def transport_of(parsed: frames.ParsedText) -> str:
+    """clush where its lines show it; else host prefixes read as pdsh (the two print them alike)."""
+    return parsed.engine or TRANSPORT_BY_LABEL[parsed.labelled]
+
+
 def from_parsed_text(parsed: frames.ParsedText, source: Source) -> list[HostResult]:
-    transport = TRANSPORT_BY_LABEL[parsed.labelled]
+    transport = transport_of(parsed)
     single = len(parsed.frames) == 1 and not parsed.frameless
     results = []
     for frame in parsed.frames:
@@ -79,8 +88,11 @@ def from_parsed_text(parsed: frames.ParsedText, source: Source) -> list[HostResu
         address = (frame.label if frame.label_kind == "host" else None) or _doc_hostname(frame) or name
         results.append(from_frame(frame, name, address, transport))
     for label, lines in parsed.frameless.items():
-        text = "\n".join(lines)
-        results.append(frameless_result(label, label, transport, text))
+        node = parsed.nodes.get(label)
+        name = node or (f"task-{label}" if frames.label_kind(label) == "task" else label)
+        result = frameless_result(name, node or label, transport, "\n".join(lines))
+        step = parsed.last_steps.get(label)
+        results.append(replace(result, reason=f"{result.reason} (last step: {step})") if step else result)
     if not parsed.frames and not parsed.frameless and source.text.strip():
         # One file per host, and this host's file holds no frame: the host failed, keep why.
         results.append(frameless_result(source.stem, source.stem, transport, source.text))

@@ -125,8 +125,9 @@ def test_ansible_playbook_json_callback(sshd_fleet, direct):
     assert_same_as_direct(direct, hosts, "ansible")
     assert hosts[DOWN]["status"] == "unreachable"
     # The per-host files the playbook saved are a second, callback-independent way in.
-    assert sorted(p.stem for p in saved.iterdir()) == FLEET_HOSTS
+    assert sorted(p.stem for p in saved.iterdir()) == sorted(FLEET_HOSTS + [DOWN])
     _, from_files = ingest(sshd_fleet, saved)
+    assert from_files.pop(DOWN)["status"] == "unreachable"
     assert {n: facts(d) for n, d in from_files.items()} == {n: facts(direct["hosts"][n]) for n in FLEET_HOSTS}
 
 
