@@ -525,6 +525,8 @@ def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
                 + (f" → {where['path']}" if where.get("path") and where.get("path") != where.get("where") else "")
                 + ")"
             )
+            if block.get("outcome") == "unreadable":  # not text: nothing in it was read, so nothing reads clean
+                findings.append(_unreadable_log(host, source, str(block.get("reason") or "not text")))
             for crash in (c for c in as_list(block.get("crashes")) if isinstance(c, dict)):
                 finding = log_crash_finding(crash, block, source, (host.name,), "server log")
                 context = crash_context.joined(host, crash)
@@ -560,3 +562,17 @@ def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
                     )
                 )
     return findings
+
+
+def _unreadable_log(host: HostResult, source: str, reason: str) -> Finding:
+    return Finding(
+        id="cuda_graph.server_log_unreadable",
+        severity="warning",
+        title="a live server's log could not be read as text",
+        hosts=(host.name,),
+        evidence=(Evidence(kind="text", host=host.name, file=source, text=f"{source}: {reason}"),),
+        recommendation="Its crashes, if any, were not classified: check where the server's output goes (a binary "
+        "or corrupted file, a wrong path given with server_log:) and name the text log in the inventory.",
+        sources=(source,),
+        action="Point server_log: in the inventory at the server's text log",
+    )
