@@ -12,6 +12,7 @@ from rich.console import Console
 
 from gpudiag.cli import UserError
 from gpudiag.inventory import Inventory, InventoryError, load_inventory, resolve_targets
+from gpudiag.inventory.ansible_sources import default_sources
 from gpudiag.inventory.patterns import PatternError
 from gpudiag.models import Host
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
@@ -75,8 +76,10 @@ def inventory_option(f: Any) -> Any:
         "-i",
         "--inventory",
         "inventory_path",
-        type=click.Path(dir_okay=False),
-        help="Inventory file: gpudiag's YAML form, or an Ansible inventory (YAML or INI).",
+        type=click.Path(),
+        help="Inventory: gpudiag's YAML form, or an Ansible inventory (YAML, INI, or a directory of them; "
+        "group_vars/ and host_vars/ beside it apply). Default: ./inventory.yaml, else Ansible's own "
+        "(ANSIBLE_INVENTORY, or `inventory` in ansible.cfg).",
     )(f)
 
 
@@ -86,21 +89,24 @@ def _remember_limit(ctx: click.Context, param: click.Parameter, value: str | Non
 
 
 def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | None) -> list[Host]:
-    """Resolve targets (and --limit); `-i FILE`, else ./inventory.yaml when present, is the inventory.
+    """Resolve targets (and --limit); `-i PATH`, else ./inventory.yaml when present, else the inventory
+    Ansible would use (ANSIBLE_INVENTORY, ansible.cfg), is the inventory.
 
-    A broken ./inventory.yaml that -i did not name is only a warning: ad-hoc targets need no inventory.
+    A broken default inventory that -i did not name is only a warning: ad-hoc targets need no inventory.
     """
     ctx = click.get_current_context(silent=True)
     limit = ctx.meta.get(LIMIT_KEY) if ctx is not None else None
-    unused, inventory, ssh = "", None, _ssh_config()
+    unused, inventory, ssh, label = "", None, _ssh_config(), DEFAULT_INVENTORY
     try:
         inventory = load_inventory(inventory_path, ssh) if inventory_path else None
-        if inventory is None and Path(DEFAULT_INVENTORY).is_file():
+        default = _default_inventory() if inventory is None else None
+        if default is not None:
+            label = default[1]
             try:
-                inventory = load_inventory(DEFAULT_INVENTORY, ssh)
+                inventory = load_inventory(default[0], ssh)
             except InventoryError as exc:
                 unused = str(exc)
-                click.echo(f"gpudiag: warning: {DEFAULT_INVENTORY} not used: {unused}", err=True)
+                click.echo(f"gpudiag: warning: {label} not used: {unused}", err=True)
         if not targets and limit and inventory is not None:
             targets = ("all",)
         if not targets:
@@ -108,12 +114,23 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
         hosts = resolve_targets(list(targets), inventory, python, ssh_config=ssh, limit=limit)
     except InventoryError as exc:
         relevant = unused and not isinstance(exc, PatternError)  # a bad range is wrong with or without it
-        because = f" ({DEFAULT_INVENTORY} was not used: it does not load)" if relevant else ""
+        because = f" ({label} was not used: it does not load)" if relevant else ""
         raise UserError(f"{exc}{because}") from None
     _warn_unhonoured(hosts, inventory)
     if ctx is not None and ssh is not None:
         ctx.meta[SSH_NOTES_KEY] = ssh.notes_by_host
     return hosts
+
+
+def _default_inventory() -> tuple[str | list[str], str] | None:
+    """(what to load, how to name it) when no -i is given: ./inventory.yaml, else Ansible's default."""
+    if Path(DEFAULT_INVENTORY).is_file():
+        return DEFAULT_INVENTORY, DEFAULT_INVENTORY
+    ansible = default_sources()
+    if ansible is None:
+        return None
+    sources, named_in = ansible
+    return sources, f"the inventory named in {named_in} ({','.join(sources)})"
 
 
 def _ssh_config() -> SshConfig | None:

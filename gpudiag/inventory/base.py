@@ -49,6 +49,7 @@ class HostSpec:
 
     name: str
     line: int
+    path: str | None = None  # the file it is written in, where an inventory has several
     address: str | None = None
     user: str | None = None
     port: int | None = None

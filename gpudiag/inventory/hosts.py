@@ -127,6 +127,12 @@ def _expand_home(path: str | None) -> str | None:
     return path
 
 
+def _located(reason: str, path: str, line: int) -> str:
+    """A reason that names no file (`FILE:LINE: ` or `FILE: `) gets the host's own place."""
+    head = reason.split(" ", 1)[0]
+    return reason if head.endswith(":") and ("/" in head or head.startswith(path)) else f"{path}:{line}: {reason}"
+
+
 def is_local(spec: HostSpec) -> bool:
     if spec.local is not None:
         return spec.local
@@ -165,12 +171,13 @@ class HostBuilder:
         return hosts
 
     def _error(self, spec: HostSpec, message: str) -> InventoryError:
-        return InventoryError(f"{self.path}:{spec.line}: host {spec.name!r}: {message}")
+        return InventoryError(f"{spec.path or self.path}:{spec.line}: host {spec.name!r}: {message}")
 
     def _host(self, name: str, stack: tuple[str, ...]) -> Host:
         if name in self.hosts:
             return self.hosts[name]
         spec = self.specs[name]
+        path = spec.path or self.path
         common: dict[str, Any] = dict(
             name=safe_file_name(name),
             python=spec.python or DEFAULT_PYTHON,
@@ -178,7 +185,7 @@ class HostBuilder:
             container=spec.container,
             server_log=spec.server_log,
             groups=tuple(spec.groups),
-            source=f"{self.path}:{spec.line}",
+            source=f"{path}:{spec.line}",
             vars=tuple(sorted(spec.vars.items())),
         )
         if is_local(spec):
@@ -197,14 +204,11 @@ class HostBuilder:
                     **common,
                 )
             except InventoryError as exc:
-                error = exc if str(exc).startswith(self.path) else self._error(spec, str(exc))
+                error = exc if str(exc).startswith(path) else self._error(spec, str(exc))
                 if not self.lenient:
                     raise error from None
                 host = Host(address=spec.address or name, transport="ssh", skip_reason=str(error), **common)
-        where = f"{self.path}:{spec.line}: "
-        reasons = [
-            (p.reason if p.reason.startswith(self.path) else where + p.reason, p.blocking) for p in spec.problems
-        ]
+        reasons = [(_located(p.reason, path, spec.line), p.blocking) for p in spec.problems]
         blocking = [reason for reason, blocks in reasons if blocks]
         if blocking:
             host = host.with_(skip_reason="; ".join(blocking))
