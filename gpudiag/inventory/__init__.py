@@ -47,7 +47,8 @@ def _inventory(
 ) -> Inventory:
     builder = HostBuilder(specs, path, ssh or default_ssh_config(), lenient=form == "ansible")
     hosts = builder.build()
-    groups["all"] = list(hosts)
+    if form == "gpudiag":
+        groups["all"] = list(hosts)  # file order (an Ansible inventory's `all` is in Ansible's order)
     return Inventory(
         path=path, hosts=hosts, groups=groups, form=form, notes=builder.notes, python_skips=builder.python_skips
     )

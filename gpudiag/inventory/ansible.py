@@ -24,6 +24,7 @@ from gpudiag.inventory.base import (
     line_of,
     suggest,
 )
+from gpudiag.inventory.ansible_ini import IniFile
 from gpudiag.inventory.ansible_sources import vars_files
 from gpudiag.inventory.ansible_vars import CONTAINER_CONNECTIONS, FIELDS, SSH_CONNECTIONS, read_vars
 
@@ -53,6 +54,7 @@ class AnsibleReader:
         self.flat: dict[str, list[str]] = {}
         self._depths: dict[str, int] = {}
         self._file_vars: dict[tuple[str, str], dict[str, Any]] = {}
+        self._ini_top: set[str] = set()  # groups an INI file put under `all` only to declare them
 
     def read(self) -> tuple[list[HostSpec], dict[str, list[str]]]:
         for doc in self.docs:
@@ -60,6 +62,9 @@ class AnsibleReader:
             self._ensure("all", doc.root)
             for name, key_node, value in doc.mapping(doc.root, "the inventory", False):
                 self._group(name, key_node, value, parent=None if name == "all" else "all")
+            if isinstance(doc, IniFile):
+                self._ini_top |= {name for name in self.groups if name != "all"}
+        self._detach_ini_children()
         self._check_cycles()
         self._fill_ungrouped()
         for group in self.groups:
@@ -128,16 +133,29 @@ class AnsibleReader:
             # as Ansible reconciles it: a host that has a group of its own leaves `ungrouped`
             group.hosts = [h for h in dict.fromkeys(group.hosts + ungrouped) if h not in grouped]
             if "ungrouped" not in self.groups["all"].children:
-                self.groups["all"].children.append("ungrouped")
+                self.groups["all"].children.insert(0, "ungrouped")  # Ansible creates it first
+
+    def _detach_ini_children(self) -> None:
+        """As Ansible reconciles an INI file: only a group with no other parent is a child of `all`."""
+        top = self.groups["all"]
+        for name in self._ini_top:
+            group = self.groups[name]
+            if "all" in group.parents and len(group.parents) > 1:
+                group.parents.remove("all")
+                top.children.remove(name)
 
     def _hosts_of(self, name: str) -> list[str]:
+        """A group's hosts in Ansible's order (Group.get_hosts): its own, then its descendants' level
+        by level, each level in the order the groups were declared."""
         if name not in self.flat:
-            members = (
-                list(self.host_vars)
-                if name == "all"
-                else self.groups[name].hosts
-                + [h for child in self.groups[name].children for h in self._hosts_of(child)]
-            )
+            order, level = [name], list(self.groups[name].children)
+            while level:
+                level = [g for g in dict.fromkeys(level) if g not in order]
+                order += level
+                level = [c for g in level for c in self.groups[g].children]
+            members = [h for g in order for h in self.groups[g].hosts]
+            if name == "all":
+                members += list(self.host_vars)  # every host, those of no group too
             self.flat[name] = list(dict.fromkeys(members))
         return self.flat[name]
 
