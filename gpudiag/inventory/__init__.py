@@ -45,7 +45,7 @@ def load_inventory(path: str | Path | list[str], ssh_config: SshConfig | None = 
 def _inventory(
     path: str, specs: list[HostSpec], groups: dict[str, list[str]], ssh: SshConfig | None, form: str
 ) -> Inventory:
-    builder = HostBuilder(specs, path, ssh or default_ssh_config(), lenient=form == "ansible")
+    builder = HostBuilder(specs, path, ssh or default_ssh_config())
     hosts = builder.build()
     if form == "gpudiag":
         groups["all"] = list(hosts)  # file order (an Ansible inventory's `all` is in Ansible's order)

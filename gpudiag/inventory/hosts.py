@@ -142,20 +142,18 @@ def is_local(spec: HostSpec) -> bool:
 class HostBuilder:
     """Builds every Host of one inventory; jumps naming other inventory hosts are resolved on demand."""
 
-    def __init__(self, specs: list[HostSpec], path: str, ssh: SshConfig, lenient: bool = False):
+    def __init__(self, specs: list[HostSpec], path: str, ssh: SshConfig):
         self.specs = {s.name: s for s in specs}
         self.path = path
         self.hosts: dict[str, Host] = {}
         self.hops = HopResolver(ssh, self._inventory_hop)
-        # lenient (Ansible inventories): a host that cannot be built is skipped with the reason, so a
-        # host nobody targets never blocks the command
-        self.lenient = lenient
         self.notes: dict[str, list[str]] = {}
         self.python_skips: set[str] = set()  # `--python` makes their one problem moot
 
     def build(self) -> Mapping[str, Host]:
-        """Every host, built now (gpudiag's form: the whole file is checked) or, when lenient, on first
-        use: ssh config (its `Match exec` commands included) is applied only to hosts a command targets."""
+        """Every host, each built on first use: ssh config (its `Match exec` commands included) is applied
+        only to hosts a command targets, and a host that cannot be built is skipped with the reason, so a
+        host nobody targets never blocks the command."""
         file_names: dict[str, str] = {}
         for name, spec in self.specs.items():
             safe = safe_file_name(name)
@@ -164,11 +162,7 @@ class HostBuilder:
                     spec, f"hosts {file_names[safe]!r} and {name!r} would share the file name {safe!r}; rename one"
                 )
             file_names[safe] = name
-        hosts = LazyHosts(self)
-        if not self.lenient:
-            for name in self.specs:
-                self.host(name)
-        return hosts
+        return LazyHosts(self)
 
     def _error(self, spec: HostSpec, message: str) -> InventoryError:
         return InventoryError(f"{spec.path or self.path}:{spec.line}: host {spec.name!r}: {message}")
@@ -205,8 +199,6 @@ class HostBuilder:
                 )
             except InventoryError as exc:
                 error = exc if str(exc).startswith(path) else self._error(spec, str(exc))
-                if not self.lenient:
-                    raise error from None
                 host = Host(address=spec.address or name, transport="ssh", skip_reason=str(error), **common)
         reasons = [(_located(p.reason, path, spec.line), p.blocking) for p in spec.problems]
         blocking = [reason for reason, blocks in reasons if blocks]
