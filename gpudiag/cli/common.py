@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -94,6 +96,8 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
 
     A broken default inventory that -i did not name is only a warning: ad-hoc targets need no inventory.
     """
+    if python is not None and not python.strip():
+        raise UserError("--python is empty: give the interpreter (a path or a name on PATH), or leave the option out")
     ctx = click.get_current_context(silent=True)
     limit = ctx.meta.get(LIMIT_KEY) if ctx is not None else None
     unused, inventory, ssh, label = "", None, _ssh_config(), DEFAULT_INVENTORY
@@ -179,6 +183,51 @@ def ignored_ssh_settings(hosts: list[Host]) -> list[str]:
         if shown:
             lines.append(f"{host.name}: {config.path}: {'; '.join(shown)}")
     return lines
+
+
+def listed_names(value: str | None, option: str) -> list[str] | None:
+    """A comma-separated option's names; None when the option was not given. A value that names
+    nothing (`""`, `,,`) is a usage error, never the default in disguise."""
+    if value is None:
+        return None
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    if not names:
+        raise UserError(f"{option} {value!r} names nothing: give comma-separated names, or leave the option out")
+    return names
+
+
+class RecordedKeys:
+    """What --accept-new added to gpudiag's known-hosts file during one command, said afterwards: one
+    stderr line per key with its SHA256 fingerprint (as `ssh-keygen -lf` shows it), so a user can check
+    the keys that were trusted on first use."""
+
+    def __init__(self, known_hosts: str | None, accept_new: bool):
+        self.path: Path | None = None
+        if accept_new:  # hostkeys imports paramiko, which a local-only command never loads
+            from gpudiag.transports.hostkeys import own_known_hosts_path
+
+            self.path = own_known_hosts_path(known_hosts)
+        self.before = set(self._lines())
+
+    def _lines(self) -> list[str]:
+        if self.path is None:
+            return []
+        try:
+            return self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return []
+
+    def report(self) -> None:
+        for line in self._lines():
+            if line in self.before or len(line.split()) < 3:
+                continue
+            name, key_type, blob = line.split()[:3]
+            try:
+                digest = hashlib.sha256(base64.b64decode(blob, validate=True)).digest()
+            except ValueError:
+                continue
+            shown = "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+            click.echo(f"gpudiag: recorded the host key of {name}: {key_type} {shown} in {self.path}", err=True)
 
 
 def checked_settings(settings: tuple[str, ...], selected: list[str]) -> dict[str, Any]:

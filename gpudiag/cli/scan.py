@@ -11,10 +11,12 @@ from rich.console import Console
 from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import (
+    RecordedKeys,
     ResultConsole,
     Seconds,
     checked_settings,
     inventory_option,
+    listed_names,
     load_hosts,
     reports_dir_option,
     warn_ignored_ssh_settings,
@@ -35,7 +37,7 @@ GPU_PROBE_TIMEOUTS = bundle.PROBE_TIMEOUTS  # declared beside each probe (probes
 
 
 def selected_probes(probes: str | None, deep: bool) -> list[str]:
-    names = [p.strip() for p in probes.split(",") if p.strip()] if probes else list(bundle.LIGHT_PROBES)
+    names = listed_names(probes, "--probes") or list(bundle.LIGHT_PROBES)
     if deep:
         names += [p for p in bundle.DEEP_PROBES if p not in names]
     unknown = [p for p in names if p not in bundle.ALL_PROBES]
@@ -138,7 +140,9 @@ def scan(
         extra={"requested": {"checks": list(explicit_checks((), probes, deep))}},
     )
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
+    recorded = RecordedKeys(known_hosts, accept_new)
     outcome, manifest, stop = run_hosts(run, hosts, request, factory, console)
+    recorded.report()
     writer = run.writer
     stored = _stored_run(writer.dir, console)
     findings = None if stored is None else rules.all_findings(stored)
