@@ -69,6 +69,7 @@ def inventory_option(f: Any) -> Any:
     f = click.option(
         "--limit",
         metavar="PATTERN",
+        shell_complete=complete_targets,
         expose_value=False,
         callback=_remember_limit,
         help="Keep only the hosts this pattern also selects, as Ansible's --limit "
@@ -83,6 +84,31 @@ def inventory_option(f: Any) -> Any:
         "group_vars/ and host_vars/ beside it apply). Default: ./inventory.yaml, else Ansible's own "
         "(ANSIBLE_INVENTORY, or `inventory` in ansible.cfg).",
     )(f)
+
+
+def complete_targets(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of TARGETS and --limit: the groups and hosts of the inventory the command would
+    read (-i, else the default), for the last term of a pattern (`gpus:!gp` completes `gp`). Nothing is
+    resolved and nothing connects: ssh config (and its `Match exec`) is not applied."""
+    from click.shell_completion import CompletionItem
+
+    cut = max(incomplete.rfind(sep) for sep in ",:") + 1
+    head, word = incomplete[:cut], incomplete[cut:]
+    if word[:1] in ("!", "&"):
+        head, word = head + word[0], word[1:]
+    written = ctx.params.get("inventory_path")
+    source = (written, written) if written else _default_inventory()
+    if source is None:
+        return []
+    try:
+        inventory = load_inventory(source[0], SshConfig(Path(os.devnull)))
+    except (InventoryError, SshConfigError, OSError, ValueError):
+        return []  # completion never prints an error into the user's shell
+    groups = [g for g in inventory.groups if g.startswith(word)]
+    hosts = [h for h in inventory.hosts if h.startswith(word) and h not in groups]
+    return [CompletionItem(head + g, help="group") for g in groups] + [
+        CompletionItem(head + h, help="host") for h in hosts
+    ]
 
 
 def _remember_limit(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

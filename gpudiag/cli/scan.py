@@ -15,6 +15,7 @@ from gpudiag.cli.common import (
     ResultConsole,
     Seconds,
     checked_settings,
+    complete_targets,
     inventory_option,
     listed_names,
     load_hosts,
@@ -47,7 +48,7 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 
 
 @click.command()
-@click.argument("targets", nargs=-1)
+@click.argument("targets", nargs=-1, shell_complete=complete_targets)
 @inventory_option
 @click.option("--python", help="Interpreter to run the probes with on every target (e.g. the sglang venv).")
 @click.option("--probes", help="Comma-separated probes (default: the light set).")
