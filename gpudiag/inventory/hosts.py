@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator, Mapping
 from gpudiag.inventory.base import LOCAL_NAMES, HostSpec, InventoryError
 from gpudiag.models import Host, safe_file_name
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError, SshSettings
+from gpudiag.inventory.sshconfig_match import TokenError, connection_tokens, expand_tokens
 
 DEFAULT_PYTHON = "python3"
 _HOP = re.compile(
@@ -33,27 +34,38 @@ def _is_ipv6(text: str) -> bool:
 
 
 class HopResolver:
-    """Turns a jump written as hop[,hop...] into a ProxyJump spec of real addresses.
+    """Turns a jump written as hop[,hop...] into a ProxyJump spec of real addresses, as OpenSSH follows it.
 
     A hop is an inventory host name (when `inventory_hop` knows it) or `[user@]host[:port]`, where
-    host may be an ssh_config alias; the alias's own ProxyJump is followed, as OpenSSH does.
+    host may be an ssh_config alias. OpenSSH reaches the last hop with `ssh -J <the hops before> last`, so
+    the command line beats that hop's own ProxyJump, and only the first hop is reached with its own
+    configuration (its own ProxyJump followed, recursively). `%h %n %p %r %%` in a jump value are the
+    destination's, as in OpenSSH's ProxyJump; `none` is no jump.
     """
 
-    def __init__(self, ssh: SshConfig, inventory_hop: Callable[[str, tuple[str, ...]], str | None] | None = None):
+    def __init__(self, ssh: SshConfig, inventory_hop: Callable[[str, tuple[str, ...], bool], str | None] | None = None):
         self.ssh = ssh
         self.inventory_hop = inventory_hop
         self.notes: list[str] = []  # settings of ssh-config hops gpudiag cannot honour (the caller warns)
         self.hop_keys: list[tuple[str, str]] = []  # (hop alias, its IdentityFile): jump hosts get the
         # destination's key, the agent and the default keys
 
-    def resolve(self, jump: str, stack: tuple[str, ...] = ()) -> str:
-        return ",".join(self._hop(part.strip(), stack) for part in jump.split(",") if part.strip())
+    def resolve(self, jump: str, stack: tuple[str, ...] = (), tokens: dict[str, str] | None = None) -> str:
+        if tokens is not None:
+            try:
+                jump = expand_tokens(jump, tokens, "ProxyJump")
+            except TokenError as exc:
+                raise InventoryError(str(exc)) from None
+        if jump.strip().lower() == "none":
+            return ""
+        parts = [part.strip() for part in jump.split(",") if part.strip()]
+        return ",".join(self._hop(part, stack, own_jump=i == 0) for i, part in enumerate(parts))
 
-    def _hop(self, hop: str, stack: tuple[str, ...]) -> str:
+    def _hop(self, hop: str, stack: tuple[str, ...], own_jump: bool) -> str:
         if hop in stack:
             raise InventoryError(f"jump hosts form a cycle: {' → '.join(stack + (hop,))}")
         if self.inventory_hop is not None:
-            found = self.inventory_hop(hop, stack + (hop,))
+            found = self.inventory_hop(hop, stack + (hop,), own_jump)
             if found is not None:
                 return found
         match = _HOP.match(hop.removeprefix("ssh://"))
@@ -62,14 +74,22 @@ class HopResolver:
         alias = match.group("v6") or match.group("host")
         given_port = int(match.group("port")) if match.group("port") else None
         settings = _lookup(self.ssh, alias, match.group("user"), given_port)
-        port = given_port or settings.port
+        port, user = given_port or settings.port, match.group("user") or settings.user
         self.notes += [f"jump {alias}: {note}" for note in settings.ignored]
         if settings.identity_file:
             self.hop_keys.append((alias, settings.identity_file))
-        spec = endpoint(settings.hostname, match.group("user") or settings.user, port)
-        if settings.proxy_jump and settings.proxy_jump not in (hop, alias):  # `Host * ProxyJump x` hits x too
-            return f"{self.resolve(settings.proxy_jump, stack + (hop,))},{spec}"
+        spec = endpoint(settings.hostname, user, port)
+        own = settings.proxy_jump if own_jump else None
+        if own and own not in (hop, alias):  # `Host * ProxyJump x` hits x too: x is then reached directly
+            before = self.resolve(own, stack + (hop,), jump_tokens(settings.hostname, alias, user, port))
+            return f"{before},{spec}" if before else spec
         return spec
+
+
+def jump_tokens(hostname: str, original: str, user: str | None, port: int | None) -> dict[str, str]:
+    """The tokens OpenSSH's ProxyJump accepts (ssh_config(5) TOKENS): %h %n %p %r, and %%."""
+    tokens = connection_tokens(hostname, original, user, port)
+    return {key: tokens[key] for key in ("h", "n", "p", "r")}
 
 
 def _lookup(ssh: SshConfig, alias: str, user: str | None = None, port: int | None = None) -> SshSettings:
@@ -97,7 +117,8 @@ def ssh_host(
     if raw_jump in (address, name):  # a catch-all `Host * ProxyJump bastion` also matches the bastion
         raw_jump = None
     hops.notes, hops.hop_keys = [], []
-    resolved_jump = hops.resolve(raw_jump, jump_stack) if raw_jump else None
+    tokens = jump_tokens(settings.hostname, address, user or settings.user, port or settings.port)
+    resolved_jump = hops.resolve(raw_jump, jump_stack, tokens) if raw_jump else None
     key = _expand_home(identity_file) or settings.identity_file
     hop_keys = [
         f"jump {alias}: IdentityFile {path} is not used (a jump host is offered the destination's key, "
@@ -215,7 +236,7 @@ class HostBuilder:
     def host(self, name: str) -> Host:
         return self._host(name, (name,))
 
-    def _inventory_hop(self, hop: str, stack: tuple[str, ...]) -> str | None:
+    def _inventory_hop(self, hop: str, stack: tuple[str, ...], own_jump: bool) -> str | None:
         if hop not in self.specs:
             return None
         host = self._host(hop, stack)
@@ -224,7 +245,7 @@ class HostBuilder:
         if host.transport != "ssh":
             raise InventoryError(f"jump host {hop!r} is reached locally, not over ssh")
         spec = endpoint(host.address, host.user, host.port)
-        return f"{host.jump},{spec}" if host.jump else spec
+        return f"{host.jump},{spec}" if host.jump and own_jump else spec
 
 
 class LazyHosts(Mapping[str, Host]):
