@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpudiag.inventory.base import MAX_RANGE, InventoryError
 
@@ -164,3 +165,30 @@ def compile_regex(text: str, pattern: str) -> re.Pattern[str]:
         return re.compile(text[1:])
     except (re.error, RecursionError, OverflowError) as exc:
         raise PatternError(f"pattern {pattern!r}: {text!r} is not a regular expression: {exc}") from None
+
+
+def regex_matches(regex: re.Pattern[str], name: str) -> bool:
+    return regex.match(name) is not None
+
+
+def with_files(terms: list[Term], what: str) -> list[Term]:
+    """Each `@FILE` term replaced by the patterns in the file, one a line (as Ansible reads a --limit file)."""
+    out: list[Term] = []
+    for term in terms:
+        if term.op or not term.text.startswith("@"):
+            out.append(term)
+            continue
+        for line in pattern_file(term.text, what):
+            out += split_pattern(line)
+    return out
+
+
+def pattern_file(written: str, what: str) -> list[str]:
+    try:
+        lines = Path(written[1:]).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InventoryError(f"{what} {written}: cannot read: {exc}") from None
+    patterns = [line.strip() for line in lines if line.strip()]
+    if not patterns:
+        raise InventoryError(f"{what} {written}: the file names no hosts")
+    return patterns

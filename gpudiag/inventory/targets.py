@@ -5,9 +5,7 @@
 from __future__ import annotations
 
 import fnmatch
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from gpudiag.inventory.adhoc import default_ssh_config, may_be_typo, parse_adhoc, split_target
 from gpudiag.inventory.base import LOCAL_NAMES, Inventory, InventoryError, suggest
@@ -18,8 +16,10 @@ from gpudiag.inventory.patterns import (
     expand_range,
     has_range,
     is_wildcard,
+    regex_matches,
     split_pattern,
     split_subscript,
+    with_files,
 )
 from gpudiag.inventory.sshconfig import SshConfig
 from gpudiag.models import Host, safe_file_name
@@ -103,6 +103,7 @@ class _Resolver:
             return self._pattern(target)
         if self._selects_from_inventory(target):
             return self._pattern(target)
+        self._refuse_unknown_subscript(target)
         if has_range(target):
             names = self._range_names(target)
             if names is not None:
@@ -150,7 +151,7 @@ class _Resolver:
     def _pattern(self, pattern: str) -> list[Host]:
         """Ansible's order: the union of the plain terms (or `all`), then `&` terms, then `!` terms.
         Names are combined first; only the hosts left are resolved (ssh config applied)."""
-        terms = _with_files(split_pattern(pattern), "target")
+        terms = with_files(split_pattern(pattern), "target")
         plain = [t for t in terms if not t.op]
         picks = (
             [p for t in plain for p in self._term_picks(t.text, pattern)] if plain else self._term_picks("all", pattern)
@@ -172,6 +173,21 @@ class _Resolver:
         text = terms[0].text
         return text.startswith("~") or self._subscripted(text) is not None
 
+    def _refuse_unknown_subscript(self, target: str) -> None:
+        """`gpsu[0]` with an inventory: a one-host subscript of a name the inventory lacks is a typo, said
+        as typed (a slice over an unknown name stays a host range: `gpu-0[1:3]`)."""
+        terms = split_pattern(target)
+        sub = split_subscript(target) if len(terms) == 1 and not terms[0].op else None
+        inv = self.inventory
+        if sub is None or sub.end is not None or inv is None or self._exact_names(sub.base) is not None:
+            return
+        if is_wildcard(sub.base) and self._wildcard(sub.base, target, required=False):
+            return
+        raise InventoryError(
+            f"pattern {target!r}: {sub.base!r} is not a group or host in {inv.path}{self._suggest(sub.base, 0.6)}"
+            f" (a subscript [{sub.start}] selects from one)"
+        )
+
     def _subscripted(self, text: str) -> list[str] | None:
         """The inventory names `base[...]` selects, when base is an inventory name or matching wildcard;
         None: not a subscript (`gpu-[01:04]` over no group `gpu-` stays a host range)."""
@@ -192,8 +208,8 @@ class _Resolver:
                 f"pattern {pattern!r}: the regular expression {text!r} needs an inventory: pass -i FILE"
             )
         regex = compile_regex(text, pattern)
-        names = [h for g in inv.groups if _matches(regex, g) for h in inv.groups[g]]
-        names += [h for h in inv.hosts if _matches(regex, h)]
+        names = [h for g in inv.groups if regex_matches(regex, g) for h in inv.groups[g]]
+        names += [h for h in inv.hosts if regex_matches(regex, h)]
         if not names:
             raise InventoryError(f"pattern {text!r} matches no host or group in {inv.path}")
         return list(dict.fromkeys(names))
@@ -254,7 +270,7 @@ class _Resolver:
 
     def limit_names(self, limit: str, selected: list[Host]) -> set[str]:
         """The host names `--limit` keeps: a pattern evaluated like a target, or `@FILE` (one name a line)."""
-        terms = _with_files(split_pattern(limit), "--limit")
+        terms = with_files(split_pattern(limit), "--limit")
         plain = [t for t in terms if not t.op]
         candidates = [h.name for h in selected]
         keep = set().union(*(self._term_names(t, limit, candidates) for t in plain)) if plain else set(candidates)
@@ -271,30 +287,3 @@ class _Resolver:
         if self.inventory is None:
             return ""
         return suggest(target, list(self.inventory.hosts) + list(self.inventory.groups), cutoff)
-
-
-def _matches(regex: re.Pattern[str], name: str) -> bool:
-    return regex.match(name) is not None
-
-
-def _with_files(terms: list[Term], what: str) -> list[Term]:
-    """Each `@FILE` term replaced by the patterns in the file, one a line (as Ansible reads a --limit file)."""
-    out: list[Term] = []
-    for term in terms:
-        if term.op or not term.text.startswith("@"):
-            out.append(term)
-            continue
-        for line in _pattern_file(term.text, what):
-            out += split_pattern(line)
-    return out
-
-
-def _pattern_file(written: str, what: str) -> list[str]:
-    try:
-        lines = Path(written[1:]).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InventoryError(f"{what} {written}: cannot read: {exc}") from None
-    patterns = [line.strip() for line in lines if line.strip()]
-    if not patterns:
-        raise InventoryError(f"{what} {written}: the file names no hosts")
-    return patterns

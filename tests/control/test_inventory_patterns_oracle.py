@@ -78,6 +78,9 @@ def test_a_range_over_no_group_stays_a_host_range():
     ("~(", "pattern '~(': '~(' is not a regular expression"),
     ("~nothing-like-this", "pattern '~nothing-like-this' matches no host or group"),
     ("fleet:!~(", "pattern 'fleet:!~(': '~(' is not a regular expression"),
+    ("gpsu[0]", "pattern 'gpsu[0]': 'gpsu' is not a group or host in"),
+    ("gpsu[0]", "(did you mean gpus"),
+    ("gpsu[0]", "(a subscript [0] selects from one)"),
 ])
 def test_errors_show_the_pattern_as_typed(pattern, message):
     result = hosts(pattern)
