@@ -137,6 +137,8 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
             except InventoryError as exc:
                 unused = str(exc)
                 click.echo(f"gpudiag: warning: {label} not used: {unused}", err=True)
+        for why in inventory.skipped_sources if inventory is not None else []:
+            click.echo(f"gpudiag: warning: inventory source skipped: {why}", err=True)
         if not targets and limit and inventory is not None:
             targets = ("all",)
         if not targets:

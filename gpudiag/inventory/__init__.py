@@ -15,7 +15,7 @@ import yaml
 from gpudiag.inventory.ansible import GROUP_KEYS, parse_ansible
 from gpudiag.inventory.ansible_ini import looks_like_ini, read_ini
 from gpudiag.inventory.adhoc import default_ssh_config, parse_adhoc
-from gpudiag.inventory.ansible_sources import MAX_SOURCES, inventory_files, vars_basedir
+from gpudiag.inventory.ansible_sources import MAX_SOURCES, inventory_files, unread_source, vars_basedir
 from gpudiag.inventory.base import HostSpec, Inventory, InventoryError, YamlFile
 from gpudiag.inventory.hosts import HostBuilder
 from gpudiag.inventory.native import TOP_KEYS as NATIVE_KEYS, parse_native
@@ -38,8 +38,11 @@ def load_inventory(path: str | Path | list[str], ssh_config: SshConfig | None = 
         if not _looks_like_ansible(doc.root):
             specs, groups = parse_native(doc)
             return _inventory(shown, specs, groups, ssh_config, "gpudiag")
-    specs, groups = parse_ansible(_ansible_docs(sources, shown), [vars_basedir(s) for s in sources])
-    return _inventory(shown, specs, groups, ssh_config, "ansible")
+    skipped: list[str] = []
+    specs, groups = parse_ansible(_ansible_docs(sources, shown, skipped), [vars_basedir(s) for s in sources])
+    inventory = _inventory(shown, specs, groups, ssh_config, "ansible")
+    inventory.skipped_sources = skipped
+    return inventory
 
 
 def _inventory(
@@ -54,14 +57,22 @@ def _inventory(
     )
 
 
-def _ansible_docs(sources: list[Path], shown: str) -> list[YamlFile]:
-    """Every Ansible source file, in Ansible's order; empty files add nothing."""
+def _ansible_docs(sources: list[Path], shown: str, skipped: list[str]) -> list[YamlFile]:
+    """Every Ansible source file, in Ansible's order; empty files add nothing. Inside a directory, what
+    gpudiag cannot read as an inventory file (a script, an inventory plugin's configuration) is skipped
+    with the reason in `skipped`; named alone, it is an error."""
     docs = []
     for source in sources:
         files = inventory_files(source)
         if len(files) > MAX_SOURCES:
             raise InventoryError(f"{source}: more than {MAX_SOURCES} inventory files")
         for file in files:
+            why = unread_source(file)
+            if why and (source.is_dir() or len(sources) > 1):
+                skipped.append(f"{file}: {why}")
+                continue
+            if why:
+                raise InventoryError(f"{file}: {why}")
             doc = _read(file)
             if doc.root is None:
                 continue

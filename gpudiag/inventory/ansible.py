@@ -148,10 +148,11 @@ class AnsibleReader:
         """A group's hosts in Ansible's order (Group.get_hosts): its own, then its descendants' level
         by level, each level in the order the groups were declared."""
         if name not in self.flat:
-            order, level = [name], list(self.groups[name].children)
+            order, level, seen = [name], list(self.groups[name].children), {name}
             while level:
-                level = [g for g in dict.fromkeys(level) if g not in order]
+                level = [g for g in dict.fromkeys(level) if g not in seen]
                 order += level
+                seen.update(level)
                 level = [c for g in level for c in self.groups[g].children]
             members = [h for g in order for h in self.groups[g].hosts]
             if name == "all":

@@ -39,6 +39,24 @@ def inventory_files(source: Path) -> list[Path]:
     return found[: MAX_SOURCES + 1]
 
 
+def unread_source(path: Path) -> str | None:
+    """Why a source is not an inventory file gpudiag reads, or None: Ansible would run a script and load an
+    inventory plugin's configuration (`plugin: NAME`); gpudiag does neither."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None  # the reader words the problem
+    export = "ansible-inventory -i SOURCE --list --yaml > inventory.yml gives a file gpudiag reads"
+    if head.startswith(b"#!") and os.access(path, os.X_OK):
+        return f"an inventory script, not run (gpudiag reads inventory files; {export})"
+    first = next((line.strip() for line in head.splitlines() if line.strip() and not line.startswith(b"#")), b"")
+    if first.startswith(b"plugin:"):
+        name = first.split(b":", 1)[1].strip().decode("utf-8", "replace")[:80]
+        return f"an inventory plugin configuration (plugin: {name}), not run ({export})"
+    return None
+
+
 def vars_basedir(source: Path) -> Path:
     return source if source.is_dir() else source.parent
 

@@ -30,6 +30,7 @@ class Inventory:
     form: str = "gpudiag"  # gpudiag | ansible
     notes: dict[str, list[str]] = field(default_factory=dict)  # host name → settings not honoured (warn)
     python_skips: set[str] = field(default_factory=set)  # skipped only for their interpreter setting
+    skipped_sources: list[str] = field(default_factory=list)  # "FILE: why" for sources not read (warn)
 
 
 @dataclass(frozen=True)

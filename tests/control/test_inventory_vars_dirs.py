@@ -113,3 +113,20 @@ def test_a_broken_vars_file_skips_only_its_hosts(tmp_path):
     assert hosts["g1"]["skip_reason"].startswith(f"{tmp_path / 'inv' / 'group_vars' / 'gpus.yml'}:")
     assert "YAML syntax error" in hosts["g1"]["skip_reason"]
     assert hosts["o1"]["skip_reason"] is None
+
+
+def test_scripts_and_plugin_configs_in_a_directory_are_skipped_with_a_warning(tmp_path):
+    write(tmp_path / "inv" / "10-static.ini", "[gpus]\ng1 ansible_host=10.0.0.1\n")
+    script = tmp_path / "inv" / "20-cmdb.py"
+    write(script, "#!/usr/bin/env python3\nprint('{}')\n")
+    script.chmod(0o755)
+    write(tmp_path / "inv" / "30-aws_ec2.yml", "# dynamic\nplugin: amazon.aws.aws_ec2\nregions: [us-east-1]\n")
+    result = CliRunner().invoke(cli, ["hosts", "-i", str(tmp_path / "inv"), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert [h["name"] for h in json.loads(result.stdout)] == ["g1"]
+    warnings = result.stderr.strip().splitlines()
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith(f"gpudiag: warning: inventory source skipped: {script}: an inventory script, not run")
+    assert "an inventory plugin configuration (plugin: amazon.aws.aws_ec2), not run" in warnings[1]
+    alone = CliRunner().invoke(cli, ["hosts", "-i", str(script)], catch_exceptions=False)
+    assert alone.exit_code == 2 and f"{script}: an inventory script, not run" in alone.stderr
