@@ -21,6 +21,8 @@ FACTS = (
     ("cuda", "cuda"),
     ("gpus", "gpus"),
     ("python", "python"),
+    ("sglang interpreter", "sglang_interpreter"),
+    ("torch interpreter", "torch_interpreter"),
 )
 # A timing moved when the medians differ by more than this share AND by more than both runs' spread.
 MIN_RELATIVE_CHANGE = 0.05
@@ -83,6 +85,8 @@ def host_diff(a: HostResult, b: HostResult, findings_a: dict[str, str], findings
         before, after = str(getattr(facts_a, attribute)), str(getattr(facts_b, attribute))
         if before != after:
             diff.facts.append((label, before, after))
+    env_a, env_b = _env_facts(a), _env_facts(b)
+    diff.facts += [(label, env_a[label], env_b[label]) for label in env_a if env_a[label] != env_b[label]]
     flags_a, flags_b = server_flags(a), server_flags(b)
     for flag in sorted(set(flags_a) | set(flags_b)):
         if flags_a.get(flag) != flags_b.get(flag):
@@ -92,6 +96,26 @@ def host_diff(a: HostResult, b: HostResult, findings_a: dict[str, str], findings
     diff.resolved_findings = sorted(findings_a[k] for k in set(findings_a) - set(findings_b))
     diff.timings = moved_timings(a, b)
     return diff
+
+
+def _env_facts(host: HostResult) -> dict[str, str]:
+    """The Python that ran the probes and the torch install it saw: a venv swapped under the same
+    versions, or torch's CUDA build changed, is a change."""
+    env = as_dict(probe(host, "env"))
+    python, torch = as_dict(env.get("python")), as_dict(env.get("torch"))
+    return {
+        "interpreter": str(python.get("executable") or "-"),
+        "torch build": _torch_build(torch),
+        "torch location": str(torch.get("file") or "-"),
+    }
+
+
+def _torch_build(torch: dict[str, Any]) -> str:
+    if torch.get("cuda"):
+        return f"CUDA {torch['cuda']}"
+    if torch.get("hip"):
+        return f"ROCm {torch['hip']}"
+    return "CPU" if torch.get("version") else "-"
 
 
 def server_flags(host: HostResult) -> dict[str, str]:

@@ -2,8 +2,10 @@
 
 Per server: its interpreter and the sglang that interpreter imports (read once per interpreter, shared by the
 servers that use it), and what names it (pid, port, GPUs). Also records the host's one interpreter choice
-(probes/hostinfo/interpreter.py): --python, else the live server's, else the probing Python. Unreadable /proc
-entries (another user's process, a process that just exited) are skipped. Options: deployment.proc_root
+(probes/hostinfo/interpreter.py): --python, else the live server's, else the probing Python. A shell or init
+wrapper that launched a server (up to PID 1, a container's entrypoint) is folded into that server, and its own
+binary is never taken for the server's Python. Unreadable /proc entries (another user's process, a process
+that just exited) are skipped. Options: deployment.proc_root
 (default $GPUDIAG_PROC_ROOT, else /proc).
 """
 import os
@@ -96,9 +98,11 @@ def _stat(proc_root, pid, cache):
 
 
 def _ancestors(proc_root, pid, cache):
+    """Every ancestor up to PID 1 included: in a container, PID 1 is often the entrypoint's shell or init
+    wrapper (`sh -c "python -m sglang.launch_server ...; ..."`, tini, dumb-init) that launched the server."""
     seen = set()
     current = _stat(proc_root, pid, cache)["ppid"]
-    while current and current > 1 and current not in seen and len(seen) < MAX_ANCESTRY:
+    while current and current >= 1 and current not in seen and len(seen) < MAX_ANCESTRY:
         seen.add(current)
         yield current
         current = _stat(proc_root, current, cache)["ppid"]
@@ -155,9 +159,10 @@ def resolve_python(interpreter, exe, env, cwd):
         folders += [f for f in (env.get("PATH") or "").split(os.pathsep) if os.path.isabs(f)]
         for folder in folders:
             candidate = os.path.join(folder, interpreter)
-            if os.access(candidate, os.X_OK) and (exe is None or _same_file(candidate, exe)):
+            if os.access(candidate, os.X_OK) and (exe is None or not cmdline.python_like(exe)
+                                                  or _same_file(candidate, exe)):
                 return candidate, "server_path"
-    if exe:
+    if exe and cmdline.python_like(exe):  # a shell or init wrapper's own binary is never the server's Python
         return exe, "exe"
     return interpreter, "cmdline_name" if interpreter else "unknown"
 

@@ -39,6 +39,9 @@ def collect(ctx):
     if location is None:
         data["reason"] = "no sglang package %s" % where
         return data
+    if location.get("unreadable"):  # a zipped egg: located and its version known, but no source is read
+        data.update(reason=location["unreadable"], version=location.get("version"))
+        return data
     data.update(facts_from_location(location, options))
     return data
 

@@ -41,13 +41,29 @@ if [ "$missing" = 1 ]; then
   apt_get install -y -qq openssh-server openssh-client pdsh zsh tcsh fish >/dev/null
 fi
 
-# torch: the tests need the CPU build, pinned. pip's configured sources are asked first: these machines keep
-# the 2.13.0 CPU wheel in a local wheel directory (pip's find-links). Elsewhere PyPI's Linux wheel is the CUDA
-# build (several GB), which works too but slowly. The line printed says which build was used and from where.
-if ! "$PY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null; then
-  "${PIP[@]}" torch==2.13.0
-fi
-echo "test.sh: torch $("$PY" -c 'import torch; print(torch.__version__, "from", torch.__file__)')"
+# torch: the tests need the CPU build of 2.13.0; an installed 2.13.0 is kept. Otherwise PyTorch's CPU wheel
+# index is asked first where it is reachable (PyPI's Linux wheel is the CUDA build: several GB of NVIDIA
+# libraries the tests never use), else pip's configured sources (these machines keep the CPU wheel in a local
+# find-links directory). The line printed says which build was installed, from where, and why.
+TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu
+install_torch() {
+  local why
+  if "$PY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null; then
+    why="already installed"
+  elif ! "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/torch/", timeout=15)' \
+      "$TORCH_CPU_INDEX" 2>/dev/null; then
+    "${PIP[@]}" torch==2.13.0
+    why="from pip's configured sources: $TORCH_CPU_INDEX is not reachable from here"
+  elif "${PIP[@]}" --index-url "$TORCH_CPU_INDEX" torch==2.13.0; then
+    why="from PyTorch's CPU wheel index $TORCH_CPU_INDEX"
+  else
+    "${PIP[@]}" torch==2.13.0
+    why="from pip's configured sources: installing from $TORCH_CPU_INDEX failed"
+  fi
+  echo "test.sh: torch $("$PY" -c 'import torch; print(torch.__version__, "(CUDA build)" if torch.version.cuda \
+    else "(CPU build)", "at", torch.__file__)'), $why"
+}
+install_torch
 "${PIP[@]}" -e '.[test,plots,static]'   # plots: the chart tests draw for real; static: ruff and mypy
 # Engines the ingest tests drive for real (test-only, never runtime dependencies).
 "${PIP[@]}" ansible-core

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -12,6 +14,7 @@ from rich.console import Console
 
 from gpudiag.cli import UserError
 from gpudiag.inventory import Inventory, InventoryError, load_inventory, resolve_targets
+from gpudiag.inventory.ansible_sources import default_sources
 from gpudiag.inventory.patterns import PatternError
 from gpudiag.models import Host
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
@@ -66,6 +69,7 @@ def inventory_option(f: Any) -> Any:
     f = click.option(
         "--limit",
         metavar="PATTERN",
+        shell_complete=complete_targets,
         expose_value=False,
         callback=_remember_limit,
         help="Keep only the hosts this pattern also selects, as Ansible's --limit "
@@ -75,9 +79,36 @@ def inventory_option(f: Any) -> Any:
         "-i",
         "--inventory",
         "inventory_path",
-        type=click.Path(dir_okay=False),
-        help="Inventory file: gpudiag's YAML form, or an Ansible inventory (YAML or INI).",
+        type=click.Path(),
+        help="Inventory: gpudiag's YAML form, or an Ansible inventory (YAML, INI, or a directory of them; "
+        "group_vars/ and host_vars/ beside it apply). Default: ./inventory.yaml, else Ansible's own "
+        "(ANSIBLE_INVENTORY, or `inventory` in ansible.cfg).",
     )(f)
+
+
+def complete_targets(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of TARGETS and --limit: the groups and hosts of the inventory the command would
+    read (-i, else the default), for the last term of a pattern (`gpus:!gp` completes `gp`). Nothing is
+    resolved and nothing connects: ssh config (and its `Match exec`) is not applied."""
+    from click.shell_completion import CompletionItem
+
+    cut = max(incomplete.rfind(sep) for sep in ",:") + 1
+    head, word = incomplete[:cut], incomplete[cut:]
+    if word[:1] in ("!", "&"):
+        head, word = head + word[0], word[1:]
+    written = ctx.params.get("inventory_path")
+    source = (written, written) if written else _default_inventory()
+    if source is None:
+        return []
+    try:
+        inventory = load_inventory(source[0], SshConfig(Path(os.devnull)))
+    except (InventoryError, SshConfigError, OSError, ValueError):
+        return []  # completion never prints an error into the user's shell
+    groups = [g for g in inventory.groups if g.startswith(word)]
+    hosts = [h for h in inventory.hosts if h.startswith(word) and h not in groups]
+    return [CompletionItem(head + g, help="group") for g in groups] + [
+        CompletionItem(head + h, help="host") for h in hosts
+    ]
 
 
 def _remember_limit(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -86,21 +117,28 @@ def _remember_limit(ctx: click.Context, param: click.Parameter, value: str | Non
 
 
 def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | None) -> list[Host]:
-    """Resolve targets (and --limit); `-i FILE`, else ./inventory.yaml when present, is the inventory.
+    """Resolve targets (and --limit); `-i PATH`, else ./inventory.yaml when present, else the inventory
+    Ansible would use (ANSIBLE_INVENTORY, ansible.cfg), is the inventory.
 
-    A broken ./inventory.yaml that -i did not name is only a warning: ad-hoc targets need no inventory.
+    A broken default inventory that -i did not name is only a warning: ad-hoc targets need no inventory.
     """
+    if python is not None and not python.strip():
+        raise UserError("--python is empty: give the interpreter (a path or a name on PATH), or leave the option out")
     ctx = click.get_current_context(silent=True)
     limit = ctx.meta.get(LIMIT_KEY) if ctx is not None else None
-    unused, inventory, ssh = "", None, _ssh_config()
+    unused, inventory, ssh, label = "", None, _ssh_config(), DEFAULT_INVENTORY
     try:
         inventory = load_inventory(inventory_path, ssh) if inventory_path else None
-        if inventory is None and Path(DEFAULT_INVENTORY).is_file():
+        default = _default_inventory() if inventory is None else None
+        if default is not None:
+            label = default[1]
             try:
-                inventory = load_inventory(DEFAULT_INVENTORY, ssh)
+                inventory = load_inventory(default[0], ssh)
             except InventoryError as exc:
                 unused = str(exc)
-                click.echo(f"gpudiag: warning: {DEFAULT_INVENTORY} not used: {unused}", err=True)
+                click.echo(f"gpudiag: warning: {label} not used: {unused}", err=True)
+        for why in inventory.skipped_sources if inventory is not None else []:
+            click.echo(f"gpudiag: warning: inventory source skipped: {why}", err=True)
         if not targets and limit and inventory is not None:
             targets = ("all",)
         if not targets:
@@ -108,12 +146,23 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
         hosts = resolve_targets(list(targets), inventory, python, ssh_config=ssh, limit=limit)
     except InventoryError as exc:
         relevant = unused and not isinstance(exc, PatternError)  # a bad range is wrong with or without it
-        because = f" ({DEFAULT_INVENTORY} was not used: it does not load)" if relevant else ""
+        because = f" ({label} was not used: it does not load)" if relevant else ""
         raise UserError(f"{exc}{because}") from None
     _warn_unhonoured(hosts, inventory)
     if ctx is not None and ssh is not None:
         ctx.meta[SSH_NOTES_KEY] = ssh.notes_by_host
     return hosts
+
+
+def _default_inventory() -> tuple[str | list[str], str] | None:
+    """(what to load, how to name it) when no -i is given: ./inventory.yaml, else Ansible's default."""
+    if Path(DEFAULT_INVENTORY).is_file():
+        return DEFAULT_INVENTORY, DEFAULT_INVENTORY
+    ansible = default_sources()
+    if ansible is None:
+        return None
+    sources, named_in = ansible
+    return sources, f"the inventory named in {named_in} ({','.join(sources)})"
 
 
 def _ssh_config() -> SshConfig | None:
@@ -162,6 +211,51 @@ def ignored_ssh_settings(hosts: list[Host]) -> list[str]:
         if shown:
             lines.append(f"{host.name}: {config.path}: {'; '.join(shown)}")
     return lines
+
+
+def listed_names(value: str | None, option: str) -> list[str] | None:
+    """A comma-separated option's names; None when the option was not given. A value that names
+    nothing (`""`, `,,`) is a usage error, never the default in disguise."""
+    if value is None:
+        return None
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    if not names:
+        raise UserError(f"{option} {value!r} names nothing: give comma-separated names, or leave the option out")
+    return names
+
+
+class RecordedKeys:
+    """What --accept-new added to gpudiag's known-hosts file during one command, said afterwards: one
+    stderr line per key with its SHA256 fingerprint (as `ssh-keygen -lf` shows it), so a user can check
+    the keys that were trusted on first use."""
+
+    def __init__(self, known_hosts: str | None, accept_new: bool):
+        self.path: Path | None = None
+        if accept_new:  # hostkeys imports paramiko, which a local-only command never loads
+            from gpudiag.transports.hostkeys import own_known_hosts_path
+
+            self.path = own_known_hosts_path(known_hosts)
+        self.before = set(self._lines())
+
+    def _lines(self) -> list[str]:
+        if self.path is None:
+            return []
+        try:
+            return self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return []
+
+    def report(self) -> None:
+        for line in self._lines():
+            if line in self.before or len(line.split()) < 3:
+                continue
+            name, key_type, blob = line.split()[:3]
+            try:
+                digest = hashlib.sha256(base64.b64decode(blob, validate=True)).digest()
+            except ValueError:
+                continue
+            shown = "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+            click.echo(f"gpudiag: recorded the host key of {name}: {key_type} {shown} in {self.path}", err=True)
 
 
 def checked_settings(settings: tuple[str, ...], selected: list[str]) -> dict[str, Any]:

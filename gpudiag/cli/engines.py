@@ -54,7 +54,7 @@ def read_sources(paths: tuple[str, ...]) -> list[Source]:
             files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
             if not files:
                 raise UserError(f"{path}: an empty directory; nothing to ingest")
-        elif path.is_file():
+        elif path.exists():  # a file, or what the shell hands over: /dev/stdin, <(cmd), a FIFO
             files = [path]
         else:
             raise UserError(f"{path}: no such file or directory")
@@ -64,6 +64,9 @@ def read_sources(paths: tuple[str, ...]) -> list[Source]:
             except OSError as exc:
                 raise UserError(f"{file}: cannot read: {exc.strerror or exc}") from None
             sources.append(Source(str(file), file.name.split(".")[0] or file.name, text))
+    if sources and not any(s.text.strip() for s in sources):
+        names = ", ".join(s.name for s in sources)
+        raise UserError(f"{names}: empty input (no output of any host in it); nothing to ingest")
     return sources
 
 

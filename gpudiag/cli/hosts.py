@@ -8,7 +8,13 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from gpudiag.cli.common import ResultConsole, inventory_option, load_hosts, warn_ignored_ssh_settings
+from gpudiag.cli.common import (
+    ResultConsole,
+    complete_targets,
+    inventory_option,
+    load_hosts,
+    warn_ignored_ssh_settings,
+)
 from gpudiag.models import Host
 from gpudiag.render.safe_text import console as console_text
 from gpudiag.inventory.sshconfig import config_path
@@ -23,7 +29,7 @@ def route(host: Host) -> str:
 
 
 @click.command()
-@click.argument("targets", nargs=-1)
+@click.argument("targets", nargs=-1, shell_complete=complete_targets)
 @inventory_option
 @click.option("--python", help="Interpreter override, as for scan.")
 @click.option("--json", "as_json", is_flag=True, help="Print the resolved hosts as JSON.")

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, Seconds, inventory_option, load_hosts, reports_dir_option
+from gpudiag.cli.common import complete_targets
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
 from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
@@ -48,7 +49,7 @@ def repro() -> None:
 
 
 @repro.command("cuda-graph-crash")
-@click.argument("targets", nargs=-1)
+@click.argument("targets", nargs=-1, shell_complete=complete_targets)
 @inventory_option
 @click.option("--python", help="Interpreter on the host (default: the one serving sglang, else python3).")
 @click.option("--algorithm", default="all", show_default=True, help="EAGLE, EAGLE3, DFLASH or all (comma list).")

@@ -11,10 +11,13 @@ from rich.console import Console
 from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import (
+    RecordedKeys,
     ResultConsole,
     Seconds,
     checked_settings,
+    complete_targets,
     inventory_option,
+    listed_names,
     load_hosts,
     reports_dir_option,
     warn_ignored_ssh_settings,
@@ -36,7 +39,7 @@ GPU_PROBE_TIMEOUTS = bundle.PROBE_TIMEOUTS  # declared beside each probe (probes
 
 
 def selected_probes(probes: str | None, deep: bool) -> list[str]:
-    names = [p.strip() for p in probes.split(",") if p.strip()] if probes else list(bundle.LIGHT_PROBES)
+    names = listed_names(probes, "--probes") or list(bundle.LIGHT_PROBES)
     if deep:
         names += [p for p in bundle.DEEP_PROBES if p not in names]
     unknown = [p for p in names if p not in bundle.ALL_PROBES]
@@ -46,7 +49,7 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 
 
 @click.command()
-@click.argument("targets", nargs=-1)
+@click.argument("targets", nargs=-1, shell_complete=complete_targets)
 @inventory_option
 @click.option("--python", help="Interpreter to run the probes with on every target (e.g. the sglang venv).")
 @click.option("--probes", help="Comma-separated probes (default: the light set).")
@@ -143,7 +146,9 @@ def scan(
         extra={"requested": {"checks": list(explicit_checks((), probes, deep))}},
     )
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
+    recorded = RecordedKeys(known_hosts, accept_new)
     outcome, manifest, stop = run_hosts(run, hosts, request, factory, console)
+    recorded.report()
     writer = run.writer
     stored = _stored_run(writer.dir, console)
     findings = None if stored is None else rules.all_findings(stored)

@@ -1,13 +1,15 @@
 """Ansible's inventory (YAML form, or INI read into the same tree), read as Ansible reads it: `all:` with
-`hosts` / `vars` / `children` (recursive), group vars inherited (child groups over parents, host vars
-over groups), `ungrouped`. A setting gpudiag cannot honour is recorded on the host, never raised: a
-host nobody targets never blocks the command."""
+`hosts` / `vars` / `children` (recursive), `ungrouped`, several sources merged in order, and the
+`group_vars/` and `host_vars/` beside them. Variable precedence, low to high: inventory group vars
+(`all`, then shallower before deeper groups, ties by name), group_vars/all, group_vars/GROUP (same
+order), inventory host vars, host_vars/HOST. A setting gpudiag cannot honour is recorded on the host,
+never raised: a host nobody targets never blocks the command."""
 
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -22,57 +24,19 @@ from gpudiag.inventory.base import (
     line_of,
     suggest,
 )
-from gpudiag.transports.container import parse_container
+from gpudiag.inventory.ansible_ini import IniFile
+from gpudiag.inventory.ansible_sources import vars_files
+from gpudiag.inventory.ansible_vars import CONTAINER_CONNECTIONS, FIELDS, SSH_CONNECTIONS, read_vars
 
 GROUP_KEYS = ("hosts", "vars", "children")
-LOCAL_CONNECTIONS = ("local", "ansible.builtin.local")
-SSH_CONNECTIONS = ("ssh", "smart", "paramiko", "paramiko_ssh", "ansible.builtin.ssh", "ansible.builtin.paramiko_ssh")
-# ansible_connection plugins that exec into a container from this machine → gpudiag's container engine
-CONTAINER_CONNECTIONS = {
-    "docker": "docker",
-    "community.docker.docker": "docker",
-    "podman": "podman",
-    "containers.podman.podman": "podman",
-    "kubectl": "kubectl",
-    "kubernetes.core.kubectl": "kubectl",
-    "community.kubernetes.kubectl": "kubectl",
-}
-# set but not honoured: gpudiag runs as the login user and authenticates with keys and the agent
-_NO_BECOME = "gpudiag does not escalate privileges; the probes run as the login user"
-_NO_PASSWORD = "gpudiag does not log in with passwords; it uses keys and the ssh agent"
-WARN_ONLY = {
-    "ansible_become": _NO_BECOME,
-    "ansible_ssh_pass": _NO_PASSWORD,
-    "ansible_password": _NO_PASSWORD,
-    "ansible_ssh_password": _NO_PASSWORD,
-}
-SECRET_KEYS = ("pass", "password", "secret", "token")
-# inventory variable → HostSpec field
-FIELDS = {
-    "ansible_host": "address",
-    "ansible_ssh_host": "address",
-    "ansible_port": "port",
-    "ansible_ssh_port": "port",
-    "ansible_user": "user",
-    "ansible_ssh_user": "user",
-    "ansible_ssh_private_key_file": "identity_file",
-    "ansible_private_key_file": "identity_file",
-    "ansible_python_interpreter": "python",
-    "ansible_connection": "connection",
-    "ansible_ssh_common_args": "jump",
-    "ansible_ssh_extra_args": "jump",
-    "gpudiag_container": "container",
-    "gpudiag_jump": "jump",
-    "gpudiag_server_log": "server_log",
-}
 _HOST_PORT = re.compile(r"^[^:\[\]]+:\d+$")
-_PROXY_JUMP = re.compile(r"^(?:-J(?P<short>.*)|-oProxyJump=(?P<long>.*))$", re.IGNORECASE)
 
 
 @dataclass
 class Group:
     name: str
     line: int
+    path: str = ""
     hosts: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
@@ -80,18 +44,27 @@ class Group:
 
 
 class AnsibleReader:
-    def __init__(self, doc: YamlFile):
-        self.doc = doc
+    def __init__(self, docs: list[YamlFile], basedirs: list[Path]):
+        self.docs = docs
+        self.doc = docs[0]
+        self.basedirs = basedirs  # where group_vars/ and host_vars/ are looked for
         self.groups: dict[str, Group] = {}
         self.host_vars: dict[str, dict[str, Any]] = {}
-        self.host_lines: dict[str, int] = {}
+        self.host_lines: dict[str, tuple[str, int]] = {}
         self.flat: dict[str, list[str]] = {}
         self._depths: dict[str, int] = {}
+        self._file_vars: dict[tuple[str, str], dict[str, Any]] = {}
+        self._ini_top: set[str] = set()  # groups an INI file put under `all` only to declare them
 
     def read(self) -> tuple[list[HostSpec], dict[str, list[str]]]:
-        self._ensure("all", self.doc.root)
-        for name, key_node, value in self.doc.mapping(self.doc.root, "the inventory", False):
-            self._group(name, key_node, value, parent=None if name == "all" else "all")
+        for doc in self.docs:
+            self.doc = doc
+            self._ensure("all", doc.root)
+            for name, key_node, value in doc.mapping(doc.root, "the inventory", False):
+                self._group(name, key_node, value, parent=None if name == "all" else "all")
+            if isinstance(doc, IniFile):
+                self._ini_top |= {name for name in self.groups if name != "all"}
+        self._detach_ini_children()
         self._check_cycles()
         self._fill_ungrouped()
         for group in self.groups:
@@ -101,7 +74,7 @@ class AnsibleReader:
         return specs, self.flat
 
     def _group(self, name: str, key_node: yaml.Node, node: yaml.Node, parent: str | None) -> None:
-        group = self.groups.setdefault(name, Group(name, line_of(key_node)))
+        group = self._ensure(name, key_node)
         if parent is not None and parent not in group.parents:
             group.parents.append(parent)
             self._ensure(parent, key_node).children.append(name)
@@ -116,79 +89,24 @@ class AnsibleReader:
                     for host in expand_host_range(self.doc, host_key, host_key_node):
                         self._host(host, host_key_node, host_node, group)
             elif key == "vars":
-                group.vars.update(self._vars(value, f"group {name!r}: vars"))
+                group.vars.update(read_vars(self.doc, value, f"group {name!r}: vars"))
             else:
                 for child, child_key, child_node in self.doc.mapping(value, f"group {name!r}: children"):
                     self._group(child, child_key, child_node, parent=name)
 
     def _ensure(self, name: str, node: yaml.Node | None) -> Group:
-        return self.groups.setdefault(name, Group(name, line_of(node)))
+        return self.groups.setdefault(name, Group(name, line_of(node), self.doc.path))
 
     def _host(self, written: str, key_node: yaml.Node, node: yaml.Node, group: Group) -> None:
         host, _, port = written.rpartition(":") if _HOST_PORT.match(written) else (written, "", "")
-        self.host_lines.setdefault(host, line_of(key_node))
-        self.host_vars.setdefault(host, {}).update(self._vars(node, f"host {host!r}"))
+        self.host_lines.setdefault(host, (self.doc.path, line_of(key_node)))
+        self.host_vars.setdefault(host, {}).update(read_vars(self.doc, node, f"host {host!r}"))
         if port:  # `name:port` as a host key, which Ansible accepts too
             if not 0 < int(port) <= MAX_PORT:
                 raise self.doc.error(key_node, f"host {host!r}: port {port} is out of range (1-{MAX_PORT})")
             self.host_vars[host].setdefault("ansible_port", int(port))
         if host not in group.hosts:
             group.hosts.append(host)
-
-    def _vars(self, node: yaml.Node, what: str) -> dict[str, Any]:
-        return {key: self._var(key, value, what) for key, _, value in self.doc.mapping(node, what)}
-
-    def _var(self, key: str, node: yaml.Node, what: str) -> Any:
-        """The value as gpudiag uses it, or an Unhonoured record (kept with the host, warned about or
-        skipped only if the host is targeted)."""
-        try:
-            return self._checked_var(key, node, what)
-        except InventoryError as exc:
-            return Unhonoured(key, str(exc), blocking=True, field=FIELDS.get(key, ""))
-
-    def _checked_var(self, key: str, node: yaml.Node, what: str) -> Any:
-        doc, target = self.doc, FIELDS.get(key)
-        where = f"{doc.path}:{line_of(node)}"
-        if key in WARN_ONLY:
-            value = doc.value(node)
-            if value in (None, False, "", "no", "false", "False"):
-                return None
-            return Unhonoured(key, f"{where}: {key} is set but not honoured: {WARN_ONLY[key]}", blocking=False)
-        if target is None:
-            if any(word in key.lower() for word in SECRET_KEYS):
-                return None  # a secret gpudiag has no use for is never kept
-            return doc.value(node)
-        if target == "port":
-            return doc.port(node, f"{what}: {key}", allow_digit_string=True)
-        value = doc.string(node, f"{what}: {key}")
-        if value is None:
-            return None
-        if key in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-            return _proxy_jump_from_args(doc, node, value)  # other ssh options do not concern gpudiag
-        if "{{" in value or "{%" in value:
-            return Unhonoured(
-                key,
-                f"{where}: {key} is a Jinja template ({_short(value)}), which gpudiag does not evaluate",
-                blocking=True,
-                field=target,
-            )
-        if key == "ansible_connection":
-            if value in LOCAL_CONNECTIONS + SSH_CONNECTIONS or value in CONTAINER_CONNECTIONS:
-                return value
-            return Unhonoured(
-                key,
-                f"{where}: ansible_connection {value!r} is not supported (local, ssh, docker, podman or kubectl)",
-                blocking=True,
-                field="connection",
-            )
-        if key == "ansible_python_interpreter" and value.startswith("auto"):
-            return None  # Ansible's interpreter discovery; gpudiag's default applies
-        if target == "container":
-            try:
-                parse_container(value)
-            except ValueError as exc:
-                raise doc.error(node, f"{what}: {exc}") from None
-        return value
 
     def _check_cycles(self) -> None:
         done: set[str] = set()
@@ -197,7 +115,8 @@ class AnsibleReader:
             for child in self.groups[name].children:
                 if child in stack:
                     cycle = " → ".join(stack[stack.index(child) :] + (child,))
-                    raise self.doc.error_at(self.groups[child].line, f"groups form a cycle: {cycle}")
+                    where = self.groups[child]
+                    raise InventoryError(f"{where.path}:{where.line}: groups form a cycle: {cycle}")
                 if child not in done:
                     visit(child, stack + (child,))
             done.add(name)
@@ -214,16 +133,30 @@ class AnsibleReader:
             # as Ansible reconciles it: a host that has a group of its own leaves `ungrouped`
             group.hosts = [h for h in dict.fromkeys(group.hosts + ungrouped) if h not in grouped]
             if "ungrouped" not in self.groups["all"].children:
-                self.groups["all"].children.append("ungrouped")
+                self.groups["all"].children.insert(0, "ungrouped")  # Ansible creates it first
+
+    def _detach_ini_children(self) -> None:
+        """As Ansible reconciles an INI file: only a group with no other parent is a child of `all`."""
+        top = self.groups["all"]
+        for name in self._ini_top:
+            group = self.groups[name]
+            if "all" in group.parents and len(group.parents) > 1:
+                group.parents.remove("all")
+                top.children.remove(name)
 
     def _hosts_of(self, name: str) -> list[str]:
+        """A group's hosts in Ansible's order (Group.get_hosts): its own, then its descendants' level
+        by level, each level in the order the groups were declared."""
         if name not in self.flat:
-            members = (
-                list(self.host_vars)
-                if name == "all"
-                else self.groups[name].hosts
-                + [h for child in self.groups[name].children for h in self._hosts_of(child)]
-            )
+            order, level, seen = [name], list(self.groups[name].children), {name}
+            while level:
+                level = [g for g in dict.fromkeys(level) if g not in seen]
+                order += level
+                seen.update(level)
+                level = [c for g in level for c in self.groups[g].children]
+            members = [h for g in order for h in self.groups[g].hosts]
+            if name == "all":
+                members += list(self.host_vars)  # every host, those of no group too
             self.flat[name] = list(dict.fromkeys(members))
         return self.flat[name]
 
@@ -233,13 +166,29 @@ class AnsibleReader:
             self._depths[name] = 0 if name == "all" or not parents else 1 + max(self._depth(p) for p in parents)
         return self._depths[name]
 
+    def _files_vars(self, subdir: str, name: str) -> dict[str, Any]:
+        """group_vars/NAME or host_vars/NAME beside every source, merged in source and file order."""
+        key = (subdir, name)
+        if key not in self._file_vars:
+            merged: dict[str, Any] = {}
+            for basedir in self.basedirs:
+                for path in vars_files(basedir, subdir, name):
+                    merged.update(read_vars_file(path))
+            self._file_vars[key] = merged
+        return self._file_vars[key]
+
     def _spec(self, host: str, containing: list[str]) -> HostSpec:
-        """The host's record: vars of `all`, then shallower before deeper groups (ties by name), then its own."""
+        """The host's record, its variables merged in Ansible's precedence (see the module docstring)."""
         merged: dict[str, Any] = {}
-        for group in sorted(containing, key=lambda g: (self._depth(g), g)):
+        ordered = sorted(containing, key=lambda g: (self._depth(g), g))  # `all` first: depth 0
+        for group in ordered:
             merged.update(self.groups[group].vars)
+        for group in ordered:
+            merged.update(self._files_vars("group_vars", group))
         merged.update(self.host_vars[host])
-        spec = HostSpec(name=host, line=self.host_lines[host], groups=sorted(g for g in containing if g != "all"))
+        merged.update(self._files_vars("host_vars", host))
+        path, line = self.host_lines[host]
+        spec = HostSpec(name=host, line=line, path=path, groups=sorted(g for g in containing if g != "all"))
         for key, value in merged.items():
             target = FIELDS.get(key)
             if isinstance(value, Unhonoured):
@@ -290,26 +239,34 @@ def _apply_container_connection(spec: HostSpec, merged: dict[str, Any]) -> None:
     spec.container, spec.address, spec.user, spec.port = f"{engine}:{name}", None, None, None
 
 
-def _short(value: str) -> str:
-    return repr(value if len(value) <= 60 else value[:57] + "...")
+def parse_ansible(
+    docs: list[YamlFile], basedirs: list[Path] | None = None
+) -> tuple[list[HostSpec], dict[str, list[str]]]:
+    return AnsibleReader(docs, basedirs or []).read()
 
 
-def _proxy_jump_from_args(doc: YamlFile, node: yaml.Node, args: str) -> str | None:
-    """The ProxyJump inside ansible_ssh_common_args (`-J hop` or `-o ProxyJump=hop`), if any."""
+VAULT_HEADER = "$ANSIBLE_VAULT;"
+
+
+def read_vars_file(path: Path) -> dict[str, Any]:
+    """One vars file's variables. A file gpudiag cannot read becomes one Unhonoured entry (under a key
+    no variable can have), so it reaches every host that file applies to and no other."""
+    marker = f"<{path}>"
     try:
-        words = shlex.split(args)
-    except ValueError as exc:
-        raise doc.error(node, f"ssh arguments {args!r}: {exc}") from None
-    for i, word in enumerate(words):
-        joined = word + words[i + 1] if word in ("-J", "-o") and i + 1 < len(words) else word
-        match = _PROXY_JUMP.match(joined.replace(" ", ""))
-        if match:
-            jump = (match.group("short") or match.group("long") or "").strip()
-            if "{{" in jump:
-                raise doc.error(node, f"ProxyJump {jump!r} is a Jinja template, which gpudiag does not evaluate")
-            return jump or None
-    return None
-
-
-def parse_ansible(doc: YamlFile) -> tuple[list[HostSpec], dict[str, list[str]]]:
-    return AnsibleReader(doc).read()
+        with open(path, encoding="utf-8") as f:
+            head = f.read(len(VAULT_HEADER))
+    except (OSError, UnicodeDecodeError) as exc:
+        return {marker: Unhonoured(marker, f"{path}: cannot read vars file: {exc}", blocking=True)}
+    if head == VAULT_HEADER:
+        reason = (
+            f"{path}:1: vault-encrypted vars file not read (gpudiag does not decrypt vaults); its values are not used"
+        )
+        return {marker: Unhonoured(marker, reason, blocking=False)}
+    try:
+        doc = YamlFile(path)
+    except InventoryError as exc:
+        return {marker: Unhonoured(marker, str(exc).replace("inventory", "vars file"), blocking=True)}
+    try:
+        return read_vars(doc, doc.root, str(path))
+    except InventoryError as exc:  # a duplicate key, a bad merge key
+        return {marker: Unhonoured(marker, str(exc), blocking=True)}

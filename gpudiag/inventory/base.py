@@ -30,6 +30,7 @@ class Inventory:
     form: str = "gpudiag"  # gpudiag | ansible
     notes: dict[str, list[str]] = field(default_factory=dict)  # host name → settings not honoured (warn)
     python_skips: set[str] = field(default_factory=set)  # skipped only for their interpreter setting
+    skipped_sources: list[str] = field(default_factory=list)  # "FILE: why" for sources not read (warn)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class HostSpec:
 
     name: str
     line: int
+    path: str | None = None  # the file it is written in, where an inventory has several
     address: str | None = None
     user: str | None = None
     port: int | None = None

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator, Mapping
 from gpudiag.inventory.base import LOCAL_NAMES, HostSpec, InventoryError
 from gpudiag.models import Host, safe_file_name
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError, SshSettings
+from gpudiag.inventory.sshconfig_match import TokenError, connection_tokens, expand_tokens
 
 DEFAULT_PYTHON = "python3"
 _HOP = re.compile(
@@ -33,27 +34,38 @@ def _is_ipv6(text: str) -> bool:
 
 
 class HopResolver:
-    """Turns a jump written as hop[,hop...] into a ProxyJump spec of real addresses.
+    """Turns a jump written as hop[,hop...] into a ProxyJump spec of real addresses, as OpenSSH follows it.
 
     A hop is an inventory host name (when `inventory_hop` knows it) or `[user@]host[:port]`, where
-    host may be an ssh_config alias; the alias's own ProxyJump is followed, as OpenSSH does.
+    host may be an ssh_config alias. OpenSSH reaches the last hop with `ssh -J <the hops before> last`, so
+    the command line beats that hop's own ProxyJump, and only the first hop is reached with its own
+    configuration (its own ProxyJump followed, recursively). `%h %n %p %r %%` in a jump value are the
+    destination's, as in OpenSSH's ProxyJump; `none` is no jump.
     """
 
-    def __init__(self, ssh: SshConfig, inventory_hop: Callable[[str, tuple[str, ...]], str | None] | None = None):
+    def __init__(self, ssh: SshConfig, inventory_hop: Callable[[str, tuple[str, ...], bool], str | None] | None = None):
         self.ssh = ssh
         self.inventory_hop = inventory_hop
         self.notes: list[str] = []  # settings of ssh-config hops gpudiag cannot honour (the caller warns)
         self.hop_keys: list[tuple[str, str]] = []  # (hop alias, its IdentityFile): jump hosts get the
         # destination's key, the agent and the default keys
 
-    def resolve(self, jump: str, stack: tuple[str, ...] = ()) -> str:
-        return ",".join(self._hop(part.strip(), stack) for part in jump.split(",") if part.strip())
+    def resolve(self, jump: str, stack: tuple[str, ...] = (), tokens: dict[str, str] | None = None) -> str:
+        if tokens is not None:
+            try:
+                jump = expand_tokens(jump, tokens, "ProxyJump")
+            except TokenError as exc:
+                raise InventoryError(str(exc)) from None
+        if jump.strip().lower() == "none":
+            return ""
+        parts = [part.strip() for part in jump.split(",") if part.strip()]
+        return ",".join(self._hop(part, stack, own_jump=i == 0) for i, part in enumerate(parts))
 
-    def _hop(self, hop: str, stack: tuple[str, ...]) -> str:
+    def _hop(self, hop: str, stack: tuple[str, ...], own_jump: bool) -> str:
         if hop in stack:
             raise InventoryError(f"jump hosts form a cycle: {' → '.join(stack + (hop,))}")
         if self.inventory_hop is not None:
-            found = self.inventory_hop(hop, stack + (hop,))
+            found = self.inventory_hop(hop, stack + (hop,), own_jump)
             if found is not None:
                 return found
         match = _HOP.match(hop.removeprefix("ssh://"))
@@ -62,14 +74,22 @@ class HopResolver:
         alias = match.group("v6") or match.group("host")
         given_port = int(match.group("port")) if match.group("port") else None
         settings = _lookup(self.ssh, alias, match.group("user"), given_port)
-        port = given_port or settings.port
+        port, user = given_port or settings.port, match.group("user") or settings.user
         self.notes += [f"jump {alias}: {note}" for note in settings.ignored]
         if settings.identity_file:
             self.hop_keys.append((alias, settings.identity_file))
-        spec = endpoint(settings.hostname, match.group("user") or settings.user, port)
-        if settings.proxy_jump and settings.proxy_jump not in (hop, alias):  # `Host * ProxyJump x` hits x too
-            return f"{self.resolve(settings.proxy_jump, stack + (hop,))},{spec}"
+        spec = endpoint(settings.hostname, user, port)
+        own = settings.proxy_jump if own_jump else None
+        if own and own not in (hop, alias):  # `Host * ProxyJump x` hits x too: x is then reached directly
+            before = self.resolve(own, stack + (hop,), jump_tokens(settings.hostname, alias, user, port))
+            return f"{before},{spec}" if before else spec
         return spec
+
+
+def jump_tokens(hostname: str, original: str, user: str | None, port: int | None) -> dict[str, str]:
+    """The tokens OpenSSH's ProxyJump accepts (ssh_config(5) TOKENS): %h %n %p %r, and %%."""
+    tokens = connection_tokens(hostname, original, user, port)
+    return {key: tokens[key] for key in ("h", "n", "p", "r")}
 
 
 def _lookup(ssh: SshConfig, alias: str, user: str | None = None, port: int | None = None) -> SshSettings:
@@ -97,7 +117,8 @@ def ssh_host(
     if raw_jump in (address, name):  # a catch-all `Host * ProxyJump bastion` also matches the bastion
         raw_jump = None
     hops.notes, hops.hop_keys = [], []
-    resolved_jump = hops.resolve(raw_jump, jump_stack) if raw_jump else None
+    tokens = jump_tokens(settings.hostname, address, user or settings.user, port or settings.port)
+    resolved_jump = hops.resolve(raw_jump, jump_stack, tokens) if raw_jump else None
     key = _expand_home(identity_file) or settings.identity_file
     hop_keys = [
         f"jump {alias}: IdentityFile {path} is not used (a jump host is offered the destination's key, "
@@ -127,6 +148,12 @@ def _expand_home(path: str | None) -> str | None:
     return path
 
 
+def _located(reason: str, path: str, line: int) -> str:
+    """A reason that names no file (`FILE:LINE: ` or `FILE: `) gets the host's own place."""
+    head = reason.split(" ", 1)[0]
+    return reason if head.endswith(":") and ("/" in head or head.startswith(path)) else f"{path}:{line}: {reason}"
+
+
 def is_local(spec: HostSpec) -> bool:
     if spec.local is not None:
         return spec.local
@@ -136,20 +163,18 @@ def is_local(spec: HostSpec) -> bool:
 class HostBuilder:
     """Builds every Host of one inventory; jumps naming other inventory hosts are resolved on demand."""
 
-    def __init__(self, specs: list[HostSpec], path: str, ssh: SshConfig, lenient: bool = False):
+    def __init__(self, specs: list[HostSpec], path: str, ssh: SshConfig):
         self.specs = {s.name: s for s in specs}
         self.path = path
         self.hosts: dict[str, Host] = {}
         self.hops = HopResolver(ssh, self._inventory_hop)
-        # lenient (Ansible inventories): a host that cannot be built is skipped with the reason, so a
-        # host nobody targets never blocks the command
-        self.lenient = lenient
         self.notes: dict[str, list[str]] = {}
         self.python_skips: set[str] = set()  # `--python` makes their one problem moot
 
     def build(self) -> Mapping[str, Host]:
-        """Every host, built now (gpudiag's form: the whole file is checked) or, when lenient, on first
-        use: ssh config (its `Match exec` commands included) is applied only to hosts a command targets."""
+        """Every host, each built on first use: ssh config (its `Match exec` commands included) is applied
+        only to hosts a command targets, and a host that cannot be built is skipped with the reason, so a
+        host nobody targets never blocks the command."""
         file_names: dict[str, str] = {}
         for name, spec in self.specs.items():
             safe = safe_file_name(name)
@@ -158,19 +183,16 @@ class HostBuilder:
                     spec, f"hosts {file_names[safe]!r} and {name!r} would share the file name {safe!r}; rename one"
                 )
             file_names[safe] = name
-        hosts = LazyHosts(self)
-        if not self.lenient:
-            for name in self.specs:
-                self.host(name)
-        return hosts
+        return LazyHosts(self)
 
     def _error(self, spec: HostSpec, message: str) -> InventoryError:
-        return InventoryError(f"{self.path}:{spec.line}: host {spec.name!r}: {message}")
+        return InventoryError(f"{spec.path or self.path}:{spec.line}: host {spec.name!r}: {message}")
 
     def _host(self, name: str, stack: tuple[str, ...]) -> Host:
         if name in self.hosts:
             return self.hosts[name]
         spec = self.specs[name]
+        path = spec.path or self.path
         common: dict[str, Any] = dict(
             name=safe_file_name(name),
             python=spec.python or DEFAULT_PYTHON,
@@ -178,7 +200,7 @@ class HostBuilder:
             container=spec.container,
             server_log=spec.server_log,
             groups=tuple(spec.groups),
-            source=f"{self.path}:{spec.line}",
+            source=f"{path}:{spec.line}",
             vars=tuple(sorted(spec.vars.items())),
         )
         if is_local(spec):
@@ -197,14 +219,9 @@ class HostBuilder:
                     **common,
                 )
             except InventoryError as exc:
-                error = exc if str(exc).startswith(self.path) else self._error(spec, str(exc))
-                if not self.lenient:
-                    raise error from None
+                error = exc if str(exc).startswith(path) else self._error(spec, str(exc))
                 host = Host(address=spec.address or name, transport="ssh", skip_reason=str(error), **common)
-        where = f"{self.path}:{spec.line}: "
-        reasons = [
-            (p.reason if p.reason.startswith(self.path) else where + p.reason, p.blocking) for p in spec.problems
-        ]
+        reasons = [(_located(p.reason, path, spec.line), p.blocking) for p in spec.problems]
         blocking = [reason for reason, blocks in reasons if blocks]
         if blocking:
             host = host.with_(skip_reason="; ".join(blocking))
@@ -219,7 +236,7 @@ class HostBuilder:
     def host(self, name: str) -> Host:
         return self._host(name, (name,))
 
-    def _inventory_hop(self, hop: str, stack: tuple[str, ...]) -> str | None:
+    def _inventory_hop(self, hop: str, stack: tuple[str, ...], own_jump: bool) -> str | None:
         if hop not in self.specs:
             return None
         host = self._host(hop, stack)
@@ -228,7 +245,7 @@ class HostBuilder:
         if host.transport != "ssh":
             raise InventoryError(f"jump host {hop!r} is reached locally, not over ssh")
         spec = endpoint(host.address, host.user, host.port)
-        return f"{host.jump},{spec}" if host.jump else spec
+        return f"{host.jump},{spec}" if host.jump and own_jump else spec
 
 
 class LazyHosts(Mapping[str, Host]):

@@ -1,11 +1,20 @@
 """gpudiag's own inventory form: `defaults:`, `hosts:` (name → settings) and `groups:` (name → hosts
-or other groups, nested)."""
+or other groups, nested). A host entry that cannot be read is that host's problem (it is skipped with
+file:line when targeted), never the other hosts'; an error in the file's shape stops the load."""
 
 from __future__ import annotations
 
 import yaml
 
-from gpudiag.inventory.base import HostSpec, YamlFile, expand_host_range, line_of, suggest
+from gpudiag.inventory.base import (
+    HostSpec,
+    InventoryError,
+    Unhonoured,
+    YamlFile,
+    expand_host_range,
+    line_of,
+    suggest,
+)
 from gpudiag.transports.container import parse_container
 
 TOP_KEYS = ("defaults", "hosts", "groups")
@@ -30,7 +39,11 @@ def parse_native(doc: YamlFile) -> tuple[list[HostSpec], dict[str, list[str]]]:
         for name in expand_host_range(doc, written, key_node):
             if name in group_refs:
                 raise doc.error(key_node, f"host {name!r} is defined twice")
-            spec, group_refs[name] = _host_spec(doc, name, key_node, value, defaults)
+            try:
+                spec, group_refs[name] = _host_spec(doc, name, key_node, value, defaults)
+            except InventoryError as exc:
+                spec = HostSpec(name=name, line=line_of(key_node), problems=[Unhonoured("", str(exc), blocking=True)])
+                group_refs[name] = _own_groups(doc, value, name)
             specs.append(spec)
     members = _group_members(doc, top["groups"][1] if "groups" in top else None, group_refs)
     groups = flatten_groups(doc, members, {s.name for s in specs})
@@ -74,6 +87,15 @@ def _host_spec(
     merged.update({k: v for k, v in values.items() if v is not None and k != "groups"})
     spec = HostSpec(name=name, line=line_of(key_node), **merged)  # type: ignore[arg-type]
     return spec, values.get("groups") or []  # type: ignore[return-value]
+
+
+def _own_groups(doc: YamlFile, node: yaml.Node, name: str) -> list[tuple[str, yaml.Node]]:
+    """The groups an unreadable host entry names, where that part of it can be read."""
+    try:
+        entries = doc.mapping(node, f"host {name!r}")
+        return next((doc.names(value, "groups") for key, _, value in entries if key == "groups"), [])
+    except InventoryError:
+        return []
 
 
 def _group_members(

@@ -4,13 +4,16 @@ Ranges: pdsh/Slurm `gpu-[01-03,07]` and Ansible `gpu-[01:08]`, `[a:f]`, `[1:9:2]
 multiply, zero padding follows the first bound. A bracket that is neither is an error, never a host.
 Patterns: terms joined by `,` or `:` (outside brackets); `!term` removes, `&term` intersects, the plain
 terms are a union (Ansible evaluates them in that order, and starts from `all` when only `!`/`&` terms
-are given); a term is a group, a host, a range or a shell wildcard.
+are given); a term is a group, a host, a range, a shell wildcard, `~regex`, or any of these but a
+range with a subscript (`gpus[0]`, `gpus[-1]`, `gpus[1:2]`, `gpus[1:]`) selecting from its hosts in
+Ansible's order.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpudiag.inventory.base import MAX_RANGE, InventoryError
 
@@ -120,3 +123,72 @@ def split_pattern(pattern: str) -> list[Term]:
 
 def is_wildcard(text: str) -> bool:
     return "*" in text or "?" in text
+
+
+# Ansible's PATTERN_WITH_SUBSCRIPT: `expr[i]`, `expr[-i]`, `expr[a:b]`, `expr[a:]` (and the old `[a-b]`)
+_SUBSCRIPT = re.compile(r"^(?P<base>.+)\[(?:(?P<index>-?[0-9]+)|(?P<start>[0-9]+)[:-](?P<end>[0-9]*))\]$")
+
+
+@dataclass(frozen=True)
+class Subscript:
+    base: str
+    start: int
+    end: int | None  # None: the one host at `start`; -1: to the last host
+
+    def apply(self, names: list[str], pattern: str) -> list[str]:
+        """Ansible's _apply_subscript, exactly: `[a:b]` is inclusive; `[a:0]` is `[a]` as there."""
+        if not names:
+            return names
+        if self.end:
+            end = len(names) - 1 if self.end == -1 else self.end
+            return names[self.start : end + 1]
+        if not -len(names) <= self.start < len(names):
+            raise PatternError(
+                f"pattern {pattern!r}: {self.base!r} has {len(names)} host(s); [{self.start}] selects none"
+            )
+        return [names[self.start]]
+
+
+def split_subscript(text: str) -> Subscript | None:
+    """`gpus[1:]` → Subscript("gpus", 1, -1); a regex (`~...`) never has one."""
+    match = None if text.startswith("~") else _SUBSCRIPT.match(text)
+    if match is None:
+        return None
+    if match.group("index") is not None:
+        return Subscript(match.group("base"), int(match.group("index")), None)
+    return Subscript(match.group("base"), int(match.group("start")), int(match.group("end") or -1))
+
+
+def compile_regex(text: str, pattern: str) -> re.Pattern[str]:
+    """`~regex` as Ansible matches it: re.match, anchored at the start only."""
+    try:
+        return re.compile(text[1:])
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise PatternError(f"pattern {pattern!r}: {text!r} is not a regular expression: {exc}") from None
+
+
+def regex_matches(regex: re.Pattern[str], name: str) -> bool:
+    return regex.match(name) is not None
+
+
+def with_files(terms: list[Term], what: str) -> list[Term]:
+    """Each `@FILE` term replaced by the patterns in the file, one a line (as Ansible reads a --limit file)."""
+    out: list[Term] = []
+    for term in terms:
+        if term.op or not term.text.startswith("@"):
+            out.append(term)
+            continue
+        for line in pattern_file(term.text, what):
+            out += split_pattern(line)
+    return out
+
+
+def pattern_file(written: str, what: str) -> list[str]:
+    try:
+        lines = Path(written[1:]).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InventoryError(f"{what} {written}: cannot read: {exc}") from None
+    patterns = [line.strip() for line in lines if line.strip()]
+    if not patterns:
+        raise InventoryError(f"{what} {written}: the file names no hosts")
+    return patterns

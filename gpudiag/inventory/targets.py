@@ -1,15 +1,26 @@
 """Command-line targets → Hosts: inventory groups and hosts, host ranges, Ansible patterns
-(`a:b`, `group:!host`, `a:&b`, wildcards), ad-hoc hosts, and `--limit`."""
+(`a:b`, `group:!host`, `a:&b`, wildcards, `~regex`, subscripts `g[0]` `g[1:2]` `g[-1]` `g[1:]`,
+`@FILE` of patterns), ad-hoc hosts, and `--limit`. Errors quote the pattern as typed."""
 
 from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from pathlib import Path
 
 from gpudiag.inventory.adhoc import default_ssh_config, may_be_typo, parse_adhoc, split_target
 from gpudiag.inventory.base import LOCAL_NAMES, Inventory, InventoryError, suggest
-from gpudiag.inventory.patterns import PatternError, Term, expand_range, has_range, is_wildcard, split_pattern
+from gpudiag.inventory.patterns import (
+    PatternError,
+    Term,
+    compile_regex,
+    expand_range,
+    has_range,
+    is_wildcard,
+    regex_matches,
+    split_pattern,
+    split_subscript,
+    with_files,
+)
 from gpudiag.inventory.sshconfig import SshConfig
 from gpudiag.models import Host, safe_file_name
 
@@ -88,6 +99,11 @@ class _Resolver:
             raise InventoryError("target 'all' needs an inventory: pass -i FILE (or have inventory.yaml here)")
         if target in LOCAL_NAMES or split_target(target) is not None:
             return [self._adhoc(target)]
+        if target.startswith("@"):
+            return self._pattern(target)
+        if self._selects_from_inventory(target):
+            return self._pattern(target)
+        self._refuse_unknown_subscript(target)
         if has_range(target):
             names = self._range_names(target)
             if names is not None:
@@ -135,7 +151,7 @@ class _Resolver:
     def _pattern(self, pattern: str) -> list[Host]:
         """Ansible's order: the union of the plain terms (or `all`), then `&` terms, then `!` terms.
         Names are combined first; only the hosts left are resolved (ssh config applied)."""
-        terms = split_pattern(pattern)
+        terms = with_files(split_pattern(pattern), "target")
         plain = [t for t in terms if not t.op]
         picks = (
             [p for t in plain for p in self._term_picks(t.text, pattern)] if plain else self._term_picks("all", pattern)
@@ -149,10 +165,64 @@ class _Resolver:
             for p in unique
         ]
 
+    def _selects_from_inventory(self, target: str) -> bool:
+        """A single `~regex` term, or a subscript of an inventory name or wildcard (not a host range)."""
+        terms = split_pattern(target)
+        if len(terms) != 1 or terms[0].op:
+            return False
+        text = terms[0].text
+        return text.startswith("~") or self._subscripted(text) is not None
+
+    def _refuse_unknown_subscript(self, target: str) -> None:
+        """`gpsu[0]` with an inventory: a one-host subscript of a name the inventory lacks is a typo, said
+        as typed (a slice over an unknown name stays a host range: `gpu-0[1:3]`)."""
+        terms = split_pattern(target)
+        sub = split_subscript(target) if len(terms) == 1 and not terms[0].op else None
+        inv = self.inventory
+        if sub is None or sub.end is not None or inv is None or self._exact_names(sub.base) is not None:
+            return
+        if is_wildcard(sub.base) and self._wildcard(sub.base, target, required=False):
+            return
+        raise InventoryError(
+            f"pattern {target!r}: {sub.base!r} is not a group or host in {inv.path}{self._suggest(sub.base, 0.6)}"
+            f" (a subscript [{sub.start}] selects from one)"
+        )
+
+    def _subscripted(self, text: str) -> list[str] | None:
+        """The inventory names `base[...]` selects, when base is an inventory name or matching wildcard;
+        None: not a subscript (`gpu-[01:04]` over no group `gpu-` stays a host range)."""
+        sub = split_subscript(text)
+        if sub is None or self.inventory is None:
+            return None
+        if self._exact_names(sub.base) is None and not (
+            is_wildcard(sub.base) and self._wildcard(sub.base, text, required=False)
+        ):
+            return None
+        return sub.apply(list(dict.fromkeys(p.key for p in self._term_picks(sub.base, text))), text)
+
+    def _regex_names(self, text: str, pattern: str) -> list[str]:
+        """`~regex`: the hosts of every group it matches (re.match, as Ansible), then the hosts it matches."""
+        inv = self.inventory
+        if inv is None:
+            raise InventoryError(
+                f"pattern {pattern!r}: the regular expression {text!r} needs an inventory: pass -i FILE"
+            )
+        regex = compile_regex(text, pattern)
+        names = [h for g in inv.groups if regex_matches(regex, g) for h in inv.groups[g]]
+        names += [h for h in inv.hosts if regex_matches(regex, h)]
+        if not names:
+            raise InventoryError(f"pattern {text!r} matches no host or group in {inv.path}")
+        return list(dict.fromkeys(names))
+
     def _term_picks(self, text: str, pattern: str) -> list[_Pick]:
         exact = self._exact_names(text)
         if exact is not None:
             return [_Pick(safe_file_name(n), n, True) for n in exact]
+        if text.startswith("~"):
+            return [_Pick(safe_file_name(n), n, True) for n in self._regex_names(text, pattern)]
+        subscripted = self._subscripted(text)
+        if subscripted is not None:
+            return [_Pick(safe_file_name(n), n, True) for n in subscripted]
         if is_wildcard(text):
             return [p for name in self._wildcard(text, pattern) for p in self._term_picks(name, pattern)]
         if text == "all":
@@ -174,6 +244,8 @@ class _Resolver:
         exact = self._exact_names(text)
         if exact is not None:
             return {safe_file_name(n) for n in exact}
+        if text.startswith("~") or self._subscripted(text) is not None:
+            return {p.name for p in self._term_picks(text, pattern)}
         if is_wildcard(text):
             found = {name for name in candidates if fnmatch.fnmatchcase(name, text)}
             if self.inventory is not None:
@@ -198,13 +270,7 @@ class _Resolver:
 
     def limit_names(self, limit: str, selected: list[Host]) -> set[str]:
         """The host names `--limit` keeps: a pattern evaluated like a target, or `@FILE` (one name a line)."""
-        if limit.startswith("@"):
-            try:
-                lines = Path(limit[1:]).read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise InventoryError(f"--limit {limit}: cannot read: {exc}") from None
-            return {safe_file_name(line.strip()) for line in lines if line.strip()}
-        terms = split_pattern(limit)
+        terms = with_files(split_pattern(limit), "--limit")
         plain = [t for t in terms if not t.op]
         candidates = [h.name for h in selected]
         keep = set().union(*(self._term_names(t, limit, candidates) for t in plain)) if plain else set(candidates)

@@ -49,6 +49,8 @@ def sglang_of(python, pythonpath, timeout):
     if error:
         return {"found": None, "reason": error}
     location = locate.find_package(paths)
+    if location is not None and location.get("unreadable"):  # a zipped egg: where and which, but not read
+        return {"found": None, "version": location.get("version"), "reason": location["unreadable"]}
     if location is None or not location.get("package_dir"):
         return {"found": False, "reason": "no sglang package in the %d import paths of %s" % (len(paths), python)}
     literal = version_literal(location["package_dir"])

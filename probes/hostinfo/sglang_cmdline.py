@@ -65,6 +65,9 @@ def _python_like(word):
     return bool(re.match(r"^(python|pypy)[0-9.]*[a-z]?$", os.path.basename(word or "")))
 
 
+python_like = _python_like  # a path or name that names a Python interpreter
+
+
 def _interpreter_before(argv, index):
     for word in reversed(argv[:index]):
         if _python_like(word):

@@ -3,11 +3,15 @@
 The interpreter is the host's one choice (probes/hostinfo/interpreter.py: --python, else the live server's,
 else the probing one). Another interpreter is asked for its sys.path in a child process; the package and its dist-info
 are then looked up in those paths with PathFinder and a directory listing, editable installs included.
+Eggs: a directory egg (`sglang-X.egg/` on the path, its metadata in EGG-INFO) is read like any copy; a zipped
+egg (or any zip archive on the path) is recognised, its version read from the archive's PKG-INFO, and said
+unreadable with why: the source facts are read from files on disk.
 """
 import ast
 import json
 import os
 import sys
+import zipfile
 from importlib.machinery import PathFinder
 
 from probes.context import run_command
@@ -56,8 +60,8 @@ def search_paths(interpreter, env_pythonpath=None, timeout=20.0):
     if user and os.path.isdir(user):
         paths.append(user)
     seen, ordered = set(), []
-    for path in paths:
-        if path not in seen and os.path.isdir(path):
+    for path in paths:  # folders, and zip archives (zipped eggs), as the import system takes them
+        if path not in seen and (os.path.isdir(path) or _is_zip(path)):
             seen.add(path)
             ordered.append(path)
     return ordered, None
@@ -76,6 +80,11 @@ def find_package(paths):
     # As Python imports: every path entry first, then setuptools' editable finders, which are appended to
     # sys.meta_path after the path finder.
     for entry in paths:
+        if not os.path.isdir(entry):
+            zipped = zipped_copy(entry)
+            if zipped:
+                return zipped
+            continue
         spec = PathFinder.find_spec(PACKAGE, [entry])
         if spec is not None and spec.submodule_search_locations:
             return describe_copy(list(spec.submodule_search_locations)[0], paths)
@@ -111,14 +120,53 @@ def describe_copy(package_dir, paths):
             "editable": editable, "dist_infos": candidates}
 
 
+MAX_ZIP_MEMBERS = 100000
+MAX_PKG_INFO = 65536
+
+
+def _is_zip(path):
+    try:
+        return os.path.isfile(path) and zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+def zipped_copy(archive):
+    """An sglang package inside a zip archive on the path: where, its version, and why it is not read."""
+    try:
+        with zipfile.ZipFile(archive) as handle:
+            names = handle.namelist()[:MAX_ZIP_MEMBERS]
+            if PACKAGE + "/__init__.py" not in names:
+                return None
+            version = None
+            if "EGG-INFO/PKG-INFO" in names and handle.getinfo("EGG-INFO/PKG-INFO").file_size <= MAX_PKG_INFO:
+                for line in handle.read("EGG-INFO/PKG-INFO").decode("utf-8", "replace").splitlines():
+                    if line.startswith("Version:"):
+                        version = line.split(":", 1)[1].strip()
+                        break
+                    if not line.strip():
+                        break
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError, RuntimeError):
+        return None
+    return {"zipped": archive, "version": version, "package_dir": None, "site_packages": None,
+            "unreadable": "sglang is imported from the zip archive %s (a zipped egg); its sources are not read: "
+                          "gpudiag reads an installed sglang from files on disk (reinstall it unzipped, "
+                          "e.g. pip install sglang==%s, to check it)" % (archive, version or "VERSION")}
+
+
 def find_dist_infos(paths):
-    """Every sglang dist-info / egg-info directly inside the given folders, each once, in path order."""
+    """Every sglang dist-info / egg-info directly inside the given folders (and a directory egg's EGG-INFO),
+    each once, in path order."""
     found = []
     for folder in paths:
         try:
             names = sorted(os.listdir(folder))
         except OSError:
             continue
+        egg_info = os.path.join(folder, "EGG-INFO")
+        if os.path.basename(folder).lower().startswith(PACKAGE + "-") and folder.lower().endswith(".egg") \
+                and os.path.isdir(egg_info) and egg_info not in found:
+            found.append(egg_info)
         for name in names:
             base = name.lower()
             path = os.path.join(folder, name)

@@ -164,3 +164,33 @@ def test_ingest_and_repro_print_results_on_stdout(tmp_path):
     log = ROOT / "tests" / "fixtures" / "logs" / "dflash_capture_end_assert.log"
     repro = gpudiag("repro", "cuda-graph-crash", "--log", str(log), "--reports-dir", str(tmp_path / "r"))
     assert "capture_end_no_active_capture" in repro.stdout and repro.stderr == ""
+
+
+def test_diff_shows_interpreter_and_torch_changes(tmp_path):
+    reports = tmp_path / "reports"
+    shutil.copytree(FLEET, reports / "runs" / "before")
+
+    def new_venv(hosts):
+        env = hosts["gpu-a"]["probes"]["env"]["data"]
+        env["python"]["executable"] = "/opt/sglang-new/.venv/bin/python"
+        env["torch"].update(cuda=None, version="2.8.0+cpu",
+                            file="/opt/sglang-new/.venv/lib/python3.11/site-packages/torch/__init__.py")
+        env["torch"]["interpreter"]["path"] = "/opt/sglang-new/.venv/bin/python"
+        caps = hosts["gpu-a"]["probes"]["torch_caps"]["data"]
+        caps.update(torch_version="2.8.0+cpu")
+        caps["interpreter"]["path"] = "/opt/sglang-new/.venv/bin/python"
+
+    edited_copy(reports, "after", new_venv)
+    proc = gpudiag("diff", "before", "after", "--json", "--reports-dir", str(reports))
+    assert proc.returncode == 0, proc.stderr
+    facts = {f["what"]: (f["before"], f["after"]) for f in
+             {h["host"]: h for h in json.loads(proc.stdout)["hosts"]}["gpu-a"]["facts"]}
+    assert facts["interpreter"][1] == "/opt/sglang-new/.venv/bin/python" != facts["interpreter"][0]
+    assert facts["torch"] == ("2.8.0+cu128", "2.8.0+cpu")
+    assert facts["torch build"] == ("CUDA 12.8", "CPU")
+    assert facts["torch location"][1].startswith("/opt/sglang-new/")
+    assert facts["torch interpreter"] == ("/opt/sglang/.venv/bin/python (live_server)",
+                                          "/opt/sglang-new/.venv/bin/python (live_server)")
+    text = gpudiag("diff", "before", "after", "--reports-dir", str(reports)).stdout
+    assert "interpreter: " in text and "→ /opt/sglang-new/.venv/bin/python" in text
+    assert "torch build: CUDA 12.8 → CPU" in text and "torch: 2.8.0+cu128 → 2.8.0+cpu" in text

@@ -43,7 +43,7 @@ def test_json_lists_every_host_when_no_target_is_given():
     result = invoke("-i", ANSIBLE, "--json")
     assert result.exit_code == 0, result.output
     hosts = json.loads(result.output)
-    assert [h["name"] for h in hosts] == list(load_inventory(ANSIBLE).hosts)
+    assert [h["name"] for h in hosts] == load_inventory(ANSIBLE).groups["all"]  # in Ansible's order
     node1 = next(h for h in hosts if h["name"] == "node1")
     assert node1["route"] == "ssh gpuops@10.1.0.1:2222"
     assert node1["source"] == f"{ANSIBLE}:17" and node1["groups"] == ["gpus"]
@@ -70,12 +70,26 @@ def test_default_inventory_in_the_current_directory(tmp_path, monkeypatch):
 
 def test_bad_inventory_exits_2_with_one_line_naming_file_and_line(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("hosts:\n  gpu-01:\n    port: twenty-two\n")
+    bad.write_text("hosts:\n  gpu-01:\n    port: 22\n  gpu-01:\n")
     result = invoke("-i", str(bad))
     assert result.exit_code == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"{bad}:3:" in lines[0] and "port must be an integer" in lines[0]
+    assert len(lines) == 1 and f"{bad}:4:" in lines[0] and "duplicate key 'gpu-01'" in lines[0]
+
+
+def test_one_malformed_host_is_skipped_with_file_line_and_the_others_resolve(tmp_path):
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("hosts:\n  gpu-01:\n    port: twenty-two\n  gpu-02:\n    address: 10.0.0.2\n")
+    result = invoke("-i", str(inv), "--json")
+    assert result.exit_code == 0, result.output
+    by_name = {h["name"]: h for h in json.loads(result.stdout)}
+    assert by_name["gpu-02"]["skip_reason"] is None and by_name["gpu-02"]["address"] == "10.0.0.2"
+    assert by_name["gpu-01"]["skip_reason"].startswith(f"{inv}:3: host 'gpu-01': port must be an integer")
+    warnings = result.stderr.strip().splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith(f"gpudiag: warning: gpu-01: not scanned: {inv}:3:")
+    other = invoke("gpu-02", "-i", str(inv), "--json")   # not targeted: neither blocks nor warns
+    assert other.exit_code == 0 and other.stderr == "" and len(json.loads(other.stdout)) == 1
 
 
 def test_typo_target_exits_2_with_suggestion():

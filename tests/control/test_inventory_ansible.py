@@ -56,8 +56,11 @@ def test_groups_children_and_ungrouped(inv):
     assert [h.name for h in resolve_targets(["ungrouped"], inv)] == ["standalone", "localhost"]
 
 
-def test_all_selects_every_host(inv):
-    assert [h.name for h in resolve_targets(["all"], inv)] == list(inv.hosts)
+def test_all_selects_every_host_in_ansibles_order(inv):
+    # `ansible -i ansible.yaml all --list-hosts`: a group's own hosts, then its descendants' level by level
+    assert [h.name for h in resolve_targets(["all"], inv)] == [
+        "standalone", "localhost", "node1", "node2", "node5", "node6", "node3"]
+    assert set(inv.hosts) == set(inv.groups["all"])
 
 
 def test_host_ranges_and_proxy_jump_from_ssh_args(inv):

@@ -13,12 +13,7 @@ CASES = [
     # (name, inventory text, line, words the message must contain)
     ("yaml syntax", "hosts:\n  a:\n    port: [1, 2\n", 3, "YAML syntax error"),
     ("yaml tab", "hosts:\n\ta: 1\n", 2, "YAML syntax error"),
-    ("port not int", "hosts:\n  a:\n    port: abc\n", 3, "port must be an integer, not a string 'abc'"),
-    ("port boolean", "hosts:\n  a:\n    port: yes\n", 3, "port must be an integer, not a boolean"),
-    ("port range", "hosts:\n  a:\n    port: 70000\n", 3, "port 70000 is out of range"),
     ("hosts not mapping", "hosts:\n  - a\n  - b\n", 2, "hosts must be a mapping, not a list"),
-    ("host not mapping", "hosts:\n  a: [1]\n", 2, "host 'a' must be a mapping"),
-    ("unknown host key", "hosts:\n  a:\n    adress: x\n", 3, "unknown key 'adress' (did you mean address?)"),
     ("unknown top key", "hosts:\n  a:\nhost:\n  b:\n", 3, "unknown top-level key 'host' (did you mean hosts?)"),
     ("unknown default", "defaults:\n  usr: x\nhosts:\n  a:\n", 2, "defaults: unknown key 'usr' (did you mean user?)"),
     ("group unknown host", "hosts:\n  gpu-01:\ngroups:\n  g: [gpu-1]\n", 4,
@@ -28,15 +23,8 @@ CASES = [
      "groups form a cycle: x → y → z → x"),
     ("group self", "hosts:\n  a:\ngroups:\n  x: [x]\n", 4, "cycle: x → x"),
     ("duplicate key", "hosts:\n  a:\n  b:\n  a:\n", 4, "duplicate key 'a' (first at line 2)"),
-    ("user not string", "hosts:\n  a:\n    user: 1000\n", 3, "user must be a string, not an integer"),
-    ("empty string", "hosts:\n  a:\n    python: ''\n", 3, "python is empty"),
-    ("bad engine", "hosts:\n  a:\n    container: lxc:foo\n", 3, "engine must be one of docker, podman, kubectl"),
-    ("bare container", "hosts:\n  a:\n    container: foo\n", 3, "must be docker:NAME"),
     ("reserved all", "hosts:\n  a:\ngroups:\n  all: [a]\n", 4, "'all' is reserved"),
     ("host and group", "hosts:\n  a:\ngroups:\n  a: []\n", 4, "'a' is both a host and a group"),
-    ("jump cycle", "hosts:\n  a:\n    jump: b\n  b:\n    jump: a\n", 4, "jump hosts form a cycle"),
-    ("jump local", "hosts:\n  localhost:\n  a:\n    jump: localhost\n", 3, "reached locally"),
-    ("bad jump", "hosts:\n  a:\n    jump: 'no such:host'\n", 2, "expected [user@]host[:port]"),
     ("empty file", "", 1, "the inventory is empty"),
     ("scalar", "just text\n", 1, "host 'just': expected key=value, not 'text'"),   # as Ansible reads INI
     ("ini section kind", "[gpus]\na\n[gpus:foo]\nb\n", 3, "section [gpus:foo]: expected [gpus]"),
@@ -57,6 +45,34 @@ CASES = [
     ("ansible hosts list", "all:\n  hosts:\n    - a\n", 3, "hosts must be a mapping, not a list"),
     ("ansible vars list", "all:\n  vars: [1]\n", 2, "vars must be a mapping"),
 ]
+
+
+# gpudiag's own form: an entry that cannot be read is its host's problem alone. That host is skipped with
+# file:line and the reason; the other hosts (here `good`) load and run.
+HOST_CASES = [
+    ("port not int", "hosts:\n  a:\n    port: abc\n", 3, "port must be an integer, not a string 'abc'"),
+    ("port boolean", "hosts:\n  a:\n    port: yes\n", 3, "port must be an integer, not a boolean"),
+    ("port range", "hosts:\n  a:\n    port: 70000\n", 3, "port 70000 is out of range"),
+    ("host not mapping", "hosts:\n  a: [1]\n", 2, "host 'a' must be a mapping"),
+    ("unknown host key", "hosts:\n  a:\n    adress: x\n", 3, "unknown key 'adress' (did you mean address?)"),
+    ("user not string", "hosts:\n  a:\n    user: 1000\n", 3, "user must be a string, not an integer"),
+    ("empty string", "hosts:\n  a:\n    python: ''\n", 3, "python is empty"),
+    ("bad engine", "hosts:\n  a:\n    container: lxc:foo\n", 3, "engine must be one of docker, podman, kubectl"),
+    ("bare container", "hosts:\n  a:\n    container: foo\n", 3, "must be docker:NAME"),
+    ("jump cycle", "hosts:\n  a:\n    jump: b\n  b:\n    jump: a\n", 4, "jump hosts form a cycle"),
+    ("jump local", "hosts:\n  localhost:\n  a:\n    jump: localhost\n", 3, "reached locally"),
+    ("bad jump", "hosts:\n  a:\n    jump: 'no such:host'\n", 2, "expected [user@]host[:port]"),
+]
+
+
+@pytest.mark.parametrize("name, text, line, words", HOST_CASES, ids=[c[0] for c in HOST_CASES])
+def test_unreadable_host_entry_skips_that_host_alone(tmp_path, name, text, line, words):
+    path = tmp_path / "inv.yaml"
+    path.write_text(text + "  good:\n    address: 10.9.9.9\n")
+    inv = load_inventory(path)
+    assert inv.hosts["good"].skip_reason is None and inv.hosts["good"].address == "10.9.9.9"
+    reasons = [h.skip_reason for n, h in inv.hosts.items() if n != "good" and h.skip_reason]
+    assert any(r.startswith(f"{path}:{line}: ") and words in r and "\n" not in r for r in reasons), reasons
 
 
 # An Ansible inventory is read as it is: a host whose settings gpudiag cannot honour is skipped with the

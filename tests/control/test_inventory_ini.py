@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from gpudiag.cli import cli
 from gpudiag.inventory import load_inventory, resolve_targets
-from gpudiag.inventory.ansible import FIELDS, SECRET_KEYS, WARN_ONLY
+from gpudiag.inventory.ansible_vars import FIELDS, SECRET_KEYS, WARN_ONLY
 
 INI = Path(__file__).resolve().parents[1] / "fixtures" / "inventory" / "ini"
 ANSIBLE_INVENTORY = shutil.which("ansible-inventory")

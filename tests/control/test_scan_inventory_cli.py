@@ -100,3 +100,18 @@ def test_limit_is_offered_by_scan_hosts_and_repro():
     for command in (["scan"], ["hosts"], ["repro", "cuda-graph-crash"]):
         result = CliRunner().invoke(cli, [*command, "--help"])
         assert "--limit PATTERN" in result.output, command
+
+
+def test_a_malformed_host_in_gpudiags_form_is_skipped_and_the_others_scan(tmp_path):
+    (tmp_path / "inventory.yaml").write_text(
+        "hosts:\n  localhost:\n  broken:\n    adress: 10.0.0.1\n")
+    result, manifest = scan("all")
+    assert result.exit_code == 3, result.output
+    statuses = {h["name"]: (h["status"], h["reason"]) for h in manifest["hosts"]}
+    assert statuses["localhost"][0] == "ok"
+    assert statuses["broken"][0] == "unreachable"
+    assert statuses["broken"][1].startswith("not scanned: inventory.yaml:4: host 'broken': unknown key 'adress'")
+    warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert warnings == [f"gpudiag: warning: broken: {statuses['broken'][1]}"]
+    alone, _ = scan("localhost")   # the other host runs on its own with no word about the broken one
+    assert alone.exit_code == 0 and "broken" not in alone.stderr

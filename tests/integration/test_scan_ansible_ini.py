@@ -49,3 +49,29 @@ def test_host_defined_through_an_ssh_config_include_scans(sshd_fleet, tmp_path):
     _, hosts = sshd_fleet.load_run(proc, reports=reports)
     assert hosts["gpu-included"]["status"] == "ok"
     assert hosts["gpu-included"]["address"] == h.address
+
+
+def test_an_inventory_directory_with_group_vars_and_host_vars_scans(sshd_fleet, tmp_path):
+    """The connection settings live beside the inventory, as most Ansible users keep them: the INI file
+    names the hosts only; group_vars/all.yml beats a wrong [gpus:vars]; host_vars/ gives address and port."""
+    names = [h.name for h in sshd_fleet.hosts[:2]]
+    first = sshd_fleet.host(names[0])
+    inventory = tmp_path / "inventory"
+    (inventory / "group_vars" / "gpus").mkdir(parents=True)
+    (inventory / "host_vars").mkdir()
+    (inventory / "hosts.ini").write_text("[gpus]\n" + "\n".join(names) + "\n\n[gpus:vars]\nansible_user=nobody-here\n")
+    (inventory / "group_vars" / "all.yml").write_text(f"ansible_user: {first.user}\n")
+    (inventory / "group_vars" / "gpus" / "ssh.yml").write_text(
+        f"ansible_ssh_private_key_file: {first.key_path}\nansible_python_interpreter: {sshd_fleet.system_python}\n")
+    for name in names:
+        h = sshd_fleet.host(name)
+        (inventory / "host_vars" / f"{name}.yml").write_text(f"ansible_host: {h.address}\nansible_port: {h.port}\n")
+    reports = tmp_path / "reports"
+    proc = sshd_fleet.run_gpudiag("scan", "gpus", "-i", str(inventory), *FAST, "--json",
+                                  "--reports-dir", str(reports), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    _, hosts = sshd_fleet.load_run(proc, reports=reports)
+    assert sorted(hosts) == sorted(names)
+    for name in names:
+        assert hosts[name]["status"] == "ok", hosts[name]
+        assert hosts[name]["address"] == sshd_fleet.host(name).address
