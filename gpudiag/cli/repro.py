@@ -25,10 +25,11 @@ from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
 from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
 from gpudiag.render.safe_text import console as safe
+from gpudiag.render import crash_log
 from gpudiag.repro import logrun
 from gpudiag.repro import plan as plan_mod
 from gpudiag.repro import plan_view
-from gpudiag.repro.host_view import print_host as _print_host
+from gpudiag.render.repro_host import print_host as _print_host
 from gpudiag.repro import summary
 from gpudiag.store import RunWriter, StoreError
 
@@ -254,7 +255,7 @@ def _classify_log(source: str, as_json: bool, reports_dir: Path, fail_on: str) -
     if as_json:
         click.echo(json.dumps(dict(block, run_id=manifest.run_id), indent=2, sort_keys=True))
     else:
-        for line in logrun.describe(block):
+        for line in crash_log.describe(block):
             click.echo(safe(line, 2000))  # quoted log lines are host output: no escapes reach the terminal
         click.echo(f"results: {writer.dir}  (gpudiag report {manifest.run_id})")
     return ExitCode.FINDINGS if _log_fails(block, fail_on) else ExitCode.OK

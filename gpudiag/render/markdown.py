@@ -13,7 +13,7 @@ from gpudiag.probe_view import as_dict, as_list, fmt_us
 from gpudiag.findings import SEVERITY_RANK, host_facts, reproduce_command, with_run_options
 from gpudiag.models import SEVERITIES, Evidence, Finding
 from gpudiag.render.host_appendix import link_line, render_appendix
-from gpudiag.repro.logrun import appendix as log_appendix
+from gpudiag.render.crash_log import appendix as log_appendix
 from gpudiag.render.blocks import fenced, merge_rows, table
 from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, markdown_block
 from gpudiag.render.safe_text import clean, clean_run, code, md

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpudiag.models import OK, HostResult
-from gpudiag.repro.signatures import classify_log
+from probes.crashlog.classify import classify  # the host's own classifier: one set of rules
 from gpudiag.transports.container import parse_container
 
 TAIL_BYTES = 8 * 1024 * 1024
@@ -100,7 +100,7 @@ def classified(fetched: FetchedLog, engine: str, installed_release: str | None) 
     """A `deployment.server_logs` record: the classifier's verdict with where the log came from."""
     if fetched.text is None:
         return {"source": None, "outcome": None, "reason": f"{fetched.where}: {fetched.reason}"}
-    result = classify_log(fetched.text, installed_release)
+    result = classify(fetched.text, None, installed_release)
     result.update(
         source={"kind": engine, "where": fetched.where, "read_by": "gpudiag, outside the container"},
         bytes_read=len(fetched.text.encode("utf-8")),
