@@ -6,6 +6,7 @@ every fact carries file (relative to site-packages), line and snippet. Data shap
 import os
 import time
 
+from probes.hostinfo import interpreter
 from probes.sglang_facts import locate
 from probes.sglang_facts.eagle import find_eagle_runners
 from probes.sglang_facts.flags import find_server_flags
@@ -20,7 +21,8 @@ from probes.sglang_facts.version import find_version
 
 def collect(ctx):
     options = ctx.option("sglang_source", {}) or {}
-    path, why = locate.choose_interpreter(ctx)
+    chosen = interpreter.target(ctx)  # the host's one interpreter choice
+    path, why = chosen["path"], chosen["why"]
     data = {"found": False, "reason": None, "interpreter": {"path": path, "why": why}}
     if options.get("site_packages"):
         site = os.path.abspath(os.path.expanduser(str(options["site_packages"])))

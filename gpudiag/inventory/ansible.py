@@ -14,13 +14,13 @@ from typing import Any
 
 import yaml
 
+from gpudiag.inventory.patterns import expand_host_range
 from gpudiag.inventory.base import (
     MAX_PORT,
     HostSpec,
     InventoryError,
     Unhonoured,
     YamlFile,
-    expand_host_range,
     line_of,
     suggest,
 )

@@ -206,13 +206,3 @@ def kind_of(node: yaml.Node) -> str:
         "tag:yaml.org,2002:null": "null",
         "tag:yaml.org,2002:str": "a string",
     }.get(node.tag, "a scalar")
-
-
-def expand_host_range(doc: "YamlFile", name: str, node: yaml.Node) -> list[str]:
-    """`gpu-[01:04]` (Ansible) or `gpu-[01-03,07]` (pdsh) → every host it stands for; errors name file:line."""
-    from gpudiag.inventory.patterns import PatternError, expand_range  # patterns imports this module
-
-    try:
-        return expand_range(name)
-    except PatternError as exc:
-        raise doc.error(node, str(exc)) from None

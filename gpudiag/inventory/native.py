@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import yaml
 
+from gpudiag.inventory.patterns import expand_host_range
 from gpudiag.inventory.base import (
     HostSpec,
     InventoryError,
     Unhonoured,
     YamlFile,
-    expand_host_range,
     line_of,
     suggest,
 )

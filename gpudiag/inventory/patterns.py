@@ -15,7 +15,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpudiag.inventory.base import MAX_RANGE, InventoryError
+import yaml
+
+from gpudiag.inventory.base import MAX_RANGE, InventoryError, YamlFile
 
 _ANSIBLE_RANGE = re.compile(r"^(?P<start>[0-9]+|[a-zA-Z]):(?P<end>[0-9]+|[a-zA-Z])(?::(?P<step>[0-9]+))?$")
 _PDSH_ITEM = re.compile(r"^(?P<lo>[0-9]+)(?:-(?P<hi>[0-9]+))?$")
@@ -192,3 +194,11 @@ def pattern_file(written: str, what: str) -> list[str]:
     if not patterns:
         raise InventoryError(f"{what} {written}: the file names no hosts")
     return patterns
+
+
+def expand_host_range(doc: YamlFile, name: str, node: yaml.Node) -> list[str]:
+    """`gpu-[01:04]` (Ansible) or `gpu-[01-03,07]` (pdsh) → every host it stands for; errors name file:line."""
+    try:
+        return expand_range(name)
+    except PatternError as exc:
+        raise doc.error(node, str(exc)) from None

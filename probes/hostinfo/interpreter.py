@@ -70,8 +70,9 @@ def target(ctx):
     without it, e.g. from an older bundle)."""
     chosen = (ctx.results.get("deployment") or {}).get("interpreter")
     if not chosen:
-        from probes import deployment  # lazily: deployment reads /proc, which only this path needs
-        servers, _ = deployment.find_servers(deployment.proc_root_of(ctx))
+        from probes.hostinfo import processes  # lazily: reading /proc is only this path's need
+
+        servers, _ = processes.find_servers(processes.proc_root_of(ctx))
         chosen = choose(ctx.options, servers)
     return dict(chosen, why=chosen.get("why") or "default")
 

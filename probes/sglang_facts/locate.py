@@ -1,7 +1,7 @@
 """Where sglang lives for the chosen interpreter, found without importing it.
 
-The interpreter is the host's one choice (probes/hostinfo/interpreter.py: --python, else the live server's,
-else the probing one). Another interpreter is asked for its sys.path in a child process; the package and its dist-info
+The interpreter is the host's one choice, made by the caller (probes/hostinfo/interpreter.py: --python, else the
+live server's, else the probing one). Another interpreter is asked for its sys.path in a child process; the package and its dist-info
 are then looked up in those paths with PathFinder and a directory listing, editable installs included.
 Eggs: a directory egg (`sglang-X.egg/` on the path, its metadata in EGG-INFO) is read like any copy; a zipped
 egg (or any zip archive on the path) is recognised, its version read from the archive's PKG-INFO, and said
@@ -21,13 +21,6 @@ PACKAGE = "sglang"
 QUERY = ("import sys, json, site\n"
          "try:\n    user = site.getusersitepackages()\nexcept Exception:\n    user = None\n"
          "print(json.dumps({'path': sys.path, 'user_site': user, 'executable': sys.executable}))")
-
-
-def choose_interpreter(ctx):
-    """(path, why) of the host's one interpreter choice, made in probes/hostinfo/interpreter.py."""
-    from probes.hostinfo import interpreter  # lazily: it reaches deployment, which needs only this path
-    chosen = interpreter.target(ctx)
-    return chosen["path"], chosen["why"]
 
 
 def same_interpreter(path):

@@ -5,7 +5,6 @@ import sys
 from probes import sglang_source
 from probes.context import ProbeContext
 from probes.hostinfo import interpreter
-from probes.sglang_facts import locate
 
 
 def ctx(tmp_path, options=None, results=None):
@@ -13,17 +12,23 @@ def ctx(tmp_path, options=None, results=None):
     return ProbeContext(options=dict(base, **(options or {})), results=results or {})
 
 
+def _chosen(context):
+    found = interpreter.target(context)
+    return found["path"], found["why"]
+
+
 def test_the_choice_is_deployments_when_it_ran(tmp_path):
     chosen = {"path": "/srv/venv/bin/python", "why": "live_server"}
-    assert locate.choose_interpreter(ctx(tmp_path, results={"deployment": {"interpreter": chosen}})) == \
-        ("/srv/venv/bin/python", "live_server")
+    assert _chosen(ctx(tmp_path, results={"deployment": {"interpreter": chosen}})) == ("/srv/venv/bin/python",
+                                                                                    "live_server")
 
 
 def test_without_deployment_the_same_rule_decides(tmp_path):
     explicit = ctx(tmp_path, {"python": "/opt/serving/bin/python", "python_explicit": True})
-    assert locate.choose_interpreter(explicit) == ("/opt/serving/bin/python", "explicit")
-    assert locate.choose_interpreter(explicit)[0] == interpreter.target(explicit)["path"]
-    assert locate.choose_interpreter(ctx(tmp_path)) == (sys.executable, "default")
+    assert _chosen(explicit) == ("/opt/serving/bin/python", "explicit")
+    assert _chosen(ctx(tmp_path)) == (sys.executable, "default")
+    data = sglang_source.collect(explicit)                              # sglang_source asks the same choice
+    assert data["interpreter"] == {"path": "/opt/serving/bin/python", "why": "explicit"}
 
 
 def test_sglang_source_names_the_chosen_interpreter_when_it_cannot_be_asked(tmp_path):
