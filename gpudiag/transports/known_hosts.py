@@ -19,7 +19,7 @@ from pathlib import Path
 
 import paramiko
 from paramiko.hostkeys import HostKeys
-from paramiko.ssh_exception import UnknownKeyType
+from paramiko.pkey import UnknownKeyType
 
 MARKERS = {"@revoked": "revoked", "@cert-authority": "cert-authority"}
 _warned: set[str] = set()
