@@ -67,7 +67,7 @@ def timed(fleet, args, mb: int, roots, tmp: Path) -> dict[str, float]:
     for label, root in roots:
         work = tmp / f"{label.replace(' ', '-')}-{mb}"
         work.mkdir()
-        took[label] = best(lambda: gpudiag_run(fleet, script, root, work), args.repeat)
+        took[label] = best(lambda root=root, work=work: gpudiag_run(fleet, script, root, work), args.repeat)
     return took
 
 
