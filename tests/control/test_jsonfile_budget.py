@@ -70,3 +70,32 @@ def test_an_unclosed_string_is_not_valid_json():
 def test_broken_documents_are_not_valid_json(text):
     with pytest.raises(DocumentError, match="not valid JSON"):
         decode_document(text)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 33])
+def test_chunk_boundaries_anywhere_give_the_same_verdict(monkeypatch, chunk):
+    # A string inside one chunk is never longer than a chunk: the limit is checked across chunks only.
+    assert jsonfile.CHUNK_CHARS <= jsonfile.MAX_STRING_CHARS
+    monkeypatch.setattr(jsonfile, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(jsonfile, "MAX_STRING_CHARS", 40)
+    monkeypatch.setattr(jsonfile, "MAX_VALUES", 30)
+    ok = [json.dumps({"a \\": ["x,y", '"{[', 1, {"b": '\\"'}], "c": "s" * 40}),
+          json.dumps({"k": [[["deep"]], "é😀", "\\" * 10 + '"']}, ensure_ascii=False)]
+    for text in ok:
+        assert decode_document(text) == json.loads(text), text
+    with pytest.raises(DocumentError, match="a string is longer than"):
+        decode_document('["' + "s" * 41 + '"]')
+    with pytest.raises(DocumentError, match="more than 30 values"):
+        decode_document("[" + ",".join(["{}"] * 31) + "]")
+    with pytest.raises(DocumentError, match="never closed"):
+        decode_document('["abc", "d\\"e')
+
+
+def test_a_dense_frame_is_refused_at_the_chunk_that_passes_the_limit():
+    text = "[" + ",".join(["{}"] * 20_000_000) + "]"   # 60 MB
+    tracemalloc.start()
+    with pytest.raises(DocumentError, match="values"):
+        decode_document(text)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 * jsonfile.CHUNK_CHARS            # working copies of a chunk or two, not of the text
