@@ -90,6 +90,34 @@ def test_host_key_behaviour_table_matches_openssh(sshd_fleet, tmp_path):
         reasons["@cert-authority"]
 
 
+# With accept-new OpenSSH records a plain key for a host trusted only through a @cert-authority line; gpudiag,
+# which cannot check certificates, refuses it and records nothing (see the module docstring).
+ACCEPT_NEW_DIFFERS = {"@cert-authority"}
+
+
+def test_host_key_behaviour_table_with_accept_new_matches_openssh(sshd_fleet, tmp_path):
+    """The same table under accept-new: each tool gets its own copy of the file; both must agree on accept or
+    refuse and on whether the file was written."""
+    table = []
+    for number, (name, (text, _openssh, _status)) in enumerate(cases(sshd_fleet).items()):
+        theirs, ours = tmp_path / f"openssh-{number}", tmp_path / f"gpudiag-{number}"
+        theirs.write_text(text)
+        ours.write_text(text)
+        openssh = openssh_verdict(sshd_fleet, theirs, accept_new=True)
+        status, reason = gpudiag_status(sshd_fleet, tmp_path, ours, "--accept-new")
+        table.append((name, openssh, theirs.read_text() != text, status, ours.read_text() != text, reason))
+    rows = "\n".join(f"{n:26} openssh={o:7} wrote={ow!s:5} gpudiag={s:18} wrote={gw!s:5} {r[:70]}"
+                     for n, o, ow, s, gw, r in table)
+    for name, openssh, openssh_wrote, status, gpudiag_wrote, _ in table:
+        if name in ACCEPT_NEW_DIFFERS:
+            assert openssh == "accept" and status == "host_key_unknown" and not gpudiag_wrote, rows
+            continue
+        assert (status == "ok") == (openssh == "accept"), f"gpudiag and OpenSSH disagree on {name!r}:\n{rows}"
+        assert gpudiag_wrote == openssh_wrote, f"only one of them wrote the file on {name!r}:\n{rows}"
+    refused_by_openssh = {row[0] for row in table if row[1] == "refuse"}
+    assert refused_by_openssh >= {"changed", "changed, two spaces", "@revoked"}, rows
+
+
 def test_a_changed_key_on_a_two_space_line_is_refused_with_accept_new_and_the_file_is_untouched(sshd_fleet, tmp_path):
     hid = sshd_fleet.host("h0").host_id
     known = tmp_path / "known_hosts"
