@@ -99,6 +99,7 @@ _TOKEN_SHAPES = re.compile(
 _PAIR = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*)(?P<sep>\s*[=:]\s*)"""
                    r"""(?P<value>"[^"]*"|'[^']*'|[^\s&,;"'?=]+(?![^\s&,;"'?=]*=))""")
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_=-]{24,}")
+_HEX_ID = re.compile(r"(?:[A-Za-z]+-)*[0-9a-fA-F-]+(?:/[0-9]+)*")
 
 
 def redact_value(value):
@@ -145,6 +146,8 @@ def _redact_text(text):
 def random_looking(word):
     """A long token that reads as random: upper, lower and digits mixed in short runs, with high entropy
     (a key or a base64 secret); words, paths and model names run in longer same-class stretches."""
+    if _HEX_ID.fullmatch(word):  # GPU-/MIG- UUIDs, digests: identifiers, not secrets
+        return False
     classes = ["u" if c.isupper() else "l" if c.islower() else "d" for c in word if c.isalnum()]
     if not {"u", "l", "d"} <= set(classes):
         return False

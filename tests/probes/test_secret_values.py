@@ -32,6 +32,9 @@ def test_credential_shapes_are_redacted(value, secret, kept):
     "expandable_segments:True,max_split_size_mb:128", "flashinfer", "0,1,2,3", "127.0.0.1:30000",
     "/usr/local/lib/python3.11/site-packages/nvidia/cudnn/lib:/usr/local/cuda/lib64", "fa3", "bfloat16",
     "TORCH_NCCL_AVOID_RECORD_STREAMS=1", "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct",
+    "GPU-5f3a9c2e-1b7d-4e8a-9f0c-2d6b8e4a1c3f,GPU-8a1b2c3d-4e5f-6789-abcd-ef0123456789",
+    "MIG-GPU-8a1b2c3d-4e5f-6789-abcd-ef0123456789/1/0", "Qwen3-235B-A22B-Instruct-2507-FP8",
+    "lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B", "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8-dynamic",
 ])
 def test_ordinary_values_are_kept(value):
     assert redact_value(value) == value
