@@ -134,12 +134,17 @@ def _as_json(text):
 
 
 def _redact_text(text):
-    text = _PRIVATE_KEY.sub(REDACTED, text)
     text = _URL_USERINFO.sub(lambda m: m.group("scheme") + REDACTED + "@", text)
+    text = redact_shapes(text)
+    return _PAIR.sub(lambda m: m.group("name") + m.group("sep") + REDACTED
+                     if looks_secret(m.group("name")) and m.group("value") != REDACTED else m.group(0), text)
+
+
+def redact_shapes(text):
+    """Private keys, `Bearer`/`Basic` credentials, known token shapes and random-looking tokens hidden."""
+    text = _PRIVATE_KEY.sub(REDACTED, text)
     text = _AUTH_SCHEME.sub(lambda m: m.group("scheme") + m.group("sep") + REDACTED, text)
     text = _TOKEN_SHAPES.sub(REDACTED, text)
-    text = _PAIR.sub(lambda m: m.group("name") + m.group("sep") + REDACTED
-                     if looks_secret(m.group("name")) and m.group("value") != REDACTED else m.group(0), text)
     return _CANDIDATE.sub(lambda m: REDACTED if random_looking(m.group(0)) else m.group(0), text)
 
 

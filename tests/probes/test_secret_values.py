@@ -62,3 +62,13 @@ def test_random_looking_tells_keys_from_words():
     assert random_looking("Zk3Qp9Xw7Lm2Rt8VbN4cYhJ6sDf1Gk5T")
     assert not random_looking("Meta-Llama-3.1-70B-Instruct-FP8-Dynamic")
     assert not random_looking("0123456789abcdef0123456789abcdef")   # a hex digest is an identifier
+
+
+def test_quoted_log_lines_lose_credential_shapes_too():
+    from probes.crashlog.redact import redact_line
+
+    line = ("ERROR 401 for key sk-proj-Ab3dEf5gHi7jKl9mNo1pQr, token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghij "
+            "on GPU-5f3a9c2e-1b7d-4e8a-9f0c-2d6b8e4a1c3f")
+    shown = redact_line(line)
+    assert "Ab3dEf5g" not in shown and "eyJzdWIi" not in shown
+    assert shown.startswith("ERROR 401 for key <redacted>") and shown.endswith("GPU-5f3a9c2e-1b7d-4e8a-9f0c-2d6b8e4a1c3f")
