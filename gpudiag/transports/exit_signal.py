@@ -67,6 +67,11 @@ def _handle_request(channel: paramiko.Channel, message: Any) -> None:
     paramiko_handler._handle_request(channel, message)
 
 
+def killed_result(seen: dict[str, Any], stdout: bytes, stderr: bytes, duration_s: float) -> CommandResult:
+    """The result of a command the server reported killed (`seen` from watch_exit_signal)."""
+    return CommandResult(None, stdout, stderr, duration_s, signal=seen["signal"], core_dumped=seen["core_dumped"])
+
+
 def describe_kill(command: CommandResult) -> str | None:
     """The one-line reason for a command that died of a signal, or None."""
     name = command.signal
