@@ -77,11 +77,6 @@ def fingerprint(key: paramiko.PKey) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
 
 
-def read_known_keys(path: Path, name: str) -> list[KnownKey]:
-    """Every key `path` holds for `name`, with its line number and marker (unreadable lines are warned about)."""
-    return read_entries(path, name)[0]
-
-
 class HostKeyChecker:
     """Decides about one server key: known (fine), changed (refuse), unknown (refuse or record)."""
 
