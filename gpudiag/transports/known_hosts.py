@@ -101,7 +101,8 @@ def parse_line(text: str, path: Path, number: int) -> tuple[tuple[str, ...], Kno
             )
         marker, fields = MARKERS[word], text[end:].split()
     if len(fields) < 3:
-        return Unreadable(path, number, tuple(_patterns(fields[:1])), "fewer fields than host, key type and key")
+        # no key on it, so none it could hold for a host: warned about, names no host
+        return Unreadable(path, number, (), "fewer fields than host, key type and key")
     patterns, key_type, blob = tuple(_patterns(fields[:1])), fields[1], fields[2]
     if key_type.isdigit():  # SSH protocol 1 "bits exponent modulus": OpenSSH no longer reads these either
         return Unreadable(path, number, patterns, "an SSH-1 RSA key")

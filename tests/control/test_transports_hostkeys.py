@@ -152,3 +152,33 @@ def test_an_unreadable_line_naming_the_host_stops_accept_new_from_recording(tmp_
     assert (tmp_path / "own_known_hosts").read_text() == ""
     checker(tmp_path, user_text=text, accept_new=True).check("gpu2", keys[0])   # other hosts: recorded
     assert (tmp_path / "own_known_hosts").read_text() == line("gpu2", keys[0])
+
+
+def test_the_lines_naming_a_host_are_the_ones_ssh_keygen_finds(tmp_path, keys, capsys):
+    """OpenSSH as the oracle: `ssh-keygen -F NAME` lists the lines whose host field names NAME, readable key
+    or not; gpudiag reads the same lines as keys or as unreadable lines (warned about). One difference is
+    kept on purpose: a line with an invalid marker, which OpenSSH ignores, still stops --accept-new."""
+    import re
+    import shutil
+    import subprocess
+
+    from gpudiag.transports.known_hosts import read_entries
+
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen (OpenSSH) is not installed")
+    key = f"{keys[0].get_name()} {keys[0].get_base64()}"
+    hashed = paramiko.HostKeys.hash_host("gpu1")
+    text = (f"gpu1 {key}\n  gpu1\t\t{key}  a comment\n#gpu1 {key}\n@revoked gpu1 {key}\n@bogus gpu1 {key}\n"
+            f"gpu1 ssh-ed25519 notbase64!!\ngpu1,other {key}\n!gpu1,* {key}\n[10.0.0.1]:2222 {key}\n"
+            f"gpu1 sk-ssh-ed25519@openssh.com AAAA\n{hashed}  {key.replace(' ', chr(9))}\n@cert-authority\t*.lab {key}\n"
+            f"gpu1\n\n   \n")
+    path = tmp_path / "known_hosts"
+    path.write_text(text)
+    for name in ("gpu1", "other", "[10.0.0.1]:2222", "n1.lab", "absent"):
+        found = subprocess.run(["ssh-keygen", "-F", name, "-f", str(path)], capture_output=True, text=True)
+        theirs = sorted(int(n) for n in re.findall(r"found: line (\d+)", found.stdout))
+        keys_found, unreadable = read_entries(path, name)
+        ours = sorted([k.line for k in keys_found] +
+                      [u.line for u in unreadable if not u.why.startswith("invalid marker")])
+        assert ours == theirs, (name, ours, theirs)
+    assert f"{path}:13: known_hosts line not read: fewer fields" in capsys.readouterr().err
