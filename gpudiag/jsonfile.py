@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 MAX_DEPTH = 100  # probe data nests about ten levels; far deeper is a hostile or broken document
+# A real host's document holds about 12,000 values and its longest string is a log tail of a few KiB:
+# the limits leave wide room and bound what a document may cost once parsed (about 100 bytes a value).
+MAX_VALUES = 1_000_000
+MAX_STRING_CHARS = 8 * 2**20
+CHUNK_CHARS = 2**22  # the tokenizer's working copies: 4 Mi characters, under MAX_STRING_CHARS
+_STRING = re.compile('"[^"]*"')
+_NOT_BACKSLASH = re.compile(r"[^\\]")
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_AS_SQUARE = str.maketrans("{}", "[]")
 
 
 class DocumentError(ValueError):
@@ -43,9 +53,11 @@ def _no_value(name: str) -> Any:
 
 def decode_document(text: str) -> Any:
     """JSON from a host, within bounds: NaN/Infinity read as null; a number that overflows, an int too long
-    to convert, or more than MAX_DEPTH levels of nesting raise DocumentError with a one-line reason."""
+    to convert, more than MAX_VALUES values, a string over MAX_STRING_CHARS or more than MAX_DEPTH levels
+    of nesting raise DocumentError with a one-line reason naming the limit."""
+    check_budget(text)
     try:
-        doc = json.loads(text, parse_float=_finite, parse_constant=_no_value)
+        return json.loads(text, parse_float=_finite, parse_constant=_no_value)
     except DocumentError:
         raise
     except json.JSONDecodeError as exc:
@@ -54,27 +66,75 @@ def decode_document(text: str) -> Any:
         raise DocumentError(f"nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # Python refuses to convert ints over 4300 digits
         raise DocumentError(f"a number is out of range ({str(exc)[:80]})") from None
-    if depth(doc) > MAX_DEPTH:
-        raise DocumentError(f"nested deeper than {MAX_DEPTH} levels")
-    return doc
 
 
-def depth(doc: Any) -> int:
-    """How deep lists and objects nest (iterative: the document may be hostile)."""
-    deepest, stack = 0, [(doc, 1)]
-    while stack:
-        node, level = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        deepest = max(deepest, level)
-        if deepest > MAX_DEPTH:
-            return deepest
-        stack.extend((child, level + 1) for child in children)
-    return deepest
+def check_budget(text: str) -> None:
+    """Refuse a document over a limit before any of it is built.
+
+    A bounded tokenizer: the text is read in chunks of CHUNK_CHARS with C-speed string operations (no Python
+    loop per token, no tree). Escapes are dropped so that quotes pair up, each string is replaced by one
+    character, the structural characters left are counted, and the brackets kept are peeled one nesting
+    level a pass at the end. Its working copies are a chunk or two, whatever the document's size, and a
+    document over the value limit is refused at the chunk that passes it."""
+    scan = _BudgetScan()
+    start = 0
+    while start < len(text):
+        end = min(start + CHUNK_CHARS, len(text))
+        if text[end - 1] == "\\":  # never cut an escape: a run of backslashes and the character after it
+            after = _NOT_BACKSLASH.search(text, end)
+            end = after.start() + 1 if after else len(text)
+        scan.feed(text[start:end])
+        start = end
+    scan.finish()
+
+
+class _BudgetScan:
+    def __init__(self) -> None:
+        self.values = 1
+        self.brackets: list[str] = []
+        self.bracket_chars = 0
+        self.open_string: int | None = None  # characters so far of a string a chunk left open
+
+    def feed(self, chunk: str) -> None:
+        chunk = chunk.replace("\\\\", "").replace('\\"', "")  # the same object when nothing is escaped
+        if self.open_string is not None:
+            close = chunk.find('"')
+            self._grow(len(chunk) if close < 0 else close)
+            if close < 0:
+                return
+            self.open_string, chunk = None, chunk[close + 1 :]
+        if chunk.count('"') % 2:  # the chunk ends inside a string
+            last = chunk.rfind('"')
+            self.open_string = 0
+            self._grow(len(chunk) - last - 1)
+            chunk = chunk[:last]
+        stripped = _STRING.sub("S", chunk)  # a string within one chunk is shorter than the limit
+        del chunk
+        self.values += sum(stripped.count(char) for char in ",:[{")
+        if self.values > MAX_VALUES:
+            raise DocumentError(f"more than {MAX_VALUES:,} values (the limit)")
+        brackets = _NOT_BRACKET.sub("", stripped).translate(_AS_SQUARE)
+        self.bracket_chars += len(brackets)
+        if self.bracket_chars > 2 * MAX_VALUES:  # opening ones are values: these are closing ones
+            raise DocumentError("not valid JSON: brackets do not pair")
+        self.brackets.append(brackets)
+
+    def _grow(self, chars: int) -> None:
+        self.open_string = (self.open_string or 0) + chars
+        if self.open_string > MAX_STRING_CHARS:
+            raise DocumentError(f"a string is longer than {MAX_STRING_CHARS // 2**20} Mi characters (the limit)")
+
+    def finish(self) -> None:
+        if self.open_string is not None:
+            raise DocumentError("not valid JSON: a string is never closed")
+        brackets = "".join(self.brackets)
+        for _ in range(MAX_DEPTH):
+            peeled = brackets.replace("[]", "")  # non-overlapping: exactly one level of every chain a pass
+            if len(peeled) == len(brackets):
+                return  # nothing left, or brackets that do not pair: json.loads names that error
+            brackets = peeled
+        if brackets:
+            raise DocumentError(f"nested deeper than {MAX_DEPTH} levels")
 
 
 def finite(doc: Any) -> Any:

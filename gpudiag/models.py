@@ -23,6 +23,7 @@ HOST_KEY_REVOKED = "host_key_revoked"  # the key is on a @revoked known_hosts li
 PYTHON_MISSING = "python_missing"
 FRAME_ERROR = "frame_error"
 PROBE_ERROR = "probe_error"
+PROBE_KILLED = "probe_killed"  # the probe process died of a signal on the host (SIGKILL, SIGSEGV, the OOM killer)
 INTERRUPTED = "interrupted"  # the run was stopped (Ctrl-C, SIGTERM, SIGHUP) before this host finished
 INTERNAL_ERROR = "internal_error"  # a gpudiag bug while handling this host (exit 70)
 # Statuses only a stored run read back can have: the host's result is not there to read.
@@ -145,6 +146,8 @@ class CommandResult:
     duration_s: float
     timed_out: bool = False
     overflow: str | None = None  # "output exceeded N MiB": the command was closed at the cap
+    signal: str | None = None  # the signal that killed the command on the host ("SIGKILL"); exit_code is None
+    core_dumped: bool = False
 
 
 @dataclass(frozen=True)

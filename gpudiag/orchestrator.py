@@ -22,6 +22,7 @@ from gpudiag.models import (
     INTERRUPTED,
     OK,
     PROBE_ERROR,
+    PROBE_KILLED,
     PYTHON_MISSING,
     TIMEOUT,
     UNREACHABLE,
@@ -37,6 +38,7 @@ from gpudiag.transports import Transport, TransportError, container_logs, transp
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 from gpudiag.transports.container import parse_container
 from gpudiag.transports.events import EventReader, HostEvent
+from gpudiag.transports.exit_signal import describe_kill
 
 DEFAULT_FORKS = 32
 DEFAULT_TIMEOUT = 300.0
@@ -89,6 +91,9 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
     try:
         doc = bundle.extract_frame(command.stdout, nonce)
     except bundle.FrameError as exc:
+        killed = describe_kill(command)
+        if killed:
+            return HostResult(status=PROBE_KILLED, reason=killed, output_tail=tails, **base)
         engine_failure = _container_failure(host, command)
         if engine_failure:
             return HostResult(status=UNREACHABLE, reason=engine_failure, output_tail=tails, **base)

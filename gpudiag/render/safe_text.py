@@ -1,7 +1,7 @@
 """Host strings are data: one place that makes any host-provided value safe to show.
 
-`clean_run` bounds a whole run before rules and renderers read it (controls, escapes and bidi overrides gone,
-strings capped, nesting cut); `console` and `md` make one value safe for a terminal or for markdown.
+`clean_run` bounds a whole run before rules and renderers read it (controls and escapes gone, invisible
+format characters such as bidi overrides and zero-width spaces shown escaped, strings capped, nesting cut); `console` and `md` make one value safe for a terminal or for markdown.
 Every step looks at a bounded prefix of its input, so time and output stay linear and bounded.
 """
 
@@ -19,8 +19,17 @@ MAX_ITEMS = 4096  # list items / object keys kept per container
 
 # ESC-introduced sequences (CSI, OSC with BEL or ST end, two-byte escapes), then any single control left.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
-# C0 except tab/newline, DEL, C1, bidi embeddings/overrides/isolates and marks, line/paragraph separators.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]")
+# C0 except tab/newline, DEL, C1, line/paragraph separators: removed.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# Invisible format characters (Unicode category Cf: zero-width spaces and joiners, bidi marks, embeddings,
+# overrides and isolates, BOM, tags): shown escaped (`\u200b`), not removed, so that a look-alike host name
+# or version stays visibly different from the one it imitates. Unicode 15.1's Cf set; a test holds it
+# against the running Python's unicodedata.
+_FORMAT = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
 # Backslash first (so host text cannot undo an escape), code spans, HTML, table cells; `](`, `][` and `![`
 # are the only ways a link or image can open inside one line.
 _CAPPED = re.compile(r"… \(\d+ bytes\)")
@@ -39,11 +48,17 @@ def _text_of(value: Any) -> str:
         return f"<unreadable {type(value).__name__}: {type(exc).__name__}>"
 
 
+def _escaped(match: re.Match[str]) -> str:
+    point = ord(match.group(0))
+    return f"\\u{point:04x}" if point < 0x10000 else f"\\U{point:08x}"
+
+
 def clean(value: Any, limit: int = MAX_CHARS, keep_newlines: bool = False) -> str:
-    """Controls, escape sequences and bidi overrides removed; cut at `limit` characters + "… (N bytes)"."""
+    """Controls and escape sequences removed, invisible format characters (bidi overrides, zero-width
+    characters) shown escaped; cut at `limit` characters + "… (N bytes)"."""
     text = _text_of(value)
     head = text[: limit * 4 + 64]  # escapes removed below never shrink more than this allows for
-    head = _CONTROLS.sub("", _ESCAPES.sub("", head))
+    head = _FORMAT.sub(_escaped, _CONTROLS.sub("", _ESCAPES.sub("", head)))
     head = head.replace("\t", " ")
     if not keep_newlines:
         head = head.replace("\r", "").replace("\n", " ")

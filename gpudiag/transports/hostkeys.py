@@ -1,7 +1,9 @@
 """Host-key checking for the ssh transport: ~/.ssh/known_hosts plus gpudiag's own known-hosts file.
 
-A changed key is never accepted; an unknown one is recorded in gpudiag's own file only with
---accept-new (like OpenSSH's StrictHostKeyChecking=accept-new). A key on a `@revoked` line is refused
+A changed key is never accepted, --accept-new or not, and no file is written then; an unknown one is
+recorded in gpudiag's own file only with --accept-new (like OpenSSH's StrictHostKeyChecking=accept-new),
+and not when a line gpudiag cannot read names the host (it may hold the host's real key). Lines are read
+by transports/known_hosts.py. A key on a `@revoked` line is refused
 and never recorded. Hashed entries, `[host]:port`, wildcards and negation are read as OpenSSH reads them.
 `@cert-authority` lines are understood but not used: paramiko offers no host certificates, so such a
 host is refused as unknown, with a reason that says so.
@@ -13,15 +15,13 @@ import base64
 import fcntl
 import hashlib
 import os
-import re
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 import paramiko
-from paramiko.hostkeys import HostKeyEntry, HostKeys
 
 from gpudiag.models import HOST_KEY_CHANGED, HOST_KEY_REVOKED, HOST_KEY_UNKNOWN
+from gpudiag.transports.known_hosts import KnownKey, Unreadable, read_entries
 
 ENV_KNOWN_HOSTS = "GPUDIAG_KNOWN_HOSTS"
 USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
@@ -77,69 +77,6 @@ def fingerprint(key: paramiko.PKey) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
 
 
-@dataclass(frozen=True)
-class KnownKey:
-    key: paramiko.PKey
-    file: Path
-    line: int
-    marker: str | None = None  # None, "revoked" or "cert-authority"
-
-    @property
-    def where(self) -> str:
-        return f"{self.file}:{self.line}"
-
-
-def _matches(patterns: list[str], name: str) -> bool:
-    """OpenSSH host patterns: hashed `|1|salt|hash`, wildcards, and `!negation`."""
-    hit = False
-    for pattern in patterns:
-        if pattern.startswith("|1|"):
-            if HostKeys.hash_host(name, pattern) == pattern:
-                hit = True
-        elif pattern.startswith("!"):
-            if _wildcard_match(pattern[1:], name):
-                return False
-        elif _wildcard_match(pattern, name):
-            hit = True
-    return hit
-
-
-def _wildcard_match(pattern: str, name: str) -> bool:
-    """OpenSSH wildcards are only `*` and `?`; `[host]:port` brackets are literal."""
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.fullmatch(regex, name, re.IGNORECASE) is not None
-
-
-MARKERS = ("@revoked", "@cert-authority")
-
-
-def read_known_keys(path: Path, name: str) -> list[KnownKey]:
-    """Every key `path` holds for `name`, with its line number and marker; unreadable or odd lines,
-    and unknown markers (OpenSSH ignores them too), are skipped."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    found = []
-    for number, line in enumerate(lines, 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        marker = None
-        if stripped.startswith("@"):
-            word, _, rest = stripped.partition(" ")
-            if word not in MARKERS:
-                continue
-            marker, stripped = word[1:], rest.strip()
-        try:
-            entry = HostKeyEntry.from_line(stripped, number)
-        except Exception:  # an unknown key type or a broken line must not stop the check
-            continue
-        if entry is not None and entry.key is not None and _matches(entry.hostnames, name):
-            found.append(KnownKey(entry.key, path, number, marker))
-    return found
-
-
 class HostKeyChecker:
     """Decides about one server key: known (fine), changed (refuse), unknown (refuse or record)."""
 
@@ -150,7 +87,16 @@ class HostKeyChecker:
         self.files = [Path(f).expanduser() for f in files] + [self.own_file]
 
     def entries(self, name: str) -> list[KnownKey]:
-        return [k for path in self.files for k in read_known_keys(path, name)]
+        return self._read(name)[0]
+
+    def _read(self, name: str) -> tuple[list[KnownKey], list[Unreadable]]:
+        keys: list[KnownKey] = []
+        unreadable: list[Unreadable] = []
+        for path in self.files:
+            found, odd = read_entries(path, name)
+            keys += found
+            unreadable += odd
+        return keys, unreadable
 
     def known(self, name: str) -> list[KnownKey]:
         """Keys trusted for `name` (plain lines; not revoked, not CA keys)."""
@@ -166,7 +112,7 @@ class HostKeyChecker:
 
     def check(self, name: str, key: paramiko.PKey) -> None:
         """Return when the key is trusted (maybe after recording it); raise HostKeyError otherwise."""
-        entries = self.entries(name)
+        entries, unreadable = self._read(name)
         revoked = [k for k in entries if k.marker == "revoked" and k.key.asbytes() == key.asbytes()]
         if revoked:  # before anything else: a revoked key is refused even where a plain line trusts it
             raise HostKeyError(
@@ -185,6 +131,13 @@ class HostKeyChecker:
                 f"host key for {name} CHANGED: server offers {key.get_name()} {fingerprint(key)}, "
                 f"{old.where} has {fingerprint(old.key)}; not accepted (if the change is expected, "
                 f"remove that line)",
+            )
+        if unreadable and self.accept_new:  # that line may hold this host's real key: never record over it
+            odd = unreadable[0]
+            raise HostKeyError(
+                HOST_KEY_UNKNOWN,
+                f"host key for {name} is not known: {key.get_name()} {fingerprint(key)}; {odd.where} names this "
+                f"host with a line gpudiag cannot read ({odd.why}): not recorded; fix or remove that line",
             )
         authorities = [k for k in entries if k.marker == "cert-authority"]
         if not self.accept_new or authorities:

@@ -11,6 +11,7 @@ import time
 
 from gpudiag.models import CommandResult
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
+from gpudiag.transports.exit_signal import signal_name
 from gpudiag.transports.events import EventReader
 
 KILL_GRACE_S = 2.0  # after the deadline's kill, how long to wait for the pipes to close
@@ -60,6 +61,10 @@ class LocalTransport:
             if ending == "overflow":
                 return CommandResult(
                     None, capture.stdout, capture.stderr, duration, overflow=capture.describe_overflow()
+                )
+            if ending == "done" and proc.returncode is not None and proc.returncode < 0:  # died of a signal
+                return CommandResult(
+                    None, capture.stdout, capture.stderr, duration, signal=signal_name(-proc.returncode)
                 )
             if ending == "done":
                 return CommandResult(proc.returncode, capture.stdout, capture.stderr, duration)

@@ -31,6 +31,7 @@ from gpudiag.models import (
 from gpudiag.transports import TransportError
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
 from gpudiag.transports.events import EventReader
+from gpudiag.transports.exit_signal import killed_result, watch_exit_signal
 from gpudiag.transports.hostkeys import HostKeyChecker, HostKeyError, host_id
 from gpudiag.transports.shell import UnsafeWord, command_line
 from gpudiag.transports.ssh_support import (
@@ -260,6 +261,7 @@ class SSHTransport:
         try:
             channel = client.get_transport().open_session(timeout=self._limit(deadline))  # type: ignore
             self._track(channel)
+            exit_signal = watch_exit_signal(channel)
             channel.exec_command(command_line(argv))
         except (_Stopped, paramiko.SSHException, OSError, EOFError) as exc:
             return self._stopped_result(started, exc)
@@ -288,6 +290,8 @@ class SSHTransport:
             channel.status_event.wait(max(0.0, min(5.0, deadline - time.monotonic())))
             # The deadline timer closing the channel also ends the readers and sets the status event
             # (exit status -1): that is a timeout, not the command's own exit.
+            if exit_signal and not self._expired.is_set():  # killed on the host: not a dropped connection
+                return killed_result(exit_signal, capture.stdout, capture.stderr, time.monotonic() - started)
             if channel.exit_status_ready() and not self._expired.is_set() and channel.exit_status != -1:
                 return CommandResult(channel.exit_status, capture.stdout, capture.stderr, time.monotonic() - started)
         if self._closed.is_set():

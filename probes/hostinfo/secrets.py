@@ -2,9 +2,13 @@
 
 Names are judged by their parts (`--db-pass`, `SGL_SECRETKEY`, `--tool-server-token`); values are hidden
 whatever they look like (starting with `-`, several words, `--flag=value`), also inside shell-wrapped
-launches (`bash -c "... --api-key X"`, `exec -a NAME ...`) and `NAME=value` assignments. URL userinfo
-(`https://user:token@host`) is removed from every value.
+launches (`bash -c "... --api-key X"`, `exec -a NAME ...`) and `NAME=value` assignments. Every other value
+is judged by its shape (redact_value): JSON is parsed and redacted key by key, and credentials are hidden
+whatever name carries them (URL userinfo, `Bearer`/`Basic` schemes, `sk-`/`hf_`/`ghp_`-style tokens, JWTs,
+private keys, `name=value` pairs with secret names, long random-looking tokens).
 """
+import json
+import math
 import re
 import shlex
 
@@ -18,7 +22,7 @@ SECRET_FLAGS = frozenset(("api_key", "admin_api_key", "ssl_keyfile_password", "w
 # A name part that is a secret wherever it stands.
 SECRET_PARTS = frozenset(("secret", "secrets", "password", "passwords", "passwd", "passphrase", "credential",
                           "credentials", "cookie", "cookies", "auth", "hmac", "apikey", "privatekey", "private",
-                          "pat"))
+                          "pat", "license", "licence", "licensekey", "sk", "authorization", "bearer", "jwt"))
 # Secrets as the last part only: `--db-pass`, `SGLANG_DB_PASS`, but `--forward-pass-metrics-...`.
 LAST_PART_SECRETS = frozenset(("pass", "pw", "pwd", "key", "token", "session", "sessionid"))
 # ... unless they count or place something: `bucket_time_to_first_token`, `experts_per_token`.
@@ -38,11 +42,10 @@ POINTER_PARTS = frozenset(("file", "path", "dir", "keyfile", "certfile", "map", 
                            "ids", "limit", "num", "count", "budget", "usage", "type", "format", "template"))
 # One word run together: SGL_SECRETKEY, DB_ROOTPASS, AUTHTOKEN.
 _COMPOUND = re.compile(r"^(?:api|secret|private|access|auth|session|client|admin|hf|db|root|user|master|"
-                       r"signing|encryption|bearer|refresh|app|bot|service)"
+                       r"signing|encryption|bearer|refresh|app|bot|service|license|licence)"
                        r"(?:key|keys|token|tokens|pass|passwd|password|pw|pwd|secret)$")
 _FLAG = re.compile(r"^--?[A-Za-z]")
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$", re.S)
-_URL_CREDENTIALS = re.compile(r"(://)[^/@\s]+@")
 
 
 def name_parts(name):
@@ -79,12 +82,84 @@ def looks_secret_env(name):
 
 
 def without_credentials(value):
-    """`https://user:token@host/...` → `https://<redacted>@host/...`, in strings and lists of strings."""
+    """The value with every credential-shaped part hidden (redact_value), in strings, lists and dicts."""
+    return redact_value(value)
+
+
+# Credentials by shape, whatever their name. Hex digests are left alone: commit and snapshot hashes in
+# model paths and versions are identifiers that diagnostics need.
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)", re.S)
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][\w+.-]*://)[^/\s@]+@")
+_AUTH_SCHEME = re.compile(r"(?i)\b(?P<scheme>bearer|basic|digest|negotiate)(?P<sep>\s+|%20)[A-Za-z0-9._~+/=:-]{6,}")
+_TOKEN_SHAPES = re.compile(
+    r"\b(?:(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
+    r"|glpat-[\w-]{16,}|xox[abposr]-[\w-]{10,}|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[\w-]{30,}|ya29\.[\w-]{20,}"
+    r"|npm_[A-Za-z0-9]{30,}|pypi-[\w-]{30,}|eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*)")
+# `name=value` or `name: value` inside a value; a value never runs into the next `name=`.
+_PAIR = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*)(?P<sep>\s*[=:]\s*)"""
+                   r"""(?P<value>"[^"]*"|'[^']*'|[^\s&,;"'?=]+(?![^\s&,;"'?=]*=))""")
+_CANDIDATE = re.compile(r"[A-Za-z0-9+/_=-]{24,}")
+_HEX_ID = re.compile(r"(?:[A-Za-z]+-)*[0-9a-fA-F-]+(?:/[0-9]+)*")
+
+
+def redact_value(value):
+    """A value from a host with credentials hidden: strings by shape, JSON text key by key, lists and
+    dicts item by item (a dict's secret-named keys lose their values)."""
     if isinstance(value, list):
-        return [without_credentials(item) for item in value]
-    if isinstance(value, str):
-        return _URL_CREDENTIALS.sub(r"\1" + REDACTED + "@", value)
-    return value
+        return [redact_value(item) for item in value]
+    if isinstance(value, dict):
+        return {key: REDACTED if _secret_entry(key, item) else redact_value(item) for key, item in value.items()}
+    if not isinstance(value, str):
+        return value
+    parsed = _as_json(value)
+    if parsed is not None:
+        redacted = redact_value(parsed)
+        return value if redacted == parsed else json.dumps(redacted)
+    return _redact_text(value)
+
+
+def _secret_entry(key, item):
+    """A JSON entry whose name carries a secret; a switch (true/false) or null holds none."""
+    return isinstance(key, str) and looks_secret(key) and not (isinstance(item, bool) or item is None)
+
+
+def _as_json(text):
+    if not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return parsed if isinstance(parsed, (dict, list)) else None
+
+
+def _redact_text(text):
+    text = _URL_USERINFO.sub(lambda m: m.group("scheme") + REDACTED + "@", text)
+    text = redact_shapes(text)
+    return _PAIR.sub(lambda m: m.group("name") + m.group("sep") + REDACTED
+                     if looks_secret(m.group("name")) and m.group("value") != REDACTED else m.group(0), text)
+
+
+def redact_shapes(text):
+    """Private keys, `Bearer`/`Basic` credentials, known token shapes and random-looking tokens hidden."""
+    text = _PRIVATE_KEY.sub(REDACTED, text)
+    text = _AUTH_SCHEME.sub(lambda m: m.group("scheme") + m.group("sep") + REDACTED, text)
+    text = _TOKEN_SHAPES.sub(REDACTED, text)
+    return _CANDIDATE.sub(lambda m: REDACTED if random_looking(m.group(0)) else m.group(0), text)
+
+
+def random_looking(word):
+    """A long token that reads as random: upper, lower and digits mixed in short runs, with high entropy
+    (a key or a base64 secret); words, paths and model names run in longer same-class stretches."""
+    if _HEX_ID.fullmatch(word):  # GPU-/MIG- UUIDs, digests: identifiers, not secrets
+        return False
+    classes = ["u" if c.isupper() else "l" if c.islower() else "d" for c in word if c.isalnum()]
+    if not {"u", "l", "d"} <= set(classes):
+        return False
+    runs = 1 + sum(1 for a, b in zip(classes, classes[1:]) if a != b)  # separators do not break a run
+    counts = {c: word.count(c) for c in set(word)}
+    entropy = -sum(n / len(word) * math.log2(n / len(word)) for n in counts.values())
+    return len(classes) / runs <= 2.2 and entropy >= 3.8
 
 
 def _is_long_flag(word):

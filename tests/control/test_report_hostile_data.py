@@ -58,6 +58,48 @@ def test_console_strips_escapes_controls_and_bidi(tmp_path):
     for bad in ("\x1b", "\x07", "\x9b", "\u202e", "\x00"):
         assert bad not in result.output
     assert "gnp.exe" in result.output                    # the text stays, only the controls go
+    assert "\\u202egnp.exe" in result.output              # the override is shown, escaped, not obeyed
+
+
+ZERO_WIDTH = ("\u200b", "\u200d", "\u202e", "\u2066", "\ufeff", "\u00ad", "\U000e0067")
+
+
+def look_alike_run(root):
+    """Two hosts whose names differ only by zero-width and other format characters, and a look-alike version."""
+    run = root / "runs" / "r2"
+    (run / "hosts").mkdir(parents=True)
+    doc = json.loads((FLEET3 / "hosts" / "gpu-a.json").read_text())
+    doc["probes"]["sglang_source"]["data"]["version"] = "0.5.1\u200d4"
+    doc["probes"]["env"]["data"]["hostname"] = "gpu-a" + "".join(ZERO_WIDTH)
+    (run / "hosts" / "gpu-a.json").write_text(json.dumps(dict(doc, name="gpu-a")))
+    down = {"schema": 1, "name": "gpu-a2", "status": "unreachable", "reason": "gpu\u200b-a: no route" + "\u2067"}
+    (run / "hosts" / "gpu-a2.json").write_text(json.dumps(down))
+    manifest = {"schema": 1, "run_id": "r2", "kind": "scan", "started_at": "2026-03-01T00:00:00Z",
+                "argv": ["gpudiag", "scan", "gpu\u200b-a"],
+                "hosts": [{"name": "gpu-a", "status": "ok"}, {"name": "gpu-a2", "status": "unreachable"}]}
+    (run / "run.json").write_text(json.dumps(manifest))
+    return run
+
+
+@pytest.mark.parametrize("args", [(), ("--markdown",), ("--json",)])
+def test_zero_width_and_format_characters_are_shown_escaped_in_console_markdown_and_json(tmp_path, args):
+    result = invoke("report", look_alike_run(tmp_path), *args)
+    assert result.exit_code == 3, result.output
+    for raw in ZERO_WIDTH + ("\u2067",):
+        assert raw not in result.output, repr(raw)
+    shown = result.output.replace("\\\\", "\\")           # markdown doubles the backslash; json doubles it too
+    assert "gpu\\u200b-a: no route\\u2067" in shown, result.output[-3000:]
+
+
+def test_the_format_character_table_covers_unicode_category_cf():
+    import sys
+    import unicodedata
+
+    from gpudiag.render import safe_text
+
+    missing = [hex(c) for c in range(sys.maxunicode + 1)
+               if unicodedata.category(chr(c)) == "Cf" and not safe_text._FORMAT.fullmatch(chr(c))]
+    assert missing == []
 
 
 def test_markdown_escapes_headings_html_links_and_fences(tmp_path):
@@ -107,7 +149,8 @@ def test_huge_string_renders_in_seconds_with_bounded_output(tmp_path):
 
 
 def test_safe_text_units():
-    assert console("a\x1b[2Jb\u202ec\nd") == "abc d"
+    assert console("a\x1b[2Jb\u202ec\nd") == "ab\\u202ec d"     # controls go, format characters show escaped
+    assert console("gpu\u200b1\U000e0041") == "gpu\\u200b1\\U000e0041"
     assert clean("x" * 600).endswith("… (600 bytes)") and len(clean("x" * 600)) < 530
     assert md("[a](http://x) <b> | `c`") == "[a\\](http:\\//x) \\<b> \\| \\`c\\`"
     assert md("# title") == "\\# title" and md("- item") == "\\- item"

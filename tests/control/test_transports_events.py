@@ -159,3 +159,28 @@ def test_a_terminal_shows_each_running_host_with_its_current_step(monkeypatch):
         scan.host_done(HostResult(name="h[bold]0", status="ok", reason=""))
     assert "h[bold]0" in shown and "copy_bench: device 1/8 GPU [red]0 started" in shown
     assert "h0: copy_bench" not in out.getvalue()     # no plain lines while the display is live
+
+
+def test_any_chunking_keeps_every_plain_byte_and_finds_every_event():
+    import random
+
+    rng = random.Random(7)
+    plain = [b"warning: x\n", b"GPUDIAG-EVENTS are not events\n", b"  GPUDIAG-EVENT " + NONCE.encode() + b" {}\n",
+             b"no newline yet ", b"GPUDIAG-EV\n", b"\n", b"x" * 5000 + b"\n", "ünïcode\n".encode()]
+    event = line({"probe": "env", "step": "probe", "state": "started"})
+    pieces = [rng.choice(plain) if rng.random() < 0.7 else event for _ in range(400)]
+    stream = b"".join(pieces)
+    expected_events = sum(1 for p in stream.splitlines(keepends=True) if p == event)
+    expected_kept = b"".join(p for p in stream.splitlines(keepends=True) if p != event)
+    for sizes in ([1], [7, 3], [64], [65536], [2049, 1]):
+        got: list = []
+        events = EventReader(NONCE, got.append)
+        events._allowed = lambda: True      # no rate limit here: every event must be found
+        kept, at, turn = b"", 0, 0
+        while at < len(stream):
+            size = sizes[turn % len(sizes)]
+            kept += events.feed(stream[at:at + size])
+            at, turn = at + size, turn + 1
+        kept += events.rest()
+        assert kept == expected_kept, sizes
+        assert len(got) == expected_events, sizes

@@ -99,6 +99,86 @@ def test_own_file_location_precedence(tmp_path, monkeypatch):
     assert own_known_hosts_path(str(tmp_path / "flag")) == tmp_path / "flag"
 
 
-def test_broken_lines_are_skipped(tmp_path, keys):
-    text = "garbage\n@revoked * ssh-rsa AAAA\nhost ssh-ed25519 not-base64!!\n" + line("gpu1", keys[0])
+def test_broken_lines_are_warned_about_with_file_and_line_and_other_hosts_still_check(tmp_path, keys, capsys):
+    text = ("garbage\n@revoked * ssh-rsa AAAA\nhost ssh-ed25519 not-base64!!\n@bogus gpu1 x y\n"
+            "old 1024 35 12345\nhost sk-ssh-ed25519@openssh.com AAAA\n" + line("gpu1", keys[0]))
     checker(tmp_path, text).check("gpu1", keys[0])
+    warned = capsys.readouterr().err
+    own = tmp_path / "own_known_hosts"
+    for number, why in [(1, "fewer fields"), (2, "the ssh-rsa key cannot be read"), (3, "the key is not valid base64"),
+                        (4, "invalid marker '@bogus'"), (5, "SSH-1 RSA key"), (6, "not one gpudiag can check")]:
+        said = [w for w in warned.splitlines() if w.startswith(f"gpudiag: warning: {own}:{number}: known_hosts line not read:")]
+        assert len(said) == 1 and why in said[0], warned
+    checker(tmp_path, text).check("gpu1", keys[0])
+    assert capsys.readouterr().err == ""                           # once per file:line, not once per host
+
+
+@pytest.mark.parametrize("spacing", ["  ", "\t", " \t  "])
+def test_fields_split_on_any_run_of_spaces_and_tabs_as_openssh_reads_them(tmp_path, keys, spacing):
+    text = f"  gpu1{spacing}{keys[0].get_name()}{spacing}{keys[0].get_base64()}{spacing}a comment here\n"
+    checker(tmp_path, text).check("gpu1", keys[0])
+    revoked = f"@revoked{spacing}gpu2{spacing}{keys[1].get_name()}{spacing}{keys[1].get_base64()}\n"
+    with pytest.raises(HostKeyError) as caught:
+        checker(tmp_path, revoked + line("gpu2", keys[1])).check("gpu2", keys[1])
+    assert caught.value.status == "host_key_revoked"
+
+
+def test_a_changed_key_on_a_two_space_line_is_refused_with_accept_new_and_nothing_is_written(tmp_path, keys):
+    text = f"gpu1  {keys[0].get_name()}  {keys[0].get_base64()}\n"
+    with pytest.raises(HostKeyError) as caught:
+        checker(tmp_path, user_text=text, accept_new=True).check("gpu1", keys[1])
+    assert caught.value.status == "host_key_changed"
+    assert f"{tmp_path / 'user_known_hosts'}:1" in caught.value.reason
+    assert (tmp_path / "own_known_hosts").read_text() == ""
+    assert (tmp_path / "user_known_hosts").read_text() == text
+
+
+def test_several_keys_for_one_host_any_of_them_is_trusted(tmp_path, keys):
+    text = line("gpu1,gpu1-alias", keys[0]) + line("gpu1", keys[1])
+    check = checker(tmp_path, text)
+    check.check("gpu1", keys[0])
+    check.check("gpu1", keys[1])
+    with pytest.raises(HostKeyError) as caught:
+        check.check("gpu1", keys[2])
+    assert caught.value.status == "host_key_changed"
+
+
+def test_an_unreadable_line_naming_the_host_stops_accept_new_from_recording(tmp_path, keys, capsys):
+    text = "gpu1 ssh-ed25519 not-base64!!\n"
+    with pytest.raises(HostKeyError) as caught:
+        checker(tmp_path, user_text=text, accept_new=True).check("gpu1", keys[0])
+    assert caught.value.status == "host_key_unknown"
+    assert f"{tmp_path / 'user_known_hosts'}:1 names this host" in caught.value.reason
+    assert (tmp_path / "own_known_hosts").read_text() == ""
+    checker(tmp_path, user_text=text, accept_new=True).check("gpu2", keys[0])   # other hosts: recorded
+    assert (tmp_path / "own_known_hosts").read_text() == line("gpu2", keys[0])
+
+
+def test_the_lines_naming_a_host_are_the_ones_ssh_keygen_finds(tmp_path, keys, capsys):
+    """OpenSSH as the oracle: `ssh-keygen -F NAME` lists the lines whose host field names NAME, readable key
+    or not; gpudiag reads the same lines as keys or as unreadable lines (warned about). One difference is
+    kept on purpose: a line with an invalid marker, which OpenSSH ignores, still stops --accept-new."""
+    import re
+    import shutil
+    import subprocess
+
+    from gpudiag.transports.known_hosts import read_entries
+
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen (OpenSSH) is not installed")
+    key = f"{keys[0].get_name()} {keys[0].get_base64()}"
+    hashed = paramiko.HostKeys.hash_host("gpu1")
+    text = (f"gpu1 {key}\n  gpu1\t\t{key}  a comment\n#gpu1 {key}\n@revoked gpu1 {key}\n@bogus gpu1 {key}\n"
+            f"gpu1 ssh-ed25519 notbase64!!\ngpu1,other {key}\n!gpu1,* {key}\n[10.0.0.1]:2222 {key}\n"
+            f"gpu1 sk-ssh-ed25519@openssh.com AAAA\n{hashed}  {key.replace(' ', chr(9))}\n@cert-authority\t*.lab {key}\n"
+            f"gpu1\n\n   \n")
+    path = tmp_path / "known_hosts"
+    path.write_text(text)
+    for name in ("gpu1", "other", "[10.0.0.1]:2222", "n1.lab", "absent"):
+        found = subprocess.run(["ssh-keygen", "-F", name, "-f", str(path)], capture_output=True, text=True)
+        theirs = sorted(int(n) for n in re.findall(r"found: line (\d+)", found.stdout))
+        keys_found, unreadable = read_entries(path, name)
+        ours = sorted([k.line for k in keys_found] +
+                      [u.line for u in unreadable if not u.why.startswith("invalid marker")])
+        assert ours == theirs, (name, ours, theirs)
+    assert f"{path}:13: known_hosts line not read: fewer fields" in capsys.readouterr().err

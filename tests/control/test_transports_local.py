@@ -28,3 +28,17 @@ def test_a_descendant_in_another_session_holding_the_pipes_does_not_block_the_de
     assert result.timed_out and result.exit_code is None
     assert result.stdout == b"started\n" and len(escaped) == 1
     assert elapsed < 1 + 2 * KILL_GRACE_S + 4     # not the escaped child's 30 s (slack for a loaded machine)
+
+
+def test_a_child_killed_by_a_signal_reports_the_signal_not_an_exit_code():
+    import sys
+
+    from gpudiag.transports.exit_signal import describe_kill
+
+    code = "import os, signal, sys; print('partial', flush=True); os.kill(os.getpid(), signal.SIGSEGV)"
+    result = LocalTransport().run([sys.executable, "-c", code], b"", timeout=30)
+    assert result.signal == "SIGSEGV" and result.exit_code is None and not result.timed_out
+    assert result.stdout == b"partial\n"
+    assert describe_kill(result) == "the probe process was killed by SIGSEGV on the host"
+    exited = LocalTransport().run([sys.executable, "-c", "raise SystemExit(3)"], b"", timeout=30)
+    assert exited.signal is None and exited.exit_code == 3 and describe_kill(exited) is None

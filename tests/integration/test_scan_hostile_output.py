@@ -48,8 +48,13 @@ def test_a_host_streaming_yes_is_cut_off_at_the_output_cap(sshd_fleet, tmp_path)
     ('"[" * 5000 + "]" * 5000', "nested deeper than 100 levels"),
     ('"{\\"schema\\": 1, \\"probes\\": {}, \\"n\\": " + "9" * 5000 + "}"', "a number is out of range"),
     ('"{\\"schema\\": 1, \\"probes\\": {}, \\"n\\": 1e999}"', "number 1e999 is out of range"),
+    # valid JSON within the output cap, over the parse budget: refused before it is built
+    ('"{\\"schema\\": 1, \\"probes\\": {}, \\"dense\\": [" + ",".join(["{}"] * 1200000) + "]}"',
+     "the frame is not readable: more than 1,000,000 values (the limit)"),
+    ('"{\\"schema\\": 1, \\"probes\\": {}, \\"s\\": \\"" + "x" * (9 * 2**20) + "\\"}"',
+     "the frame is not readable: a string is longer than 8 Mi characters (the limit)"),
 ])
-def test_deep_nesting_and_huge_numbers_are_frame_error(sshd_fleet, tmp_path, body, reason):
+def test_deep_nesting_huge_numbers_and_frames_over_the_parse_budget_are_frame_error(sshd_fleet, tmp_path, body, reason):
     odd = frame_printer(sshd_fleet, "odd-frame-python", body)
     hosts = scan(sshd_fleet, tmp_path, {"odd": ("h1", {"python": str(odd)})})
     assert hosts["odd"]["status"] == "frame_error"

@@ -38,6 +38,14 @@ def cases(fleet):
         "@cert-authority": (f"@cert-authority {wildcard} {other_key(fleet)}\n", "refuse", "host_key_unknown"),
         "@revoked": (f"{hid} {key}\n@revoked {hid} {key}\n", "refuse", "host_key_revoked"),
         "@revoked by wildcard": (f"{hid} {key}\n@revoked * {key}\n", "refuse", "host_key_revoked"),
+        "two spaces": (f"{hid}  {key.replace(' ', '  ')}\n", "accept", "ok"),
+        "tabs and a comment": (f"# fleet\n\t{hid}\t{key.replace(' ', chr(9))}\tadded by hand\n", "accept", "ok"),
+        "several keys": (f"{hid} {other_key(fleet)}\n{hid} {key}\n", "accept", "ok"),
+        "changed, two spaces": (f"{hid}  {other_key(fleet).replace(' ', '  ')}\n", "refuse", "host_key_changed"),
+        "@revoked, tabs": (f"{hid} {key}\n@revoked\t{hid}\t{key.replace(' ', chr(9))}\n", "refuse",
+                           "host_key_revoked"),
+        # OpenSSH ends a marker at the line's first space: this one is an invalid marker, the line ignored
+        "@revoked<TAB>, then spaces": (f"{hid} {key}\n@revoked\t{hid} {key}\n", "accept", "ok"),
     }
 
 
@@ -80,6 +88,49 @@ def test_host_key_behaviour_table_matches_openssh(sshd_fleet, tmp_path):
     assert "marked @revoked at" in reasons["@revoked"]
     assert "@cert-authority" in reasons["@cert-authority"] and "cannot check host certificates" in \
         reasons["@cert-authority"]
+
+
+# With accept-new OpenSSH records a plain key for a host trusted only through a @cert-authority line; gpudiag,
+# which cannot check certificates, refuses it and records nothing (see the module docstring).
+ACCEPT_NEW_DIFFERS = {"@cert-authority"}
+
+
+def test_host_key_behaviour_table_with_accept_new_matches_openssh(sshd_fleet, tmp_path):
+    """The same table under accept-new: each tool gets its own copy of the file; both must agree on accept or
+    refuse and on whether the file was written."""
+    table = []
+    for number, (name, (text, _openssh, _status)) in enumerate(cases(sshd_fleet).items()):
+        theirs, ours = tmp_path / f"openssh-{number}", tmp_path / f"gpudiag-{number}"
+        theirs.write_text(text)
+        ours.write_text(text)
+        openssh = openssh_verdict(sshd_fleet, theirs, accept_new=True)
+        status, reason = gpudiag_status(sshd_fleet, tmp_path, ours, "--accept-new")
+        table.append((name, openssh, theirs.read_text() != text, status, ours.read_text() != text, reason))
+    rows = "\n".join(f"{n:26} openssh={o:7} wrote={ow!s:5} gpudiag={s:18} wrote={gw!s:5} {r[:70]}"
+                     for n, o, ow, s, gw, r in table)
+    for name, openssh, openssh_wrote, status, gpudiag_wrote, _ in table:
+        if name in ACCEPT_NEW_DIFFERS:
+            assert openssh == "accept" and status == "host_key_unknown" and not gpudiag_wrote, rows
+            continue
+        assert (status == "ok") == (openssh == "accept"), f"gpudiag and OpenSSH disagree on {name!r}:\n{rows}"
+        assert gpudiag_wrote == openssh_wrote, f"only one of them wrote the file on {name!r}:\n{rows}"
+    refused_by_openssh = {row[0] for row in table if row[1] == "refuse"}
+    assert refused_by_openssh >= {"changed", "changed, two spaces", "@revoked"}, rows
+
+
+def test_a_changed_key_on_a_two_space_line_is_refused_with_accept_new_and_the_file_is_untouched(sshd_fleet, tmp_path):
+    hid = sshd_fleet.host("h0").host_id
+    known = tmp_path / "known_hosts"
+    text = f"{hid}  {other_key(sshd_fleet).replace(' ', '  ')}\n"
+    known.write_text(text)
+    found = subprocess.run(["ssh-keygen", "-F", hid, "-f", str(known)], capture_output=True, text=True)
+    assert "found: line 1" in found.stdout                 # OpenSSH reads the line: it is the host's key
+    assert openssh_verdict(sshd_fleet, known, accept_new=True) == "refuse"
+    assert known.read_text() == text
+    status, reason = gpudiag_status(sshd_fleet, tmp_path, known, "--accept-new")
+    assert status == "host_key_changed", reason
+    assert f"{known}:1" in reason and "not accepted" in reason
+    assert known.read_text() == text
 
 
 def test_a_revoked_key_is_refused_and_never_recorded_even_with_accept_new(sshd_fleet, tmp_path):

@@ -1,4 +1,5 @@
-"""No planted secret leaves the host: live stand-in sglang servers carry 30 secrets in their argv and
+"""No planted secret leaves the host: live stand-in sglang servers carry 30 secret-named values and 42
+credential shapes under ordinary names (keys, schemes, JWTs, JSON values, URL userinfo) in their argv and
 environment (direct launches, `bash -c`, `sh -c`, `exec -a`, `--flag=value`, values starting with `-`,
 multi-word values, URL userinfo, denied names under allowed prefixes); a scan over the sshd fleet and
 every report must show the servers and none of the secrets."""
@@ -99,3 +100,109 @@ def test_no_planted_secret_leaves_the_host(sshd_fleet, tmp_path, planted_servers
     leaked = sorted(value for value in S.values() if value in everything)
     assert leaked == [], f"{len(leaked)} of {len(S)} planted secrets left the host: {leaked}"
     assert "<redacted>" in json.dumps(servers)
+
+
+def mark(i):
+    """A unique, greppable marker that keeps a random-looking token random-looking (short mixed runs)."""
+    return f"Gd{i:02d}sH9q"
+
+
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJ{m}zdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+RANDOM = "Zk3Qp9Xw7Lm2{m}Rt8VbN4cYhJ6"
+
+
+def shaped_argv():
+    """Credentials in shapes a name list misses: non-secret flag names carrying keys, schemes, JWTs, JSON."""
+    m = mark
+    py = sys.executable
+    shapes = [
+        "--served-model-name", f"sk-proj-{m(1)}AbCdEf123456", "--revision", f"hf_{m(2)}AbCdEfGhIjKl",
+        "--chat-template", f"Bearer {m(3)}abc.def", "--tokenizer-mode", f"Basic {m(4)}dXNlcjpwYXNz",
+        "--file-storage-path", JWT.format(m=m(5)), "--download-dir", RANDOM.format(m=m(6)),
+        "--upstream-url", f"http://user:{m(7)}@10.0.0.1:5000/v1", "--endpoint", f"https://h/x?access_token={m(8)}&y=1",
+        "--json-model-override-args", json.dumps({"api_key": m(9), "rope_scaling": {"factor": 2}}),
+        "--model-loader-extra-config", json.dumps({"headers": {"Authorization": f"Token {m(10)}"},
+                                                   "nested": [{"hf_token": m(11)}]}),
+        "--license", m(12), "--sk", m(13), f"--licence-key={m(14)}", "--my-credential", m(15),
+        "--cookie-jar", m(16), "--auth", m(17), "--note", f"ghp_{m(18)}AbCdEfGhIjKlMnOp12",
+        "--aws", "AKIAGD19SHQZZZZZZZZZ", "--ssl-certfile", f"-----BEGIN PRIVATE KEY-----\n{m(20)}\n-----END PRIVATE KEY-----",
+        "--extra", f"api_key={m(21)},x=1", "--extra-two", f"token: {m(22)}", "--gl", f"glpat-{m(23)}abcdefghij",
+        "--slack", f"xoxb-{m(24)}-1234567890", "--google", f"AIza{m(25)}abcdefghijklmnopqrstuvwxyz",
+        "--x-encoded", f"Bearer%20{m(26)}", "--headers", f"X-Api-Key: {m(27)}", "--npm", f"npm_{m(28)}abcdefghijklmnopqrstuv",
+        "--anthropic", f"sk-ant-api03-{m(29)}abcdefgh", "--port", "30995"]
+    direct = [py, "-m", "sglang.launch_server", *shapes]
+    in_bash = ["bash", "-c", f"{py} -m sglang.launch_server --json-model-override-args "
+                             f"'{json.dumps({'secret': m(30)})}' --model-path https://u:{m(31)}@hub/m --port 30996"]
+    return [direct, in_bash]
+
+
+SHAPED_ENV = {
+    "SGLANG_EXTRA_HEADERS": f"Authorization: Bearer {mark(32)}", "SGLANG_JSON_CFG": json.dumps({"password": mark(33)}),
+    "SGL_UPSTREAM": f"https://svc:{mark(34)}@h/", "SGLANG_OPTS": f"api_key={mark(35)},debug=1",
+    "NCCL_X": f"sk-ant-{mark(36)}aaaaaaaaaaaaa", "SGLANG_HF": f"hf_{mark(37)}AbCdEfGhIjKl",
+    "SGLANG_JWT": JWT.format(m=mark(38)), "SGLANG_RANDOM": RANDOM.format(m=mark(39)),
+    "SGLANG_HEADERS_JSON": json.dumps({"headers": {"Cookie": f"session={mark(40)}"}}),
+    "FLASHINFER_URL": f"https://h/?token={mark(41)}", "SGLANG_BASIC": f"Basic {mark(42)}Zm9vOmJhcg==",
+}
+SHAPE_MARKERS = [mark(i) for i in range(1, 43) if i != 19] + ["GD19SHQ"]
+
+
+@pytest.fixture
+def shaped_servers(tmp_path):
+    package = tmp_path / "standin" / "sglang"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "launch_server.py").write_text("import time\ntime.sleep(120)\n")
+    env = dict(os.environ, PYTHONPATH=str(package.parent), NCCL_DEBUG="WARN", **SHAPED_ENV)
+    procs = [subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for argv in shaped_argv()]
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _shaped_seen() < 3:   # 2 pythons + the bash that stays
+        time.sleep(0.1)
+    yield procs
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
+def _shaped_seen():
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            count += b"sglang.launch_server" in cmdline and b"sH9q" in cmdline
+    return count
+
+
+def test_no_credential_shape_leaves_the_host_whatever_its_name(sshd_fleet, tmp_path, shaped_servers):
+    assert len(set(SHAPE_MARKERS)) == 42
+    reports = tmp_path / "reports"
+    env = sshd_fleet.env(GPUDIAG_REPORTS=str(reports))
+    inventory = sshd_fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"], python=sshd_fleet.system_python)
+    scan = sshd_fleet.run_gpudiag("scan", "-i", str(inventory), "all", "--probes", "deployment,env",
+                                  "--set", "env.torch=false", env=env, timeout=120)
+    assert scan.returncode in (0, 1), scan.stderr
+    outputs = [scan.stdout, scan.stderr]
+    for args in ((), ("--markdown",), ("--json",)):
+        shown = sshd_fleet.run_gpudiag("report", *args, env=env)
+        assert shown.returncode in (0, 1), shown.stderr
+        outputs += [shown.stdout, shown.stderr]
+    stored = [p.read_text(errors="replace") for p in reports.rglob("*") if p.is_file()]
+    stored += [Path(h.host_key_path).parent.joinpath("sshd.log").read_text(errors="replace")
+               for h in sshd_fleet.hosts]
+    host = json.loads(next(reports.glob("runs/*/hosts/h0.json")).read_text())
+    servers = host["probes"]["deployment"]["data"]["servers"]
+    shaped = [s for s in servers if s["args"].get("port") in (30995, 30996)]
+    assert len(shaped) == 2, servers                     # both servers were seen and their flags read
+    direct = next(s for s in shaped if s["args"]["port"] == 30995)
+    assert direct["env"]["NCCL_DEBUG"] == "WARN" and "SGLANG_EXTRA_HEADERS" in direct["env"]
+    assert json.loads(direct["args"]["json_model_override_args"])["rope_scaling"] == {"factor": 2}
+    everything = "\n".join(outputs + stored)
+    leaked = sorted(marker for marker in SHAPE_MARKERS if marker in everything)
+    assert leaked == [], f"{len(leaked)} of {len(SHAPE_MARKERS)} planted credential shapes left the host: {leaked}"

@@ -142,3 +142,41 @@ def test_ansible_form_of_the_same_fleet_scans_identically(scanned, status_setup)
     _, ansible_hosts = scan_form(status_setup, "ansible")
     assert {n: (h["status"], h["reason"]) for n, h in ansible_hosts.items()} == \
         {n: (h["status"], h["reason"]) for n, h in hosts.items()}
+
+
+KILL_SELF = """exec {python} -c '
+import os, signal, sys
+sys.stdin.readline()
+print("GPUDIAG-BEGIN half a frame", flush=True)
+os.kill(os.getpid(), signal.{sig})
+'"""
+
+
+def test_a_probe_killed_on_the_host_is_probe_killed_with_its_signal_not_a_dropped_connection(sshd_fleet, tmp_path):
+    fleet = sshd_fleet
+    variants = {
+        "sigkill": ("h0", {"python": str(fleet.script("kill-python", KILL_SELF.format(python=fleet.system_python,
+                                                                                      sig="SIGKILL")))}),
+        "sigsegv": ("h1", {"python": str(fleet.script("segv-python", KILL_SELF.format(python=fleet.system_python,
+                                                                                      sig="SIGSEGV")))}),
+        # a shell that does not exec its command reports the signal as 128+N
+        "shell": ("h0", {"python": str(fleet.script("shell-kill-python",
+                                                    KILL_SELF.format(python=fleet.system_python, sig="SIGKILL")
+                                                    .replace("exec ", "", 1) + "\nexit $?"))}),
+    }
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"], variants=variants)
+    reports = tmp_path / "reports"
+    proc = fleet.run_gpudiag("scan", "-i", str(inventory), "all", *fleet.fast_scan_args, "--timeout", "60",
+                             "--json", env=fleet.env(GPUDIAG_REPORTS=str(reports)), timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    hosts = fleet.load_run(proc, reports)[1]
+    assert hosts["h0"]["status"] == "ok", hosts["h0"]["reason"]
+    assert hosts["sigkill"]["status"] == "probe_killed", hosts["sigkill"]["reason"]
+    assert hosts["sigkill"]["reason"].startswith("the probe process was killed by SIGKILL on the host")
+    assert "OOM killer" in hosts["sigkill"]["reason"]
+    assert hosts["sigsegv"]["status"] == "probe_killed"
+    assert "killed by SIGSEGV on the host" in hosts["sigsegv"]["reason"]
+    assert hosts["shell"]["status"] == "probe_killed"
+    assert "SIGKILL on the host (exit 137, the shell's report of it)" in hosts["shell"]["reason"]
+    report = fleet.run_gpudiag("report", env=fleet.env(GPUDIAG_REPORTS=str(reports)))
+    assert "probe_killed" in report.stdout or "probe killed" in report.stdout, report.stdout
