@@ -60,6 +60,9 @@ def _advice(status: str) -> str:
         "host_key_changed": "The host key changed: verify the host before trusting it, then update known_hosts.",
         "python_missing": "Point gpudiag at the host's interpreter with --python (the venv that serves sglang).",
         "frame_error": "The probe output could not be read: see the output tails in the host result.",
+        # A rescan repeats a kill that has a cause on the host: the reason names the signal to look into.
+        "probe_killed": "The probes were killed on the host (the reason names the signal): for SIGKILL check the "
+        "kernel log for the OOM killer (`dmesg`, `journalctl -k`), then rescan with fewer probes or --forks.",
         PROBE_ERROR: "Some probes failed; the table names each with its error. The other probes' findings stand.",
         INTERRUPTED: "The run was stopped before this host finished: rescan it.",
         # A bug in gpudiag repeats on a rescan: the traceback is what helps.

@@ -10,25 +10,10 @@ run the command at all; a command that ran and failed is a CommandResult, not an
 
 from __future__ import annotations
 
-from typing import Protocol
+from gpudiag.models import UNREACHABLE, Host
+from gpudiag.transports.base import Transport, TransportError
 
-from gpudiag.models import UNREACHABLE, CommandResult, Host
-from gpudiag.transports.events import EventReader
-
-
-class TransportError(Exception):
-    def __init__(self, status: str, reason: str):
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
-class Transport(Protocol):
-    def run(
-        self, argv: list[str], stdin: bytes, timeout: float, output_limit: int = ..., events: EventReader | None = None
-    ) -> CommandResult: ...
-
-    def close(self) -> None: ...
+__all__ = ["Transport", "TransportError", "transport_for"]
 
 
 def transport_for(host: Host, **ssh_options: object) -> Transport:

@@ -7,7 +7,7 @@ The argv stays a list all the way down: the ssh transport quotes every word for 
 from __future__ import annotations
 
 from gpudiag.models import CommandResult
-from gpudiag.transports import Transport
+from gpudiag.transports.base import Transport
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 from gpudiag.transports.events import EventReader
 

@@ -28,7 +28,7 @@ from gpudiag.models import (
     CommandResult,
     Host,
 )
-from gpudiag.transports import TransportError
+from gpudiag.transports.base import TransportError
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
 from gpudiag.transports.events import EventReader
 from gpudiag.transports.exit_signal import killed_result, watch_exit_signal

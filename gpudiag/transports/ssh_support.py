@@ -10,7 +10,7 @@ from typing import Callable
 import paramiko
 
 from gpudiag.models import AUTH_FAILED, UNREACHABLE
-from gpudiag.transports import TransportError
+from gpudiag.transports.base import TransportError
 
 
 def parse_jump(spec: str, default_user: str) -> tuple[str, str, int]:
