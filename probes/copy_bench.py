@@ -57,7 +57,7 @@ def build_job(settings, device, results):
     """The plain-data job the benchmark (here or in the child) runs."""
     job = {key: settings[key] for key in (
         "paths", "strategies", "batch_sizes", "hidden_sizes", "topk", "steps", "draft_tokens", "hidden_dtype",
-        "samples", "target_us", "max_iters", "max_mem_mib", "idle_used_mib", "graph", "graph_copies", "h2d",
+        "samples", "target_us", "max_iters", "max_mem_mib", "busy_memory_mib", "graph", "graph_copies", "h2d",
         "split_bytes", "cpu_threads")}
     job["device"] = device
     job["sweep"] = {"min_bytes": settings["sweep_min_bytes"], "max_bytes": settings["sweep_max_bytes"],
@@ -95,7 +95,7 @@ def collect(ctx):
         if not job["gpus"]:
             raise Skip("copy_bench.gpus=%s: no such GPU (torch sees %d)" % (settings["gpus"], count))
         servers = (ctx.results.get("deployment") or {}).get("servers") or []
-        job["gpu_policy"] = gpu_policy(gpu_layer.snapshot(ctx), servers, job["force"], settings["idle_used_mib"],
+        job["gpu_policy"] = gpu_policy(gpu_layer.snapshot(ctx), servers, job["force"], settings["busy_memory_mib"],
                                        count)
     if in_process:
         from probes.copybench.devices import bench_all

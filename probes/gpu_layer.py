@@ -10,8 +10,12 @@ CUDA_VISIBLE_DEVICES maps onto them. Used by torch_caps, copy_bench and cuda_gra
 """
 from probes.context import which
 from probes.hostinfo import gpus as smi_gpus
+from probes.optionspec import Option
 
 BUSY_MEMORY_MIB = 1024   # more than this in use means someone is on the GPU
+# The one busy threshold, declared here once; every GPU probe lists this option (`--set PROBE.busy_memory_mib=N`).
+BUSY_OPTION = Option("busy_memory_mib", "int", BUSY_MEMORY_MIB,
+                     "A GPU using more memory than this (MiB) counts as busy.", minimum=0)
 DEFAULT_SMI_TIMEOUT = 10.0   # env's command_timeout default
 FORCE_HINT = "pass --force to use busy GPUs"
 NEVER = "never touched, not even with --force"

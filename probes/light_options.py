@@ -1,6 +1,7 @@
 """Options of the light probes (`--set PROBE.KEY=VALUE`), declared once: the control side checks `--set`
 against them before connecting and docs/probe-options.md is generated from them.
 """
+from probes import gpu_layer
 from probes.optionspec import Option
 
 DEPLOYMENT = (
@@ -14,7 +15,7 @@ ENV = (
 TORCH_CAPS = (
     Option("cuda", "choice", "auto", "Functional check on GPUs: auto (idle GPUs only), true (every GPU), false.",
            choices=("auto", "true", "false")),
-    Option("busy_memory_mib", "int", 1024, "A GPU using more memory than this (MiB) counts as busy.", minimum=0),
+    gpu_layer.BUSY_OPTION,
     Option("child_timeout", "float", 120.0, "Seconds the checks may take under the serving Python.", minimum=1),
     Option("profile", "bool", True, "Profile which kernel each copy path runs on the GPU."),
 )

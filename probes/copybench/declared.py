@@ -3,6 +3,7 @@
 The probe takes its defaults from here (probes/copybench/options.py), the control side checks `--set`
 against it before connecting, and docs/probe-options.md is generated from it.
 """
+from probes import gpu_layer
 from probes.copybench import strategies, workloads
 from probes.optionspec import Option
 
@@ -46,7 +47,7 @@ OPTIONS = (
     Option("graph_copies", "int", 20, "Copies captured in one CUDA graph for the graph timing.", minimum=1),
     Option("h2d", "bool", True, "Also time host-to-device copies from pinned memory."),
     Option("max_mem_mib", "int", 2048, "Most GPU memory the benchmark allocates, in MiB.", minimum=1),
-    Option("idle_used_mib", "int", 1024, "A GPU using more memory than this (MiB) counts as busy.", minimum=1),
+    gpu_layer.BUSY_OPTION,
     Option("isolate", "bool", None, "Run the benchmark in a child process (default: yes on CUDA, no on CPU).",
            nullable=True),
     Option("cpu_threads", "int", 1, "torch threads when measuring on the CPU.", minimum=1),

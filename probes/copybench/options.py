@@ -14,7 +14,7 @@ FROM_SERVER = {"topk": "speculative_eagle_topk", "steps": "speculative_num_steps
 _INT_LISTS = ("batch_sizes", "hidden_sizes", "gpus")
 _NAME_LISTS = {"paths": workloads.PATHS, "strategies": strategies.STRATEGIES}
 _INTS = ("samples", "max_iters", "sweep_min_bytes", "sweep_max_bytes", "sweep_factor", "topk", "steps",
-         "draft_tokens", "max_mem_mib", "idle_used_mib", "graph_copies", "split_bytes", "cpu_threads")
+         "draft_tokens", "max_mem_mib", "busy_memory_mib", "graph_copies", "split_bytes", "cpu_threads")
 _DTYPES = ("bfloat16", "float16", "float32")
 
 

@@ -2,6 +2,7 @@
 side's check of `--set` before connecting, and docs/probe-options.md all come from here.
 `gpudiag repro cuda-graph-crash` sets the same options from its own flags.
 """
+from probes import gpu_layer
 from probes.optionspec import Option, defaults
 
 ALGORITHMS = ("EAGLE", "EAGLE3", "DFLASH")
@@ -29,6 +30,7 @@ OPTIONS = (
     Option("mem_fraction", "float", 0.5, "sglang's --mem-fraction-static for the servers it launches.",
            minimum=0),
     Option("judge_acceptance", "bool", False, "Count an acceptance length of 1.0 or less as a failure."),
+    gpu_layer.BUSY_OPTION,
 )
 
 DEFAULTS = dict((k, v) for k, v in defaults(OPTIONS).items() if k not in ("mem_fraction", "judge_acceptance"))

@@ -37,7 +37,7 @@ def pick_gpus(ctx, info, idle, settings, force, notes):
     indices = [d.get("index") for d in devices]
     # torch's UUIDs (same PCI order) fill in when the GPU list has none, for CUDA_VISIBLE_DEVICES=GPU-….
     uuids = dict(gpu_layer.uuid_index(info["devices"]), **gpu_layer.uuid_index(devices))
-    limit = int(settings.get("busy_memory_mib") or gpu_layer.BUSY_MEMORY_MIB)
+    limit = int(settings.get("busy_memory_mib", gpu_layer.BUSY_MEMORY_MIB))  # the one threshold (gpu_layer)
     reasons = gpu_layer.busy_reasons(devices, servers, indices, uuids, limit)
     protected = gpu_layer.protected_gpus(servers, uuids, indices)
     chosen, why = gpu_layer.select_gpus(indices, reasons, int(settings.get("tp", 1)), force, protected)

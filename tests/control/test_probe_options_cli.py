@@ -104,3 +104,13 @@ def test_the_option_docs_are_generated_from_the_declarations():
     for info in PROBES.values():
         for option in info.options:
             assert f"| `{option.name}` |" in doc
+
+
+def test_every_gpu_probe_reads_the_one_busy_threshold_of_the_gpu_layer():
+    from probes import gpu_layer
+    for name in ("torch_caps", "copy_bench", "cuda_graph"):
+        [option] = [o for o in PROBES[name].options if o.name == "busy_memory_mib"]
+        assert option is gpu_layer.BUSY_OPTION, name
+        proc = gpudiag("probes", name)
+        assert proc.returncode == 0 and "busy_memory_mib" in proc.stdout, proc.stdout
+    assert not any(o.name == "idle_used_mib" for info in PROBES.values() for o in info.options)

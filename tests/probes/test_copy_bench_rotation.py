@@ -72,7 +72,7 @@ def drive(monkeypatch, seconds):
     idle = [{"index": i, "uuid": "GPU-" + UUIDS[i], "memory_used_mib": 1, "processes": []} for i in range(GPUS)]
     job = {"device": "cuda", "gpus": list(range(GPUS)), "budget_s": seconds, "strategies": ["loop"],
            "paths": list(workloads.PATHS), "batch_sizes": [1, 32], "hidden_sizes": [4096], "h2d": False,
-           "max_mem_mib": 2048, "idle_used_mib": 1024, "force": False,
+           "max_mem_mib": 2048, "busy_memory_mib": 1024, "force": False,
            "gpu_policy": copy_bench.gpu_policy({"devices": idle, "source": "env"}, [], False, 1024, GPUS)}
     results = devices.bench_all(job)
     assert fake_torch.cuda.devices_set == list(range(GPUS))
