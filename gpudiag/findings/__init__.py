@@ -10,7 +10,19 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpudiag.findings import copies, cuda_graph, dflash, fast_path, fleet, hosts, live_server, serving, sglang
+from gpudiag.findings import (
+    copies,
+    cuda_graph,
+    dflash,
+    fast_path,
+    fleet,
+    graphs_off,
+    hosts,
+    live_server,
+    server_logs,
+    serving,
+    sglang,
+)
 from gpudiag.findings import serving_fleet
 from gpudiag.findings.answers import QUESTIONS, Answer
 from gpudiag.findings.answers_live import coverage_line, host_answers
@@ -76,7 +88,7 @@ RULES: tuple[Rule, ...] = (
     sglang.eagle_per_tensor_copies,  # 2
     copies.hidden_states_split,  # 3
     dflash.dflash_draft_graph_disabled,  # 4
-    cuda_graph.spec_without_graphs,  # 5
+    graphs_off.spec_without_graphs,  # 5
     cuda_graph.repro_failures,  # 6
     copies.gpu_copy_outliers,  # 7
     fleet.fleet_drift,  # 8
@@ -85,7 +97,7 @@ RULES: tuple[Rule, ...] = (
     sglang.torch_other_interpreter,  # 11
     fast_path.eagle_fill_fast_path_unread,  # 12
     live_server.server_not_on_disk,  # 13
-    cuda_graph.server_log_findings,  # 14: live servers' logs, classified on the host
+    server_logs.server_log_findings,  # 14: live servers' logs, classified on the host
     serving.accept_len_one,  # 15: live servers' decode lines: drafts all rejected
     serving.graphs_off_in_log,  # 16: decode lines without graphs the flags leave on
     serving_fleet.spec_vs_baseline,  # 17: same model with and without speculation, per #running-req
@@ -94,7 +106,7 @@ RULES: tuple[Rule, ...] = (
 
 # Rules over the run's own record (run.json) rather than its hosts.
 RUN_RULES: tuple[Callable[[dict], list[Finding]], ...] = (
-    cuda_graph.classified_log,  # 6, for `repro --log FILE` runs
+    server_logs.classified_log,  # 6, for `repro --log FILE` runs
 )
 
 

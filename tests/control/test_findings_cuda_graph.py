@@ -1,7 +1,7 @@
 """CUDA-graph rules (5, 6) on minimal hand-written results."""
 from pathlib import Path
 
-from gpudiag.findings import cuda_graph
+from gpudiag.findings import cuda_graph, graphs_off, server_logs
 from gpudiag.models import HostResult, ProbeResult
 
 
@@ -24,7 +24,7 @@ def test_spec_without_graphs_uses_the_repro_boundary_when_known():
                    ("eagle_draft", 64, 4, "ok"))
     h = host(deployment=server(speculative_algorithm="EAGLE", disable_cuda_graph=True, speculative_num_steps=3),
              cuda_graph=cells_)
-    [finding] = cuda_graph.spec_without_graphs([h])
+    [finding] = graphs_off.spec_without_graphs([h])
     assert "--cuda-graph-max-bs 16" in finding.recommendation   # below the first failure, not the clean 64
     assert "drop --disable-cuda-graph" in finding.recommendation
     assert "4 forward passes" in finding.recommendation
@@ -35,7 +35,7 @@ def test_spec_without_graphs_without_repro_points_at_repro_and_graphs_on_is_sile
     off = host(deployment=server(speculative_algorithm="DFLASH", disable_cuda_graph="true"))
     on = host("h2", deployment=server(speculative_algorithm="DFLASH", disable_cuda_graph=False))
     plain = host("h3", deployment=server(speculative_algorithm=None, disable_cuda_graph=True))
-    [finding] = cuda_graph.spec_without_graphs([off, on, plain])
+    [finding] = graphs_off.spec_without_graphs([off, on, plain])
     assert finding.hosts == ("h1",) and "gpudiag repro" in finding.recommendation
 
 
@@ -88,11 +88,11 @@ def test_signature_severity_raises_a_failure_and_log_classification_becomes_find
                                               "recommendation": "Disable prefill graphs."}}
     extra = {"log": {"source": "/var/log/sglang.log", "outcome": "known_signature", "crashes": [crash],
                      "advice_assumes": "sglang 0.5.14+", "release": {"basis": "dflash_worker_v2.py"}}}
-    [logged] = cuda_graph.classified_log(extra)
+    [logged] = server_logs.classified_log(extra)
     assert (logged.id, logged.severity) == ("cuda_graph.log_crash", "error")
     assert logged.recommendation == "capture_end assert. Disable prefill graphs. (sglang #35437)"
     assert logged.evidence[0].file == "/var/log/sglang.log" and logged.evidence[0].line == 120
-    assert cuda_graph.classified_log({}) == []
+    assert server_logs.classified_log({}) == []
 
 
 def flags(*names, deprecated=()):
@@ -105,12 +105,12 @@ def test_spec_without_graphs_cites_the_switch_the_server_used_in_every_spelling(
                  "cuda_graph_config": ('{"decode": {"backend": "disabled"}}', "--cuda-graph-config")}
     for key, (value, cited) in spellings.items():
         h = host(deployment=server(speculative_algorithm="EAGLE3", **{key: value}))
-        [finding] = cuda_graph.spec_without_graphs([h])
+        [finding] = graphs_off.spec_without_graphs([h])
         assert cited in finding.evidence[0].text and "--disable-cuda-graph" not in finding.evidence[0].text, key
     # The JSON config wins over the legacy switch: decode graphs are on.
     on = host(deployment=server(speculative_algorithm="EAGLE3", disable_cuda_graph=True,
                                 cuda_graph_config='{"decode": {"backend": "full"}}'))
-    assert cuda_graph.spec_without_graphs([on]) == []
+    assert graphs_off.spec_without_graphs([on]) == []
 
 
 def test_spec_without_graphs_advises_flags_that_exist_in_the_hosts_release():
@@ -119,21 +119,21 @@ def test_spec_without_graphs_advises_flags_that_exist_in_the_hosts_release():
                            deprecated=("--disable-cuda-graph",))
     h = host(deployment=server(speculative_algorithm="EAGLE", disable_decode_cuda_graph=True), cuda_graph=cells_,
              sglang_source=release_0_5_23)
-    [finding] = cuda_graph.spec_without_graphs([h])
+    [finding] = graphs_off.spec_without_graphs([h])
     assert "drop --disable-decode-cuda-graph and set --cuda-graph-max-bs-decode 16" in finding.recommendation
     old = host(deployment=server(speculative_algorithm="EAGLE", disable_cuda_graph=True),
                sglang_source=flags("--cuda-graph-max-bs", "--disable-cuda-graph"))
-    [finding] = cuda_graph.spec_without_graphs([old])
+    [finding] = graphs_off.spec_without_graphs([old])
     assert "drop --disable-cuda-graph and set --cuda-graph-max-bs at that boundary" in finding.recommendation
 
 
 def test_spec_without_graphs_counts_draft_verify_and_draft_extend_passes():
     h = host(deployment=server(speculative_algorithm="NEXTN", disable_cuda_graph=True, speculative_num_steps=3))
-    [finding] = cuda_graph.spec_without_graphs([h])
+    [finding] = graphs_off.spec_without_graphs([h])
     assert "4 forward passes of a decode step (2 draft steps, the target's verify and the draft-extend)" \
         in finding.recommendation
     one = host(deployment=server(speculative_algorithm="EAGLE", disable_cuda_graph=True, speculative_num_steps="1"))
-    [finding] = cuda_graph.spec_without_graphs([one])
+    [finding] = graphs_off.spec_without_graphs([one])
     assert "2 forward passes of a decode step (the target's verify and the draft-extend)" in finding.recommendation
 
 
@@ -144,7 +144,7 @@ def test_spec_without_graphs_for_dflash_names_the_guard_that_would_still_hold():
          "file": "sglang/srt/speculative/dflash_worker_v2.py", "line": 724}]}}
     h = host(deployment=server(speculative_algorithm="DFLASH", disable_cuda_graph=True, enable_dp_attention=True),
              sglang_source=guards)
-    [finding] = cuda_graph.spec_without_graphs([h])
+    [finding] = graphs_off.spec_without_graphs([h])
     assert "dflash_worker_v2.py:724" in finding.recommendation and "data-parallel attention" in finding.recommendation
 
 
@@ -167,7 +167,7 @@ def test_repro_failure_without_a_signature_advises_the_releases_max_bs_flag():
 
 
 def test_several_matched_log_lines_keep_their_own_numbers():
-    from gpudiag.findings.cuda_graph import classified_log
+    from gpudiag.findings.server_logs import classified_log
     crash = {"line": 12, "family": "device_fault", "detail": "replay", "summary": "illegal_memory_access_replay",
              "quoted": [{"line": 12, "text": "CUDA error: an illegal memory access was encountered"},
                         {"line": 40, "text": "RuntimeError: CUDA error: an illegal memory access"}],
@@ -189,7 +189,7 @@ def test_a_live_servers_logged_crash_is_an_error_unless_the_server_came_up_again
     for log_text, severity in ((text, "error"), (text + "\n" + ready, "warning")):
         block = dict(classify(log_text), source={"kind": "stdout", "where": "/proc/7/fd/1", "path": "/var/log/s.log"})
         h = host(deployment={"servers": [], "server_logs": {"7": block}})
-        [finding] = cuda_graph.server_log_findings([h])
+        [finding] = server_logs.server_log_findings([h])
         assert finding.severity == severity and "oom_during_capture" in finding.title
         assert finding.hosts == (h.name,)
         assert "server pid 7 log (/proc/7/fd/1 → /var/log/s.log)" in finding.evidence[0].file

@@ -2,7 +2,7 @@
 PyPI, never imported), with hand-written live servers: guard order, flag names and EAGLE copies as released."""
 import functools
 
-from gpudiag.findings import cuda_graph, dflash, sglang
+from gpudiag.findings import dflash, graphs_off, sglang
 from gpudiag.findings.facts import host_facts
 from gpudiag.models import HostResult, ProbeResult
 from probes.sglang_facts import locate
@@ -38,7 +38,7 @@ def test_0_5_23_dflash_with_dp_attention_names_the_dp_guard_not_the_later_memory
 def test_0_5_23_dflash_without_decode_graphs_is_left_to_rule_5_in_the_releases_flag_names():
     h = host("0.5.23", speculative_algorithm="DFLASH", disable_decode_cuda_graph=True, enable_dp_attention=True)
     assert dflash.dflash_draft_graph_disabled([h]) == []
-    [finding] = cuda_graph.spec_without_graphs([h])
+    [finding] = graphs_off.spec_without_graphs([h])
     assert "with --disable-decode-cuda-graph" in finding.evidence[0].text
     assert "--cuda-graph-max-bs-decode at that boundary" in finding.recommendation   # 0.5.23 has no --cuda-graph-max-bs
     assert "dflash_worker_v2.py" in finding.recommendation                         # the dp guard still holds
@@ -52,7 +52,7 @@ def test_0_5_14_memory_guard_cannot_be_told_from_a_running_server():
 
 def test_0_5_11_advises_its_own_max_bs_flag():
     h = host("0.5.11", speculative_algorithm="EAGLE3", disable_cuda_graph=True, speculative_num_steps=3)
-    [finding] = cuda_graph.spec_without_graphs([h])
+    [finding] = graphs_off.spec_without_graphs([h])
     assert "drop --disable-cuda-graph and set --cuda-graph-max-bs at that boundary" in finding.recommendation
     assert "(2 draft steps, the target's verify and the draft-extend)" in finding.recommendation
 
