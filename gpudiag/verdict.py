@@ -32,8 +32,6 @@ EXIT_MEANING = {
     int(ExitCode.TERMINATED): "terminated (SIGTERM); finished hosts kept",
 }
 DEEP_PROBES = ("copy_bench", "cuda_graph")
-# How a user asks for each probe (the reason a skipped check names it).
-PROBE_FLAGS = {"copy_bench": "--deep or --probes copy_bench", "cuda_graph": "--deep or --probes cuda_graph"}
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Static checks, run by .ci/run before the tests: ruff (lint everywhere, format on the control side), mypy on
-# gpudiag/, and probes/ under the oldest Python it supports (3.9): ruff's 3.9 grammar, then every probe module
+# gpudiag/, vulture (dead names) on both sides, and probes/ under the oldest Python it supports (3.9): ruff's 3.9 grammar, then every probe module
 # imported by a real 3.9 interpreter when one is installed (pyenv's or python3.9 on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,8 @@ PY=${PYTHON:-python3}
 "$PY" -m ruff format --check .
 "$PY" -m ruff check --target-version py39 probes
 "$PY" -m mypy
+# Dead names: vulture over both sides, with the names only frameworks and child protocols call whitelisted.
+"$PY" -m vulture gpudiag probes scripts/vulture_whitelist.py --min-confidence 60
 py39=""
 for candidate in "$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/3.9*/bin/python3 python3.9; do
   if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 9))' >/dev/null 2>&1; then

@@ -250,7 +250,3 @@ def coverage_line(per_host: dict[str, list[Answer]]) -> str:
     partly = sum(1 for i in range(total) if any(a[i].status != NOT_CHECKED for a in per_host.values())) - answered
     text = f"{answered} of {total} questions answered on {len(per_host)} host{'s' if len(per_host) != 1 else ''}"
     return text + (f" ({partly} more in part)" if partly else "")
-
-
-def all_answered(per_host: dict[str, list[Answer]]) -> bool:
-    return bool(per_host) and all(a.status == ANSWERED for answers in per_host.values() for a in answers)

@@ -20,7 +20,6 @@ from gpudiag.models import HostResult
 from gpudiag.probe_view import as_dict
 
 QID = "Q10"
-QUESTION = "Is speculative decoding paying off on each server?"
 COMMAND = "gpudiag scan HOST --probes deployment"
 
 

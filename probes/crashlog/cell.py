@@ -3,8 +3,6 @@ child's stderr and error) gets the signature, family and advice `gpudiag repro -
 text, with the advice worded for the installed release when the text does not say which one wrote it."""
 from probes.crashlog.classify import classify
 
-CRASH_SEVERITIES = ("critical", "error")
-
 
 def classify_cell(text, installed_release=None, known=""):
     """{signature, family, phase, crash, advice_assumes, note} for one cell's output.
