@@ -16,10 +16,11 @@ from gpudiag.findings.copies import ok_timing
 from gpudiag.findings.facts import graph_max_bs, server_args, servers_of
 from gpudiag.models import HostResult
 from gpudiag.probe_view import copy_gpus, dig, number, workloads
+from probes.copybench import strategies as strategy_facts
 
-# Strategies sglang itself can run on a replay path: the grouped foreach copy, sglang's own named split
-# (hidden_states on its own copy_(), PR #28465) and the installed release's function.
-USABLE_STRATEGIES = ("grouped_foreach", "grouped_foreach_dma_split", "installed")
+# Strategies sglang itself can run on a replay path (declared beside the strategies): the grouped foreach copy,
+# sglang's own named split (hidden_states on its own copy_(), PR #28465) and the installed release's function.
+USABLE_STRATEGIES = strategy_facts.USABLE
 REPLAYS_PER_STEP = 1  # a decode step replays the draft and the draft-extend graph once each
 
 

@@ -12,8 +12,9 @@ from gpudiag.probe_view import copy_gpus, device_label, workloads
 from gpudiag.models import HostResult
 from gpudiag.render.blocks import merge_columns, table
 from gpudiag.render.safe_text import md
+from probes.copybench import strategies as strategy_facts
 
-STRATEGIES = ("installed", "loop", "grouped_foreach", "grouped_foreach_dma_split", "packed")
+STRATEGIES = strategy_facts.SHOWN  # declared once, beside the strategies (probes/copybench/strategies.py)
 NOISY_MARK = "~"
 # What each timing method measures, as the methodology states it.
 METHOD_TEXT = {
@@ -212,7 +213,8 @@ def _strategy_cells(strategies: dict[str, Any], notes: Notes) -> list[tuple[str,
     out: list[tuple[str, str]] = []
     for name in names:
         timing = as_dict(strategies[name])
-        label = "packed (sglang cannot use it)" if name == "packed" else name
+        caveat = strategy_facts.CAVEATS.get(name)
+        label = f"{name} ({caveat})" if caveat else name
         out.append((label, _cell(timing, notes)))
         if name != "installed":
             continue

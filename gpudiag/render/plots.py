@@ -13,6 +13,7 @@ from gpudiag.probe_view import as_dict, as_list, number, safe_stem
 from gpudiag.probe_view import copy_gpus, device_label, workloads
 from gpudiag.probe_view import cells
 from gpudiag.models import LoadedRun
+from probes.copybench import strategies as strategy_facts
 
 STATUS_CODES = {"ok": 0, "skipped": 1}  # every other status is a failure (2)
 
@@ -30,8 +31,8 @@ REPRO_CAPTION = (
     "Each cell is one capture-and-replay in its own process: green ok, yellow skipped, red failed; "
     "look for where red starts along batch size and draft tokens."
 )
-# Strategies drawn: those sglang can run, the per-tensor loop as the reference; `packed` is not one of them.
-DRAWN_STRATEGIES = ("loop", "installed", "grouped_foreach", "grouped_foreach_dma_split")
+# Strategies drawn (declared beside the strategies): those sglang can run, the per-tensor loop as the reference.
+DRAWN_STRATEGIES = strategy_facts.DRAWN
 
 
 def write_charts(run: LoadedRun, out_dir: Path) -> dict[str, str]:

@@ -13,7 +13,21 @@ from probes import replay_fields
 # copy_(), hidden_states above all, leave the group by name at every size. grouped_foreach_size_split is
 # the variant that moves any memcpy-able field from a measured size on.
 STRATEGIES = ("loop", "grouped_foreach", "grouped_foreach_dma_split", "grouped_foreach_size_split", "packed",
-              "installed")
+              "installed")  # the order they are measured in
+# Each strategy declared once, in the order the report shows them: `usable` when sglang itself can run it (only
+# those are ever a saving's target), `drawn` when the report's charts plot it, `caveat` beside its name in tables.
+DECLARED = (
+    {"name": "installed", "usable": True, "drawn": True, "caveat": None},
+    {"name": "loop", "usable": False, "drawn": True, "caveat": None},
+    {"name": "grouped_foreach", "usable": True, "drawn": True, "caveat": None},
+    {"name": "grouped_foreach_dma_split", "usable": True, "drawn": True, "caveat": None},
+    {"name": "grouped_foreach_size_split", "usable": False, "drawn": False, "caveat": "no release ships it"},
+    {"name": "packed", "usable": False, "drawn": False, "caveat": "sglang cannot use it"},
+)
+SHOWN = tuple(str(s["name"]) for s in DECLARED)
+USABLE = tuple(str(s["name"]) for s in DECLARED if s["usable"])
+DRAWN = tuple(str(s["name"]) for s in DECLARED if s["drawn"])
+CAVEATS = dict((str(s["name"]), str(s["caveat"])) for s in DECLARED if s["caveat"])
 OWN_COPY_FIELDS = replay_fields.own_copy_names()
 INSTALLED_NAME = "_grouped_foreach_copy_"
 # Where sglang releases define _grouped_foreach_copy_, for when the sglang_source probe did not run:
