@@ -102,7 +102,11 @@ COPY_BENCH = obj({
     "gpus": lst(obj({"index": i().null("null for the CPU"), "name": s().null(), "status": s(),
                      "reason": s().opt(), "workloads": lst(_WORKLOAD).opt(),
                      "sweep": lst(obj({"bytes": i(), "copy_us": num().null(), "foreach_us": num().null()})).opt(),
-                     "crossover_bytes": i().null().opt(), "recommended_split_bytes": i().null().opt()})),
+                     "crossover_bytes": i().null().opt(), "recommended_split_bytes": i().null().opt(),
+                     "workload_order": obj({"offset": i(), "first": s().null()},
+                                           "where this GPU's rotated workload order began").opt(),
+                     "lost_to_budget": lst(s(), "workloads skipped when the time budget ran out").opt(),
+                     "lost_field_sets": lst(s(), "their replay paths").opt()})),
     "outliers": lst(obj({"index": i(), "median_ratio": num(), "metrics_compared": i(),
                          "metrics_off": i("figures more than the tolerance off").opt(), "metric": s(),
                          "value": num(), "siblings_median": num(), "ratio": num()}),
@@ -117,6 +121,7 @@ CUDA_GRAPH = obj({
                       "max_abs_diff": num().null().opt()})),
     "boundaries": lst(anything()), "boundary": anything(), "signatures": lst(anything()),
     "environment": obj({"torch": s().null(), "cuda_available": b().opt()}),
+    "plan": anything("with cuda_graph.plan: every launch the repro would make (docs/repro-plan.md)").opt(),
     "notes": lst(anything()), "advice": lst(anything()),
 }, "where CUDA graphs break: algorithm × batch size × draft tokens, with signatures")
 

@@ -45,9 +45,15 @@ def q5_copy_cost(host: HostResult) -> Answer:
     unmeasured = {str(g.get("index")): str(g.get("reason") or g.get("status")) for g in gpus if g.get("status") != "ok"}
     if not savings:
         return _not_checked("Q5", "no workload was measured", command)
+    lost = [
+        {"gpu": str(g.get("index")), "field_sets": [str(f) for f in as_list(g.get("lost_field_sets"))]}
+        for g in gpus
+        if as_list(g.get("lost_field_sets"))
+    ]
     value = {
         "gpus": [s.to_dict() for s in savings.values()],
         "not_measured": [{"gpu": gpu, "reason": why} for gpu, why in unmeasured.items()],
+        "lost_to_budget": lost,
         "replays_per_step": REPLAYS_PER_STEP,
         "step_time_measured": False,
     }
@@ -56,7 +62,7 @@ def q5_copy_cost(host: HostResult) -> Answer:
     said = scope(host, str(ran_in) if ran_in else None, "timings")
     return Answer(
         "Q5",
-        PARTIAL if unmeasured else ANSWERED,
+        PARTIAL if unmeasured or lost else ANSWERED,
         q5_text(value) + (f"; {said}" if said else ""),
         command,
         value,
@@ -77,6 +83,8 @@ def q5_text(value: dict[str, Any]) -> str:
         ).append(gpu["gpu"])
     for gap in as_list(value.get("not_measured")):
         same.setdefault(f"not checked — {gap['reason']}", []).append(gap["gpu"])
+    for gap in as_list(value.get("lost_to_budget")):  # each GPU's rotated order loses different sets
+        same.setdefault(f"{', '.join(gap['field_sets'])} not measured (time budget spent)", []).append(gap["gpu"])
     parts = [f"GPU{'s' if len(ids) > 1 else ''} {','.join(ids)}: {text}" for text, ids in same.items()]
     return (
         "; ".join(parts)
