@@ -31,7 +31,8 @@ from gpudiag.models import (
 from gpudiag.transports.base import TransportError
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
 from gpudiag.transports.events import EventReader
-from gpudiag.transports.exit_signal import killed_result, watch_exit_signal
+from gpudiag.transports.exit_signal import killed_result
+from gpudiag.transports.ssh_exit_signal import watch_exit_signal
 from gpudiag.transports.hostkeys import HostKeyChecker, HostKeyError, host_id
 from gpudiag.transports.shell import UnsafeWord, command_line
 from gpudiag.transports.ssh_support import (
