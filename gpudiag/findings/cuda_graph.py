@@ -92,7 +92,7 @@ def spec_without_graphs(hosts: list[HostResult]) -> list[Finding]:
                 )
             else:
                 advice = (
-                    f"Run `gpudiag repro cuda-graph-crash {host.name}` to find the batch sizes that capture "
+                    f"Run `gpudiag repro cuda-graph-crash` on these hosts to find the batch sizes that capture "
                     f"and replay cleanly, then {_undo(switch)} and set {max_bs} at that boundary."
                 )
             findings.append(
