@@ -36,7 +36,7 @@ def server_not_on_disk(hosts: list[HostResult]) -> list[Finding]:
                     recommendation="The source facts describe "
                     + (f"the sglang installed for {read[0]}" if read else "the installed sglang")
                     + ", not what this server loaded: restart the server from the installed release, or "
-                    f"rescan with `gpudiag scan {host.name} --python {server.get('python') or 'PYTHON'}` "
+                    f"rescan these hosts with `gpudiag scan --python {server.get('python') or 'PYTHON'}` "
                     "so the facts describe the interpreter it runs.",
                     sources=(source(host, "deployment"), source(host, "sglang_source")),
                 )
@@ -64,8 +64,8 @@ def _not_read(host: HostResult, read: str) -> list[Finding]:
                         snippet=command_line(server) or None,
                     ),
                 ),
-                recommendation=f"Rescan with `gpudiag scan {host.name} --python {server.get('python') or 'PYTHON'}` to "
-                f"read the code {label} runs (its copy paths, EAGLE and DFlash facts, integrity).",
+                recommendation=f"Rescan these hosts with `gpudiag scan --python {server.get('python') or 'PYTHON'}` to "
+                "read the code that server runs (its copy paths, EAGLE and DFlash facts, integrity).",
                 sources=(source(host, "deployment"), source(host, "sglang_source")),
             )
         )
