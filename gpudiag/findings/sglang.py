@@ -258,7 +258,7 @@ def torch_other_interpreter(hosts: list[HostResult]) -> list[Finding]:
                     ),
                 ),
                 recommendation=f"The torch findings (torch._foreach_copy_) are not judged for this host (the answers "
-                f"say so): they would describe a torch sglang may not run with. Rescan with `gpudiag scan {host.name} --python "
+                f"say so): they would describe a torch sglang may not run with. Rescan these hosts with `gpudiag scan --python "
                 f"{sglang_path}` so the probes run in the serving interpreter.",
                 sources=(source(host, "sglang_source"), source(host, "env"), source(host, "torch_caps")),
             )
