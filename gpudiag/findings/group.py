@@ -16,42 +16,68 @@ PROBE_COMMANDS = {
 }
 DEFAULT_COMMAND = "gpudiag scan HOSTS"
 MAX_HOSTS_IN_COMMAND = 10
+MAX_HOSTS_IN_LABEL = 10
 
 
 def merge_across_hosts(findings: Iterable[Finding]) -> list[Finding]:
-    """Findings equal in rule, severity, title and recommendation become one, with the union of their hosts;
-    evidence that reads the same on several hosts is kept once, labelled with all of them."""
-    merged: dict[tuple[str, str, str, str], Finding] = {}
+    """Findings equal in rule, severity, title and recommendation (what they say, never whom) become one, with
+    the union of their hosts; evidence that reads the same on several hosts is kept once, labelled with them
+    (the label names ten, then how many more: the finding's `hosts` keeps every name). Linear in the findings,
+    so 10,000 identical hosts merge as cheaply as ten."""
+    groups: dict[tuple[str, str, str, str], _Merged] = {}
     for f in findings:
         key = (f.id, f.severity, f.title, f.recommendation)
-        if key not in merged:
-            merged[key] = f
-            continue
-        seen = merged[key]
-        merged[key] = dataclasses.replace(
-            seen,
-            hosts=tuple(dict.fromkeys(seen.hosts + f.hosts)),
-            evidence=_merge_evidence(seen.evidence, f.evidence),
-            sources=tuple(dict.fromkeys(seen.sources + f.sources)),
-        )
-    return list(merged.values())
-
-
-def _merge_evidence(first: tuple[Evidence, ...], more: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
-    out = list(first)
-    for e in more:
-        same = next((i for i, kept in enumerate(out) if _content(kept) == _content(e)), None)
-        if same is None:
-            out.append(e)
+        found = groups.get(key)
+        if found is None:
+            groups[key] = _Merged(f)
         else:
-            kept_host = out[same].host
-            if e.host and kept_host and e.host not in kept_host.split(", "):
-                out[same] = dataclasses.replace(out[same], host=f"{kept_host}, {e.host}")
-    return tuple(out)
+            found.add(f)
+    return [g.finding() for g in groups.values()]
+
+
+class _Merged:
+    """One finding's merge state: its hosts, sources and evidence, each in first-seen order."""
+
+    def __init__(self, first: Finding):
+        self.first = first
+        self.hosts: dict[str, None] = {}
+        self.sources: dict[str, None] = {}
+        self.evidence: dict[tuple, tuple[Evidence, dict[str, None]]] = {}
+        self.add(first)
+
+    def add(self, f: Finding) -> None:
+        self.hosts.update(dict.fromkeys(f.hosts))
+        self.sources.update(dict.fromkeys(f.sources))
+        for e in f.evidence:
+            kept = self.evidence.setdefault(_content(e), (e, {}))
+            if e.host:
+                kept[1].update(dict.fromkeys(e.host.split(", ")))
+
+    def finding(self) -> Finding:
+        evidence = tuple(
+            dataclasses.replace(e, host=_host_label(list(hosts))) if e.host and len(hosts) > 1 else e
+            for e, hosts in self.evidence.values()
+        )
+        return dataclasses.replace(
+            self.first, hosts=tuple(self.hosts), evidence=evidence, sources=tuple(self.sources)
+        )
+
+
+def _host_label(names: list[str]) -> str:
+    shown = ", ".join(names[:MAX_HOSTS_IN_LABEL])
+    return shown + (f" and {len(names) - MAX_HOSTS_IN_LABEL} more" if len(names) > MAX_HOSTS_IN_LABEL else "")
 
 
 def _content(e: Evidence) -> tuple:
-    return (e.kind, e.text, e.file, e.line, e.snippet, e.table)
+    return (e.kind, e.text, e.file, e.line, e.snippet, _hashable(e.table))
+
+
+def _hashable(value: object) -> object:
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    return value
 
 
 def reproduce_command(finding: Finding) -> str:
