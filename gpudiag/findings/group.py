@@ -17,6 +17,7 @@ PROBE_COMMANDS = {
 DEFAULT_COMMAND = "gpudiag scan HOSTS"
 MAX_HOSTS_IN_COMMAND = 10
 MAX_HOSTS_IN_LABEL = 10
+HOST = "HOST"  # stands for the host's own name in evidence merged across hosts
 
 
 def merge_across_hosts(findings: Iterable[Finding]) -> list[Finding]:
@@ -49,22 +50,63 @@ class _Merged:
         self.hosts.update(dict.fromkeys(f.hosts))
         self.sources.update(dict.fromkeys(f.sources))
         for e in f.evidence:
-            kept = self.evidence.setdefault(_content(e), (e, {}))
+            general = _without_own_host(e)
+            kept = self.evidence.setdefault(_content(general), (general, {}))
             if e.host:
                 kept[1].update(dict.fromkeys(e.host.split(", ")))
 
     def finding(self) -> Finding:
         evidence = tuple(
-            dataclasses.replace(e, host=_host_label(list(hosts))) if e.host and len(hosts) > 1 else e
+            dataclasses.replace(e, host=_host_label(list(hosts))) if e.host and len(hosts) > 1 else _named(e)
             for e, hosts in self.evidence.values()
         )
-        return dataclasses.replace(
-            self.first, hosts=tuple(self.hosts), evidence=evidence, sources=tuple(self.sources)
-        )
+        evidence = tuple(_columns_merged(e, self.hosts) for e in evidence)
+        return dataclasses.replace(self.first, hosts=tuple(self.hosts), evidence=evidence, sources=tuple(self.sources))
 
 
-def _host_label(names: list[str]) -> str:
+def _without_own_host(e: Evidence) -> Evidence:
+    """The evidence with its own host's name in text or snippet replaced by HOST, so the same fact on two
+    hosts reads the same ("HOST.lab.internal:22: connection timed out"); its host label says which."""
+    if not e.host or ", " in e.host or not any(e.host in (v or "") for v in (e.text, e.snippet)):
+        return e
+    return dataclasses.replace(
+        e,
+        text=e.text.replace(e.host, HOST),
+        snippet=e.snippet.replace(e.host, HOST) if e.snippet else e.snippet,
+    )
+
+
+def _named(e: Evidence) -> Evidence:
+    """Evidence kept for one host only reads with its host's name again."""
+    if not e.host or HOST not in (e.text or "") + (e.snippet or ""):
+        return e
+    return dataclasses.replace(
+        e,
+        text=e.text.replace(HOST, e.host),
+        snippet=e.snippet.replace(HOST, e.host) if e.snippet else e.snippet,
+    )
+
+
+def _columns_merged(e: Evidence, hosts: dict[str, None]) -> Evidence:
+    """A table with a column per host (the fleet's drift) keeps one column per distinct set of values,
+    headed by the hosts that share it."""
+    if not e.table or len(e.table[0]) < 3 or not all(name in hosts for name in e.table[0][1:]):
+        return e
+    header, body = e.table[0], e.table[1:]
+    columns: dict[tuple[str, ...], list[str]] = {}
+    for index, name in enumerate(header[1:], 1):
+        columns.setdefault(tuple(row[index] if index < len(row) else "" for row in body), []).append(name)
+    if len(columns) == len(header) - 1:
+        return e
+    merged = [(header[0],) + tuple(_host_label(names, count=True) for names in columns.values())]
+    merged += [(row[0],) + tuple(values[i] for values in columns) for i, row in enumerate(body)]
+    return dataclasses.replace(e, table=tuple(merged))
+
+
+def _host_label(names: list[str], count: bool = False) -> str:
     shown = ", ".join(names[:MAX_HOSTS_IN_LABEL])
+    if count and len(names) > 1:
+        shown = f"{len(names)} hosts: {shown}"
     return shown + (f" and {len(names) - MAX_HOSTS_IN_LABEL} more" if len(names) > MAX_HOSTS_IN_LABEL else "")
 
 
