@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from gpudiag import bundle
@@ -201,12 +201,16 @@ class Orchestrator:
         on_start: Callable[[Host], None] | None = None,
         on_result: Callable[[HostResult], None] | None = None,
         on_event: EventCallback | None = None,
+        retain: Callable[[HostResult], HostResult] | None = None,
     ):
+        """`retain`: what of each result the outcome keeps once `on_result` has had it (stored it); the whole
+        result by default, `summary_only` for a scan whose results live on disk."""
         self.request = request
         self.transport_factory = transport_factory or transport_for
         self.on_start = on_start or (lambda host: None)
         self.on_result = on_result or (lambda result: None)
         self.on_event = on_event
+        self.retain = retain or (lambda result: result)
         self._open: dict[str, Transport] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -304,8 +308,8 @@ class Orchestrator:
                 done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 for future in done:
                     result = future.result()
-                    results[result.name] = result
                     self.on_result(result)
+                    results[result.name] = self.retain(result)  # the full one is on disk: memory stays flat
         except KeyboardInterrupt:
             interrupted = True
             self.stop()
@@ -328,6 +332,13 @@ class Orchestrator:
                 transport.close()
             except Exception:
                 pass
+
+
+def summary_only(result: HostResult) -> HostResult:
+    """The result without its probes' data, errors and output tails: what a summary table and an exit code
+    read (status, reason, time, each probe's status), a few hundred bytes instead of the host's document."""
+    probes = {name: ProbeResult(p.status, p.duration_s, reason=p.reason) for name, p in result.probes.items()}
+    return replace(result, probes=probes, output_tail=None)
 
 
 def _interrupted(host: Host) -> HostResult:
