@@ -7,10 +7,11 @@ failure never stops the others; Ctrl-C closes every open transport and keeps wha
 
 from __future__ import annotations
 
+import queue
 import re
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -295,26 +296,32 @@ class Orchestrator:
         return EventReader(nonce, lambda event: on_event(host, event))
 
     def run(self, hosts: list[Host]) -> ScanOutcome:
+        """Every host through the pool. Finished futures arrive on a queue and are dropped once their result
+        is handed on: no per-loop walk over every pending host, and no finished result held by its future."""
         results: dict[str, HostResult] = {}
         pool = ThreadPoolExecutor(
             max_workers=max(1, min(self.request.forks, len(hosts) or 1)), thread_name_prefix="gpudiag-host"
         )
-        futures: dict[Future[HostResult], Host] = {pool.submit(self.scan_one, h): h for h in hosts}
-        pending = set(futures)
+        finished: queue.SimpleQueue[Future[HostResult]] = queue.SimpleQueue()
+        for host in hosts:
+            pool.submit(self.scan_one, host).add_done_callback(finished.put)
+        remaining = len(hosts)
         interrupted = False
         try:
-            while pending:
-                # A short wait keeps the main thread responsive to Ctrl-C.
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                for future in done:
-                    result = future.result()
-                    self.on_result(result)
-                    results[result.name] = self.retain(result)  # the full one is on disk: memory stays flat
+            while remaining:
+                try:
+                    # A short wait keeps the main thread responsive to Ctrl-C.
+                    future = finished.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                remaining -= 1
+                result = future.result()
+                del future
+                self.on_result(result)
+                results[result.name] = self.retain(result)  # the full one is on disk: memory stays flat
         except KeyboardInterrupt:
             interrupted = True
             self.stop()
-            for future in pending:
-                future.cancel()
         finally:
             pool.shutdown(wait=not interrupted, cancel_futures=True)
         ordered = []
