@@ -62,6 +62,7 @@ def _interpreters(pythons: dict[tuple[str, str], list[str]]) -> list[str]:
         "Interpreters: the Python whose sglang the source facts describe, and the one torch's facts "
         "(env, torch_caps) were read in.",
         "",
-    ] + table([("hosts", "sglang read from (chosen by)", "torch read in")] + [
-        (_names(names), sglang, torch) for (sglang, torch), names in pythons.items()
-    ])
+    ] + table(
+        [("hosts", "sglang read from (chosen by)", "torch read in")]
+        + [(_names(names), sglang, torch) for (sglang, torch), names in pythons.items()]
+    )
