@@ -77,7 +77,7 @@ def test_two_servers_with_different_releases_are_each_named(tmp_path):
     assert unread["severity"] == "info"
     assert unread["evidence"][0]["text"] == (f"server pid 3300 (port 31000, GPUs 4,5) runs sglang 0.5.11 in {OLD}; "
                                              f"the source facts describe {SERVING}")
-    assert f"gpudiag scan gpu-b --python {OLD}" in unread["recommendation"]
+    assert f"gpudiag scan --python {OLD}" in unread["recommendation"] and "gpu-b" not in unread["recommendation"]
     markdown = invoke("report", "--reports-dir", tmp_path, "--markdown").output
     assert NOT_READ in markdown
     assert f"Server pid 3300 ({OLD}; sglang 0.5.11), CUDA_VISIBLE_DEVICES=4,5" in markdown
