@@ -26,9 +26,13 @@ class HostJournal:
         """Raises OSError when the line cannot be written and synced."""
         if self._file is None:
             self._file = open(self.path, "a", encoding="utf-8")
-        self._file.write(json.dumps(entry, separators=(",", ":"), sort_keys=True, default=str) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            self._file.write(json.dumps(entry, separators=(",", ":"), sort_keys=True, default=str) + "\n")
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError:
+            self.close()  # a full disk: drop the unwritten line (run.json lists the host at the end)
+            raise
 
     def close_and_remove(self) -> None:
         """After run.json holds every entry: the journal is redundant."""
@@ -39,9 +43,12 @@ class HostJournal:
             pass
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        handle, self._file = self._file, None
+        if handle is not None:
+            try:
+                handle.close()
+            except OSError:
+                pass  # what it still held could not be written: the entries are in run.json or lost with the disk
 
 
 def read_journal(run_dir: Path) -> list[dict[str, Any]]:
