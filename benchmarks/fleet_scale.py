@@ -1,6 +1,14 @@
-"""Control-side cost of a scan as the fleet grows: `gpudiag scan` against `ansible -m script` with the bundle.
+"""Control-side cost of a scan as the fleet grows: `gpudiag scan` against `ansible -m script` with the bundle,
+and (--replay) gpudiag alone over 1,000 or 10,000 in-process hosts.
 
     python benchmarks/fleet_scale.py [--sizes 1,4,16,32,64] [--forks 32] [--no-ansible]
+    python benchmarks/fleet_scale.py --replay 1000,10000 [--replay-forks 32,256,1024]
+
+--replay: no sshd; every host is answered at once by a transport replaying one recorded host's frame
+(tests/fixtures/runs/fleet3/hosts/gpu-a.json, benchmarks/fleet_support.py), so what is measured is the control
+side's own work per host: payload, capture, frame, validation, store, summary, then the read-back for findings.
+Each `gpudiag scan` runs in a child of its own; its CPU and peak RSS are the kernel's (wait4), its scan phase
+(up to the last host stored) is read inside it. Then `gpudiag report -o FILE.md` on the stored run, the same way.
 
 Starts the largest fleet of real sshd hosts on 127.0.0.2... once (the integration fixture's SSHDFleet) and
 scans the first N of them with each tool, light probe (`env` without importing torch, so the hosts'
@@ -151,12 +159,56 @@ def per_host(cost: Cost, n: int) -> str:
             f"{cost.peak_mib / n:7.2f} {cost.ok_hosts:3d}/{n}")
 
 
+def waited(argv: list[str], cwd: Path) -> tuple[float, float, float, int]:
+    """(wall s, cpu s, peak RSS MiB, exit code) of a child, from the kernel's accounting."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    return (time.perf_counter() - started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+            os.waitstatus_to_exitcode(status))
+
+
+def replay(sizes: list[int], forks_list: list[int]) -> int:
+    from fleet_support import write_inventory
+    work = Path(tempfile.mkdtemp(prefix="gpudiag-replay-"))
+    print(f"replayed frame: tests/fixtures/runs/fleet3/hosts/gpu-a.json; cpu_count {os.cpu_count()}")
+    print(f"{'hosts':>6} {'forks':>5} | scan: {'wall_s':>7} {'cpu_s':>7} {'ms/host':>7} {'peak_MiB':>8} | "
+          f"before read-back: {'wall_s':>7} {'peak_MiB':>8} | report: {'wall_s':>7} {'cpu_s':>7} {'peak_MiB':>8}")
+    try:
+        for n in sizes:
+            inventory = write_inventory(work / f"inv-{n}.yaml", n)
+            for forks in forks_list:
+                reports, stats = work / f"rep-{n}-{forks}", work / f"stats-{n}-{forks}.json"
+                child = [sys.executable, str(ROOT / "benchmarks" / "fleet_support.py"), "replay-child",
+                         str(inventory), str(reports), str(forks), str(stats)]
+                wall, cpu, peak, code = waited(child, work)
+                phase = json.loads(stats.read_text()) if stats.exists() else {}
+                report = (0.0, 0.0, 0.0, -1)
+                if phase.get("run_dir"):
+                    report = waited([sys.executable, "-m", "gpudiag", "report", phase["run_dir"], "--no-charts",
+                                     "-o", str(work / f"report-{n}-{forks}.md")], ROOT)
+                print(f"{n:6d} {forks:5d} | scan: {wall:7.1f} {cpu:7.1f} {1000 * cpu / n:7.2f} {peak:8.0f} | "
+                      f"before read-back: {phase.get('scan_wall_s', 0):7.1f} {phase.get('scan_peak_mib', 0):8.0f} | "
+                      f"report: {report[0]:7.1f} {report[1]:7.1f} {report[2]:8.0f}"
+                      + ("" if code == 0 and report[3] in (0, 1, 3, 4) else f"  (exit {code}, report {report[3]})"),
+                      flush=True)
+                shutil.rmtree(reports, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,4,16,32,64")
     parser.add_argument("--forks", type=int, default=32)
     parser.add_argument("--no-ansible", action="store_true")
+    parser.add_argument("--replay", help="host counts for the in-process replay fleet, e.g. 1000,10000")
+    parser.add_argument("--replay-forks", default="32,256,1024")
     args = parser.parse_args()
+    if args.replay:
+        return replay([int(s) for s in args.replay.split(",")], [int(f) for f in args.replay_forks.split(",")])
     sizes = [int(s) for s in args.sizes.split(",")]
     use_ansible = not args.no_ansible and shutil.which("ansible") is not None
     fleet = load_fleet_module().SSHDFleet(max(sizes)).start()

@@ -17,3 +17,78 @@ def load_fleet_module():
     sys.modules[spec.name] = module   # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
+
+
+# -- an in-process fleet: a transport that replays a recorded host's frame ------------------------------
+RECORDED_HOST = ROOT / "tests" / "fixtures" / "runs" / "fleet3" / "hosts" / "gpu-a.json"
+
+
+def recorded_frame_body(path: Path = RECORDED_HOST) -> str:
+    """The runner's document for a stored host (its probes as recorded), as the JSON line a frame carries."""
+    import json
+
+    stored = json.loads(path.read_text())
+    return json.dumps({"schema": 1, "python": {"executable": stored.get("python")}, "probes": stored["probes"]})
+
+
+class ReplayTransport:
+    """Answers every run with the recorded frame under that run's nonce, at once: what the control side does
+    per host (payload, capture, frame, validation, store) without a network or a host."""
+
+    body = ""
+
+    def __init__(self, host: object, **_options: object):
+        self.host = host
+
+    def run(self, argv: list, stdin: bytes, timeout: float, output_limit: int | None = None, events: object = None):
+        import json
+
+        from gpudiag.models import CommandResult
+
+        nonce = json.loads(stdin.split(b"\n", 1)[0])["nonce"]
+        frame = f"GPUDIAG-BEGIN {nonce}\n{self.body}\nGPUDIAG-END {nonce}\n".encode()
+        return CommandResult(0, frame, b"", 0.0)
+
+    def close(self) -> None:
+        pass
+
+
+def write_inventory(path: Path, count: int) -> Path:
+    """gpudiag's inventory form with `count` ssh hosts named h00000...; the replay transport answers for them."""
+    lines = ["hosts:"] + [f"  h{n:05d}:\n    address: 10.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}" for n in range(count)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def replay_child(inventory: str, reports: str, forks: str, stats: str) -> int:
+    """`gpudiag scan -i INVENTORY all` in this process, every host answered by ReplayTransport. Writes to
+    STATS the peak RSS and time when the last host was stored, before scan reads the run back for findings."""
+    import json
+    import resource
+    import time
+
+    sys.path.insert(0, str(ROOT))
+    import gpudiag.cli.scan as scan_cli
+    from gpudiag.cli import cli
+
+    ReplayTransport.body = recorded_frame_body()
+    scan_cli.transports = lambda **options: ReplayTransport  # type: ignore[assignment]
+    read_back = scan_cli._stored_run
+    started = time.perf_counter()
+    phase: dict = {}
+
+    def stored_run(run_dir, console):  # type: ignore[no-untyped-def]
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        phase.update(scan_wall_s=time.perf_counter() - started, scan_peak_mib=usage.ru_maxrss / 1024,
+                     scan_cpu_s=usage.ru_utime + usage.ru_stime, run_dir=str(run_dir))
+        return read_back(run_dir, console)
+
+    scan_cli._stored_run = stored_run  # type: ignore[assignment]
+    argv = ["scan", "-i", inventory, "all", "--forks", forks, "--reports-dir", reports]
+    code = cli.main(argv, standalone_mode=False)
+    Path(stats).write_text(json.dumps(dict(phase, exit=code)))
+    return 0
+
+
+if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "replay-child":
+    sys.exit(replay_child(*sys.argv[2:]))

@@ -7,11 +7,12 @@ failure never stops the others; Ctrl-C closes every open transport and keeps wha
 
 from __future__ import annotations
 
+import queue
 import re
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from gpudiag import bundle
@@ -208,12 +209,16 @@ class Orchestrator:
         on_start: Callable[[Host], None] | None = None,
         on_result: Callable[[HostResult], None] | None = None,
         on_event: EventCallback | None = None,
+        retain: Callable[[HostResult], HostResult] | None = None,
     ):
+        """`retain`: what of each result the outcome keeps once `on_result` has had it (stored it); the whole
+        result by default, `summary_only` for a scan whose results live on disk."""
         self.request = request
         self.transport_factory = transport_factory or transport_for
         self.on_start = on_start or (lambda host: None)
         self.on_result = on_result or (lambda result: None)
         self.on_event = on_event
+        self.retain = retain or (lambda result: result)
         self._open: dict[str, Transport] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -298,26 +303,32 @@ class Orchestrator:
         return EventReader(nonce, lambda event: on_event(host, event))
 
     def run(self, hosts: list[Host]) -> ScanOutcome:
+        """Every host through the pool. Finished futures arrive on a queue and are dropped once their result
+        is handed on: no per-loop walk over every pending host, and no finished result held by its future."""
         results: dict[str, HostResult] = {}
         pool = ThreadPoolExecutor(
             max_workers=max(1, min(self.request.forks, len(hosts) or 1)), thread_name_prefix="gpudiag-host"
         )
-        futures: dict[Future[HostResult], Host] = {pool.submit(self.scan_one, h): h for h in hosts}
-        pending = set(futures)
+        finished: queue.SimpleQueue[Future[HostResult]] = queue.SimpleQueue()
+        for host in hosts:
+            pool.submit(self.scan_one, host).add_done_callback(finished.put)
+        remaining = len(hosts)
         interrupted = False
         try:
-            while pending:
-                # A short wait keeps the main thread responsive to Ctrl-C.
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                for future in done:
-                    result = future.result()
-                    results[result.name] = result
-                    self.on_result(result)
+            while remaining:
+                try:
+                    # A short wait keeps the main thread responsive to Ctrl-C.
+                    future = finished.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                remaining -= 1
+                result = future.result()
+                del future
+                self.on_result(result)
+                results[result.name] = self.retain(result)  # the full one is on disk: memory stays flat
         except KeyboardInterrupt:
             interrupted = True
             self.stop()
-            for future in pending:
-                future.cancel()
         finally:
             pool.shutdown(wait=not interrupted, cancel_futures=True)
         ordered = []
@@ -335,6 +346,13 @@ class Orchestrator:
                 transport.close()
             except Exception:
                 pass
+
+
+def summary_only(result: HostResult) -> HostResult:
+    """The result without its probes' data, errors and output tails: what a summary table and an exit code
+    read (status, reason, time, each probe's status), a few hundred bytes instead of the host's document."""
+    probes = {name: ProbeResult(p.status, p.duration_s, reason=p.reason) for name, p in result.probes.items()}
+    return replace(result, probes=probes, output_tail=None)
 
 
 def _interrupted(host: Host) -> HostResult:

@@ -1,17 +1,17 @@
-"""Results on disk: `reports/runs/<run-id>/run.json` and `hosts/<host>.json`, each written atomically.
+"""Results on disk: `reports/runs/<run-id>/run.json` and `hosts/<host>.json`, each written atomically, as
+compact JSON.
 
-run.json is written first, with every planned host, and rewritten as each host's file is written, so
-an interrupted, killed or crashed run keeps every finished host and reads as incomplete. Temp files a
-killed run left are removed by the next run. `reports/latest` holds the newest run id.
+run.json is written first, with every planned host; each host is then recorded by one line appended to the
+run's journal (gpudiag/run_journal.py), and run.json is compacted from it when the run ends. So recording a
+host costs O(1), and an interrupted, killed or crashed run keeps every finished host and reads as
+incomplete. Temp files a killed run left are removed by the next run. `reports/latest` holds the newest run id.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
 import secrets
-import tempfile
 import threading
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -33,9 +33,8 @@ from gpudiag.models import (
     safe_file_name,
 )
 from gpudiag.probe_data import judged
-
-# Temp files name their writer's pid, so the next run can tell a killed writer's leftovers from a live one's.
-_TEMP = re.compile(r"^\..+\.(?P<pid>\d+)\.tmp-[^/]*$")
+from gpudiag.atomic_files import remove_stale_temp_files, write_text_atomic
+from gpudiag.run_journal import HostJournal, merged_hosts, read_journal
 
 
 class StoreError(Exception):
@@ -51,7 +50,12 @@ def new_run_id() -> str:
 
 
 def write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
-    write_text_atomic(path, dumps_strict(doc, indent=2, sort_keys=True, default=str) + "\n")
+    """Compact JSON (no indent): a 10,000-host run writes and reads a third fewer bytes."""
+    write_text_atomic(path, _compact(doc) + "\n")
+
+
+def _compact(doc: dict[str, Any]) -> str:
+    return dumps_strict(doc, separators=(",", ":"), sort_keys=True, default=str)
 
 
 class RunWriter:
@@ -84,6 +88,7 @@ class RunWriter:
         self._hosts: dict[str, dict[str, str]] = {}
         self._files: set[str] = set()  # casefolded: "GPU1" and "gpu1" are one file on macOS
         self._lock = threading.Lock()
+        self._journal = HostJournal(self.dir)
         try:
             (self.dir / "hosts").mkdir(parents=True, exist_ok=True)
             self._write_manifest()
@@ -111,10 +116,10 @@ class RunWriter:
             except OSError as exc:
                 self._hosts[result.name] = dict(entry, write_error=f"{path.name}: {_why(exc)}")
                 self.write_failures.append(result.name)
-                self._try_manifest()
+                self._try_journal(self._hosts[result.name])
                 raise StoreError(f"{path}: cannot write {result.name}'s result: {_why(exc)}") from None
             self._hosts[result.name] = dict(entry, file=file)
-            self._write_manifest_or_raise()
+            self._journal_or_raise(self._hosts[result.name])
         return path
 
     def note_host(self, name: str, status: str, reason: str) -> None:
@@ -122,7 +127,7 @@ class RunWriter:
         with self._lock:
             if name not in self._hosts:
                 self._hosts[name] = {"name": name, "status": status, "reason": reason}
-                self._write_manifest_or_raise()
+                self._journal_or_raise(self._hosts[name])
 
     def finish(
         self, interrupted: bool = False, extra: dict[str, Any] | None = None, signal: str | None = None
@@ -139,6 +144,7 @@ class RunWriter:
                 signal=signal if interrupted else None,
             )
             self._write_manifest_or_raise()
+            self._journal.close_and_remove()  # run.json holds every entry now
         return self.manifest
 
     def _write_manifest(self) -> None:
@@ -152,7 +158,7 @@ class RunWriter:
             # A full disk has no room for the temp copy, but rewriting in place reuses run.json's own
             # blocks: the record of which hosts finished (and which could not be written) matters most now.
             with open(path, "w", encoding="utf-8") as fh:
-                fh.write(dumps_strict(self.manifest.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
+                fh.write(_compact(self.manifest.to_dict()) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
 
@@ -162,11 +168,17 @@ class RunWriter:
         except OSError as exc:
             raise StoreError(f"{self.dir / 'run.json'}: cannot write: {_why(exc)}") from None
 
-    def _try_manifest(self) -> None:
+    def _journal_or_raise(self, entry: dict[str, str]) -> None:
         try:
-            self._write_manifest()
+            self._journal.append(entry)
+        except OSError as exc:
+            raise StoreError(f"{self._journal.path}: cannot write: {_why(exc)}") from None
+
+    def _try_journal(self, entry: dict[str, str]) -> None:
+        try:
+            self._journal.append(entry)
         except OSError:
-            pass  # the caller reports the first failure; run.json is retried on the next write
+            pass  # the caller reports the first failure; run.json lists the host when the run ends
 
 
 def _why(exc: OSError) -> str:
@@ -175,25 +187,6 @@ def _why(exc: OSError) -> str:
 
 def _failed_path(exc: OSError, default: Path) -> Path | str:
     return exc.filename if exc.filename else default
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a temp file beside `path`, fsync it, rename it over: readers see the old or the new file,
-    a crash leaves no half-written one and no temp file behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def resolve_run_dir(spec: str | None, root: Path) -> Path:
@@ -227,49 +220,21 @@ def _read_json(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _pid_alive(pid: int) -> bool:
+def read_manifest(run_dir: Path) -> RunManifest:
+    """run.json with the journal's host entries over its own: a run that never compacted it (killed, or
+    still running) lists every host recorded so far."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_stale_temp_files(root: Path) -> list[Path]:
-    """Remove the temp files of writers that are gone (a run killed mid-write); a live writer's stay."""
-    folders = [root]
-    runs = root / "runs"
-    try:
-        for run_dir in runs.iterdir():
-            folders += [run_dir, run_dir / "hosts"]
-    except OSError:
-        pass
-    removed = []
-    for folder in folders:
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
-            match = _TEMP.match(name)
-            if match and not _pid_alive(int(match.group("pid"))):
-                try:
-                    os.unlink(folder / name)
-                    removed.append(folder / name)
-                except OSError:
-                    pass
-    return removed
+        manifest = RunManifest.from_dict(_read_json(run_dir / "run.json"), str(run_dir / "run.json"))
+    except SchemaError as exc:
+        raise StoreError(str(exc)) from None
+    journal = read_journal(run_dir)
+    return replace(manifest, hosts=merged_hosts(manifest.hosts, journal)) if journal else manifest
 
 
 def load_run(run_dir: Path) -> LoadedRun:
     """The run as stored. Only an unreadable run.json is an error: a host file that is corrupt or stray
     is carried as unreadable, and a host with no file reads as never finished or result missing."""
-    try:
-        manifest = RunManifest.from_dict(_read_json(run_dir / "run.json"), str(run_dir / "run.json"))
-    except SchemaError as exc:
-        raise StoreError(str(exc)) from None
+    manifest = read_manifest(run_dir)
     by_file = {str(e.get("file")): str(e.get("name")) for e in manifest.hosts if e.get("file")}
     hosts: list[HostResult] = []
     unreadable: list[UnreadableFile] = []

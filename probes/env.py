@@ -11,7 +11,7 @@ import platform
 import socket
 import sys
 
-from probes.hostinfo import interpreter, system
+from probes.hostinfo import interpreter, system, torch_child
 from probes.hostinfo.gpus import collect_gpus
 # The probe's pure parsers, re-exported so its tests feed recorded outputs to them through the probe.
 from probes.hostinfo.nvidia_smi import (NvidiaSmiError, parse_compute_apps, parse_cuda_version,  # noqa: F401
@@ -35,7 +35,7 @@ def collect(ctx):
         {"available": None, "version": None, "cuda": None, "reason": "not asked (env.torch=false)"}
     chosen = interpreter.target(ctx)["path"] if want_torch else None
     data["gpus"], data["topology"] = collect_gpus(timeout, torch_fallback=want_torch, python=chosen,
-                                                  modules=ctx.modules)
+                                                  modules=ctx.modules, run=ctx.results)
     return data
 
 
@@ -70,23 +70,23 @@ def python_facts():
 
 
 def serving_torch_facts(ctx, timeout):
-    """torch_facts() read in a child of the host's chosen interpreter (the probing one included), so this
-    process never imports torch; when the child gives nothing, the reason names that interpreter."""
+    """torch_facts() read in the run's torch child under the host's chosen interpreter (the probing one
+    included; probes/hostinfo/torch_child.py), so this process never imports torch; when the child gives
+    nothing, the reason names that interpreter."""
     wanted = interpreter.target(ctx)
     # Importing torch takes seconds on a cold disk: more than an nvidia-smi call.
-    facts, why = interpreter.run_child(wanted["path"], "probes.env:torch_child_main", ctx.modules,
-                                       max(timeout, ctx.time_left(45.0)))
+    facts, why = torch_child.ask(wanted["path"], ctx.results, "build", ctx.modules, max(timeout, ctx.time_left(45.0)))
     recorded = {"path": wanted["path"], "why": wanted["why"], "ran": "child"}
     if facts is None:
         return {"available": False, "version": None, "cuda": None, "cudnn": None, "nccl": None, "arch_list": [],
-                "reason": "torch facts not read: " + why, "interpreter": recorded}
+                "reason": "torch facts not read: %s: %s" % (wanted["path"], why), "interpreter": recorded}
     facts["interpreter"] = recorded
     return facts
 
 
-def torch_child_main(payload):
-    """In the child under the serving Python: its torch build facts, answered as one framed line."""
-    interpreter.answer(lambda: dict(torch_facts(), executable=sys.executable))
+def torch_facts_job(args):
+    """In the torch child under the serving Python: its torch build facts."""
+    return torch_facts()
 
 
 def torch_facts():

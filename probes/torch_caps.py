@@ -5,18 +5,15 @@ one call mixing pairs, non-contiguous sources, mismatched shapes. Without `_fore
 checked through the per-tensor `copy_` loop sglang falls back to. `paths` says, per list kind, whether
 the call ran the fused multi-tensor kernel or fell back to a copy per tensor (torch.profiler on CUDA).
 
-The checks run in a child of the host's chosen interpreter (--python, else the live server's, else the
+The checks run in the run's one torch child under the host's chosen interpreter (--python, else the live server's, else the
 probing Python), so they describe the torch that serves; `interpreter` says which Python ran them and why.
 Options (`--set torch_caps.KEY=VALUE`): cuda (auto|true|false, default auto: idle GPUs only unless
 --force), busy_memory_mib (default 1024), profile (false: no profiler, paths unknown on CUDA),
 child_timeout (s, default 120).
 """
-import os
-import sys
-
 from probes import gpu_layer
 from probes.context import ProbeContext, Skip
-from probes.hostinfo import foreach_path, interpreter
+from probes.hostinfo import foreach_path, interpreter, torch_child
 
 # (source dtype, destination dtype): sglang's CUDA-graph inputs (ids, positions, lengths, hidden states).
 PAIRS = (("int64", "int64"), ("int32", "int32"), ("int32", "int64"), ("int64", "int32"),
@@ -26,12 +23,15 @@ CHILD_TIMEOUT_S = 120.0
 
 
 def collect(ctx):
-    """The checks in a child of the host's chosen interpreter (the serving one when a server runs)."""
+    """The checks in the run's torch child (probes/hostinfo/torch_child.py, CUDA_DEVICE_ORDER=PCI_BUS_ID) under
+    the host's chosen interpreter (the serving one when a server runs)."""
     options = ctx.option("torch_caps", {}) or {}
     timeout = min(float(options.get("child_timeout", CHILD_TIMEOUT_S)), max(5.0, ctx.time_left() * 0.8))
-    data, chosen = interpreter.torch_child(ctx, "probes.torch_caps:child_main", timeout,
-                                           env=dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID"),
-                                           options=ctx.options, results=_shared_results(ctx))
+    chosen = interpreter.target(ctx)
+    data, why = torch_child.ask(chosen["path"], ctx.results, "caps", ctx.modules, timeout,
+                                {"options": ctx.options, "results": _shared_results(ctx)})
+    if why is not None:
+        raise Skip("under %s (%s): %s" % (chosen["path"], chosen.get("reason") or chosen["why"], why))
     data["interpreter"] = dict(interpreter.summary(chosen), ran="child")
     return data
 
@@ -50,11 +50,11 @@ def _shared_results(ctx):
     return shared
 
 
-def child_main(payload):
-    """In the child under the serving Python: the checks, answered as one framed line."""
-    ctx = ProbeContext(options=payload.get("options"), results=payload.get("results"),
-                       deadline=interpreter.child_deadline(payload), modules=payload.get("modules"))
-    interpreter.answer(lambda: dict(collect_here(ctx), executable=sys.executable))
+def caps_job(args):
+    """In the torch child under the serving Python: the checks."""
+    ctx = ProbeContext(options=args.get("options"), results=args.get("results"),
+                       deadline=torch_child.deadline(args))
+    return collect_here(ctx)
 
 
 def collect_here(ctx):
@@ -143,18 +143,15 @@ def check_device(torch, device, has_foreach):
     return result
 
 
-def _guarded(check):
+def _guarded(check, wrap=lambda why: why):
     try:
         return check()
     except Exception as exc:  # building the inputs failed: say so, keep the other checks
-        return "could not run: %s" % _fail(exc)[len("raises: "):]
+        return wrap("could not run: %s" % _fail(exc)[len("raises: "):])
 
 
 def _guarded_dict(check):
-    try:
-        return check()
-    except Exception as exc:
-        return {"error": "could not run: %s" % _fail(exc)[len("raises: "):]}
+    return _guarded(check, lambda why: {"error": why})
 
 
 def _mixed(torch, device):

@@ -17,7 +17,7 @@ from rich.console import Console
 from gpudiag.cli import UserError
 from gpudiag.cli.signals import StopSignals, interrupt_policy
 from gpudiag.models import INTERRUPTED, Host, HostResult, RunManifest
-from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
+from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest, summary_only
 from gpudiag.render.console import ScanProgress
 from gpudiag.store import RunWriter, StoreError
 from gpudiag.transports import Transport, transport_for
@@ -90,7 +90,12 @@ def run_hosts(
                     progress.host_done(result)
 
                 outcome = Orchestrator(
-                    request, factory, on_start=progress.host_started, on_result=on_result, on_event=progress.host_event
+                    request,
+                    factory,
+                    on_start=progress.host_started,
+                    on_result=on_result,
+                    on_event=progress.host_event,
+                    retain=None if summarize else summary_only,  # stored: only a summarize needs the data
                 ).run(hosts)
         except KeyboardInterrupt:  # a signal outside the orchestrator's own wait: hosts stored so far stay
             outcome = ScanOutcome(

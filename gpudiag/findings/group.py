@@ -16,42 +16,110 @@ PROBE_COMMANDS = {
 }
 DEFAULT_COMMAND = "gpudiag scan HOSTS"
 MAX_HOSTS_IN_COMMAND = 10
+MAX_HOSTS_IN_LABEL = 10
+HOST = "HOST"  # stands for the host's own name in evidence merged across hosts
 
 
 def merge_across_hosts(findings: Iterable[Finding]) -> list[Finding]:
-    """Findings equal in rule, severity, title and recommendation become one, with the union of their hosts;
-    evidence that reads the same on several hosts is kept once, labelled with all of them."""
-    merged: dict[tuple[str, str, str, str, str], Finding] = {}
+    """Findings equal in rule, severity, title, recommendation and action (what they say, never whom) become one, with
+    the union of their hosts; evidence that reads the same on several hosts is kept once, labelled with them
+    (the label names ten, then how many more: the finding's `hosts` keeps every name). Linear in the findings,
+    so 10,000 identical hosts merge as cheaply as ten."""
+    groups: dict[tuple[str, str, str, str, str], _Merged] = {}
     for f in findings:
         key = (f.id, f.severity, f.title, f.recommendation, f.action)
-        if key not in merged:
-            merged[key] = f
-            continue
-        seen = merged[key]
-        merged[key] = dataclasses.replace(
-            seen,
-            hosts=tuple(dict.fromkeys(seen.hosts + f.hosts)),
-            evidence=_merge_evidence(seen.evidence, f.evidence),
-            sources=tuple(dict.fromkeys(seen.sources + f.sources)),
-        )
-    return list(merged.values())
-
-
-def _merge_evidence(first: tuple[Evidence, ...], more: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
-    out = list(first)
-    for e in more:
-        same = next((i for i, kept in enumerate(out) if _content(kept) == _content(e)), None)
-        if same is None:
-            out.append(e)
+        found = groups.get(key)
+        if found is None:
+            groups[key] = _Merged(f)
         else:
-            kept_host = out[same].host
-            if e.host and kept_host and e.host not in kept_host.split(", "):
-                out[same] = dataclasses.replace(out[same], host=f"{kept_host}, {e.host}")
-    return tuple(out)
+            found.add(f)
+    return [g.finding() for g in groups.values()]
+
+
+class _Merged:
+    """One finding's merge state: its hosts, sources and evidence, each in first-seen order."""
+
+    def __init__(self, first: Finding):
+        self.first = first
+        self.hosts: dict[str, None] = {}
+        self.sources: dict[str, None] = {}
+        self.evidence: dict[tuple, tuple[Evidence, dict[str, None]]] = {}
+        self.add(first)
+
+    def add(self, f: Finding) -> None:
+        self.hosts.update(dict.fromkeys(f.hosts))
+        self.sources.update(dict.fromkeys(f.sources))
+        for e in f.evidence:
+            general = _without_own_host(e)
+            kept = self.evidence.setdefault(_content(general), (general, {}))
+            if e.host:
+                kept[1].update(dict.fromkeys(e.host.split(", ")))
+
+    def finding(self) -> Finding:
+        evidence = tuple(
+            dataclasses.replace(e, host=_host_label(list(hosts))) if e.host and len(hosts) > 1 else _named(e)
+            for e, hosts in self.evidence.values()
+        )
+        evidence = tuple(_columns_merged(e, self.hosts) for e in evidence)
+        return dataclasses.replace(self.first, hosts=tuple(self.hosts), evidence=evidence, sources=tuple(self.sources))
+
+
+def _without_own_host(e: Evidence) -> Evidence:
+    """The evidence with its own host's name in text or snippet replaced by HOST, so the same fact on two
+    hosts reads the same ("HOST.lab.internal:22: connection timed out"); its host label says which."""
+    if not e.host or ", " in e.host or not any(e.host in (v or "") for v in (e.text, e.snippet)):
+        return e
+    return dataclasses.replace(
+        e,
+        text=e.text.replace(e.host, HOST),
+        snippet=e.snippet.replace(e.host, HOST) if e.snippet else e.snippet,
+    )
+
+
+def _named(e: Evidence) -> Evidence:
+    """Evidence kept for one host only reads with its host's name again."""
+    if not e.host or HOST not in (e.text or "") + (e.snippet or ""):
+        return e
+    return dataclasses.replace(
+        e,
+        text=e.text.replace(HOST, e.host),
+        snippet=e.snippet.replace(HOST, e.host) if e.snippet else e.snippet,
+    )
+
+
+def _columns_merged(e: Evidence, hosts: dict[str, None]) -> Evidence:
+    """A table with a column per host (the fleet's drift) keeps one column per distinct set of values,
+    headed by the hosts that share it."""
+    if not e.table or len(e.table[0]) < 3 or not all(name in hosts for name in e.table[0][1:]):
+        return e
+    header, body = e.table[0], e.table[1:]
+    columns: dict[tuple[str, ...], list[str]] = {}
+    for index, name in enumerate(header[1:], 1):
+        columns.setdefault(tuple(row[index] if index < len(row) else "" for row in body), []).append(name)
+    if len(columns) == len(header) - 1:
+        return e
+    merged = [(header[0],) + tuple(_host_label(names, count=True) for names in columns.values())]
+    merged += [(row[0],) + tuple(values[i] for values in columns) for i, row in enumerate(body)]
+    return dataclasses.replace(e, table=tuple(merged))
+
+
+def _host_label(names: list[str], count: bool = False) -> str:
+    shown = ", ".join(names[:MAX_HOSTS_IN_LABEL])
+    if count and len(names) > 1:
+        shown = f"{len(names)} hosts: {shown}"
+    return shown + (f" and {len(names) - MAX_HOSTS_IN_LABEL} more" if len(names) > MAX_HOSTS_IN_LABEL else "")
 
 
 def _content(e: Evidence) -> tuple:
-    return (e.kind, e.text, e.file, e.line, e.snippet, e.table)
+    return (e.kind, e.text, e.file, e.line, e.snippet, _hashable(e.table))
+
+
+def _hashable(value: object) -> object:
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    return value
 
 
 def reproduce_command(finding: Finding) -> str:

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.models import OK, Host, HostResult
+from gpudiag.render.answers_block import host_list
 from gpudiag.render.safe_text import console as safe
 from gpudiag.transports.events import HostEvent
 
@@ -124,18 +125,31 @@ class ScanProgress:
 
 
 def summary_table(results: Sequence[HostResult], title: str) -> Table:
+    """One row per host, except that hosts agreeing in status, probes and reason (their own name aside) are
+    one row with their count, names and time range: 10,000 healthy hosts print one row."""
     table = Table(title=title, show_lines=False)
     for column in ("host", "status", "time", "probes", "reason"):
         table.add_column(column, overflow="fold")
-    for r in results:
-        probes = ", ".join(f"{k}:{v.status}" for k, v in r.probes.items()) or "-"
-        style = STATUS_STYLE.get(r.status, "red")
+    for (status, probes, reason), group in summary_rows(results).items():
+        names = [r.name for r in group]
+        times = [r.duration_s for r in group]
+        when = f"{times[0]:.1f}s" if len(group) == 1 else f"{min(times):.1f}-{max(times):.1f}s"
         # Names, probe names and reasons come from hosts: cleaned (no escapes, capped) plain Text, never markup.
         table.add_row(
-            Text(safe(r.name)),
-            Text(safe(r.status), style=style),
-            f"{r.duration_s:.1f}s",
+            Text(safe(names[0] if len(names) == 1 else host_list(names), 2000)),
+            Text(safe(status), style=STATUS_STYLE.get(status, "red")),
+            when,
             Text(safe(probes, 2000)),
-            Text(safe(r.reason or "")),
+            Text(safe(group[0].reason or "" if len(group) == 1 else reason)),
         )
     return table
+
+
+def summary_rows(results: Sequence[HostResult]) -> dict[tuple[str, str, str], list[HostResult]]:
+    """{(status, probes, reason with the host's name as HOST): hosts}, in first-seen order."""
+    rows: dict[tuple[str, str, str], list[HostResult]] = {}
+    for r in results:
+        probes = ", ".join(f"{k}:{v.status}" for k, v in r.probes.items()) or "-"
+        reason = (r.reason or "").replace(r.name, "HOST") if r.name else (r.reason or "")
+        rows.setdefault((r.status, probes, reason), []).append(r)
+    return rows

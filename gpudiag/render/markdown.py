@@ -10,12 +10,13 @@ from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from gpudiag.probe_view import as_dict, as_list, fmt_us
-from gpudiag.findings import SEVERITY_RANK, host_facts, reproduce_command, with_run_options
+from gpudiag.findings import SEVERITY_RANK, reproduce_command, with_run_options
 from gpudiag.models import SEVERITIES, Evidence, Finding
 from gpudiag.render.host_appendix import link_line, render_appendix
 from gpudiag.render.crash_log import appendix as log_appendix
 from gpudiag.render.blocks import fenced, merge_rows, table
 from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, markdown_block
+from gpudiag.render.fleet_table import fleet_section
 from gpudiag.render.safe_text import clean, clean_run, code, md
 from gpudiag.models import LoadedRun
 from gpudiag.verdict import EXIT_MEANING, Verdict, verdict as compute_verdict
@@ -90,43 +91,8 @@ def _summary(findings: Sequence[Finding], verdict: Verdict, answers: AnswerSet) 
 
 
 def _fleet(run: LoadedRun, verdict: Verdict) -> list[str]:
-    shown = {h.name: h.status for h in verdict.hosts}
-    rows: list[tuple[Any, ...]] = [
-        ("host", "status", "GPUs", "driver", "torch", "sglang", "speculative", "CUDA graphs (decode)")
-    ]
-    pythons: list[tuple[Any, ...]] = [("host", "sglang read from (chosen by)", "torch read in")]
-    for h in run.hosts:
-        try:
-            f = host_facts(h)
-        except Exception as exc:  # noqa: BLE001 - one host's odd data never breaks the fleet's report
-            rows.append(
-                (h.name, shown.get(h.name, h.status), f"data could not be read ({type(exc).__name__})") + ("-",) * 5
-            )
-            continue
-        torch = f"{f.torch} (another Python than sglang's)" if f.torch_elsewhere else f.torch
-        rows.append(
-            (f.name, shown.get(h.name, f.status), f.gpus, f.driver, torch, f.sglang, f.speculative, f.cuda_graphs)
-        )
-        if (f.sglang_interpreter, f.torch_interpreter) != ("-", "-"):
-            same = f.torch_interpreter.split(" (")[0] == f.sglang_interpreter.split(" (")[0]
-            pythons.append((f.name, f.sglang_interpreter, "the same Python" if same else f.torch_interpreter))
-    if not run.hosts:
-        return ["## Fleet", "", "No hosts: this run read a file on this machine and contacted none.", ""]
-    lines = ["## Fleet", ""] + table(rows)
-    if len(pythons) > 1 and all(row[2] == "the same Python" for row in pythons[1:]):
-        lines += [
-            "Interpreters: torch and sglang were read in the same Python on every host: "
-            + "; ".join(f"{md(row[0])} {md(row[1])}" for row in pythons[1:])
-            + ".",
-            "",
-        ]
-    elif len(pythons) > 1:
-        lines += [
-            "Interpreters: the Python whose sglang the source facts describe, and the one torch's facts "
-            "(env, torch_caps) were read in.",
-            "",
-        ] + table(pythons)
-    return lines
+    """Hosts that agree are one row (render/fleet_table.py)."""
+    return fleet_section(run, verdict)
 
 
 def numbered(findings: Sequence[Finding]) -> list[tuple[int, Finding]]:

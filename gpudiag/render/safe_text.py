@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import weakref
 from typing import Any
 
 from gpudiag.models import HostResult, LoadedRun, ProbeResult
@@ -57,6 +58,8 @@ def clean(value: Any, limit: int = MAX_CHARS, keep_newlines: bool = False) -> st
     """Controls and escape sequences removed, invisible format characters (bidi overrides, zero-width
     characters) shown escaped; cut at `limit` characters + "… (N bytes)"."""
     text = _text_of(value)
+    if len(text) <= limit and text.isprintable():
+        return text  # no control, escape, bidi override, tab or newline, and short: nothing to remove or cut
     head = text[: limit * 4 + 64]  # escapes removed below never shrink more than this allows for
     head = _FORMAT.sub(_escaped, _CONTROLS.sub("", _ESCAPES.sub("", head)))
     head = head.replace("\t", " ")
@@ -114,10 +117,21 @@ def clean_data(value: Any, depth: int = 0, limit: int = MAX_CHARS) -> Any:
         return f"<nested deeper than {MAX_DEPTH} levels: not read>"
     if isinstance(value, dict):
         items = list(value.items())[:MAX_ITEMS]
-        return {clean(k, 128): clean_data(v, depth + 1, limit) for k, v in items}
+        return {clean(k, 128): _plain(v, limit) or clean_data(v, depth + 1, limit) for k, v in items}
     if isinstance(value, (list, tuple)):
-        return [clean_data(v, depth + 1, limit) for v in list(value)[:MAX_ITEMS]]
+        return [_plain(v, limit) or clean_data(v, depth + 1, limit) for v in list(value)[:MAX_ITEMS]]
     return clean(value, limit)
+
+
+def _plain(value: Any, limit: int) -> Any:
+    """A leaf that cleaning would keep as it is (a short printable string, a small int), else None: most of
+    a host's data, read without a call per value (a 10,000-host report cleans millions of them)."""
+    kind = type(value)
+    if kind is str:
+        return value if value and len(value) <= limit and value.isprintable() else None
+    if kind is int:
+        return value if value and abs(value) < 10**18 else None
+    return None
 
 
 def _clean_probe(result: ProbeResult) -> ProbeResult:
@@ -151,11 +165,19 @@ def clean_host(host: HostResult) -> HostResult:
 
 
 def clean_run(run: LoadedRun) -> LoadedRun:
-    """The run as rules and renderers should read it: every host string bounded and free of controls."""
+    """The run as rules and renderers should read it: every host string bounded and free of controls. A run
+    this made is returned as it is (the report cleans once, its renderers ask again)."""
+    if _CLEANED.get(id(run)) is run:
+        return run
     manifest = dataclasses.replace(
         run.manifest,
         extra=clean_data(run.manifest.extra) or {},
         argv=tuple(clean(a, 256) for a in run.manifest.argv[:64]),
         hosts=tuple(clean_data(h) for h in run.manifest.hosts),
     )
-    return dataclasses.replace(run, manifest=manifest, hosts=tuple(clean_host(h) for h in run.hosts))
+    cleaned = dataclasses.replace(run, manifest=manifest, hosts=tuple(clean_host(h) for h in run.hosts))
+    _CLEANED[id(cleaned)] = cleaned
+    return cleaned
+
+
+_CLEANED: "weakref.WeakValueDictionary[int, LoadedRun]" = weakref.WeakValueDictionary()

@@ -30,17 +30,18 @@ def _smi(binary, args, timeout):
     return None, message or result["error"] or "nvidia-smi failed"
 
 
-def collect_gpus(timeout, torch_fallback=True, python=None, modules=None):
+def collect_gpus(timeout, torch_fallback=True, python=None, modules=None, run=None):
     """(gpus, topology) dicts in the probe-data shape; a host without GPUs gives two `skipped` dicts.
     Without nvidia-smi, torch.cuda reads the devices: in a child of `python` (the host's chosen interpreter,
-    with the bundle's `modules`) when given, so the probes' own process never imports torch."""
+    with the bundle's `modules`; the torch child of `run`, the probe runner's results) when given, so the
+    probes' own process never imports torch."""
     binary = which("nvidia-smi")
     if binary is None:
         if not torch_fallback:
             reason = "nvidia-smi not found on PATH"
             return skipped_gpus(reason), skipped_topology(reason)
         if python:
-            return gpus_from_torch_child(python, modules, timeout)
+            return gpus_from_torch_child(python, modules, timeout, run)
         return gpus_from_torch()
     devices, error, legacy = query_gpus(binary, timeout)
     if error is not None:
@@ -151,20 +152,21 @@ def gpus_from_torch():
     return gpus, topology
 
 
-def gpus_from_torch_child(python, modules, timeout):
-    """gpus_from_torch() run under `python`; its failure (missing, crashed, hung, no torch) is the reason."""
-    from probes.hostinfo import interpreter  # lazily: only hosts without nvidia-smi need a child
-    data, why = interpreter.run_child(python, "probes.hostinfo.gpus:torch_child_main", modules, max(timeout, 30.0))
+def gpus_from_torch_child(python, modules, timeout, run=None):
+    """gpus_from_torch() in the run's torch child under `python`; its failure (missing, crashed, hung, no
+    torch) is the reason."""
+    from probes.hostinfo import torch_child  # lazily: only hosts without nvidia-smi need a child
+    data, why = torch_child.ask(python, {} if run is None else run, "gpus", modules, max(timeout, 30.0))
     if data is None:
-        reason = "nvidia-smi not found on PATH; torch.cuda under %s" % why
+        reason = "nvidia-smi not found on PATH; torch.cuda under %s: %s" % (python, why)
         return skipped_gpus(reason), skipped_topology("nvidia-smi not found on PATH")
     data["gpus"]["reason"] = "%s (torch.cuda under %s)" % (data["gpus"].get("reason"), python)
     return data["gpus"], data["topology"]
 
 
-def torch_child_main(payload):
-    from probes.hostinfo import interpreter
-    interpreter.answer(lambda: dict(zip(("gpus", "topology"), gpus_from_torch())))
+def torch_gpus_job(args):
+    """In the torch child: the GPU list and topology as gpus_from_torch() reads them."""
+    return dict(zip(("gpus", "topology"), gpus_from_torch()))
 
 
 def _torch_bus_id(props):

@@ -6,7 +6,7 @@ import pytest
 
 from gpudiag.models import SCHEMA_VERSION, HostResult, ProbeResult
 from gpudiag.probe_data import fitted
-from gpudiag.store import RunWriter, StoreError, load_run, resolve_run_dir
+from gpudiag.store import RunWriter, StoreError, load_run, read_manifest, resolve_run_dir
 
 
 def result(name, status="ok"):
@@ -17,10 +17,15 @@ def result(name, status="ok"):
 def test_each_host_is_on_disk_the_moment_it_is_written(tmp_path):
     writer = RunWriter(tmp_path, "scan", ["gpudiag", "scan", "a"])
     writer.write_host(result("gpu-01"))
-    # Before finish(): the host file and a run.json naming it already exist (a crash keeps them).
+    # Before finish(): the host file, run.json and the journal line naming it exist (a crash keeps them).
     run = json.loads((writer.dir / "run.json").read_text())
-    assert run["finished_at"] is None
-    assert run["hosts"] == [{"name": "gpu-01", "status": "ok", "reason": "", "file": "gpu-01"}]
+    assert run["finished_at"] is None and run["hosts"] == []
+    entry = {"name": "gpu-01", "status": "ok", "reason": "", "file": "gpu-01"}
+    assert [json.loads(line) for line in (writer.dir / "hosts.journal").read_text().splitlines()] == [entry]
+    assert list(read_manifest(writer.dir).hosts) == [entry]
+    writer.finish()
+    assert json.loads((writer.dir / "run.json").read_text())["hosts"] == [entry]   # compacted at the end
+    assert not (writer.dir / "hosts.journal").exists()
     host = json.loads((writer.dir / "hosts" / "gpu-01.json").read_text())
     assert host["schema"] == SCHEMA_VERSION and host["probes"]["env"]["data"]["hostname"] == "gpu-01"
     assert (tmp_path / "latest").read_text().strip() == writer.run_id
