@@ -25,7 +25,7 @@ STARTUP_MARGIN_S = 5.0
 JOBS = {"build": "probes.env:torch_facts_job", "gpus": "probes.hostinfo.gpus:torch_gpus_job",
         "caps": "probes.torch_caps:caps_job"}
 
-_children = {}
+_children = {}  # type: dict  # (interpreter, run) -> its one torch child
 _registry_lock = threading.Lock()
 
 
