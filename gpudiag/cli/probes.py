@@ -47,7 +47,7 @@ def probe_document(info: ProbeInfo) -> dict[str, Any]:
     return {
         "name": info.name,
         "summary": info.summary,
-        "set": "deep" if info.deep else "light",
+        "set": info.set,
         "needs": info.needs,
         "cost": info.cost,
         "options": [
@@ -80,13 +80,13 @@ def probes(names: tuple[str, ...], as_json: bool, as_markdown: bool) -> int:
 
 def _console(chosen: list[ProbeInfo]) -> None:
     console = ResultConsole()
-    table = Table(title="probes (light run on every scan; deep with --deep or --probes)")
+    table = Table(title="probes (light run on every scan; deep with --deep or --probes; explicit only by its own command)")
     for column in ("probe", "set", "GPU", "torch", "sglang", "cost", "options"):
         table.add_column(column, overflow="fold")
     for info in chosen:
         table.add_row(
             info.name,
-            "deep" if info.deep else "light",
+            info.set,
             info.needs["GPU"],
             info.needs["torch"],
             info.needs["sglang"],
