@@ -58,6 +58,8 @@ def collect(ctx):
         raise Skip("the deployment probe found no servers to load")
     proc_root = (ctx.option("deployment") or {}).get("proc_root") or os.environ.get("GPUDIAG_PROC_ROOT") or "/proc"
     deadline = time.monotonic() + min(float(settings.get("max_seconds") or 60), ctx.time_left() - 3.0)
+    if not deployment.get("servers"):
+        raise Skip("no live sglang server on this host to load")
     logs = deployment.get("server_logs") or {}
     out = {}
     for server in deployment.get("servers") or []:

@@ -94,17 +94,20 @@ def run_level(target, concurrency, requests, deadline, stop, input_len, output_l
     return summary(concurrency, state, time.monotonic() - started)
 
 
+def _median(values):
+    return round(statistics.median(values), 3) if values else None
+
+
 def summary(concurrency, state, wall_s):
     samples = list(state["samples"])
     latencies = sorted(s["latency_s"] * 1000.0 for s in samples)
     accepts = [s["accept_len"] for s in samples if s["accept_len"] is not None]
     tokens = sum(s["tokens"] for s in samples)
-    median = (lambda xs: round(statistics.median(xs), 3) if xs else None)
     return {
         "concurrency": concurrency, "sent": state["next"], "answered": len(samples), "failed": state["failed"],
         "errors": list(state["errors"]), "duration_s": round(wall_s, 3), "output_tokens": tokens,
         "output_throughput": round(tokens / wall_s, 3) if wall_s > 0 and samples else None,
-        "median_ttft_ms": median(latencies), "median_latency_ms": median(latencies),
+        "median_ttft_ms": _median(latencies), "median_latency_ms": _median(latencies),
         "p90_latency_ms": round(latencies[int(0.9 * (len(latencies) - 1))], 3) if latencies else None,
-        "median_accept_len": median(accepts), "accept_len_requests": len(accepts),
+        "median_accept_len": _median(accepts), "accept_len_requests": len(accepts),
     }

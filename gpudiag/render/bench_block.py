@@ -1,0 +1,95 @@
+"""The bench load of a run (`gpudiag bench`): one row per host, server and concurrency level, for the markdown
+report, the JSON report and the console. Rows are built once here from the stored probe data; every output
+renders from them. A server that was not loaded is a row with its reason."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from gpudiag.models import LoadedRun
+from gpudiag.probe_view import as_dict, as_list, probe
+from gpudiag.render.blocks import table
+
+PROBE = "servingbench"
+HEADER = ["host", "server", "concurrency", "answered", "output tok/s", "TTFT ms", "latency ms", "accept len"]
+FIGURES = (
+    "sent",
+    "answered",
+    "failed",
+    "duration_s",
+    "output_tokens",
+    "output_throughput",
+    "median_ttft_ms",
+    "median_latency_ms",
+    "p90_latency_ms",
+    "median_accept_len",
+)
+
+
+def _number(value: Any) -> float | int | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def bench_rows(run: LoadedRun) -> list[dict[str, Any]]:
+    """{host, pid, port, concurrency, figures…} per level; {host, pid, port, reason} for a server not loaded."""
+    rows: list[dict[str, Any]] = []
+    for host in run.hosts:
+        data = as_dict(probe(host, PROBE))
+        for _, server in sorted(as_dict(data.get("servers")).items(), key=lambda kv: str(kv[0])):
+            server = as_dict(server)
+            base: dict[str, Any] = {
+                "host": host.name,
+                "pid": _number(server.get("pid")),
+                "port": _number(server.get("port")),
+            }
+            levels = [as_dict(level) for level in as_list(server.get("levels"))]
+            if not levels:
+                rows.append(dict(base, reason=str(server.get("reason") or server.get("stopped") or "no level ran")))
+            for level in levels:
+                row: dict[str, Any] = dict(base, concurrency=_number(level.get("concurrency")))
+                row.update((k, _number(level.get(k))) for k in FIGURES)
+                row["errors"] = [str(e) for e in as_list(level.get("errors"))][:3]
+                rows.append(row)
+    return rows
+
+
+def _cell(value: Any, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    server = f"pid {row['pid']} port {row['port']}"
+    if "reason" in row:
+        return [row["host"], server, "-", "-", "-", "-", "-", f"not loaded — {row['reason']}"]
+    return [
+        row["host"],
+        server,
+        str(row["concurrency"]),
+        f"{row['answered']}/{row['sent']}",
+        _cell(row["output_throughput"]),
+        _cell(row["median_ttft_ms"]),
+        _cell(row["median_latency_ms"]),
+        _cell(row["median_accept_len"], 2),
+    ]
+
+
+def table_rows(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
+    return [HEADER] + [_cells(r) for r in rows]
+
+
+def markdown_section(run: LoadedRun) -> list[str]:
+    """`## Bench load` with the per-level table, beside Q10's figures from the log; nothing without a bench."""
+    if not any(PROBE in h.probes for h in run.hosts):
+        return []
+    rows = bench_rows(run)
+    lines = [
+        "## Bench load",
+        "",
+        "`gpudiag bench`: `/generate` requests with random token ids per concurrency level on loopback. "
+        "Non-streaming: TTFT is the time to the whole response. Accept len is the median over requests of "
+        "`completion_tokens / spec_verify_ct`.",
+        "",
+    ]
+    if not rows:
+        return lines + ["No live server was found to load.", ""]
+    return lines + table(table_rows(rows))
