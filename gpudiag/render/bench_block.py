@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from gpudiag.findings.serving import bucket_text
 from gpudiag.models import LoadedRun
 from gpudiag.probe_view import as_dict, as_list, probe
 from gpudiag.render.blocks import table
+from gpudiag.render.safe_text import md
 
 PROBE = "servingbench"
 HEADER = ["host", "server", "concurrency", "answered", "output tok/s", "TTFT ms", "latency ms", "accept len"]
@@ -53,6 +55,37 @@ def bench_rows(run: LoadedRun) -> list[dict[str, Any]]:
     return rows
 
 
+def log_rows(run: LoadedRun) -> list[dict[str, Any]]:
+    """Per loaded server, the serving figures of the decode lines it wrote during the load, or why none."""
+    rows: list[dict[str, Any]] = []
+    for host in run.hosts:
+        for _, server in sorted(as_dict(as_dict(probe(host, PROBE)).get("servers")).items(), key=lambda kv: str(kv[0])):
+            server = as_dict(server)
+            if not server.get("loaded"):
+                continue
+            log = as_dict(server.get("log"))
+            row: dict[str, Any] = {"host": host.name, "pid": _number(server.get("pid"))}
+            if "decode_lines" in log:
+                row.update((k, log.get(k)) for k in ("decode_lines", "median_accept_len", "buckets", "graph"))
+            else:
+                row["reason"] = str(log.get("reason") or "log not read during the load")
+            rows.append(row)
+    return rows
+
+
+def _log_line(row: dict[str, Any]) -> str:
+    head = f"{row['host']} pid {row['pid']}: "
+    if "reason" in row:
+        return head + row["reason"]
+    accept = _number(row.get("median_accept_len"))
+    return (
+        head
+        + f"{row['decode_lines']} decode lines during the load"
+        + (f", accept len {accept:.2f}" if accept is not None else "")
+        + (f"; tok/s by #running-req {bucket_text(row)}" if bucket_text(row) else "")
+    )
+
+
 def _cell(value: Any, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -92,4 +125,5 @@ def markdown_section(run: LoadedRun) -> list[str]:
     ]
     if not rows:
         return lines + ["No live server was found to load.", ""]
-    return lines + table(table_rows(rows))
+    logs = ["- " + md(_log_line(r)) for r in log_rows(run)]
+    return lines + table(table_rows(rows)) + (["The server's log during the load:", ""] + logs + [""] if logs else [])

@@ -10,7 +10,7 @@ from gpudiag.findings import host_facts
 from gpudiag.models import SEVERITIES, Finding, HostResult
 from gpudiag.models import LoadedRun
 from gpudiag.render.answers_block import answer_set
-from gpudiag.render.bench_block import bench_rows
+from gpudiag.render.bench_block import bench_rows, log_rows
 from gpudiag.render.safe_text import clean_run
 from gpudiag.verdict import Verdict, verdict as compute_verdict
 
@@ -48,7 +48,7 @@ def report_document(run: LoadedRun, findings: Sequence[Finding], verdict: Verdic
         "findings": [f.to_dict() for f in findings],
     }
     if bench:  # a `gpudiag bench` run: its per-level rows (docs/serving.md)
-        doc["bench"] = bench
+        doc["bench"], doc["bench_log"] = bench, log_rows(run)
     return doc
 
 

@@ -124,12 +124,17 @@ def test_bench_loads_the_live_server_per_level_and_report_shows_both(tmp_path, s
         assert record["log"]["buckets"]["4-7"]["median_accept_len"] == 3.9
 
     report = gpudiag("report", doc["run_id"], "--reports-dir", reports, "--json", timeout=120)
-    rows = [r for r in json.loads(report.stdout)["bench"] if r["pid"] == proc.pid]
+    shown = json.loads(report.stdout)
+    rows = [r for r in shown["bench"] if r["pid"] == proc.pid]
     assert [(r["concurrency"], r["answered"]) for r in rows] == [(1, 8), (4, 8)]
+    [log] = [r for r in shown["bench_log"] if r["pid"] == proc.pid]
     markdown = gpudiag("report", doc["run_id"], "--reports-dir", reports, "--markdown", timeout=120).stdout
     assert "## Bench load" in markdown
     assert "| localhost | pid %d port %s | 4 | 8/8 |" % (proc.pid, record["port"]) in markdown
     assert "Is speculative decoding paying off on each server?" in markdown   # beside Q10
+    if line is not None:
+        assert log["decode_lines"] == 16 and log["median_accept_len"] == 3.9
+        assert "pid %d: 16 decode lines during the load, accept len 3.90" % proc.pid in markdown
 
 
 def test_bench_stops_at_max_seconds(tmp_path, standin):
