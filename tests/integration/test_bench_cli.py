@@ -73,7 +73,7 @@ def standin(tmp_path):
     (root / "sglang" / "launch_server.py").write_text(
         STANDIN + "open(%r, 'w').write('ready')\ntime.sleep(300)\n" % str(root / "ready"))
     line = decode_line()
-    (root / "line").write_text(line or "")
+    (root / "line").write_text(line or "request answered\n")   # one log line per answered request
     port = free_port()
     log = open(root / "server.log", "w")
     proc = subprocess.Popen(
@@ -143,6 +143,27 @@ def test_bench_stops_at_max_seconds(tmp_path, standin):
                     "--reports-dir", str(tmp_path / "reports"), "--json")
     [row] = [r for r in json.loads(bench.stdout)["rows"] if r["pid"] == proc.pid]
     assert 0 < row["answered"] < 100000 and row["duration_s"] < 5
+
+
+def test_ctrl_c_stops_sending_at_once_and_keeps_the_run(tmp_path, standin):
+    proc, _ = standin
+    log = tmp_path / "server" / "server.log"
+    reports = tmp_path / "reports"
+    bench = subprocess.Popen([sys.executable, "-m", "gpudiag", "bench", "localhost", "--concurrency", "2",
+                              "--requests", "100000", "--max-seconds", "120", "--reports-dir", str(reports)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and log.read_text().count("\n") < 20:   # the load is under way
+        time.sleep(0.1)
+    os.killpg(bench.pid, signal.SIGINT)   # Ctrl-C reaches the whole foreground group
+    _, err = bench.communicate(timeout=60)
+    assert bench.returncode == 130 and "interrupted" in err
+    time.sleep(1.0)
+    answered = log.read_text().count("\n")
+    time.sleep(1.5)
+    assert log.read_text().count("\n") == answered        # nothing is sent after the interrupt
+    [run] = (reports / "runs").iterdir()
+    assert json.loads((run / "run.json").read_text())["interrupted"] is True
 
 
 def test_bench_requires_concurrency_and_scan_never_runs_it(tmp_path):
