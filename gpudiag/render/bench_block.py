@@ -13,7 +13,7 @@ from gpudiag.render.blocks import table
 from gpudiag.render.safe_text import md
 
 PROBE = "servingbench"
-HEADER = ["host", "server", "concurrency", "answered", "output tok/s", "TTFT ms", "latency ms", "accept len"]
+HEADER = ["host", "server", "concurrency", "answered", "output tok/s", "TTFT ms", "ITL ms", "latency ms", "accept len"]
 FIGURES = (
     "sent",
     "answered",
@@ -22,6 +22,8 @@ FIGURES = (
     "output_tokens",
     "output_throughput",
     "median_ttft_ms",
+    "median_itl_ms",
+    "median_tpot_ms",
     "median_latency_ms",
     "p90_latency_ms",
     "median_accept_len",
@@ -93,7 +95,7 @@ def _cell(value: Any, digits: int = 1) -> str:
 def _cells(row: dict[str, Any]) -> list[str]:
     server = f"pid {row['pid']} port {row['port']}"
     if "reason" in row:
-        return [row["host"], server, "-", "-", "-", "-", "-", f"not loaded — {row['reason']}"]
+        return [row["host"], server, "-", "-", "-", "-", "-", "-", f"not loaded — {row['reason']}"]
     return [
         row["host"],
         server,
@@ -101,6 +103,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         f"{row['answered']}/{row['sent']}",
         _cell(row["output_throughput"]),
         _cell(row["median_ttft_ms"]),
+        _cell(row["median_itl_ms"]),
         _cell(row["median_latency_ms"]),
         _cell(row["median_accept_len"], 2),
     ]
@@ -119,7 +122,8 @@ def markdown_section(run: LoadedRun) -> list[str]:
         "## Bench load",
         "",
         "`gpudiag bench`: `/generate` requests with random token ids per concurrency level on loopback. "
-        "Non-streaming: TTFT is the time to the whole response. Accept len is the median over requests of "
+        "Streamed: TTFT is the time to the first event, ITL the median gap between events (several tokens "
+        "per event with speculation). Accept len is the median over requests of "
         "`completion_tokens / spec_verify_ct`.",
         "",
     ]

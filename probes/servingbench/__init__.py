@@ -32,7 +32,8 @@ FALLBACK_VOCAB = 1000
 LOG_TAIL = 8 * 1024 * 1024
 LEVEL = obj({"concurrency": i(), "sent": i(), "answered": i(), "failed": i(), "errors": lst(s()),
              "duration_s": num(), "output_tokens": i(), "output_throughput": num().null(),
-             "median_ttft_ms": num().null(), "median_latency_ms": num().null(), "p90_latency_ms": num().null(),
+             "median_ttft_ms": num().null(), "median_itl_ms": num().null(),
+             "median_tpot_ms": num().null(), "median_latency_ms": num().null(), "p90_latency_ms": num().null(),
              "median_accept_len": num().null(), "accept_len_requests": i()}, "one concurrency level")
 SHAPE = obj({
     "settings": mapping(anything()),
@@ -43,8 +44,8 @@ SHAPE = obj({
 }, "the bench load per live server and concurrency level")
 NOTES = ("`settings{concurrency[], requests, max_seconds, input_len, output_len}`, `servers.<pid>{port, address, "
          "loaded, reason, vocab, vocab_from, api_key_used, levels[{concurrency, sent, answered, failed, errors[], "
-         "duration_s, output_tokens, output_throughput, median_ttft_ms (non-streaming: time to the response), "
-         "median_latency_ms, p90_latency_ms, median_accept_len, accept_len_requests}], stopped, log}`: only "
+         "duration_s, output_tokens, output_throughput, median_ttft_ms (first streamed event), median_itl_ms "
+         "(gaps between events), median_tpot_ms (decode time per token after the first), median_latency_ms, p90_latency_ms, median_accept_len, accept_len_requests}], stopped, log}`: only "
          "`gpudiag bench` runs it; `log` is the serving figures of the decode lines written during the load.")
 
 

@@ -1,7 +1,8 @@
 """`gpudiag bench localhost` against a stand-in sglang server on 127.0.0.1: a `python -m sglang.launch_server`
 process (found by the deployment probe as any live server is) whose ThreadingHTTPServer answers `/generate`
-as sglang 0.5.23's tokenizer_manager does (`text`, `meta_info` with `completion_tokens`, `spec_verify_ct`,
-`e2e_latency`; srt/managers/tokenizer_manager.py), checks the Bearer api key, and logs a decode line rendered
+as sglang 0.5.23 streams it (`data: {json}` events, then `data: [DONE]`, srt/entrypoints/http_server.py; each
+with `text` and `meta_info` holding `completion_tokens`, `spec_verify_ct`, `e2e_latency`,
+srt/managers/tokenizer_manager.py), checks the Bearer api key, and logs a decode line rendered
 from 0.5.23's own format string for each request it answers. Started and stopped by the test by process group."""
 import json
 import os
@@ -29,16 +30,20 @@ class H(http.server.BaseHTTPRequestHandler):
         if self.path != "/generate" or self.headers.get("Authorization") != "Bearer " + key:
             self.send_response(401); self.send_header("Content-Length", "0"); self.end_headers(); return
         ids, params = body["input_ids"], body["sampling_params"]
-        assert all(0 <= t < 1000 for t in ids) and params["ignore_eos"] is True
-        time.sleep(0.02)
+        assert all(0 <= t < 1000 for t in ids) and params["ignore_eos"] is True and body["stream"] is True
         n = params["max_new_tokens"]
-        answer = json.dumps({"text": "x" * n, "meta_info": {
-            "id": "r", "finish_reason": {"type": "length", "length": n}, "prompt_tokens": len(ids),
-            "completion_tokens": n, "cached_tokens": 0, "spec_verify_ct": n // 4, "e2e_latency": 0.02}}).encode()
         with lock:
             sys.stdout.write(line); sys.stdout.flush()
-        self.send_response(200); self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(answer))); self.end_headers(); self.wfile.write(answer)
+        self.send_response(200); self.send_header("Content-Type", "text/event-stream"); self.end_headers()
+        for done in range(4, n + 4, 4):   # one event per verify step of 4 tokens, the text so far in each
+            k = min(done, n)
+            event = {"text": "x" * k, "meta_info": {
+                "id": "r", "finish_reason": {"type": "length", "length": n} if k == n else None,
+                "prompt_tokens": len(ids), "completion_tokens": k, "cached_tokens": 0,
+                "spec_verify_ct": (k + 3) // 4, "e2e_latency": 0.02}}
+            time.sleep(0.002)
+            self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n"); self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
     def do_GET(self):
         self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers()
     def log_message(self, *a): pass
@@ -111,6 +116,7 @@ def test_bench_loads_the_live_server_per_level_and_report_shows_both(tmp_path, s
         assert row["sent"] == row["answered"] == 8 and row["failed"] == 0
         assert row["output_tokens"] == 8 * 32 and row["output_throughput"] > 0
         assert row["median_accept_len"] == 4.0      # completion_tokens / spec_verify_ct = 32 / 8
+        assert 0 < row["median_ttft_ms"] < row["median_latency_ms"] and row["median_itl_ms"] > 0
 
     run_dir = tmp_path / "reports" / "runs" / doc["run_id"]
     run = json.loads((run_dir / "run.json").read_text())

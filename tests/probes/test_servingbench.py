@@ -5,7 +5,7 @@ import random
 
 from probes import catalog
 from probes.servingbench import FALLBACK_VOCAB, bench_server, log_during, log_offset, vocab_of
-from probes.servingbench.load import payload, sample, summary
+from probes.servingbench.load import payload, read_events, sample, summary
 
 
 def test_vocab_comes_from_the_models_config_or_falls_back(tmp_path):
@@ -21,19 +21,45 @@ def test_a_request_carries_ids_below_the_vocab_and_ignores_eos():
     body = json.loads(payload(random.Random(1), 64, 16, 50))
     assert len(body["input_ids"]) == 64 and max(body["input_ids"]) < 50
     assert body["sampling_params"] == {"max_new_tokens": 16, "ignore_eos": True, "temperature": 0.0}
+    assert body["stream"] is True
+
+
+def answer(meta, ttft=0.1, latency=0.5):
+    return {"meta_info": meta, "ttft_s": ttft, "latency_s": latency, "gaps_s": [0.01]}
 
 
 def test_acceptance_length_is_completion_tokens_over_verify_steps():
-    assert sample({"completion_tokens": 128, "spec_verify_ct": 40}, 0.5)["accept_len"] == 3.2
-    assert sample({"completion_tokens": 128}, 0.5)["accept_len"] is None          # no speculation
-    assert sample({"completion_tokens": 128, "spec_verify_ct": 0}, 0.5)["accept_len"] is None
-    assert sample({"completion_tokens": "128"}, 0.5)["tokens"] == 0               # a host's odd value
+    assert sample(answer({"completion_tokens": 128, "spec_verify_ct": 40}))["accept_len"] == 3.2
+    assert sample(answer({"completion_tokens": 128}))["accept_len"] is None          # no speculation
+    assert sample(answer({"completion_tokens": 128, "spec_verify_ct": 0}))["accept_len"] is None
+    assert sample(answer({"completion_tokens": "128"}))["tokens"] == 0               # a host's odd value
+    assert sample(answer({"completion_tokens": 5}, 0.1, 0.5))["tpot_s"] == 0.1      # 0.4 s over 4 tokens
+
+
+class Events:
+    """An HTTP response's readline over recorded server-sent events."""
+
+    def __init__(self, lines):
+        self.lines = list(lines)
+
+    def readline(self, limit):
+        return self.lines.pop(0)[:limit] if self.lines else b""
+
+
+def test_streamed_events_give_ttft_gaps_and_the_last_meta_info():
+    events = [b"data: " + json.dumps({"text": "a", "meta_info": {"completion_tokens": k}}).encode() + b"\n"
+              for k in (1, 5)]
+    got, why = read_events(Events([events[0], b"\n", events[1], b"\n", b"data: [DONE]\n"]), 0.0, 1e18)
+    assert why is None and got["meta_info"] == {"completion_tokens": 5} and len(got["gaps_s"]) == 1
+    got, why = read_events(Events([b'data: {"error": {"message": "bad ids"}}\n']), 0.0, 1e18)
+    assert got is None and why == "server error: bad ids"
+    assert read_events(Events([b"data: [DONE]\n"]), 0.0, 1e18) == (None, "no event with meta_info")
 
 
 def test_level_summary_figures():
     state = {"next": 3, "failed": 1, "errors": ["HTTP 500"],
-             "samples": [sample({"completion_tokens": 10, "spec_verify_ct": 5}, 0.1),
-                         sample({"completion_tokens": 10, "spec_verify_ct": 2}, 0.3)]}
+             "samples": [sample(answer({"completion_tokens": 10, "spec_verify_ct": 5}, 0.05, 0.1)),
+                         sample(answer({"completion_tokens": 10, "spec_verify_ct": 2}, 0.05, 0.3))]}
     level = summary(4, state, 2.0)
     assert level["output_throughput"] == 10.0 and level["answered"] == 2 and level["failed"] == 1
     assert level["median_latency_ms"] == 200.0 and level["median_accept_len"] == 3.5
