@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpudiag.findings.serving import bucket_text
+from gpudiag.findings.serving import BUCKET_NAMES, bucket_text
 from gpudiag.models import LoadedRun
 from gpudiag.probe_view import as_dict, as_list, probe
 from gpudiag.render.blocks import table
@@ -30,8 +30,19 @@ FIGURES = (
 )
 
 
+GRAPH = ("true", "false", "absent")
+BUCKET_FIGURES = ("count", "steady", "median_gen_throughput", "median_accept_len")
+MAX_TEXT = 300  # characters of a reason or error a host sends
+
+
 def _number(value: Any) -> float | int | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _numbers(value: Any, keys: Sequence[str]) -> dict[str, float | int | None]:
+    """Only the named figures of a host's object, each a number or None: nothing else travels on."""
+    found = as_dict(value)
+    return {k: _number(found.get(k)) for k in keys}
 
 
 def bench_rows(run: LoadedRun) -> list[dict[str, Any]]:
@@ -48,11 +59,12 @@ def bench_rows(run: LoadedRun) -> list[dict[str, Any]]:
             }
             levels = [as_dict(level) for level in as_list(server.get("levels"))]
             if not levels:
-                rows.append(dict(base, reason=str(server.get("reason") or server.get("stopped") or "no level ran")))
+                reason = str(server.get("reason") or server.get("stopped") or "no level ran")[:MAX_TEXT]
+                rows.append(dict(base, reason=reason))
             for level in levels:
                 row: dict[str, Any] = dict(base, concurrency=_number(level.get("concurrency")))
                 row.update((k, _number(level.get(k))) for k in FIGURES)
-                row["errors"] = [str(e) for e in as_list(level.get("errors"))][:3]
+                row["errors"] = [str(e)[:MAX_TEXT] for e in as_list(level.get("errors"))][:3]
                 rows.append(row)
     return rows
 
@@ -68,9 +80,12 @@ def log_rows(run: LoadedRun) -> list[dict[str, Any]]:
             log = as_dict(server.get("log"))
             row: dict[str, Any] = {"host": host.name, "pid": _number(server.get("pid"))}
             if "decode_lines" in log:
-                row.update((k, log.get(k)) for k in ("decode_lines", "median_accept_len", "buckets", "graph"))
+                row.update(decode_lines=_number(log.get("decode_lines")), graph=_numbers(log.get("graph"), GRAPH))
+                row["median_accept_len"] = _number(log.get("median_accept_len"))
+                buckets = as_dict(log.get("buckets"))
+                row["buckets"] = {n: _numbers(buckets[n], BUCKET_FIGURES) for n in BUCKET_NAMES if n in buckets}
             else:
-                row["reason"] = str(log.get("reason") or "log not read during the load")
+                row["reason"] = str(log.get("reason") or "log not read during the load")[:MAX_TEXT]
             rows.append(row)
     return rows
 

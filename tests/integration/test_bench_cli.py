@@ -71,7 +71,8 @@ def decode_line():
 
 
 @pytest.fixture
-def standin(tmp_path):
+def standin(tmp_path, request):
+    bound = getattr(request, "param", "127.0.0.1")   # the --host its argv names (it listens on loopback anyway)
     root = tmp_path / "server"
     (root / "sglang").mkdir(parents=True)
     (root / "sglang" / "__init__.py").write_text("")
@@ -83,7 +84,7 @@ def standin(tmp_path):
     log = open(root / "server.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "sglang.launch_server", "--model-path", "/models/m-%s" % uuid.uuid4().hex[:8],
-         "--speculative-algorithm", "EAGLE3", "--api-key", SECRET, "--host", "127.0.0.1", "--port", str(port),
+         "--speculative-algorithm", "EAGLE3", "--api-key", SECRET, "--host", bound, "--port", str(port),
          "--decode-line-file", str(root / "line")],
         stdout=log, stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(root)), start_new_session=True)
     deadline = time.monotonic() + 15
@@ -170,6 +171,18 @@ def test_ctrl_c_stops_sending_at_once_and_keeps_the_run(tmp_path, standin):
     assert log.read_text().count("\n") == answered        # nothing is sent after the interrupt
     [run] = (reports / "runs").iterdir()
     assert json.loads((run / "run.json").read_text())["interrupted"] is True
+
+
+@pytest.mark.parametrize("standin", ["192.0.2.7"], indirect=True)
+def test_a_server_bound_to_another_interface_is_not_loaded_and_its_row_says_why(tmp_path, standin):
+    proc, _ = standin
+    reports = str(tmp_path / "reports")
+    bench = gpudiag("bench", "localhost", "--concurrency", "1", "--requests", "2", "--reports-dir", reports, "--json")
+    [row] = [r for r in json.loads(bench.stdout)["rows"] if r["pid"] == proc.pid]
+    assert row["reason"] == "listens on 192.0.2.7, not on loopback: not loaded" and "concurrency" not in row
+    assert (tmp_path / "server" / "server.log").read_text() == ""      # not one request reached it
+    markdown = gpudiag("report", json.loads(bench.stdout)["run_id"], "--reports-dir", reports, "--markdown").stdout
+    assert "not loaded — listens on 192.0.2.7, not on loopback" in markdown
 
 
 def test_bench_requires_concurrency_and_scan_never_runs_it(tmp_path):
