@@ -87,7 +87,7 @@ def _console(chosen: list[ProbeInfo]) -> None:
         title="probes (light run on every scan; deep with --deep or --probes; explicit only by its own command)"
     )
     for column in ("probe", "set", "GPU", "torch", "sglang", "cost", "options"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", no_wrap=column == "probe")  # a name is what the user types
     for info in chosen:
         table.add_row(
             info.name,
