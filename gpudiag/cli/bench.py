@@ -99,6 +99,8 @@ def bench(
     outcome, manifest, stop = run_hosts(run, hosts, request, factory, console)
     stored = _stored_run(run.writer.dir, console)
     rows = [] if stored is None else bench_rows(stored)
+    # Findings from the log never fail a load; a host with nothing to load is incomplete (exit 4).
+    result = None if stored is None else verdict(stored, rules.all_findings(stored), "critical")
     results = ResultConsole()
     if as_json:
         click.echo(json.dumps({"run_id": manifest.run_id, "rows": rows}, indent=2, sort_keys=True))
@@ -111,14 +113,16 @@ def bench(
             table.add_row(*(console_text(c) for c in cells))
         results.print(table)
         results.print(f"results: {run.writer.dir}", markup=False, highlight=False)
+        for host in result.incomplete if result else ():
+            reasons = console_text("; ".join(host.reasons), 1200)
+            results.print(f"{console_text(host.name)}: incomplete — {reasons}", markup=False, highlight=False)
     if outcome.interrupted:
         console.print(f"interrupted{' by ' + stop.signal_name if stop.signal_name else ''}: finished hosts are kept")
         return ExitCode(stop.exit_code)
     if any(r.status == INTERNAL_ERROR for r in outcome.results):
         return ExitCode.INTERNAL
-    if run.failures or stored is None:
+    if run.failures or result is None:
         return ExitCode.HOSTS_FAILED if any(r.status != OK for r in outcome.results) else ExitCode.INCOMPLETE
-    result = verdict(stored, rules.all_findings(stored), "critical")
     return ExitCode(result.exit_code)
 
 

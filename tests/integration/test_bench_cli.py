@@ -185,6 +185,16 @@ def test_a_server_bound_to_another_interface_is_not_loaded_and_its_row_says_why(
     assert "not loaded — listens on 192.0.2.7, not on loopback" in markdown
 
 
+def test_a_host_without_a_live_server_is_incomplete(tmp_path):
+    empty = tmp_path / "proc"   # the deployment probe reads this /proc: no server in it
+    empty.mkdir()
+    bench = subprocess.run([sys.executable, "-m", "gpudiag", "bench", "localhost", "--concurrency", "1",
+                            "--reports-dir", str(tmp_path / "r")], capture_output=True, text=True, timeout=240,
+                           env=dict(os.environ, GPUDIAG_PROC_ROOT=str(empty), COLUMNS="200"))
+    assert bench.returncode == 4, bench.stderr
+    assert "localhost: incomplete" in bench.stdout and "no live sglang server on this host" in bench.stdout
+
+
 def test_bench_requires_concurrency_and_scan_never_runs_it(tmp_path):
     missing = gpudiag("bench", "localhost", "--reports-dir", str(tmp_path / "r"), timeout=60)
     assert missing.returncode == 2 and "--concurrency" in missing.stderr
