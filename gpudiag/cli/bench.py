@@ -13,7 +13,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from gpudiag import findings as rules
 from gpudiag.cli import ExitCode, UserError
@@ -22,7 +21,7 @@ from gpudiag.cli.runs import StoredRun, run_hosts, transports
 from gpudiag.cli.scan import _stored_run, check_known_hosts_path, check_remote_command_lines
 from gpudiag.models import INTERNAL_ERROR, OK
 from gpudiag.orchestrator import DEFAULT_TIMEOUT, ScanRequest
-from gpudiag.render.bench_block import bench_rows, table_rows
+from gpudiag.render.bench_block import bench_rows, console_table
 from gpudiag.render.safe_text import console as console_text
 from gpudiag.verdict import verdict
 
@@ -105,13 +104,7 @@ def bench(
     if as_json:
         click.echo(json.dumps({"run_id": manifest.run_id, "rows": rows}, indent=2, sort_keys=True))
     else:
-        table = Table(title=f"gpudiag bench {manifest.run_id}")
-        header, *body = table_rows(rows)
-        for column in header:
-            table.add_column(column)
-        for cells in body:
-            table.add_row(*(console_text(c) for c in cells))
-        results.print(table)
+        results.print(console_table(rows, f"gpudiag bench {manifest.run_id}"))
         results.print(f"results: {run.writer.dir}", markup=False, highlight=False)
         for host in result.incomplete if result else ():
             reasons = console_text("; ".join(host.reasons), 1200)

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpudiag.findings.serving import BUCKET_NAMES, bucket_text
+from rich.table import Table
+from rich.text import Text
+
+from gpudiag.findings import BUCKET_NAMES, bucket_text
 from gpudiag.models import LoadedRun
 from gpudiag.probe_view import as_dict, as_list, probe
 from gpudiag.render.blocks import table
-from gpudiag.render.safe_text import md
+from gpudiag.render.safe_text import console as console_text, md
 
 PROBE = "servingbench"
 HEADER = ["host", "server", "concurrency", "answered", "output tok/s", "TTFT ms", "ITL ms", "latency ms", "accept len"]
@@ -126,6 +129,17 @@ def _cells(row: dict[str, Any]) -> list[str]:
 
 def table_rows(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
     return [HEADER] + [_cells(r) for r in rows]
+
+
+def console_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
+    """The same rows for the terminal; host text is plain text, never rich markup."""
+    table = Table(title=Text(title))
+    header, *body = table_rows(rows)
+    for column in header:
+        table.add_column(column, overflow="fold")
+    for cells in body:
+        table.add_row(*(Text(console_text(c)) for c in cells))
+    return table
 
 
 def markdown_section(run: LoadedRun) -> list[str]:

@@ -135,6 +135,9 @@ def test_bench_loads_the_live_server_per_level_and_report_shows_both(tmp_path, s
     rows = [r for r in shown["bench"] if r["pid"] == proc.pid]
     assert [(r["concurrency"], r["answered"]) for r in rows] == [(1, 8), (4, 8)]
     [log] = [r for r in shown["bench_log"] if r["pid"] == proc.pid]
+    console = subprocess.run([sys.executable, "-m", "gpudiag", "report", doc["run_id"], "--reports-dir", reports],
+                             capture_output=True, text=True, timeout=120, env=dict(os.environ, COLUMNS="250"))
+    assert "Bench load" in console.stdout and "8/8" in console.stdout
     markdown = gpudiag("report", doc["run_id"], "--reports-dir", reports, "--markdown", timeout=120).stdout
     assert "## Bench load" in markdown
     assert "| localhost | pid %d port %s | 4 | 8/8 |" % (proc.pid, record["port"]) in markdown
