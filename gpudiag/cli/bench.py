@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -23,7 +24,7 @@ from gpudiag.models import INTERNAL_ERROR, OK
 from gpudiag.orchestrator import DEFAULT_TIMEOUT, ScanRequest
 from gpudiag.render.bench_block import bench_rows, console_table
 from gpudiag.render.safe_text import console as console_text
-from gpudiag.verdict import verdict
+from gpudiag.verdict import Verdict, verdict
 
 PROBES = ["deployment", "servingbench"]
 MAX_CONCURRENCY = 4096
@@ -100,15 +101,7 @@ def bench(
     rows = [] if stored is None else bench_rows(stored)
     # Findings from the log never fail a load; a host with nothing to load is incomplete (exit 4).
     result = None if stored is None else verdict(stored, rules.all_findings(stored), "critical")
-    results = ResultConsole()
-    if as_json:
-        click.echo(json.dumps({"run_id": manifest.run_id, "rows": rows}, indent=2, sort_keys=True))
-    else:
-        results.print(console_table(rows, f"gpudiag bench {manifest.run_id}"))
-        results.print(f"results: {run.writer.dir}", markup=False, highlight=False)
-        for host in result.incomplete if result else ():
-            reasons = console_text("; ".join(host.reasons), 1200)
-            results.print(f"{console_text(host.name)}: incomplete — {reasons}", markup=False, highlight=False)
+    _print_results(rows, result, manifest.run_id, run.writer.dir, as_json)
     if outcome.interrupted:
         console.print(f"interrupted{' by ' + stop.signal_name if stop.signal_name else ''}: finished hosts are kept")
         return ExitCode(stop.exit_code)
@@ -117,6 +110,21 @@ def bench(
     if run.failures or result is None:
         return ExitCode.HOSTS_FAILED if any(r.status != OK for r in outcome.results) else ExitCode.INCOMPLETE
     return ExitCode(result.exit_code)
+
+
+def _print_results(
+    rows: list[dict[str, Any]], result: Verdict | None, run_id: str, run_dir: Path, as_json: bool
+) -> None:
+    """The per-level rows on stdout (JSON or a table), then where the run is and which hosts are incomplete."""
+    if as_json:
+        click.echo(json.dumps({"run_id": run_id, "rows": rows}, indent=2, sort_keys=True))
+        return
+    results = ResultConsole()
+    results.print(console_table(rows, f"gpudiag bench {run_id}"))
+    results.print(f"results: {run_dir}", markup=False, highlight=False)
+    for host in result.incomplete if result else ():
+        reasons = console_text("; ".join(host.reasons), 1200)
+        results.print(f"{console_text(host.name)}: incomplete — {reasons}", markup=False, highlight=False)
 
 
 __all__ = ["bench", "parse_concurrency", "UserError"]
