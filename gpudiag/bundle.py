@@ -25,6 +25,7 @@ from gpudiag.jsonfile import DocumentError, decode_document
 from probes.catalog import (  # noqa: E402,F401
     ALL_PROBES,
     DEEP_PROBES,
+    EXPLICIT_PROBES,
     LIGHT_PROBES,
     PROBE_NEEDS,
     PROBE_TIMEOUTS,

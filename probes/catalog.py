@@ -3,10 +3,11 @@
 One list for both sides: the runner orders and expands a selection with it, and the control side
 (gpudiag/bundle.py) reads it to pack the modules a selection needs. Standard library only.
 
-A probe module may declare itself: a top-level `PROBE = {"set": "light" | "deep", "needs": (...), ...}` of
+A probe module may declare itself: a top-level `PROBE = {"set": "light" | "deep" | "explicit", "needs": (...), ...}` of
 literals in `probes/<name>.py` (or `probes/<name>/__init__.py`). The catalog reads that literal from the
 module's source without importing it, from this directory on disk or from the modules a bundle carries, so a
-new probe is registered by its own module alone (docs/adding-a-probe.md).
+new probe is registered by its own module alone (docs/adding-a-probe.md). An `explicit` probe (a load on a
+production server) runs in neither the light set nor --deep: only a command that names it selects it.
 """
 import ast
 import os
@@ -24,6 +25,7 @@ BUILTIN_NEEDS = {"env": ("deployment",), "torch_caps": ("deployment",), "sglang_
 # Probes that visit every GPU in turn need far more than a light probe's limit (an 8-GPU host): seconds each
 # gets unless --probe-timeout says otherwise. A declared probe gives its own as PROBE["timeout_s"].
 BUILTIN_TIMEOUTS = {"copy_bench": 900.0, "cuda_graph": 1200.0}
+SETS = ("light", "deep", "explicit")
 
 
 def declaration(source):
@@ -41,7 +43,7 @@ def declaration(source):
                 value = ast.literal_eval(node.value)
             except ValueError:
                 return None
-            return value if isinstance(value, dict) and value.get("set") in ("light", "deep") else None
+            return value if isinstance(value, dict) and value.get("set") in SETS else None
     return None
 
 
@@ -82,9 +84,15 @@ def catalog(declared):
     return light, deep, needs
 
 
+def explicit(declared):
+    """The probes only their own command selects, in name order (never the light set, never --deep)."""
+    return tuple(n for n in sorted(declared) if declared[n]["set"] == "explicit")
+
+
 DECLARED = _on_disk()
 LIGHT_PROBES, DEEP_PROBES, PROBE_NEEDS = catalog(DECLARED)
-ALL_PROBES = LIGHT_PROBES + DEEP_PROBES
+EXPLICIT_PROBES = explicit(DECLARED)
+ALL_PROBES = LIGHT_PROBES + DEEP_PROBES + EXPLICIT_PROBES
 
 
 def timeouts(declared):
@@ -115,5 +123,6 @@ def plan(requested, modules=None):
     declared = dict(DECLARED)
     declared.update(declared_in(modules or {}))
     light, deep, needs = catalog(declared)
-    wanted = with_needs(list(requested or light), light + deep, needs)
-    return [p for p in light + deep if p in wanted], [p for p in wanted if p not in light + deep]
+    known = light + deep + explicit(declared)
+    wanted = with_needs(list(requested or light), known, needs)
+    return [p for p in known if p in wanted], [p for p in wanted if p not in known]

@@ -15,7 +15,7 @@ MARK = "GPUDIAG-EVENT "
 CHILD_MARK = "GPUDIAG-CHILD-EVENT "
 MAX_TEXT = 120      # characters of one string field
 MAX_LINE = 1024     # bytes of one event line, mark and nonce included
-STEPS = ("probe", "device", "cell", "launch")
+STEPS = ("probe", "device", "cell", "launch", "level")
 STATES = ("started", "finished")
 
 _lock = threading.Lock()

@@ -6,7 +6,7 @@ Standard library only. No probe imports this module, so a payload never carries 
 import importlib
 
 from probes import light_options
-from probes.catalog import ALL_PROBES, DECLARED, DEEP_PROBES
+from probes.catalog import ALL_PROBES, DECLARED, DEEP_PROBES, EXPLICIT_PROBES
 from probes.copybench import declared as copy_bench_options
 from probes.graphrepro import declared as cuda_graph_options
 from probes.optionspec import OptionValueError
@@ -18,6 +18,7 @@ class ProbeInfo(object):
         self.needs = {"GPU": gpu, "torch": torch, "sglang": sglang}   # each "yes", "optional" or "no"
         self.cost, self.options = cost, tuple(options)
         self.deep = name in DEEP_PROBES
+        self.set = "deep" if self.deep else "explicit" if name in EXPLICIT_PROBES else "light"
 
     def option(self, key):
         for option in self.options:

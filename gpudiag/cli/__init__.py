@@ -43,6 +43,7 @@ LAZY_COMMANDS = {
     "bundle": ("engines", "bundle_cmd"),
     "ingest": ("engines", "ingest"),
     "serving": ("serving", "serving"),
+    "bench": ("bench", "bench"),
 }
 
 

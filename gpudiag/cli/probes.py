@@ -35,6 +35,9 @@ def probe_markdown() -> str:
     for info in PROBES.values():
         needs = ", ".join(f"{what}: {need}" for what, need in info.needs.items())
         lines += [f"## {info.name}", "", f"{info.summary}. Needs {needs}. Cost: {info.cost}.", ""]
+        if not info.options:  # set by its own command's flags, not by --set
+            lines += ["No `--set` options.", ""]
+            continue
         lines += ["| option | accepts | default | what it does |", "| --- | --- | --- | --- |"]
         for o in info.options:
             cells = (f"`{o.name}`", o.accepts(), f"`{_default(o.default)}`", o.help)
@@ -47,7 +50,7 @@ def probe_document(info: ProbeInfo) -> dict[str, Any]:
     return {
         "name": info.name,
         "summary": info.summary,
-        "set": "deep" if info.deep else "light",
+        "set": info.set,
         "needs": info.needs,
         "cost": info.cost,
         "options": [
@@ -80,13 +83,15 @@ def probes(names: tuple[str, ...], as_json: bool, as_markdown: bool) -> int:
 
 def _console(chosen: list[ProbeInfo]) -> None:
     console = ResultConsole()
-    table = Table(title="probes (light run on every scan; deep with --deep or --probes)")
+    table = Table(
+        title="probes (light run on every scan; deep with --deep or --probes; explicit only by its own command)"
+    )
     for column in ("probe", "set", "GPU", "torch", "sglang", "cost", "options"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", no_wrap=column == "probe")  # a name is what the user types
     for info in chosen:
         table.add_row(
             info.name,
-            "deep" if info.deep else "light",
+            info.set,
             info.needs["GPU"],
             info.needs["torch"],
             info.needs["sglang"],

@@ -15,6 +15,7 @@ from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.findings import all_findings
 from gpudiag.findings.facts import host_facts
 from gpudiag.models import SEVERITIES, Finding
+from gpudiag.render.bench_block import bench_rows, console_table
 from gpudiag.render.json_report import render_json
 from gpudiag.render.host_appendix import appendix_document, appendix_path
 from gpudiag.render.markdown import render_markdown
@@ -145,6 +146,9 @@ def _emit_markdown(
 def _console_summary(run: LoadedRun, findings: Sequence[Finding], verdict: Verdict, hidden: str = "") -> None:
     console = ResultConsole()
     answers = print_answers(console, run)
+    bench = bench_rows(run)
+    if bench:  # a `gpudiag bench` run: its levels beside Q10's figures from the log
+        console.print(console_table(bench, "Bench load (streamed /generate on loopback)"))
     hosts = Table(
         title=Text(
             f"gpudiag run {console_text(run.manifest.run_id)} ({console_text(run.manifest.started_at[:10] or '-')})"

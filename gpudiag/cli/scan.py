@@ -45,6 +45,10 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
     unknown = [p for p in names if p not in bundle.ALL_PROBES]
     if unknown:
         raise UserError(f"--probes: unknown probe {', '.join(unknown)} (known: {', '.join(bundle.ALL_PROBES)})")
+    # A probe that loads production servers runs only under its own command, never through scan.
+    explicit = [p for p in names if p in bundle.EXPLICIT_PROBES]
+    if explicit:
+        raise UserError(f"--probes: {', '.join(explicit)} loads the live servers and runs only through gpudiag bench")
     return bundle.with_needs(names)
 
 

@@ -41,10 +41,12 @@ from gpudiag.findings.commands import with_run_options
 from gpudiag.findings.group import merge_across_hosts, reproduce_command
 from gpudiag.findings.savings import path_saving
 from gpudiag.findings.server_scope import release_of, scope
+from gpudiag.findings.serving import BUCKET_NAMES, bucket_text
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.models import LoadedRun
 
 __all__ = [
+    "BUCKET_NAMES",
     "NOISY_CV",
     "OUTLIER_RATIO",
     "QUESTIONS",
@@ -54,6 +56,7 @@ __all__ = [
     "Answer",
     "HostFacts",
     "all_findings",
+    "bucket_text",
     "command_line",
     "copy_path_text",
     "coverage_line",

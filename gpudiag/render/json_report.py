@@ -10,6 +10,7 @@ from gpudiag.findings import host_facts
 from gpudiag.models import SEVERITIES, Finding, HostResult
 from gpudiag.models import LoadedRun
 from gpudiag.render.answers_block import answer_set
+from gpudiag.render.bench_block import bench_rows, log_rows
 from gpudiag.render.safe_text import clean_run
 from gpudiag.verdict import Verdict, verdict as compute_verdict
 
@@ -21,9 +22,10 @@ def report_document(run: LoadedRun, findings: Sequence[Finding], verdict: Verdic
     verdict = verdict or compute_verdict(run, findings)
     answers = answer_set(run)
     m = run.manifest
+    bench = bench_rows(run)
     severities = Counter(f.severity for f in findings)
     statuses = Counter(h.status for h in run.hosts)
-    return {
+    doc: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "run": {
             "run_id": m.run_id,
@@ -45,6 +47,9 @@ def report_document(run: LoadedRun, findings: Sequence[Finding], verdict: Verdic
         "hosts": [_host(h, verdict) for h in run.hosts],
         "findings": [f.to_dict() for f in findings],
     }
+    if bench:  # a `gpudiag bench` run: its per-level rows (docs/serving.md)
+        doc["bench"], doc["bench_log"] = bench, log_rows(run)
+    return doc
 
 
 def _host(host: HostResult, verdict: Verdict) -> dict[str, Any]:

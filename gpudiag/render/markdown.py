@@ -15,6 +15,7 @@ from gpudiag.models import SEVERITIES, Evidence, Finding
 from gpudiag.render.host_appendix import link_line, render_appendix
 from gpudiag.render.crash_log import appendix as log_appendix
 from gpudiag.render.blocks import fenced, merge_rows, table
+from gpudiag.render.bench_block import markdown_section as bench_section
 from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, markdown_block
 from gpudiag.render.fleet_table import fleet_section
 from gpudiag.render.safe_text import clean, clean_run, code, md
@@ -41,6 +42,7 @@ def render_markdown(
     for section in (
         _title(run, appendix_name),
         markdown_block(answers),
+        bench_section(run),
         _summary(findings, verdict, answers),
         _fleet(run, verdict),
         _findings(findings, run.manifest.argv),

@@ -18,7 +18,7 @@ from typing import Any
 MARK = b"GPUDIAG-EVENT "
 MAX_LINE = 2048  # bytes; the host side writes at most 1024
 MAX_TEXT = 120  # characters of a string field
-STEPS = ("probe", "device", "cell", "launch")
+STEPS = ("probe", "device", "cell", "launch", "level")
 STATES = ("started", "finished")
 BURST = 40  # events passed on at once before the rate limit applies
 PER_SECOND = 20.0  # sustained events per second passed on

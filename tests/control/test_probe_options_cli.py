@@ -85,7 +85,9 @@ def test_probes_lists_needs_cost_and_options():
     proc = gpudiag("probes", "--json")
     assert proc.returncode == 0, proc.stderr
     listed = {p["name"]: p for p in json.loads(proc.stdout)}
-    assert list(listed) == ["deployment", "env", "torch_caps", "sglang_source", "copy_bench", "cuda_graph"]
+    assert list(listed) == ["deployment", "env", "torch_caps", "sglang_source", "copy_bench", "cuda_graph",
+                            "servingbench"]
+    assert listed["servingbench"]["set"] == "explicit" and "gpudiag bench" in listed["servingbench"]["cost"]
     assert listed["cuda_graph"]["needs"] == {"GPU": "yes", "torch": "yes", "sglang": "optional"}
     assert listed["copy_bench"]["set"] == "deep" and "900 s" in listed["copy_bench"]["cost"]
     batch = [o for o in listed["copy_bench"]["options"] if o["name"] == "batch_sizes"][0]
