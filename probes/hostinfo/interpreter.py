@@ -117,12 +117,6 @@ def is_other(python):
     return _venv_of(python) != our_venv
 
 
-def run_child(python, entry, modules, timeout, **fields):
-    """(data, None) from `entry` run under `python`, or (None, why it gave nothing, naming `python`)."""
-    data, why = _run(python, entry, modules, timeout, **fields)
-    return (data, None) if why is None else (None, "%s: %s" % (python, why))
-
-
 def _run(python, entry, modules, timeout, env=None, **fields):
     answer_doc, why = child.run_once(python, entry, modules, timeout, MARK, env=env,
                                      budget_s=max(1.0, timeout - STARTUP_MARGIN_S), **fields)
