@@ -62,7 +62,8 @@ def _add_probe(tree):
     init = tree / "gpudiag" / "findings" / "__init__.py"
     text = init.read_text()
     assert "RULES: tuple[Rule, ...] = (\n" in text
-    text = text.replace("from gpudiag.findings import ", "from gpudiag.findings import hello, ", 1)
+    first_import = text.index("from gpudiag.findings import ")
+    text = text[:first_import] + "from gpudiag.findings import hello\n" + text[first_import:]
     text = text.replace("RULES: tuple[Rule, ...] = (\n", "RULES: tuple[Rule, ...] = (\n    hello.hello_seen,\n", 1)
     init.write_text(text)
 

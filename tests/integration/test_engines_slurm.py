@@ -83,7 +83,11 @@ def answers(report, host):
     out = []
     for question in report["answers"]["questions"]:
         for a in question["answers"]:
-            command = " ".join("HOST" if word == host else word for word in a["command"].split())
+            # The command carries its own run's --python (the direct scan names one, the batch job does not).
+            words = a["command"].split()
+            if "--python" in words:
+                del words[words.index("--python"):words.index("--python") + 2]
+            command = " ".join("HOST" if word == host else word for word in words)
             out.append((question["id"], a["status"], a["answer"], command, ["HOST" if h == host else h
                                                                           for h in a["hosts"]]))
     return out
