@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -16,6 +17,7 @@ from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.jsonfile import read_json
 from gpudiag.models import RunManifest, SchemaError
 from gpudiag.render.safe_text import console as console_text
+from gpudiag.run_journal import merged_hosts, read_journal
 
 
 class _Unreadable(Exception):
@@ -28,6 +30,10 @@ def run_rows(reports_dir: Path) -> list[dict[str, Any]]:
     for run_json in sorted((reports_dir / "runs").glob("*/run.json")):
         try:
             manifest = RunManifest.from_dict(read_json(run_json, _Unreadable), str(run_json))
+            # A run killed before it compacted its journal lists the hosts it recorded there.
+            journal = read_journal(run_json.parent)
+            if journal:
+                manifest = dataclasses.replace(manifest, hosts=merged_hosts(manifest.hosts, journal))
         except (_Unreadable, SchemaError, TypeError, ValueError, AttributeError) as exc:
             rows.append(
                 {

@@ -3,7 +3,7 @@ they differ, and the coverage line ("N of M questions answered on K hosts")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from gpudiag.findings import QUESTIONS, Answer, coverage_line, host_answers, with_run_options
@@ -30,6 +30,8 @@ class AnswerSet:
     per_host: dict[str, list[Answer]]  # hosts that gave data
     questions: tuple[tuple[str, str, tuple[AnswerGroup, ...]], ...]
     unreached: tuple[tuple[str, str], ...] = ()  # (host, why): every question unchecked there
+    # The same reasons with each host's own address and name said generically: hosts that fail alike share a line.
+    general: dict[str, str] = field(default_factory=dict)
 
     @property
     def coverage(self) -> str:
@@ -73,6 +75,9 @@ def answer_set(run: LoadedRun) -> AnswerSet:
         for h in run.hosts
         if not h.probes
     )
+    general = {
+        name: _own_names_out(why, h) for (name, why), h in zip(unreached, (h for h in run.hosts if not h.probes))
+    }
     per_host = {h.name: host_answers(h) for h in reached}
     questions = []
     for index, (qid, question) in enumerate(QUESTIONS):
@@ -85,7 +90,7 @@ def answer_set(run: LoadedRun) -> AnswerSet:
         ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1]))
         argv = tuple(run.manifest.argv)
         questions.append((qid, question, tuple(AnswerGroup(first[k], tuple(v), argv) for k, v in ordered)))
-    return AnswerSet(per_host, tuple(questions), unreached)
+    return AnswerSet(per_host, tuple(questions), unreached, general)
 
 
 def host_list(names: Sequence[str]) -> str:
@@ -95,9 +100,15 @@ def host_list(names: Sequence[str]) -> str:
     return f"{len(names)} host{'s' if len(names) != 1 else ''}: {shown}{more}"
 
 
+def hosts_label(names: Sequence[str]) -> str:
+    """One host by its name, several as host_list says them."""
+    return names[0] if len(names) == 1 else host_list(names)
+
+
 def markdown_block(answers: AnswerSet) -> list[str]:
     lines = ["## Answers", "", f"{md(answers.coverage)}.", ""]
-    lines += [f"- {md(name)}: every question {md(why)}" for name, why in answers.unreached]
+    # Hosts not reached for the same reason share one line: a report's length follows what differs.
+    lines += [f"- {md(hosts_label(names))}: every question {md(why)}" for why, names in _by_reason(answers)]
     if not answers.per_host:
         return lines + [""]
     differing: list[str] = []
@@ -118,8 +129,25 @@ def markdown_block(answers: AnswerSet) -> list[str]:
 
 def console_rows(answers: AnswerSet) -> list[tuple[str, str, str]]:
     """(question, hosts, answer) rows for the console table; text is plain (the caller makes it rich Text)."""
-    rows = [("all", name, f"every question {why}") for name, why in answers.unreached]
+    rows = [("all", hosts_label(names), f"every question {why}") for why, names in _by_reason(answers)]
     for qid, _question, groups in answers.questions:
         for g in groups:
             rows.append((qid, host_list(g.hosts), g.answer.text))
     return rows
+
+
+def _by_reason(answers: AnswerSet) -> list[tuple[str, list[str]]]:
+    """(reason, names) of the unreached hosts, in first-seen order: hosts whose reasons differ only in their own
+    name or address share one line; a host alone keeps its own words."""
+    grouped: dict[str, list[tuple[str, str]]] = {}
+    for name, why in answers.unreached:
+        grouped.setdefault(answers.general.get(name, why), []).append((name, why))
+    return [(general if len(pairs) > 1 else pairs[0][1], [n for n, _ in pairs]) for general, pairs in grouped.items()]
+
+
+def _own_names_out(reason: str, host: Any) -> str:
+    """The reason with the host's own address and name said generically, so hosts that fail alike share a line."""
+    for own, said in ((host.address, "its address"), (host.name, "the host")):
+        if own and len(own) > 2:
+            reason = reason.replace(own, said)
+    return reason

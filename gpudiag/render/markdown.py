@@ -16,7 +16,7 @@ from gpudiag.render.host_appendix import link_line, render_appendix
 from gpudiag.render.crash_log import appendix as log_appendix
 from gpudiag.render.blocks import fenced, merge_rows, table
 from gpudiag.render.bench_block import markdown_section as bench_section
-from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, markdown_block
+from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, hosts_label, markdown_block
 from gpudiag.render.fleet_table import fleet_section
 from gpudiag.render.safe_text import clean, clean_run, code, md
 from gpudiag.models import LoadedRun
@@ -79,8 +79,11 @@ def _summary(findings: Sequence[Finding], verdict: Verdict, answers: AnswerSet) 
         f"(`--fail-on {verdict.fail_on}`).",
         f"- Coverage: {answers.coverage}.",
     ]
+    incomplete: dict[str, list[str]] = {}  # hosts incomplete for the same reasons share one line
     for host in verdict.incomplete:
-        lines.append(f"- {md(host.name)} incomplete: {md('; '.join(host.reasons), 1200)}")
+        incomplete.setdefault("; ".join(host.reasons), []).append(host.name)
+    for reasons, names in incomplete.items():
+        lines.append(f"- {md(hosts_label(names))} incomplete: {md(reasons, 1200)}")
     lines += ["", "Findings by severity: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in SEVERITIES) + ".", ""]
     if not findings:
         if answers.unchecked or verdict.incomplete:

@@ -88,3 +88,11 @@ def test_the_console_summary_is_one_row_per_agreeing_group(runs):
     text = out.getvalue()
     assert text.count("100 hosts: ") == 3 and "gpu-a-qx050" not in text
     assert "HOST.lab.internal:22: connection timed out" in text
+
+
+def test_the_whole_report_follows_what_differs_not_the_host_count(runs):
+    """The main report (no appendix) of 100 copies of each host is at most 1.5 times that of one copy: hosts that
+    agree share their lines in Answers, Verdict, Fleet, Findings and Next steps."""
+    one, hundred = (report(r, "--markdown").split("\n## Appendix")[0] for r in runs)
+    assert len(hundred.splitlines()) <= 1.5 * len(one.splitlines()), (len(one.splitlines()),
+                                                                        len(hundred.splitlines()))

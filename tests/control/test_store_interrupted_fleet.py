@@ -82,6 +82,10 @@ def test_an_interrupted_thousand_host_run_lists_every_host(tmp_path, signal_name
         assert manifest["finished_at"] is None and manifest["hosts"] == []
         lines = (run_dir / "hosts.journal").read_text().splitlines()
         assert len(lines) == len(finished) and len(lines) < HOSTS
+        # `gpudiag runs` reads the journal too: the killed run lists the hosts it finished
+        from gpudiag.cli.run_list import run_rows
+        [row] = run_rows(tmp_path / "reports")
+        assert row["state"] == "unfinished" and row["statuses"].get("ok") == len(finished)
     else:                            # compacted at the end: run.json lists every host, the journal is gone
         assert manifest["interrupted"] is True and len(manifest["hosts"]) == HOSTS
         assert not (run_dir / "hosts.journal").exists()
