@@ -23,16 +23,17 @@ from gpudiag.cli.common import (
     warn_ignored_ssh_settings,
 )
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
+from gpudiag.cli.signals import StopSignals
 from gpudiag import findings as rules
-from gpudiag.models import INTERNAL_ERROR, OK, Host, LoadedRun
+from gpudiag.models import INTERNAL_ERROR, OK, Finding, Host, LoadedRun, RunManifest
 from gpudiag.budget import plan_line, planned_limits
-from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, ScanRequest
+from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, ScanOutcome, ScanRequest
 from gpudiag.render.console import summary_table
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.store import StoreError, load_run
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
-from gpudiag.verdict import explicit_checks, verdict
+from gpudiag.verdict import Verdict, explicit_checks, verdict
 
 
 GPU_PROBE_TIMEOUTS = bundle.PROBE_TIMEOUTS  # declared beside each probe (probes/catalog.py)
@@ -157,28 +158,14 @@ def scan(
     stored = _stored_run(writer.dir, console)
     findings = None if stored is None else rules.all_findings(stored)
     result = None if stored is None else verdict(stored, findings or [], fail_on)
-    results = ResultConsole()  # results go to stdout, progress and warnings to stderr
-    if as_json:
-        doc = manifest.to_dict()
-        doc["findings"] = None if findings is None else [f.to_dict() for f in findings]
-        click.echo(json.dumps(doc, indent=2, sort_keys=True))
-    else:
-        results.print(summary_table(outcome.results, f"gpudiag scan {manifest.run_id}"))
-        results.print(f"results: {writer.dir}", markup=False, highlight=False)
-        for host in result.incomplete if result else ():
-            results.print(
-                f"{console_text(host.name)}: incomplete — {console_text('; '.join(host.reasons), 1200)}",
-                markup=False,
-                highlight=False,
-                style="yellow",
-                soft_wrap=True,
-            )
-        if findings:
-            counts: dict[str, int] = {}
-            for finding in findings:
-                counts[finding.severity] = counts.get(finding.severity, 0) + 1
-            summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
-            results.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)", markup=False)
+    _print_results(outcome, manifest, writer.dir, findings, result, as_json)
+    return _exit_code(outcome, run, stop, result, console)
+
+
+def _exit_code(
+    outcome: ScanOutcome, run: StoredRun, stop: StopSignals, result: Verdict | None, console: Console
+) -> int:
+    """One exit status: interrupted, internal error, failed writes, then the verdict of the stored run."""
     if outcome.interrupted:
         console.print(
             f"interrupted{' by ' + stop.signal_name if stop.signal_name else ''}: finished hosts are kept",
@@ -199,6 +186,40 @@ def scan(
     if result is None:  # the verdict needs the stored run; without it only the hosts' statuses are known
         return ExitCode.HOSTS_FAILED if any(r.status != OK for r in outcome.results) else ExitCode.INCOMPLETE
     return ExitCode(result.exit_code)
+
+
+def _print_results(
+    outcome: ScanOutcome,
+    manifest: RunManifest,
+    run_dir: Path,
+    findings: list[Finding] | None,
+    result: Verdict | None,
+    as_json: bool,
+) -> None:
+    """The scan's results on stdout (progress and warnings went to stderr): run.json's document with the
+    findings as JSON, or the summary table, each incomplete host and the findings' counts."""
+    results = ResultConsole()
+    if as_json:
+        doc = manifest.to_dict()
+        doc["findings"] = None if findings is None else [f.to_dict() for f in findings]
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        results.print(summary_table(outcome.results, f"gpudiag scan {manifest.run_id}"))
+        results.print(f"results: {run_dir}", markup=False, highlight=False)
+        for host in result.incomplete if result else ():
+            results.print(
+                f"{console_text(host.name)}: incomplete — {console_text('; '.join(host.reasons), 1200)}",
+                markup=False,
+                highlight=False,
+                style="yellow",
+                soft_wrap=True,
+            )
+        if findings:
+            counts: dict[str, int] = {}
+            for finding in findings:
+                counts[finding.severity] = counts.get(finding.severity, 0) + 1
+            summary = ", ".join(f"{n} {severity}" for severity, n in counts.items())
+            results.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)", markup=False)
 
 
 def _stored_run(run_dir: Path, console: Console) -> LoadedRun | None:
