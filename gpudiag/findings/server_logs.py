@@ -97,12 +97,26 @@ def log_crash_finding(
 ) -> Finding:
     """One crash of a classified log (a file given to `repro --log`, or a live server's log read in a scan);
     `label` names the log in the title (the file's name when not given)."""
-    label = label or _name(source)
-    signature = as_dict(crash.get("signature"))
+    severity, title, advice, step = _verdict(crash, label or _name(source))
+    return Finding(
+        id="cuda_graph.log_crash",
+        severity=severity if severity in SEVERITY_RANK else "error",
+        title=title,
+        hosts=hosts,
+        evidence=_crash_evidence(crash, block, source, hosts),
+        recommendation=advice,
+        sources=("run.json/log",) if not hosts else (source,),
+        action=step,
+    )
+
+
+def _crash_evidence(
+    crash: dict[str, Any], block: dict[str, Any], source: str, hosts: tuple[str, ...]
+) -> tuple[Evidence, ...]:
+    """The quoted lines with the crash's family, its last frames, and which release the advice assumes."""
     family, detail = str(crash.get("family") or "unclassified"), str(crash.get("detail") or "")
     quoted = [q for q in as_list(crash.get("quoted")) if isinstance(q, dict)]
     frames = [f for f in as_list(crash.get("last_frames")) if isinstance(f, dict)]
-    release = as_dict(block.get("release"))
     evidence = [
         Evidence(
             kind="text",
@@ -115,44 +129,37 @@ def log_crash_finding(
         )
     ]
     if frames:
-        evidence.append(
-            Evidence(
-                kind="text",
-                text="last frames: "
-                + " <- ".join(f"{f.get('file')}:{f.get('line')} in {f.get('function')}" for f in reversed(frames)),
-            )
-        )
-    evidence.append(
-        Evidence(
-            kind="text",
-            text=f"advice assumes {block.get('advice_assumes')}: {release.get('basis') or 'no basis recorded'}",
-        )
-    )
+        where = " <- ".join(f"{f.get('file')}:{f.get('line')} in {f.get('function')}" for f in reversed(frames))
+        evidence.append(Evidence(kind="text", text=f"last frames: {where}"))
+    basis = as_dict(block.get("release")).get("basis") or "no basis recorded"
+    evidence.append(Evidence(kind="text", text=f"advice assumes {block.get('advice_assumes')}: {basis}"))
+    return tuple(evidence)
+
+
+def _verdict(crash: dict[str, Any], label: str) -> tuple[str, str, str, str]:
+    """(severity, title, recommendation, action) from the crash's signature, or from its family."""
+    signature = as_dict(crash.get("signature"))
+    family, detail = str(crash.get("family") or "unclassified"), str(crash.get("detail") or "")
     if signature:
-        severity = str(signature.get("severity") or "error")
-        title = f"{label}: {signature.get('name')} ({family})"
-        advice = f"{signature.get('meaning')} {signature.get('recommendation')} ({signature.get('reference')})"
-        step = str(signature.get("recommendation") or "Compare the crash with the referenced report")
-    elif family == "not_a_graph_problem":
-        severity, title = "error", f"{label}: crash that is not a CUDA-graph problem ({detail})"
-        advice = "Fix this first: CUDA graphs are not involved in this crash."
-        step = "Fix this crash first: CUDA graphs are not involved in it"
-    else:
-        severity, title = "error", f"{label}: unclassified crash at line {crash.get('line')} ({family})"
-        advice = (
-            "No known signature matches; the family says where it broke. Report the quoted lines upstream, "
-            "and check whether it recurs with the graph flags of the release the advice assumes."
+        return (
+            str(signature.get("severity") or "error"),
+            f"{label}: {signature.get('name')} ({family})",
+            f"{signature.get('meaning')} {signature.get('recommendation')} ({signature.get('reference')})",
+            str(signature.get("recommendation") or "Compare the crash with the referenced report"),
         )
-        step = "Report the quoted crash lines upstream (no known signature matches)"
-    return Finding(
-        id="cuda_graph.log_crash",
-        severity=severity if severity in SEVERITY_RANK else "error",
-        title=title,
-        hosts=hosts,
-        evidence=tuple(evidence),
-        recommendation=advice,
-        sources=("run.json/log",) if not hosts else (source,),
-        action=step,
+    if family == "not_a_graph_problem":
+        return (
+            "error",
+            f"{label}: crash that is not a CUDA-graph problem ({detail})",
+            "Fix this first: CUDA graphs are not involved in this crash.",
+            "Fix this crash first: CUDA graphs are not involved in it",
+        )
+    return (
+        "error",
+        f"{label}: unclassified crash at line {crash.get('line')} ({family})",
+        "No known signature matches; the family says where it broke. Report the quoted lines upstream, "
+        "and check whether it recurs with the graph flags of the release the advice assumes.",
+        "Report the quoted crash lines upstream (no known signature matches)",
     )
 
 
