@@ -201,33 +201,29 @@ def _split_off_bytes(workload: dict[str, Any]) -> float | None:
     return max(present) if present else None
 
 
-def _measured_split(host: HostResult) -> Finding | None:
-    """Workloads where moving a tensor out of the foreach group to copy_() by its size (the probe's
-    grouped_foreach_size_split) made the replay slower than keeping it in the group."""
-    rows = [("GPU", "workload", "split off", "foreach, all fields", "foreach + copy_() split")]
+def _split_rows(host: HostResult) -> tuple[list[tuple[str, ...]], list[float], list[float]]:
+    """(table rows of the workloads where the size split lost, sizes it lost at, sizes it won at)."""
+    rows: list[tuple[str, ...]] = [("GPU", "workload", "split off", "foreach, all fields", "foreach + copy_() split")]
     losing, winning = [], []
     for gpu in copy_gpus(host, cuda_only=True):
         for w in workloads(gpu):
-            whole, split, size = (
-                ok_timing(w, "grouped_foreach"),
-                ok_timing(w, "grouped_foreach_size_split"),
-                _split_off_bytes(w),
-            )
+            whole, split = ok_timing(w, "grouped_foreach"), ok_timing(w, "grouped_foreach_size_split")
+            size = _split_off_bytes(w)
             if not whole or not split or size is None:
                 continue  # nothing was split off: the two strategies are the same copies
             if split["median_us"] > whole["median_us"] * (1 + SPLIT_MARGIN):
                 losing.append(size)
-                rows.append(
-                    (
-                        str(gpu.get("index")),
-                        str(w.get("name")),
-                        fmt_bytes(size),
-                        fmt_us(whole["median_us"]),
-                        fmt_us(split["median_us"]),
-                    )
-                )
+                cells = (fmt_bytes(size), fmt_us(whole["median_us"]), fmt_us(split["median_us"]))
+                rows.append((str(gpu.get("index")), str(w.get("name")), *cells))
             elif split["median_us"] < whole["median_us"] * (1 - SPLIT_MARGIN):
                 winning.append(size)
+    return rows, losing, winning
+
+
+def _measured_split(host: HostResult) -> Finding | None:
+    """Workloads where moving a tensor out of the foreach group to copy_() by its size (the probe's
+    grouped_foreach_size_split) made the replay slower than keeping it in the group."""
+    rows, losing, winning = _split_rows(host)
     if not losing:
         return None
     models = sorted({str(g.get("name")) for g in copy_gpus(host, cuda_only=True) if g.get("name")})
