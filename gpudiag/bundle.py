@@ -145,15 +145,18 @@ class FrameError(ValueError):
 
 def extract_frame(stdout: bytes, nonce: str) -> dict[str, Any]:
     """The JSON document between this run's frame lines; banners and noise around it are ignored."""
-    text = stdout.decode("utf-8", "replace")
-    pattern = re.compile(FRAME_RE_TEMPLATE.format(nonce=re.escape(nonce)), re.S | re.M)
-    match = pattern.search(text)
+    # Found in the bytes and only the frame decoded, straight from a view of them: the output around it (and a
+    # copy of the whole output as text) never costs memory on top of the frame itself.
+    pattern = re.compile(FRAME_RE_TEMPLATE.format(nonce=re.escape(nonce)).encode(), re.S | re.M)
+    match = pattern.search(stdout)
     if match is None:
-        if f"GPUDIAG-BEGIN {nonce}" in text:
+        if f"GPUDIAG-BEGIN {nonce}".encode() in stdout:
             raise FrameError("the probe output starts a frame but never ends it (truncated output)")
         raise FrameError("the probe output holds no gpudiag frame")
+    with memoryview(stdout) as view:
+        frame = str(view[match.start(1) : match.end(1)], "utf-8", "replace")
     try:
-        doc = decode_document(match.group(1))
+        doc = decode_document(frame)
     except DocumentError as exc:
         raise FrameError(f"the frame is not readable: {exc}") from None
     if not isinstance(doc, dict):
