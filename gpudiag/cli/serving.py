@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from gpudiag.cli import UserError
+from gpudiag.cli import ExitCode, UserError
 from gpudiag.render.safe_text import console as safe
 from gpudiag.repro.logrun import LogUnreadable, read_tail
 from probes.servingstats.buckets import BUCKET_NAMES
@@ -21,7 +21,7 @@ from probes.servingstats.figures import figures
     "--log", "log_file", required=True, metavar="FILE", help="The server's log, or bench_serving output ('-': stdin)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON (docs/serving.md).")
-def serving(log_file: str, as_json: bool) -> None:
+def serving(log_file: str, as_json: bool) -> int:
     """Read a saved sglang log's decode and prefill lines: acceptance length and throughput by concurrency.
 
     The last 8 MiB are read, as on a host. Decode lines are grouped by #running-req (0, 1, 2-3, … 128+);
@@ -37,9 +37,12 @@ def serving(log_file: str, as_json: bool) -> None:
     )
     if as_json:
         click.echo(json.dumps(out, indent=2, sort_keys=True))
-        return
-    for line in describe(out):
-        click.echo(safe(line, 2000))
+    else:
+        for line in describe(out):
+            click.echo(safe(line, 2000))
+    # A log with no stats lines measured nothing: that is said, and the exit status does not call it checked.
+    read_any = out.get("decode_lines") or out.get("prefill_lines") or out.get("bench")
+    return ExitCode.OK if read_any else ExitCode.INCOMPLETE
 
 
 def _num(value: Any, digits: int = 2) -> str:

@@ -50,7 +50,7 @@ def test_a_log_without_stats_lines_says_so(tmp_path):
     log = tmp_path / "quiet.log"
     log.write_text("[2026-01-01 00:00:00] The server is fired up and ready to roll!\n")
     proc = gpudiag("--log", str(log), "--json")
-    assert proc.returncode == 0 and json.loads(proc.stdout)["decode_lines"] == 0
+    assert proc.returncode == 4 and json.loads(proc.stdout)["decode_lines"] == 0   # nothing measured: not "ok"
     assert "no Decode batch, Prefill batch or Serving Benchmark Result lines" in gpudiag("--log", str(log)).stdout
 
 
