@@ -17,6 +17,7 @@ from gpudiag.findings import (
     fast_path,
     fleet,
     graphs_off,
+    hidden_states,
     hosts,
     live_server,
     server_logs,
@@ -89,7 +90,7 @@ def serving_torch_only(rule: Rule) -> Rule:
 RULES: tuple[Rule, ...] = (
     serving_torch_only(copies.torch_foreach_copy),  # 1
     sglang.eagle_per_tensor_copies,  # 2
-    copies.hidden_states_split,  # 3
+    hidden_states.hidden_states_split,  # 3
     dflash.dflash_draft_graph_disabled,  # 4
     graphs_off.spec_without_graphs,  # 5
     cuda_graph.repro_failures,  # 6

@@ -1,5 +1,5 @@
 """Copy rules (1, 3, 7) on minimal hand-written results."""
-from gpudiag.findings import copies
+from gpudiag.findings import copies, hidden_states
 from gpudiag.models import HostResult, ProbeResult
 from probes.copybench import analysis
 
@@ -60,7 +60,7 @@ def test_hidden_states_inside_a_foreach_group_is_flagged_with_its_source_line():
             "fields": ["input_ids", "hidden_states"]}
     bench = {"gpus": [{"index": 0, "workloads": [], "recommended_split_bytes": 1 << 20}]}
     h = host(sglang_source={"grouped_foreach_copy": {"call_sites": [site]}}, copy_bench=bench)
-    [finding] = copies.hidden_states_split([h])
+    [finding] = hidden_states.hidden_states_split([h])
     assert finding.id == "copies.hidden_states_in_foreach"
     assert (finding.evidence[0].file, finding.evidence[0].line) == ("sglang/x.py", 7)
     assert "1 MiB" in finding.recommendation
@@ -78,7 +78,7 @@ def test_measured_split_slower_than_one_group_recommends_the_measured_split():
     large = split_workload("extend_bs32", 1792 * 1024, whole=16.0, split=12.0)   # split wins
     h = host(copy_bench={"device": "cuda", "gpus": [{"index": 0, "workloads": [small, large],
                                                      "crossover_bytes": 256 * 1024}]})
-    [finding] = copies.hidden_states_split([h])
+    [finding] = hidden_states.hidden_states_split([h])
     assert finding.id == "copies.split_wrong_for_gpu"
     assert finding.evidence[0].table[1:] == (("0", "draft_bs32", "448 KiB", "10.0 µs", "15.0 µs"),)
     assert "at least 1.75 MiB" in finding.recommendation and "up to 448 KiB" in finding.recommendation
@@ -89,9 +89,9 @@ def test_split_that_wins_nothing_split_off_or_cpu_timings_are_silent():
     wins = split_workload("w", 1 << 20, whole=15.0, split=10.0)
     unsplit = workload(grouped_foreach=10.0, grouped_foreach_size_split=15.0)   # no field moved: same copies
     loses = split_workload("l", 1 << 20, whole=10.0, split=15.0)
-    assert copies.hidden_states_split([host(copy_bench={"gpus": [{"index": 0, "workloads": [wins, unsplit]}]})]) == []
+    assert hidden_states.hidden_states_split([host(copy_bench={"gpus": [{"index": 0, "workloads": [wins, unsplit]}]})]) == []
     cpu = {"device": "cpu", "gpus": [{"index": None, "device": "cpu", "workloads": [loses]}]}
-    assert copies.hidden_states_split([host(copy_bench=cpu)]) == []
+    assert hidden_states.hidden_states_split([host(copy_bench=cpu)]) == []
 
 
 def measured(bench):
@@ -149,12 +149,11 @@ def test_gpus_within_20_percent_or_only_two_gpus_are_silent():
 
 
 def test_a_batched_replay_that_copies_no_hidden_states_is_not_flagged():
-    from gpudiag.findings import copies
     from gpudiag.models import HostResult, ProbeResult
     eagle = {"batched": True, "hidden_states_separate": False, "grouped_fields": ["seq_lens", "positions"],
              "file": "sglang/srt/x.py", "line": 10}
     host = HostResult(name="h", status="ok", probes={"sglang_source": ProbeResult(
         "ok", data={"found": True, "eagle": {"draft": eagle}, "grouped_foreach_copy": {"call_sites": []}})})
-    assert copies._large_field_in_group(host) == []
+    assert hidden_states._large_field_in_group(host) == []
     eagle["grouped_fields"] = ["seq_lens", "hidden_states"]
-    assert [f.id for f in copies._large_field_in_group(host)] == ["copies.hidden_states_in_foreach"]
+    assert [f.id for f in hidden_states._large_field_in_group(host)] == ["copies.hidden_states_in_foreach"]

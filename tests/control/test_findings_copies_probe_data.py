@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from gpudiag.findings import copies  # noqa: E402
+from gpudiag.findings import hidden_states  # noqa: E402
 from gpudiag.models import HostResult, ProbeResult  # noqa: E402
 from probes import copy_bench  # noqa: E402
 from probes.context import ProbeContext  # noqa: E402
@@ -40,11 +40,11 @@ def as_cuda_host(data, split_us):
 def test_a_split_slower_than_one_group_is_found_in_real_probe_data(probe_data):
     split_off = [f for f in probe_data["gpus"][0]["workloads"][0]["fields"] if f.get("size_split") != "foreach"]
     assert [f["name"] for f in split_off] == ["hidden_states"]
-    [finding] = copies.hidden_states_split([as_cuda_host(probe_data, {2: 15.0, 4: 8.0})])
+    [finding] = hidden_states.hidden_states_split([as_cuda_host(probe_data, {2: 15.0, 4: 8.0})])
     assert finding.id == "copies.split_wrong_for_gpu"
     assert finding.evidence[0].table[1:] == (("0", "eagle_draft/bs2/h64", "256 B", "10.0 µs", "15.0 µs"),)
     assert "at least 512 B" in finding.recommendation
 
 
 def test_a_split_that_wins_in_real_probe_data_is_silent(probe_data):
-    assert copies.hidden_states_split([as_cuda_host(probe_data, {2: 8.0, 4: 8.0})]) == []
+    assert hidden_states.hidden_states_split([as_cuda_host(probe_data, {2: 8.0, 4: 8.0})]) == []
