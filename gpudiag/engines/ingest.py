@@ -14,7 +14,7 @@ from gpudiag.engines import ansible_json, frames
 from gpudiag.engines.clush import GatheredFormError
 from gpudiag.engines.failures import one_line, status_from_message
 from gpudiag.models import FRAME_ERROR, PYTHON_MISSING, UNREACHABLE, CommandResult, Host, HostResult
-from gpudiag.orchestrator import classify
+from gpudiag.host_status import classify
 
 FORMATS = ("auto", "ansible-json", "frames")
 TRANSPORT_BY_LABEL = {"host": "pdsh", "task": "srun", "": "file"}
