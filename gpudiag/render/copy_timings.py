@@ -7,15 +7,16 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from gpudiag.probe_view import as_dict, as_list, dig, fmt_bytes, fmt_us, number, probe
-from gpudiag.findings import NOISY_CV, OUTLIER_RATIO, path_saving
+from gpudiag.findings import NOISY_CV, path_saving
 from gpudiag.probe_view import copy_gpus, device_label, workloads
 from gpudiag.models import HostResult
 from gpudiag.render.blocks import merge_columns, table
 from gpudiag.render.safe_text import md
+from gpudiag.render.copy_side_figures import column, h2d_text, outlier_lines, said_once, split_text, sweep
+from gpudiag.render.timing_cells import NOISY_MARK, Notes, cell
 from probes.copybench import strategies as strategy_facts
 
 STRATEGIES = strategy_facts.SHOWN  # declared once, beside the strategies (probes/copybench/strategies.py)
-NOISY_MARK = "~"
 # What each timing method measures, as the methodology states it.
 METHOD_TEXT = {
     "cuda_events": "CUDA events around the eager iterations",
@@ -48,7 +49,7 @@ def copy_section(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     ]
     if measured:
         lines += ([""] if len(measured) < len(gpus) else []) + _devices(measured)
-    lines += _outliers(as_list(data.get("outliers")))
+    lines += outlier_lines(as_list(data.get("outliers")))
     if charts.get(f"copy:{host.name}"):
         lines += [
             f"![copy time vs size, {md(host.name)}]({md(charts[f'copy:{host.name}'])})",
@@ -116,24 +117,6 @@ def _installed_line(installed: dict[str, Any]) -> list[str]:
     ]
 
 
-class Notes:
-    """Reasons shown once under a table and cited in its cells as [n]: a skip reason repeated on every
-    workload would otherwise fill the table."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def cite(self, text: str) -> str:
-        if text not in self.texts:
-            self.texts.append(text)
-        return f"[{self.texts.index(text) + 1}]"
-
-    def lines(self) -> list[str]:
-        return [f"[{i}] {text}" + ("  " if i < len(self.texts) else "") for i, text in enumerate(self.texts, 1)] + (
-            [""] if self.texts else []
-        )
-
-
 def _paths_line(paths: dict[str, Any]) -> list[str]:
     """Per path, across devices: how often each strategy was best and the largest saving vs installed."""
     parts = []
@@ -156,16 +139,12 @@ def _pair(name: str, pair: Any) -> str:
     return f"{name} {pair}"
 
 
-def _column(gpu: dict[str, Any]) -> str:
-    return "CPU" if gpu.get("index") is None else f"GPU {gpu.get('index')}"
-
-
 def _devices(gpus: list[dict[str, Any]]) -> list[str]:
     """One timing table and one workload table with a column per device, then the sweep, split and host→device
     lines, each said once for the devices that agree."""
     notes = Notes()
     names = sorted({str(g.get("name")) for g in gpus})
-    head = [f"Devices: {', '.join(_column(g) for g in gpus)} ({md(', '.join(names))}).", ""]
+    head = [f"Devices: {', '.join(column(g) for g in gpus)} ({md(', '.join(names))}).", ""]
     cells: dict[tuple[str, str], dict[int, str]] = {}
     summary: dict[str, dict[Any, Any]] = {}
     for i, gpu in enumerate(gpus):
@@ -187,7 +166,7 @@ def _devices(gpus: list[dict[str, Any]]) -> list[str]:
                 if usable
                 else f"fastest {w.get('best')}"
             ) + f" ({_baseline(as_dict(w.get('installed_baseline')), notes)})"
-    columns = tuple(_column(g) for g in gpus)
+    columns = tuple(column(g) for g in gpus)
     rows: list[tuple[Any, ...]] = [("workload", "strategy") + columns]
     previous = None
     for (name, label), per in cells.items():
@@ -205,7 +184,7 @@ def _devices(gpus: list[dict[str, Any]]) -> list[str]:
                 4,
             )
         )
-    return lines + notes.lines() + _sweep(gpus) + _said_once(gpus, _split_text) + _said_once(gpus, _h2d_text)
+    return lines + notes.lines() + sweep(gpus) + said_once(gpus, split_text) + said_once(gpus, h2d_text)
 
 
 def _strategy_cells(strategies: dict[str, Any], notes: Notes) -> list[tuple[str, str]]:
@@ -215,12 +194,12 @@ def _strategy_cells(strategies: dict[str, Any], notes: Notes) -> list[tuple[str,
         timing = as_dict(strategies[name])
         caveat = strategy_facts.CAVEATS.get(name)
         label = f"{name} ({caveat})" if caveat else name
-        out.append((label, _cell(timing, notes)))
+        out.append((label, cell(timing, notes)))
         if name != "installed":
             continue
         for module, variant in sorted(as_dict(timing.get("variants")).items()):
             if module != timing.get("module"):
-                out.append((f"installed variant {module}", _cell(as_dict(variant), notes)))
+                out.append((f"installed variant {module}", cell(as_dict(variant), notes)))
         for failed in as_list(timing.get("not_loaded")):
             out.append(
                 (
@@ -238,7 +217,7 @@ def _strategy_cells(strategies: dict[str, Any], notes: Notes) -> list[tuple[str,
                 out.append(
                     (
                         f"installed, {gate}={value} (host: {'unset' if host_value is None else host_value})",
-                        _cell(gated, notes),
+                        cell(gated, notes),
                     )
                 )
     return out
@@ -253,33 +232,6 @@ def _same(timing: dict[str, Any], reference: dict[str, Any]) -> bool:
         if median is None or low is None or high is None or not low <= median <= high:
             return False
     return True
-
-
-def _cell(timing: dict[str, Any], notes: Notes) -> str:
-    graph = as_dict(timing.get("graph"))
-    return spread(timing, notes) + (f" / {spread(graph, notes)}" if graph else "")
-
-
-def spread(timing: dict[str, Any], notes: Notes | None = None) -> str:
-    """'31.2 µs (30.1–32.7)', with the noisy mark; a status and its reason when the timing is not ok."""
-    if not timing:
-        return "-"
-    if timing.get("status", "ok") != "ok":
-        reason = str(timing.get("reason") or "no reason recorded")
-        return f"{timing.get('status')} {notes.cite(reason)}" if notes else f"{timing.get('status')}: {reason}"
-    text = fmt_us(timing.get("median_us"))
-    if number(timing.get("p10_us")) is not None and number(timing.get("p90_us")) is not None:
-        text += f" ({_bare(timing['p10_us'])}–{_bare(timing['p90_us'])})"
-    return text + (f" {NOISY_MARK}" if is_noisy(timing) else "")
-
-
-def is_noisy(timing: dict[str, Any]) -> bool:
-    cv = number(timing.get("cv"))
-    return bool(timing.get("noisy")) or (cv is not None and cv > NOISY_CV)
-
-
-def _bare(value: Any) -> str:
-    return fmt_us(value).replace(" µs", "")
 
 
 def _casts(workload: dict[str, Any]) -> str:
@@ -298,93 +250,3 @@ def _baseline(baseline: dict[str, Any], notes: Notes) -> str:
         return f"{baseline.get('kind') or 'unknown'} {notes.cite(str(baseline.get('reason') or 'no timing'))}"
     exact = "" if baseline.get("exact", True) else ", approximated"
     return f"{baseline.get('kind')}: {baseline.get('strategy')} {fmt_us(baseline.get('median_us'))}{exact}"
-
-
-def _said_once(gpus: list[dict[str, Any]], text_of: Any) -> list[str]:
-    """A per-device line, said once for all the devices it reads the same on."""
-    groups: dict[str, list[str]] = {}
-    for gpu in gpus:
-        groups.setdefault(text_of(gpu), []).append(_column(gpu))
-    if len(gpus) == 1:
-        return [text for text in groups] + [""]
-    return [f"- {', '.join(cols)}: {text}" for text, cols in groups.items()] + [""]
-
-
-def _split_text(gpu: dict[str, Any]) -> str:
-    return (
-        f"Split: crossover {fmt_bytes(gpu.get('crossover_bytes'))}, recommended split "
-        f"{fmt_bytes(gpu.get('recommended_split_bytes'))}"
-        + (f" — {md(gpu['split_reason'])}" if gpu.get("split_reason") else "")
-        + "."
-    )
-
-
-def _sweep(gpus: list[dict[str, Any]]) -> list[str]:
-    """Rows by size, a column per device: copy_() / foreach and which wins with room to spare."""
-    sizes: dict[Any, dict[int, str]] = {}
-    for i, gpu in enumerate(gpus):
-        for s in (s for s in as_list(gpu.get("sweep")) if isinstance(s, dict)):
-            copy, foreach = _sweep_side(s, "copy"), _sweep_side(s, "foreach")
-            sizes.setdefault(s.get("bytes"), {})[i] = f"{spread(copy)} / {spread(foreach)} ({_faster(copy, foreach)})"
-    if not sizes:
-        return []
-    rows: list[tuple[Any, ...]] = [("bytes: copy_() / foreach",) + tuple(_column(g) for g in gpus)]
-    rows += [(fmt_bytes(b),) + tuple(per.get(i, "-") for i in range(len(gpus))) for b, per in sizes.items()]
-    return table(merge_columns(rows, 1))
-
-
-def _sweep_side(row: dict[str, Any], kind: str) -> dict[str, Any]:
-    side = as_dict(row.get(kind))
-    if row.get(f"{kind}_us") is not None and "median_us" not in side and side.get("status", "ok") == "ok":
-        side = dict(side, median_us=row[f"{kind}_us"])
-    return side
-
-
-def _faster(copy: dict[str, Any], foreach: dict[str, Any]) -> str:
-    """Which side wins with room to spare: its p90 below the other's p10 (else 'overlap')."""
-    if copy.get("status", "ok") != "ok" or foreach.get("status", "ok") != "ok":
-        return "-"
-    c10, c90, f10, f90 = (number(t.get(k)) for t in (copy, foreach) for k in ("p10_us", "p90_us"))
-    if None in (c10, c90, f10, f90):
-        return "-"
-    if c90 < f10:  # type: ignore[operator]
-        return "copy_()"
-    return "foreach" if f90 < c10 else "overlap"  # type: ignore[operator]
-
-
-def _h2d_text(gpu: dict[str, Any]) -> str:
-    h2d = as_dict(gpu.get("h2d"))
-    if not h2d:
-        return f"Host→device: {md(gpu.get('h2d_reason') or 'not measured')}."
-    parts = [
-        f"{label} {spread(as_dict(h2d.get(key))) if h2d.get(key) else fmt_us(h2d.get(key + '_us'))}"
-        for label, key in (("pinned", "pinned"), ("pageable", "pageable"), ("synchronize", "sync"))
-    ]
-    return f"Host→device ({fmt_bytes(h2d.get('bytes'))}, {md(h2d.get('method') or '-')}): {'; '.join(parts)}."
-
-
-def _outliers(outliers: list[Any]) -> list[str]:
-    found = [o for o in outliers if isinstance(o, dict)]
-    if not found:
-        return []
-    rows: list[tuple[Any, ...]] = [
-        ("GPU", "median ratio", "figures compared", "worst figure", "value", "siblings' median", "ratio")
-    ]
-    for o in sorted(found, key=lambda o: number(o.get("index")) or 0):
-        ratio = number(o.get("median_ratio"))
-        rows.append(
-            (
-                o.get("index"),
-                f"{ratio:.2f}" if ratio is not None else "-",
-                o.get("metrics_compared"),
-                o.get("metric"),
-                o.get("value"),
-                o.get("siblings_median"),
-                o.get("ratio"),
-            )
-        )
-    return [
-        f"Outliers as the probe found them over its steady figures (sweep, workloads, host→device): the median "
-        f"of a GPU's ratios to its siblings decides, more than {OUTLIER_RATIO:.0%} off.",
-        "",
-    ] + table(rows)
