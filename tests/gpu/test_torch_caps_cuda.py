@@ -3,7 +3,7 @@ import pytest
 
 from probes import torch_caps
 from probes.context import ProbeContext
-from probes.hostinfo import foreach_path
+from probes.hostinfo import foreach_checks, foreach_path
 
 pytestmark = pytest.mark.gpu
 
@@ -35,7 +35,7 @@ def test_profiler_tells_the_fused_kernel_from_the_per_tensor_fallback():
 
 def test_non_blocking_copies_between_pinned_host_memory_and_the_device():
     import torch
-    directions = torch_caps.non_blocking_directions(torch, "cuda:0")
+    directions = foreach_checks.non_blocking_directions(torch, "cuda:0")
     assert directions == {"host_to_device": "ok", "device_to_host": "ok"}
-    cuda = torch_caps.check_device(torch, "cuda:0", True)
+    cuda = foreach_checks.check_device(torch, "cuda:0", True)
     assert cuda["non_blocking"] == "ok" and cuda["non_blocking_directions"] == directions

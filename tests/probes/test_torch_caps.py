@@ -7,6 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from probes import torch_caps  # noqa: E402
+from probes.hostinfo import foreach_checks  # noqa: E402
 from probes.context import ProbeContext, Skip  # noqa: E402
 
 EXPECTED_PAIRS = {"int64->int64", "int32->int32", "int32->int64", "float32->bfloat16", "bfloat16->bfloat16",
@@ -192,13 +193,13 @@ def test_idleness_from_nvidia_smi_when_env_did_not_run(tmp_path, monkeypatch):
 
 
 def test_non_blocking_is_a_host_device_check_not_applicable_on_the_cpu():
-    cpu = torch_caps.check_device(torch, "cpu", True)
-    assert cpu["non_blocking"] == torch_caps.NON_BLOCKING_CPU and "pinned host memory" in cpu["non_blocking"]
+    cpu = foreach_checks.check_device(torch, "cpu", True)
+    assert cpu["non_blocking"] == foreach_checks.NON_BLOCKING_CPU and "pinned host memory" in cpu["non_blocking"]
     assert "non_blocking_directions" not in cpu
 
 
 def test_non_blocking_summary_names_the_direction_that_went_wrong():
-    assert torch_caps.summarize_non_blocking({"host_to_device": "ok", "device_to_host": "ok"}) == "ok"
-    summary = torch_caps.summarize_non_blocking({"host_to_device": "ok", "device_to_host": "wrong: tensor 1"})
+    assert foreach_checks.summarize_non_blocking({"host_to_device": "ok", "device_to_host": "ok"}) == "ok"
+    summary = foreach_checks.summarize_non_blocking({"host_to_device": "ok", "device_to_host": "wrong: tensor 1"})
     assert summary == "device_to_host wrong: tensor 1"
-    assert torch_caps.summarize_non_blocking({"error": "could not run: x"}) == "error could not run: x"
+    assert foreach_checks.summarize_non_blocking({"error": "could not run: x"}) == "error could not run: x"
