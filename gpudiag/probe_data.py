@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpudiag.models import ProbeResult
-from probes.data_shapes import SHAPES
+from probes.probe_info import SHAPES
 from probes.schemas import check, complete
 
 

@@ -3,29 +3,20 @@
 One list for both sides: the runner orders and expands a selection with it, and the control side
 (gpudiag/bundle.py) reads it to pack the modules a selection needs. Standard library only.
 
-A probe module may declare itself: a top-level `PROBE = {"set": "light" | "deep" | "explicit", "needs": (...), ...}` of
-literals in `probes/<name>.py` (or `probes/<name>/__init__.py`). The catalog reads that literal from the
-module's source without importing it, from this directory on disk or from the modules a bundle carries, so a
-new probe is registered by its own module alone (docs/adding-a-probe.md). An `explicit` probe (a load on a
-production server) runs in neither the light set nor --deep: only a command that names it selects it.
+Every probe, built-in or added, declares itself: a top-level `PROBE = {"set": "light" | "deep" | "explicit",
+"needs": (...), "order": N, "timeout_s": S, ...}` of literals in `probes/<name>.py` (or `probes/<name>/__init__.py`),
+beside its OPTIONS, SHAPE and NOTES (docs/adding-a-probe.md). The catalog reads that literal from the module's
+source without importing it, from this directory on disk or from the modules a bundle carries, so a probe is
+registered by its own module alone. An `explicit` probe (a load on a production server) runs in neither the
+light set nor --deep: only a command that names it selects it.
 """
 import ast
 import os
 
-# Light probes touch no GPU beyond torch_caps' few-kilobyte check on idle ones. deployment runs first: it
-# makes the host's one interpreter choice (probes/hostinfo/interpreter.py), which every later probe follows.
-BUILTIN_LIGHT = ("deployment", "env", "torch_caps", "sglang_source")
-BUILTIN_DEEP = ("copy_bench", "cuda_graph")
-
-# What a probe reads from an earlier one: the interpreter the live server uses (deployment), the release's
-# field lists and definitions (sglang_source), the GPUs (env). Selecting a probe brings these along.
-BUILTIN_NEEDS = {"env": ("deployment",), "torch_caps": ("deployment",), "sglang_source": ("deployment",),
-                 "copy_bench": ("sglang_source",), "cuda_graph": ("env", "sglang_source")}
-
-# Probes that visit every GPU in turn need far more than a light probe's limit (an 8-GPU host): seconds each
-# gets unless --probe-timeout says otherwise. A declared probe gives its own as PROBE["timeout_s"].
-BUILTIN_TIMEOUTS = {"copy_bench": 900.0, "cuda_graph": 1200.0}
 SETS = ("light", "deep", "explicit")
+# A probe without an `order` runs after those with one, by name: built-in probes order themselves (deployment
+# first: it makes the host's one interpreter choice, probes/hostinfo/interpreter.py, which later probes follow).
+UNORDERED = 1000
 
 
 def declaration(source):
@@ -52,7 +43,7 @@ def declared_in(modules):
     found = {}
     for dotted, (_, source) in sorted(modules.items()):
         parts = dotted.split(".")
-        if len(parts) == 2 and parts[0] == "probes" and parts[1] not in BUILTIN_NEEDS:
+        if len(parts) == 2 and parts[0] == "probes":
             decl = declaration(source)
             if decl is not None:
                 found[parts[1]] = decl
@@ -75,18 +66,23 @@ def _on_disk():
     return declared_in(modules)
 
 
+def in_set(declared, kind):
+    """The probes of one set in run order: by their declared `order`, then by name."""
+    def rank(name):
+        order = declared[name].get("order")
+        return (order if isinstance(order, int) else UNORDERED, name)
+    return tuple(sorted((n for n in declared if declared[n]["set"] == kind), key=rank))
+
+
 def catalog(declared):
-    """(light, deep, needs) with the declared probes after the built-in ones, each set in name order."""
-    light = BUILTIN_LIGHT + tuple(n for n in sorted(declared) if declared[n]["set"] == "light")
-    deep = BUILTIN_DEEP + tuple(n for n in sorted(declared) if declared[n]["set"] == "deep")
-    needs = dict(BUILTIN_NEEDS)
-    needs.update((n, tuple(d.get("needs") or ())) for n, d in declared.items())
-    return light, deep, needs
+    """(light, deep, needs): each set in run order, and what each probe reads from."""
+    needs = dict((n, tuple(d.get("needs") or ())) for n, d in declared.items())
+    return in_set(declared, "light"), in_set(declared, "deep"), needs
 
 
 def explicit(declared):
-    """The probes only their own command selects, in name order (never the light set, never --deep)."""
-    return tuple(n for n in sorted(declared) if declared[n]["set"] == "explicit")
+    """The probes only their own command selects (never the light set, never --deep)."""
+    return in_set(declared, "explicit")
 
 
 DECLARED = _on_disk()
@@ -96,10 +92,9 @@ ALL_PROBES = LIGHT_PROBES + DEEP_PROBES + EXPLICIT_PROBES
 
 
 def timeouts(declared):
-    """Seconds each long probe gets: the built-in ones', then each declared probe's PROBE["timeout_s"]."""
-    out = dict(BUILTIN_TIMEOUTS)
-    out.update((n, float(d["timeout_s"])) for n, d in declared.items() if isinstance(d.get("timeout_s"), (int, float)))
-    return out
+    """Seconds each long probe gets (its PROBE["timeout_s"]); the others take the light probes' limit."""
+    return dict((n, float(d["timeout_s"])) for n, d in declared.items()
+                if isinstance(d.get("timeout_s"), (int, float)))
 
 
 PROBE_TIMEOUTS = timeouts(DECLARED)

@@ -12,8 +12,22 @@ import time
 
 from probes import gpu_layer
 from probes.context import Skip
-from probes.copybench import analysis, options, strategies, workloads
+from probes.copybench import analysis, declared, options, strategies, workloads
 from probes.hostinfo import interpreter
+
+# Declared once (docs/adding-a-probe.md); PROBE is literals, read from the source by probes/catalog.py.
+PROBE = {
+    "set": "deep",
+    "order": 1,
+    "needs": ("sglang_source",),
+    "timeout_s": 900,
+    "summary": "copy strategies timed on the release's replay field sets, eager and in graphs",
+    "gpu": "optional",
+    "torch": "yes",
+    "sglang": "optional",
+    "cost": "deep: minutes per GPU, idle GPUs only",
+}
+OPTIONS, SHAPE, NOTES = declared.OPTIONS, declared.SHAPE, declared.NOTES   # probes/copybench/declared.py
 
 MIN_CUDA_SAMPLES = 10
 INFO_TIMEOUT_S = 120.0

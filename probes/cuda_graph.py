@@ -11,10 +11,24 @@ import tempfile
 
 from probes import events
 from probes.context import run_command
-from probes.crashlog.cell import cell_fields, classify_cell
 from probes.graphrepro import configs, declared, live_shapes, placement, planner, sglang_repro, specs, sweep
+from probes.graphrepro.synthetic_cell import synthetic_cell
 from probes.graphrepro.worker import Worker
 from probes.hostinfo import interpreter
+
+# Declared once (docs/adding-a-probe.md); PROBE is literals, read from the source by probes/catalog.py.
+PROBE = {
+    "set": "deep",
+    "order": 2,
+    "needs": ("env", "sglang_source"),
+    "timeout_s": 1200,
+    "summary": "where CUDA-graph capture breaks on the EAGLE / DFlash paths",
+    "gpu": "yes",
+    "torch": "yes",
+    "sglang": "optional",
+    "cost": "deep: one capture per cell, idle GPUs only",
+}
+OPTIONS, SHAPE, NOTES = declared.OPTIONS, declared.SHAPE, declared.NOTES   # probes/graphrepro/declared.py
 
 ALGORITHMS = declared.ALGORITHMS
 DEFAULTS = declared.DEFAULTS   # declared with their help text in probes/graphrepro/declared.py
@@ -23,7 +37,6 @@ INFO_TIMEOUT = 120.0
 RESERVE_SECONDS = 20.0
 MIN_CELL_SECONDS = RESERVE_SECONDS + 10.0   # no cell starts with less time than this left
 BUDGET_SPENT = "time budget spent"
-LOG_EXCERPT_LINES = 60   # the text the classifier read, for `repro --log` and the report
 
 
 def settings_from(options):
@@ -201,36 +214,6 @@ def run_synthetic(ctx, settings, data, env, known, python):
     finally:
         worker.close()
         worker.remove_logs()
-
-
-def failure_text(result):
-    """What a failed synthetic cell left, in the order it was printed: the child's stderr, then its
-    traceback (or the error line), then how the child ended."""
-    parts = [result.get("log_tail") or ""]
-    parts += [str(line) for line in result.get("traceback") or []] or [str(result.get("detail") or "")]
-    if result.get("status") == "died":
-        parts.append(str(result.get("detail") or ""))
-    return "\n".join(p for p in parts if p)
-
-
-def synthetic_cell(result, path, algorithm, batch_size, draft_tokens, release, known, worker):
-    status = result.get("status")
-    cell = {"path": path, "algorithm": algorithm, "batch_size": batch_size, "draft_tokens": draft_tokens,
-            "status": status, "detail": result.get("detail", ""), "max_abs_diff": result.get("max_abs_diff"),
-            "capture_s": result.get("capture_s"), "signature": None, "mode": "synthetic",
-            "memory_cap_mib": result.get("memory_cap_mib"), "estimated_mib": result.get("estimated_mib")}
-    if status in ("ok", "skipped"):
-        return cell
-    worker.close()  # the CUDA context may be poisoned: the next cell gets a fresh child
-    if status == "mismatch":   # measured wrong numbers, not a crash: nothing to classify
-        return cell
-    text = failure_text(result)
-    verdict = classify_cell(text, release, known)
-    if status == "died" or verdict["family"] == "device_fault":
-        status = "device_fault"  # a native crash of the child (SIGSEGV, SIGABRT) or a fault while it ran
-    cell.update(cell_fields(verdict), status=status)
-    cell["log_excerpt"] = text.strip().splitlines()[-LOG_EXCERPT_LINES:]
-    return cell
 
 
 def run_sglang(ctx, settings, data, env, known, python):

@@ -13,6 +13,47 @@ from probes.crashlog.serverlog import read_server_logs
 from probes.hostinfo import interpreter, serving
 from probes.hostinfo.processes import find_servers, proc_root_of
 from probes.servingstats.endpoints import read_endpoints
+from probes.optionspec import Option
+from probes.schemas import anything, i, lst, mapping, obj, s
+from probes.servingstats.shape import ENDPOINTS, SERVING
+
+# Declared once (docs/adding-a-probe.md); PROBE is literals, read from the source by probes/catalog.py.
+PROBE = {
+    "set": "light",
+    "order": 1,
+    "needs": (),
+    "summary": "live sglang servers: flags, interpreter, allow-listed environment",
+    "gpu": "no",
+    "torch": "no",
+    "sglang": "no",
+    "cost": "light: reads /proc, under a second",
+}
+OPTIONS = (
+    Option("proc_root", "path", "/proc", "The /proc view to read processes from (a container's, a copy, a test's)."),
+)
+SHAPE = obj({
+    "servers": lst(obj({"pid": i(), "python": s().null(), "cmdline": lst(s()),
+                        "args": mapping(anything(), "parsed server flags, typed"),
+                        "cuda_visible_devices": s().null(), "env": mapping(anything(), "allow-listed keys only")})),
+    "interpreter": obj({"path": s().null(), "why": s("explicit | live_server | default")}),
+    "processes_scanned": i(),
+    "server_logs": mapping(obj({"serving": SERVING.opt("absent when no log was read")}),
+                           "server pid -> its log: where it was found, crashes, serving figures").opt(),
+    "serving_endpoints": mapping(ENDPOINTS, "server pid -> its /server_info and /metrics numbers").opt(),
+}, "live sglang servers: their flags, interpreter and environment (secrets redacted on the host)")
+NOTES = """
+`servers:[{pid, python, cmdline, args:{model_path, tp_size, dp_size, ep_size, speculative_algorithm,
+speculative_draft_model_path, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk,
+disable_cuda_graph, cuda_graph_max_bs, cuda_graph_bs, enable_dp_attention, mem_fraction_static, port, ...},
+cuda_visible_devices, env:{allow-listed keys only}, sglang{found, version, version_from, site_packages,
+package_dir, reason}, identity{pid, port, gpus, tp_size, speculative_algorithm}}]`, `interpreters:[{path,
+servers:[identity], sglang{...}}]` (one per distinct server Python, read once and shared), `interpreter{path,
+why: explicit|live_server|default, reason, requested, pid, candidates, servers_by_python, differs_from_live?,
+note?}` (the host's one choice). Servers also carry `ppid, uid, age_s, entry, embedded_in_shell, python_source,
+python_exists, same_root, exe, positional_args, config_file, env_readable, launched_via{pid, command}`; the
+probe reports `processes_scanned`. `args` also types the 0.5.14+ graph flags (decode/prefill backends, max batch
+sizes, batch-size lists, `cuda_graph_config` as JSON).
+"""
 
 __all__ = ["collect", "choose_interpreter", "find_servers", "proc_root_of"]
 

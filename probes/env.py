@@ -17,8 +17,59 @@ from probes.hostinfo.gpus import collect_gpus
 from probes.hostinfo.nvidia_smi import (NvidiaSmiError, parse_compute_apps, parse_cuda_version,  # noqa: F401
                                         parse_query_gpu, parse_topology, sm_name)
 from probes.hostinfo.system import parse_meminfo  # noqa: F401
+from probes.optionspec import Option
+from probes.schemas import anything, b, enum, i, lst, mapping, num, obj, s
 
+# Declared once (docs/adding-a-probe.md); PROBE is literals, read from the source by probes/catalog.py.
+PROBE = {
+    "set": "light",
+    "order": 2,
+    "needs": ("deployment",),
+    "summary": "GPUs, driver, compute capability, topology, the serving Python's torch",
+    "gpu": "optional",
+    "torch": "optional",
+    "sglang": "no",
+    "cost": "light: nvidia-smi and /proc, seconds",
+}
 DEFAULT_COMMAND_TIMEOUT = 10.0
+OPTIONS = (
+    Option("command_timeout", "float", DEFAULT_COMMAND_TIMEOUT, "Seconds each external command (nvidia-smi, ...) may take.",
+           minimum=1),
+    Option("torch", "bool", True, "Describe the serving Python's torch (version, CUDA build)."),
+)
+SHAPE = obj({
+    "hostname": s(), "os": s(), "kernel": s(), "cpu_count": i().null(), "memory_total_mib": i().null(),
+    "python": obj({"executable": s(), "version": s(), "prefix": s(), "venv": b()}),
+    "torch": obj({"available": b().null("null when not asked (env.torch=false)"), "version": s().null(), "cuda": s().null(), "reason": s().null(),
+                  "interpreter": interpreter.RECORD.opt()},
+                 "torch as the serving interpreter sees it, read without starting CUDA"),
+    "gpus": obj({"status": enum(("ok", "skipped")), "reason": s().null(),
+                 "count": i("GPUs nvidia-smi listed"), "driver_version": s().null(),
+                 "devices": lst(obj({"index": i(), "name": s(), "uuid": s().null(),
+                                     "memory_total_mib": num().null(), "memory_used_mib": num().null(),
+                                     "compute_capability": s("sm_90 style").null(),
+                                     "processes": lst(anything()).null("null when they could not be listed")}))}),
+    "topology": obj({"status": s(), "summary": s("nvlink | pcie | mixed | single | unknown").opt(),
+                     "matrix": mapping(anything(), "GPU → GPU → link as nvidia-smi topo -m prints it"),
+                     "link_counts": mapping(anything()), "affinity": mapping(anything()),
+                     "nics": lst(anything())}),
+}, "host, Python, torch build, GPUs and their topology; skipped sections keep every key, empty")
+NOTES = """
+`hostname, os, kernel, cpu_count, memory_total_mib, python{executable,version,prefix,venv}`, `torch{available,
+version, cuda, cudnn, nccl, reason}`, `gpus{status: ok|skipped, reason, source: nvidia-smi|torch,
+driver_version, cuda_version, devices:[{index, name, uuid, pci_bus_id, memory_total_mib, memory_used_mib,
+utilization_pct, compute_capability: "sm_90", processes:[{pid, name, used_memory_mib}]}]}`, `topology{status,
+gpus:[names], matrix:{GPU0:{GPU1:"NV18",...}}, summary: nvlink|pcie|mixed|single|unknown}`.
+
+Also: `os_id, os_version, platform, machine, cpu_usable, cpu_model, memory_available_mib`;
+`python{implementation, base_prefix, conda}`; `torch{file, hip, git_version, arch_list}` (compiled GPU
+architectures, read without starting CUDA); `gpus{nvidia_smi, count, processes_error}`; each device also has
+`compute_cap` (raw) and `driver_version`; `torch.interpreter` (as torch_caps') and `torch.executable`;
+`gpus.reason` says why compute capability is null (drivers before R510 reject the field); `devices[].processes`
+is `null` when the processes could not be listed (unknown never looks idle); `topology{link_counts, affinity,
+nics, reason}`. Skipped sections keep every key, empty.
+"""
+
 # A hung command is cut this long before the probe's own limit, so env still answers with everything
 # else it read (the GPU section then says "no answer within N s") instead of racing the runner's timeout.
 ANSWER_MARGIN_S = 1.5

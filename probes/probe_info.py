@@ -1,22 +1,30 @@
-"""What each probe needs, what it costs and which options it takes: the index the control side reads
-for `gpudiag probes`, for checking `--set` before connecting, and for docs/probe-options.md.
+"""Every probe's declaration, read in one place: what it needs and costs, its options, its data shape and the
+prose about its data. The control side reads this index for `gpudiag probes`, for checking `--set` before
+connecting, for validating stored data (gpudiag/probe_data.py), for the generic report section, and for
+docs/probe-options.md and docs/probe-data.md.
 
-Standard library only. No probe imports this module, so a payload never carries other probes' options.
+Each probe declares these once in its own module (`probes/<name>.py` or its package's `__init__.py`): PROBE
+(literals, also read unimported by probes/catalog.py), OPTIONS, SHAPE and NOTES (docs/adding-a-probe.md).
+Standard library only. No probe imports this module, so a payload never carries other probes' declarations.
 """
 import importlib
 
-from probes import light_options
-from probes.catalog import ALL_PROBES, DECLARED, DEEP_PROBES, EXPLICIT_PROBES
-from probes.copybench import declared as copy_bench_options
-from probes.graphrepro import declared as cuda_graph_options
+from probes.catalog import ALL_PROBES, DECLARED, DEEP_PROBES, EXPLICIT_PROBES, PROBE_TIMEOUTS
 from probes.optionspec import OptionValueError
 
 
 class ProbeInfo(object):
-    def __init__(self, name, summary, gpu, torch, sglang, cost, options):
-        self.name, self.summary = name, summary
-        self.needs = {"GPU": gpu, "torch": torch, "sglang": sglang}   # each "yes", "optional" or "no"
-        self.cost, self.options = cost, tuple(options)
+    def __init__(self, name, declaration, module):
+        self.name, self.summary = name, declaration.get("summary", "")
+        # each "yes", "optional" or "no"
+        self.needs = dict((key, declaration.get(key.lower(), "no")) for key in ("GPU", "torch", "sglang"))
+        self.timeout_s = PROBE_TIMEOUTS.get(name)
+        cost = declaration.get("cost", declaration["set"])
+        self.cost = cost + (" (limit %g s)" % self.timeout_s if self.timeout_s else "")
+        self.options = tuple(getattr(module, "OPTIONS", ()))
+        self.shape = getattr(module, "SHAPE", None)
+        notes = getattr(module, "NOTES", None)
+        self.notes = notes.strip() if isinstance(notes, str) else None
         self.deep = name in DEEP_PROBES
         self.set = "deep" if self.deep else "explicit" if name in EXPLICIT_PROBES else "light"
 
@@ -27,39 +35,11 @@ class ProbeInfo(object):
         return None
 
 
-PROBES = dict((p.name, p) for p in (
-    ProbeInfo("deployment", "live sglang servers: flags, interpreter, allow-listed environment",
-              gpu="no", torch="no", sglang="no", cost="light: reads /proc, under a second",
-              options=light_options.DEPLOYMENT),
-    ProbeInfo("env", "GPUs, driver, compute capability, topology, the serving Python's torch",
-              gpu="optional", torch="optional", sglang="no", cost="light: nvidia-smi and /proc, seconds",
-              options=light_options.ENV),
-    ProbeInfo("torch_caps", "torch._foreach_copy_ and the copy paths, checked for each dtype pair",
-              gpu="optional", torch="yes", sglang="no",
-              cost="light: a few-kilobyte check on idle GPUs, seconds", options=light_options.TORCH_CAPS),
-    ProbeInfo("sglang_source", "the installed sglang read as source: copy helpers, replays, flags, integrity",
-              gpu="no", torch="no", sglang="yes", cost="light: reads source files, seconds",
-              options=light_options.SGLANG_SOURCE),
-    ProbeInfo("copy_bench", "copy strategies timed on the release's replay field sets, eager and in graphs",
-              gpu="optional", torch="yes", sglang="optional",
-              cost="deep: minutes per GPU, idle GPUs only (limit 900 s)", options=copy_bench_options.OPTIONS),
-    ProbeInfo("cuda_graph", "where CUDA-graph capture breaks on the EAGLE / DFlash paths",
-              gpu="yes", torch="yes", sglang="optional",
-              cost="deep: one capture per cell, idle GPUs only (limit 1200 s)", options=cuda_graph_options.OPTIONS),
-))
-
-
-def _declared_info(name):
-    """A probe that declares itself: the literals of its PROBE and its module's OPTIONS (imported here only)."""
-    decl = DECLARED[name]
-    options = getattr(importlib.import_module("probes." + name), "OPTIONS", ())
-    return ProbeInfo(name, decl.get("summary", ""), gpu=decl.get("gpu", "no"), torch=decl.get("torch", "no"),
-                     sglang=decl.get("sglang", "no"), cost=decl.get("cost", decl["set"]), options=options)
-
-
-PROBES.update((name, _declared_info(name)) for name in DECLARED)
-PROBES = dict((name, PROBES[name]) for name in ALL_PROBES if name in PROBES)
-assert tuple(PROBES) == ALL_PROBES, "every probe in the catalog declares its needs and options here"
+PROBES = dict((name, ProbeInfo(name, DECLARED[name], importlib.import_module("probes." + name)))
+              for name in ALL_PROBES)
+# What each probe puts in `probes.<name>.data` of a host result, and the prose about it, by probe.
+SHAPES = dict((name, info.shape) for name, info in PROBES.items() if info.shape is not None)
+NOTES = dict((name, info.notes) for name, info in PROBES.items() if info.notes)
 
 
 class SettingError(ValueError):

@@ -17,6 +17,77 @@ from probes.sglang_facts.integrity import check_checkout, check_record
 from probes.sglang_facts.sources import SourceTree
 from probes.sglang_facts.speculative import find_algorithms, find_dflash
 from probes.sglang_facts.version import find_version
+from probes.optionspec import Option
+from probes.schemas import anything, b, i, lst, obj, s
+
+# Declared once (docs/adding-a-probe.md); PROBE is literals, read from the source by probes/catalog.py.
+PROBE = {
+    "set": "light",
+    "order": 4,
+    "needs": ("deployment",),
+    "summary": "the installed sglang read as source: copy helpers, replays, flags, integrity",
+    "gpu": "no",
+    "torch": "no",
+    "sglang": "yes",
+    "cost": "light: reads source files, seconds",
+}
+OPTIONS = (
+    Option("site_packages", "path", None, "Read sglang from this site-packages instead of the serving Python's.",
+           nullable=True),
+    Option("flag_pattern", "regex", None, "Regular expression selecting the server flags reported "
+           "(default: CUDA-graph and speculative flags).", nullable=True),
+    Option("verify_all", "bool", False, "Hash every installed sglang file against RECORD (scan --verify-all)."),
+)
+EVIDENCE = obj({"file": s("relative to site-packages"), "line": i().null(), "snippet": s().null().opt()})
+_EAGLE_RUNNER = obj({"batched": b().null("null when the runner class is absent"),
+                     "per_tensor_fields": lst(s()).opt(), "grouped_fields": lst(s()).opt(),
+                     "hidden_states_separate": b().null().opt()})
+SHAPE = obj({
+    "found": b(), "reason": s().null(), "interpreter": anything("{path, why} or the path"),
+    "version": s().null().opt(), "version_mismatch": anything().opt(),
+    "grouped_foreach_copy": obj({
+        "definitions": lst(obj({"module": s(), "file": s(), "line": i().null(),
+                                "fast_paths": lst(obj({"kind": s("small_copy_kernel | env_gated")})).opt()})),
+        "call_sites": lst(obj({"qualname": s().null(), "file": s(), "line": i().null(),
+                               "fields": lst(s()).opt(), "resolves_to": anything().opt()})),
+        "has_foreach_copy_flag": lst(EVIDENCE)}).opt(),
+    "eagle": obj({"draft": _EAGLE_RUNNER, "draft_extend": _EAGLE_RUNNER}).opt(),
+    "speculative_algorithms": lst(s()).opt(),
+    "dflash": obj({"present": b(), "worker_file": s().null(), "draft_graph_guards": lst(anything()).opt()}).opt(),
+    "server_flags": lst(obj({"name": s(), "file": s().null().opt(), "line": i().null().opt(),
+                             "deprecated": b().opt()})).opt(),
+    "integrity": obj({"method": s("record | editable | unknown"), "modified": lst(s()).opt(),
+                      "missing": lst(s()).opt()}).opt(),
+}, "facts read from the installed sglang's source, never imported; absent keys when sglang was not found")
+NOTES = """
+`found, reason, interpreter, site_packages, package_dir, version, version_source{file,line,snippet}`,
+`grouped_foreach_copy{definitions:[{module, file, line, snippet, fast_paths:[{kind: small_copy_kernel|env_gated,
+detail, file, line, snippet}]}], has_foreach_copy_flag:[{file,line,snippet}], call_sites:[{module, qualname,
+file, line, snippet, fields:[...], dynamic_fields:[...], resolves_to, reachable: bool,
+reached_from{file,line,snippet} | "module level", unreachable}]}`, `eagle{draft|draft_extend: {class, file,
+line, replay_method, batched: bool, per_tensor_copies, per_tensor_fields:[...], hidden_states_separate: bool,
+evidence:[{file,line,snippet}]}}`, `speculative_algorithms:[...]`, `dflash{present, worker_file,
+draft_graph_guards:[{condition, message, file, line, snippet}]}`, `cuda_graph_runners:[{class, file, line}]`,
+`breakable_graph:[...]`, `server_flags:[{name, file, line, deprecated: bool, alias_of, choices:[...] | null}]`,
+`integrity{method: record|editable|unknown, checked, modified:[file], missing:[file], editable{path, commit,
+dirty}}`.
+
+`interpreter` is `{path, why}`. `eagle.*.batched` is `null` when the runner class is absent (not `false`).
+`version` is `null` (with `version_reason`) when neither a version file of the imported copy nor a dist-info
+that belongs to it says; `dist_info_candidates:[{path, belongs: record|top_level|direct_url|null, matched,
+checked}]` lists every sglang dist-info on the path, and `dist_info` is the one whose RECORD matches the files
+on disk. `fields` are buffer names; a tensor chosen by a loop at run time is in `dynamic_fields` with its loop.
+`speculative_algorithm_evidence[].via` is `enum`, `register` or the helper that registers it, with `aliases`.
+`integrity.editable.via` is `direct_url`, `finder` or `git` (a checkout on the path with no dist-info of its
+own). Also: `dist_info, search_paths, metadata_version, version_sources, version_mismatch,
+speculative_algorithm_evidence, server_args{module, file, line, all_classes}, server_fields[], files_scanned,
+parse_errors, finder_errors, timings_s, elapsed_s`; `definitions[].qualname`;
+`fast_paths[].env_var/function/module/condition`; `call_sites[].src_fields/unresolved`;
+`eagle.*.found/bases/replay_line/grouped_calls/grouped_fields/grouped_resolves_to/reason`;
+`dflash.in_algorithms/workers`; `draft_graph_guards[].conditions/call_line/function/disables/log_conditions`;
+`server_flags[].dest/via/action/snippet`; `integrity.scope/unrecorded/record/reason`;
+`integrity.editable.changed/toplevel`.
+"""
 
 
 def collect(ctx):

@@ -15,8 +15,53 @@ from probes import gpu_layer
 from probes.context import ProbeContext, Skip
 from probes.hostinfo import foreach_path, interpreter, torch_child
 from probes.hostinfo.foreach_checks import check_device, fail
+from probes.optionspec import Option
+from probes.schemas import b, mapping, obj, s
 
+# Declared once (docs/adding-a-probe.md); PROBE is literals, read from the source by probes/catalog.py.
+PROBE = {
+    "set": "light",
+    "order": 3,
+    "needs": ("deployment",),
+    "summary": "torch._foreach_copy_ and the copy paths, checked for each dtype pair",
+    "gpu": "optional",
+    "torch": "yes",
+    "sglang": "no",
+    "cost": "light: a few-kilobyte check on idle GPUs, seconds",
+}
 CHILD_TIMEOUT_S = 120.0
+OPTIONS = (
+    Option("cuda", "choice", "auto", "Functional check on GPUs: auto (idle GPUs only), true (every GPU), false.",
+           choices=("auto", "true", "false")),
+    gpu_layer.BUSY_OPTION,
+    Option("child_timeout", "float", CHILD_TIMEOUT_S, "Seconds the checks may take under the serving Python.", minimum=1),
+    Option("profile", "bool", True, "Profile which kernel each copy path runs on the GPU."),
+)
+SHAPE = obj({
+    "torch_version": s(), "has_foreach_copy": b(), "method": s("foreach_copy | loop"),
+    "pair_order": s("pair keys are written src->dst"),
+    "interpreter": interpreter.RECORD,
+    "checks": mapping(obj({
+        "status": s().opt(), "ok": b().null(), "reason": s().opt(),
+        "pairs": mapping(s("ok | wrong: … | raises: …"), "src->dst dtype pair → outcome").opt(),
+        "mixed_pairs_one_call": s().opt(), "non_contiguous": s().opt(), "mismatched_shapes": s().opt(),
+        "non_blocking": s().opt(),
+        "paths": mapping(obj({"path": s("fast | per_tensor | unknown"), "how": s().opt()})).opt()}),
+        '"cpu" or "cuda:N" → functional checks of torch._foreach_copy_'),
+}, "torch._foreach_copy_ present and correct, per device, in the serving interpreter")
+NOTES = """
+`torch_version, has_foreach_copy, checks:{"cpu"|"cuda:N": {ok, pairs:{"int64->int64": ok|"wrong: ..."|"raises:
+..."}, mixed_pairs_one_call: ok|raises, non_contiguous: ok|..., mismatched_shapes: ok|raises}}`. Pair keys are
+written `src->dst` (`pair_order` says so). Also `method` (foreach_copy | loop); per device `status`, `method`,
+`non_blocking` (CPU: not applicable; CUDA: `ok` or what went wrong in which direction) and on CUDA
+`non_blocking_directions{host_to_device, device_to_host}` (pinned host memory ↔ the device); a CUDA device the
+GPU policy leaves alone is `{status: skipped, ok: null, reason}` (busy: unless `--force`; a live server's:
+always). `interpreter{path, why: default|live_server|explicit, reason, pid?, note?, ran: child}` and
+`executable`: the checks always run in a child of the host's chosen interpreter (a failing one makes the probe
+`skipped`, naming it); per device `paths{contiguous_same_dtype, non_contiguous, mixed_pairs_one_call: {path:
+fast|per_tensor|unknown, how, kernels?, launches?, reason?, source?}}` (CUDA: from the profiler's kernel names;
+CPU: always per_tensor).
+"""
 
 
 def collect(ctx):

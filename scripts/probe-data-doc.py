@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write docs/probe-data.md from the probes' declared data shapes (probes/data_shapes.py).
+"""Write docs/probe-data.md from the probes' declared data shapes (each probe's SHAPE and NOTES, read through probes/probe_info.py).
 
     python scripts/probe-data-doc.py           # rewrite the file
     python scripts/probe-data-doc.py --check   # exit 1 when the file is not what the declarations give
@@ -10,13 +10,19 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from probes import data_notes, data_shapes, schemas  # noqa: E402
+from probes import probe_info, schemas  # noqa: E402
 
 DOC = os.path.join(ROOT, "docs", "probe-data.md")
+INTRO = (
+    "What each probe puts in `probes.<name>.data` of a host result. Findings and the report read these "
+    "keys; a probe may add keys, never rename these. Every source fact carries `file` (relative to "
+    "site-packages), `line` and `snippet`; every timing carries `method`, `samples`, `median_us`, "
+    "`p10_us`, `p90_us`, `cv`."
+)
 
 
 def main(argv):
-    text = schemas.markdown(data_shapes.SHAPES, data_notes.NOTES, data_notes.INTRO)
+    text = schemas.markdown(probe_info.SHAPES, probe_info.NOTES, INTRO)
     current = open(DOC, encoding="utf-8").read() if os.path.exists(DOC) else None
     if "--check" in argv:
         if current != text:

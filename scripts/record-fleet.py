@@ -10,7 +10,7 @@ are replaced by the host's recorded ones; a key is never added or removed by tha
 segments: torch_caps' CUDA checks (the GPU policy decides again which GPUs they may cover), copy_bench's
 per-GPU timings (fields, outliers, summary and the installed release's behaviour are derived again by the
 probe's own functions, and rows the release cannot produce are dropped) and cuda_graph's data. Every host
-document is validated against probes/data_shapes.py before it is written.
+document is validated against the probes' declared shapes (probes/probe_info.py) before it is written.
 
   scripts/record-fleet.py           rewrite tests/fixtures/runs/fleet3
   scripts/record-fleet.py --check   exit 1, naming the first difference, when the fixture is not what it

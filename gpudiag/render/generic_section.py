@@ -14,7 +14,7 @@ from gpudiag.models import HostResult
 from gpudiag.probe_view import probe
 from gpudiag.render.blocks import table
 from gpudiag.render.safe_text import md
-from probes.data_shapes import SHAPES
+from probes.probe_info import SHAPES
 from probes.schemas import rows as declared_rows
 
 # Probes whose data the appendix and copy/repro sections already lay out by hand.

@@ -6,6 +6,7 @@ against it before connecting, and docs/probe-options.md is generated from it.
 from probes import gpu_layer
 from probes.copybench import strategies, workloads
 from probes.optionspec import Option
+from probes.schemas import anything, b, enum, i, lst, mapping, num, obj, s
 
 KIB, MIB = 1024, 1024 * 1024
 DTYPES = ("bfloat16", "float16", "float32")
@@ -63,3 +64,64 @@ _ALL = dict((o.name, o.default) for o in OPTIONS)
 DEFAULTS = {"cuda": dict((k, _ALL[k]) for k in PER_DEVICE),
             "cpu": dict((k, CPU_DEFAULTS.get(k, _ALL[k])) for k in PER_DEVICE)}
 COMMON = dict((k, v) for k, v in _ALL.items() if k not in PER_DEVICE)
+
+# What the probe writes (docs/probe-data.md; stored results are checked against it when read back).
+_TIMING = obj({"status": s("ok | wrong | skipped | error").opt(), "median_us": num().null().opt(),
+               "p10_us": num().opt(), "p90_us": num().opt(), "cv": num().opt(), "noisy": b().opt(),
+               "samples": i().opt(), "method": s().opt(), "reason": s().opt()},
+              "a timing: method, sample count, median and spread, or the reason there is none")
+_FIELD = obj({"name": s(), "dtype": s("the static buffer's"), "src_dtype": s("the batch tensor's"),
+              "shape": lst(i()), "bytes": i(), "own_copy": b("copied with its own copy_() by the release"),
+              "assumed": b("a name the field table does not know"),
+              "split": enum(("dma", "foreach"), "grouped_foreach_dma_split: sglang's split, by name"),
+              "size_split": enum(("dma", "foreach"), "grouped_foreach_size_split: by measured size")})
+_WORKLOAD = obj({"name": s(), "path": s(), "batch_size": i(), "hidden_size": i().null(), "status": s(),
+                 "reason": s().opt(), "fields": lst(_FIELD),
+                 "strategies": mapping(_TIMING, "strategy → timing (and graph{…} replayed)").opt(),
+                 "best": s().null().opt(), "saving_vs_installed_us": num().null().opt()})
+SHAPE = obj({
+    "device": enum(("cuda", "cpu")), "method": s(), "torch_version": s(), "has_foreach_copy": b(),
+    "installed": obj({"modules": lst(s()), "modules_from": s(), "release": s().null(),
+                      "behaviour": mapping(obj({"kind": s("per_tensor | grouped | unknown"),
+                                                "hidden_states_separate": b().null()}),
+                                           "replay path → what the installed release does"),
+                      "field_names": mapping(lst(s()), "replay path → field names read from the source"),
+                      "dtype_pairs": mapping(anything())}),
+    "gpus": lst(obj({"index": i().null("null for the CPU"), "name": s().null(), "status": s(),
+                     "reason": s().opt(), "workloads": lst(_WORKLOAD).opt(),
+                     "sweep": lst(obj({"bytes": i(), "copy_us": num().null(), "foreach_us": num().null()})).opt(),
+                     "crossover_bytes": i().null().opt(), "recommended_split_bytes": i().null().opt(),
+                     "workload_order": obj({"offset": i(), "first": s().null()},
+                                           "where this GPU's rotated workload order began").opt(),
+                     "lost_to_budget": lst(s(), "workloads skipped when the time budget ran out").opt(),
+                     "lost_field_sets": lst(s(), "their replay paths").opt()})),
+    "outliers": lst(obj({"index": i(), "median_ratio": num(), "metrics_compared": i(),
+                         "metrics_off": i("figures more than the tolerance off").opt(), "metric": s(),
+                         "value": num(), "siblings_median": num(), "ratio": num()}),
+                    "GPUs copy_bench names as off their siblings: the one verdict"),
+    "summary": obj({"paths": mapping(anything())}),
+}, "replay input copies timed per strategy, per GPU, with the fields of probes/replay_fields.py")
+NOTES = """
+`device: cuda|cpu, method, gpus:[{index, name, status (ok|skipped|error|timeout), reason, workloads:[{name,
+path, batch_size, hidden_size, fields:[{name, dtype, src_dtype, shape, numel, bytes, own_copy, assumed, split:
+dma|foreach, size_split: dma|foreach}],
+strategies:{loop|grouped_foreach|grouped_foreach_dma_split|grouped_foreach_size_split|packed|installed: {status:
+ok|wrong|skipped|error, median_us, p10_us, p90_us, cv, noisy, samples, method, speedup_vs_loop, reason,
+graph{median_us, p10_us, p90_us, cv, noisy, speedup_vs_loop, method: cuda_graph_replay}}}, best,
+saving_vs_installed_us, installed_baseline{kind, strategy, exact, median_us, reason}}], sweep:[{bytes, copy_us,
+foreach_us, copy{p10_us, p90_us, noisy}, foreach{...}}], crossover_bytes, recommended_split_bytes, split_reason,
+h2d{bytes, pinned_us, pageable_us, sync_us, pinned{...}, pageable{...}}, h2d_reason}], outliers:[{index,
+median_ratio, metrics_compared, metric, value, siblings_median, ratio}], summary{paths{<path>{best,
+max_saving_vs_installed_us}}, recommended_split_bytes}`, `installed{module, variants, not_loaded, release,
+dtype_pairs, modules_from}`; `strategies.installed.env.SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH{host_value, on,
+off}` where the release reads it. Every strategy is verified against saved copies of the sources (a strategy
+that changes a source is `wrong`). Also `python` (the interpreter that ran the benchmark), `interpreter{path,
+why, reason, ran: child|here}` (here only with `copy_bench.isolate=false`), `server` (identity of the live
+server whose flags and Python it used); a GPU's `idle_check{use, kind: idle|busy|server, reason, forced?}` is
+the GPU layer's verdict. Outliers need 3 GPUs or more and steady figures; the median of a GPU's ratios to its
+siblings decides (20%). A crossover needs copy_()'s p90 below the foreach kernel's p10; on the CPU there is no
+split (no copy engine). Fields, dtypes and shapes come from the one replay-field table
+(`probes/replay_fields.py`); `split` is sglang's own split (hidden_states on its own copy_() by name,
+`grouped_foreach_dma_split`), `size_split` the size variant (`grouped_foreach_size_split`, from
+`recommended_split_bytes`).
+"""

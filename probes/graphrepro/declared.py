@@ -4,6 +4,7 @@ side's check of `--set` before connecting, and docs/probe-options.md all come fr
 """
 from probes import gpu_layer
 from probes.optionspec import Option, defaults
+from probes.schemas import anything, b, i, lst, num, obj, s
 
 ALGORITHMS = ("EAGLE", "EAGLE3", "DFLASH")
 MODES = ("auto", "sglang", "synthetic", "both")
@@ -34,3 +35,38 @@ OPTIONS = (
 )
 
 DEFAULTS = dict((k, v) for k, v in defaults(OPTIONS).items() if k not in ("mem_fraction", "judge_acceptance"))
+
+# What the probe writes (docs/probe-data.md; stored results are checked against it when read back).
+SHAPE = obj({
+    "mode": s("sglang | synthetic | none").null(), "modes": lst(s()),
+    "cells": lst(obj({"path": s(), "algorithm": s(), "batch_size": i(), "draft_tokens": i(),
+                      "status": s(), "detail": s().null().opt(), "signature": anything().opt(),
+                      "max_abs_diff": num().null().opt()})),
+    "boundaries": lst(anything()), "boundary": anything(), "signatures": lst(anything()),
+    "environment": obj({"torch": s().null(), "cuda_available": b().opt()}),
+    "plan": anything("with cuda_graph.plan: every launch the repro would make (docs/repro-plan.md)").opt(),
+    "notes": lst(anything()), "advice": lst(anything()),
+}, "where CUDA graphs break: algorithm × batch size × draft tokens, with signatures")
+NOTES = """
+`mode: sglang|synthetic, modes:[...], settings{...}, environment{torch, cuda, has_foreach_copy, cuda_available,
+driver, sglang, devices}, gpu{index, name, uuid, compute_capability, memory_total_mib}, skip_reason,
+memory_cap_mib, notes:[...]`, `cells:[{path: eagle_draft|eagle_draft_extend|dflash_verify|sglang, algorithm,
+batch_size, draft_tokens, status:
+ok|capture_failed|replay_failed|mismatch|device_fault|timeout|skipped|crashed_on_request|hang|silent_failure|error,
+detail, max_abs_diff, capture_s, memory_cap_mib, estimated_mib (synthetic only), acceptance_length,
+signature{name, kind, severity, meaning, recommendation, reference, lines:[{line, text}]}, log_excerpt, command,
+omitted_flags, config_sources, family, crash, advice_assumes (a failed cell's text read by the crash-log
+classifier, as `repro --log` reads it)}]`, `boundaries:[{label, mode, rows:[{batch_size, max_ok, min_fail,
+fail_status, complete}], text, failing_from_batch_size, safe_up_to}], boundary{...}, signatures:[...],
+advice:[...]`. Options: `max_mem_mib` (4096; the synthetic child's allocator cap, cells estimated above it are
+`skipped`). Cells not run for lack of time are `skipped` with a detail starting `time budget spent`; algorithms
+the installed sglang lacks are `skipped` with `sglang X has no ALGO`. In sglang mode every flag is spelled as
+the release's parser spells it (`omitted_flags` lists those it lacks); a launch whose value the parser would
+refuse is `skipped` with `the release's parser would refuse …`, and one whose interpreter cannot import sglang's
+server module (or whose server dies on a missing module) is `skipped` with `sglang cannot start under PYTHON:
+module 'X' is not installed there …`. `interpreter{path, why, reason, pid?, note?}`: every child (device query,
+synthetic cells, sglang servers) runs under the host's chosen interpreter; `server` names the live server it
+describes (pid, port, gpus). GPUs follow the one GPU policy: busy ones only with `--force`, a live server's
+never, no nvidia-smi process list = busy. A `repro cuda-graph-crash --log FILE` run stores no hosts: its matches
+are in run.json under `repro` (`log, outcome, matches[{line, ...}]`).
+"""

@@ -9,6 +9,13 @@ import time
 
 import probes.child as child
 from probes.context import Skip, which
+from probes.schemas import obj, s
+
+# The record every probe that ran torch keeps of it (env.torch.interpreter, torch_caps.interpreter).
+RECORD = obj({"path": s("the Python that ran the work"),
+              "why": s("default | live_server | explicit | fallback"),
+              "ran": s("here | child").opt(), "reason": s().null().opt()},
+             "which interpreter ran torch and why")
 
 MARK = "GPUDIAG-CHILD "
 STARTUP_MARGIN_S = 5.0

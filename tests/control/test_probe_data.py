@@ -11,7 +11,7 @@ import pytest
 
 from gpudiag.probe_data import ProbeDataError, check_host_document, fitted, fitted_host, host_problems, probe_problem
 from probes import schemas
-from probes.data_shapes import SHAPES
+from probes.probe_info import SHAPES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLEET = os.path.join(ROOT, "tests", "fixtures", "runs", "fleet3", "hosts")

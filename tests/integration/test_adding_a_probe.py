@@ -135,7 +135,7 @@ def test_the_declared_shape_checks_stored_data(tmp_path):
     tree = tmp_path / "tree"
     _copy_tree(tree)
     _add_probe(tree)
-    code = ("from probes.data_shapes import SHAPES\nfrom probes.schemas import check\n"
+    code = ("from probes.probe_info import SHAPES\nfrom probes.schemas import check\n"
             "print(check(SHAPES['hello_probe'], {'greeting': 'hi', 'pid': 'seven'}, 'probes.hello_probe.data'))\n"
             "print(check(SHAPES['hello_probe'], {'greeting': 'hi', 'pid': 7}, 'probes.hello_probe.data'))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=str(tmp_path),

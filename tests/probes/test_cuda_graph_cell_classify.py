@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from gpudiag.cli import cli
 from probes import cuda_graph
 from probes.crashlog.cell import classify_cell
-from probes.graphrepro import sglang_repro, synthetic
+from probes.graphrepro import sglang_repro, synthetic, synthetic_cell
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOGS = os.path.join(ROOT, "tests", "fixtures", "logs")
@@ -78,8 +78,8 @@ def test_a_synthetic_capture_failure_gets_the_installed_releases_flags(tmp_path)
     result = raised("Capture cuda graph failed: something odd")
     assert result["status"] == "capture_failed" and result["traceback"][0].startswith("Traceback")
     worker = ClosingWorker()
-    old = cuda_graph.synthetic_cell(result, "eagle_draft", "EAGLE", 4, 8, "0.5.11", "", worker)
-    new = cuda_graph.synthetic_cell(result, "eagle_draft", "EAGLE", 4, 8, "0.5.23", "", worker)
+    old = synthetic_cell.synthetic_cell(result, "eagle_draft", "EAGLE", 4, 8, "0.5.11", "", worker)
+    new = synthetic_cell.synthetic_cell(result, "eagle_draft", "EAGLE", 4, 8, "0.5.23", "", worker)
     assert worker.closed == 2   # a failed cell never reuses its child
     for cell in (old, new):
         assert cell["status"] == "capture_failed" and cell["family"] == "capture_failure"
@@ -100,7 +100,7 @@ def test_a_child_killed_by_a_signal_is_a_device_fault_with_the_native_crash_sign
               "log_tail": "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call "
                           "first):\n  File \"/venv/lib/python3.10/site-packages/torch/cuda/graphs.py\", line 88 in "
                           "replay\n"}
-    cell = cuda_graph.synthetic_cell(result, "dflash_verify", "DFLASH", 16, 8, None, "", ClosingWorker())
+    cell = synthetic_cell.synthetic_cell(result, "dflash_verify", "DFLASH", 16, 8, None, "", ClosingWorker())
     assert cell["status"] == "device_fault" and cell["signature"]["name"] == "native_crash"
     assert cell["log_excerpt"][-1] == "child killed by SIGSEGV"
     crash = first_named(repro_log(tmp_path, "\n".join(cell["log_excerpt"])))
@@ -110,16 +110,16 @@ def test_a_child_killed_by_a_signal_is_a_device_fault_with_the_native_crash_sign
 def test_a_device_fault_text_makes_the_cell_a_device_fault():
     result = raised("CUDA error: an illegal memory access was encountered")
     assert result["status"] == "device_fault"   # the child's own reading, from the classifier's family rules
-    cell = cuda_graph.synthetic_cell(result, "eagle_draft", "EAGLE", 4, 8, None, "", ClosingWorker())
+    cell = synthetic_cell.synthetic_cell(result, "eagle_draft", "EAGLE", 4, 8, None, "", ClosingWorker())
     assert cell["status"] == "device_fault" and cell["family"] == "device_fault"
     assert cell["signature"]["name"] == "illegal_memory_access_capture"    # raised in capture_one_batch_size
 
 
 def test_ok_and_mismatch_cells_are_not_classified():
     worker = ClosingWorker()
-    ok = cuda_graph.synthetic_cell({"status": "ok", "max_abs_diff": 0.0}, "eagle_draft", "EAGLE", 1, 2, None, "",
+    ok = synthetic_cell.synthetic_cell({"status": "ok", "max_abs_diff": 0.0}, "eagle_draft", "EAGLE", 1, 2, None, "",
                                    worker)
-    mismatch = cuda_graph.synthetic_cell({"status": "mismatch", "detail": "graph replay differs from eager by 3"},
+    mismatch = synthetic_cell.synthetic_cell({"status": "mismatch", "detail": "graph replay differs from eager by 3"},
                                          "eagle_draft", "EAGLE", 1, 2, None, "", worker)
     assert ok["signature"] is None and "family" not in ok and worker.closed == 1
     assert mismatch["signature"] is None and "family" not in mismatch
@@ -147,7 +147,7 @@ def test_the_repro_console_says_which_release_the_advice_assumes():
     from rich.console import Console
     from gpudiag.cli.repro import _print_host
     from gpudiag.repro.summary import HostRepro
-    cell = cuda_graph.synthetic_cell(raised("Capture cuda graph failed: something odd"), "eagle_draft", "EAGLE", 4,
+    cell = synthetic_cell.synthetic_cell(raised("Capture cuda graph failed: something odd"), "eagle_draft", "EAGLE", 4,
                                      8, "0.5.11", "", ClosingWorker())
     data = {"cells": [cell], "boundaries": [], "notes": []}
     cuda_graph.summarise(data, "sm_90")
