@@ -1,4 +1,4 @@
-"""Checks probe data against the probes' declared shapes (probes/data_shapes.py), probe by probe.
+"""Checks probe data against the probes' declared shapes (each SHAPE, indexed by probes/probe_info.py), probe by probe.
 
 `judged(probes)` runs where a frame is classified and where a stored host is read: a probe whose data does not
 fit its declaration becomes that probe's error (type `ProbeDataError`, the field named), and the host keeps every

@@ -152,7 +152,7 @@ def rows(spec, where):
 
 def markdown(shapes, notes, intro):
     """docs/probe-data.md: per probe its meaning, one row per declared key, then its notes."""
-    lines = ["# Probe data shapes", "", "<!-- Generated from each probe's SHAPE and NOTES by scripts/probe-data-doc.py;"
+    lines = ["# Probe data shapes", "", "<!-- Generated from each probe's SHAPE and NOTES by scripts/generated-docs.py;"
              " edit the declarations, then rerun the script. -->", "", intro, ""]
     for name, spec in shapes.items():
         lines += ["## %s" % name, "", spec.doc + ".", "", "| key | type | meaning |", "|---|---|---|"]

@@ -1,5 +1,5 @@
 """The appendix section of a probe that has no section of its own: its data as key path → value rows, each with
-the meaning its declared shape gives (probes/data_shapes.py).
+the meaning its declared shape gives (its SHAPE, through probes/probe_info.py).
 
 A probe added by declaring itself (docs/adding-a-probe.md) appears in the report through this section until it
 earns a custom one. Values come from the host, and the table helpers bound and escape each cell.

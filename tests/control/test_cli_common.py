@@ -200,8 +200,9 @@ def test_scan_warns_about_an_ignored_proxycommand_before_scanning(tmp_path, monk
 def test_long_probes_get_their_declared_time_limits(scan_requests, tmp_path):
     from probes import catalog
     request = scan_requests("--probes", "copy_bench,env", "--reports-dir", str(tmp_path))
-    assert request.probe_timeouts == {"copy_bench": 900.0}          # built in, declared beside the catalog
+    assert request.probe_timeouts == {"copy_bench": 900.0}          # copy_bench's PROBE["timeout_s"]
     declared = {"slow_probe": {"set": "deep", "timeout_s": 45}, "quick": {"set": "light"}}
-    assert catalog.timeouts(declared) == {"copy_bench": 900.0, "cuda_graph": 1200.0, "slow_probe": 45.0}
+    assert catalog.timeouts(declared) == {"slow_probe": 45.0}
+    assert catalog.PROBE_TIMEOUTS == {"copy_bench": 900.0, "cuda_graph": 1200.0}   # the built-in probes' own
     assert scan_requests("--probes", "copy_bench", "--probe-timeout", "60", "--reports-dir",
                          str(tmp_path)).probe_timeouts == {}       # --probe-timeout overrides them all

@@ -84,16 +84,6 @@ def test_misfits_are_one_line_naming_the_field():
     assert probe_problem("env", {"status": "error", "error": {}}) is None
 
 
-def test_the_probe_data_doc_is_generated_from_the_declarations():
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "probe-data-doc.py"), "--check"],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    text = open(os.path.join(ROOT, "docs", "probe-data.md"), encoding="utf-8").read()
-    for name in SHAPES:
-        assert f"\n## {name}\n" in text
-    assert "| `gpus[].workloads[].fields[].size_split` | dma\\|foreach |" in text
-
-
 def test_every_recorded_run_fits_the_declarations():
     paths = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "runs", "*", "hosts", "*.json")))
     assert len(paths) >= 3

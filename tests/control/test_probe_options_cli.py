@@ -98,16 +98,6 @@ def test_probes_lists_needs_cost_and_options():
     assert proc.returncode == 2 and proc.stderr.startswith("gpudiag: error: unknown probe nope")
 
 
-def test_the_option_docs_are_generated_from_the_declarations():
-    proc = gpudiag("probes", "--markdown")
-    assert proc.returncode == 0, proc.stderr
-    doc = (ROOT / "docs" / "probe-options.md").read_text(encoding="utf-8")
-    assert proc.stdout == doc, "docs/probe-options.md is stale: gpudiag probes --markdown > docs/probe-options.md"
-    for info in PROBES.values():
-        for option in info.options:
-            assert f"| `{option.name}` |" in doc
-
-
 def test_every_gpu_probe_reads_the_one_busy_threshold_of_the_gpu_layer():
     from probes import gpu_layer
     for name in ("torch_caps", "copy_bench", "cuda_graph"):

@@ -1,5 +1,7 @@
 """docs/adding-a-probe.md made true: a probe added to a copy of the tree, through the real CLI, appears in the
-report with its data and its finding, and adding it touched at most three files besides its tests."""
+report with its data and its finding; adding it takes three files written by hand besides its tests, and the two
+generated docs regenerate from its declarations (scripts/generated-docs.py, as tests/control/test_generated_docs.py
+does under GPUDIAG_UPDATE_DOCS=1)."""
 
 import filecmp
 import json
@@ -52,8 +54,8 @@ def hello_seen(hosts: list[HostResult]) -> list[Finding]:
 
 def _copy_tree(dest):
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for package in ("gpudiag", "probes"):
-        shutil.copytree(ROOT / package, dest / package, ignore=ignore)
+    for part in ("gpudiag", "probes", "scripts", "docs"):
+        shutil.copytree(ROOT / part, dest / part, ignore=ignore)
 
 
 def _add_probe(tree):
@@ -96,6 +98,15 @@ def test_a_new_probe_takes_three_files_and_reaches_the_report(tmp_path):
     changed = _changed_files(before, tree)
     assert changed == ["gpudiag/findings/__init__.py", "gpudiag/findings/hello.py", "probes/hello_probe.py"]
     assert len(changed) <= MAX_FILES
+    docs = subprocess.run([sys.executable, str(tree / "scripts" / "generated-docs.py"), "--check"], capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(tree)))
+    assert docs.returncode == 1 and "docs/probe-options.md" in docs.stderr and "docs/probe-data.md" in docs.stderr
+    subprocess.run([sys.executable, str(tree / "scripts" / "generated-docs.py")], check=True, timeout=120,
+                   env=dict(os.environ, PYTHONPATH=str(tree)))
+    regenerated = [p for p in _changed_files(before, tree) if p not in changed]
+    assert regenerated == ["docs/probe-data.md", "docs/probe-options.md"]
+    assert "\n## hello_probe\n" in (tree / "docs" / "probe-data.md").read_text()
+    assert "| `loud` |" in (tree / "docs" / "probe-options.md").read_text()
 
     probes = _gpudiag(tree, work, "probes")
     assert probes.returncode == 0, probes.stderr[-2000:]
