@@ -7,6 +7,7 @@ from typing import Any
 from gpudiag.findings.common import source, source_evidence
 from gpudiag.probe_view import as_dict, as_list, copy_gpus, dig, fmt_us, number, probe, workloads
 from gpudiag.models import Evidence, Finding, HostResult
+from probes.copybench import strategies as strategy_facts
 
 OUTLIER_RATIO = 0.20  # copy_bench's outlier tolerance and noise cut, for the wording only
 NOISY_CV = 0.05  # (probes/copybench/analysis.py and timing.py decide)
@@ -27,8 +28,8 @@ def _cost_table(gpu: dict[str, Any]) -> tuple[tuple[str, ...], ...] | None:
             (
                 str(w.get("name")),
                 str(len(as_list(w.get("fields")))),
-                fmt_us(dig(ok_timing(w, "loop"), "median_us")),
-                fmt_us(dig(ok_timing(w, "installed"), "median_us")),
+                fmt_us(dig(ok_timing(w, strategy_facts.LOOP), "median_us")),
+                fmt_us(dig(ok_timing(w, strategy_facts.INSTALLED), "median_us")),
                 best,
                 fmt_us(dig(ok_timing(w, best), "median_us")),
             )

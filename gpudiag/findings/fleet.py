@@ -8,6 +8,7 @@ from gpudiag.findings.copies import ok_timing
 from gpudiag.probe_view import copy_gpus, workloads
 from gpudiag.findings.facts import UNKNOWN, host_facts
 from gpudiag.models import Evidence, Finding, HostResult
+from probes.copybench import strategies as strategy_facts
 
 ASPECTS = (
     ("sglang", "sglang"),
@@ -73,7 +74,7 @@ def _timing_rows(hosts: list[HostResult]) -> list[tuple[str, ...]]:
         gpus = copy_gpus(host, cuda_only=True)
         found = {}
         for w in workloads(gpus[0]) if gpus else []:
-            timing = ok_timing(w, "installed")
+            timing = ok_timing(w, strategy_facts.INSTALLED)
             if timing and number(timing.get("p10_us")) is not None and number(timing.get("p90_us")) is not None:
                 found[str(w.get("name"))] = timing
         per_host.append(found)

@@ -9,6 +9,7 @@ from gpudiag.findings.common import median, source, source_evidence
 from gpudiag.findings.copies import ok_timing
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.probe_view import as_dict, as_list, copy_gpus, dig, fmt_bytes, fmt_us, number, probe, workloads
+from probes.copybench import strategies as strategy_facts
 
 LARGE_FIELDS = ("hidden_states",)  # contiguous tensors big enough for the DMA engine to beat a foreach kernel
 SPLIT_MARGIN = 0.10  # the split must lose by more than this to be called wrong
@@ -92,7 +93,7 @@ def _split_rows(host: HostResult) -> tuple[list[tuple[str, ...]], list[float], l
     losing, winning = [], []
     for gpu in copy_gpus(host, cuda_only=True):
         for w in workloads(gpu):
-            whole, split = ok_timing(w, "grouped_foreach"), ok_timing(w, "grouped_foreach_size_split")
+            whole, split = ok_timing(w, strategy_facts.GROUPED), ok_timing(w, strategy_facts.SIZE_SPLIT)
             size = _split_off_bytes(w)
             if not whole or not split or size is None:
                 continue  # nothing was split off: the two strategies are the same copies

@@ -80,7 +80,7 @@ def live_max_bs(host: HostResult) -> int | None:
 
 def _baseline_us(workload: dict[str, Any]) -> float | None:
     baseline = number(dig(workload, "installed_baseline", "median_us"))
-    if baseline is None and (timing := ok_timing(workload, "installed")):
+    if baseline is None and (timing := ok_timing(workload, strategy_facts.INSTALLED)):
         baseline = number(timing.get("median_us"))
     return baseline
 

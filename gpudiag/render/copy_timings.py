@@ -195,7 +195,7 @@ def _strategy_cells(strategies: dict[str, Any], notes: Notes) -> list[tuple[str,
         caveat = strategy_facts.CAVEATS.get(name)
         label = f"{name} ({caveat})" if caveat else name
         out.append((label, cell(timing, notes)))
-        if name != "installed":
+        if name != strategy_facts.INSTALLED:
             continue
         for module, variant in sorted(as_dict(timing.get("variants")).items()):
             if module != timing.get("module"):

@@ -1,6 +1,7 @@
 """Pure arithmetic on copy_bench measurements: the DMA crossover, speedups, the best strategy, the saving
 against what the installed sglang does, and GPUs whose figures stray from their siblings'.
 """
+from probes.copybench import strategies as names
 from probes.copybench.timing import percentile
 
 OUTLIER_TOLERANCE = 0.20
@@ -55,7 +56,7 @@ def _median(entry):
 def add_speedups(strategies):
     """speedup_vs_loop on every measured strategy, eager and graph (loop's median / the strategy's)."""
     for mode in (None, "graph"):
-        base = _median(_mode(strategies.get("loop"), mode))
+        base = _median(_mode(strategies.get(names.LOOP), mode))
         for entry in strategies.values():
             timed = _mode(entry, mode)
             median = _median(timed)
@@ -79,11 +80,11 @@ def saving_vs_installed(strategies, behaviour):
     """(saving_us, baseline): the best strategy against what the installed release does on this path."""
     kind = (behaviour or {}).get("kind", "unknown")
     if kind == "per_tensor":
-        strategy, exact = "loop", True
+        strategy, exact = names.LOOP, True
     elif kind == "grouped":
-        strategy, exact = "installed", True
-        if _median(strategies.get("installed")) is None and not (behaviour or {}).get("hidden_states_separate"):
-            strategy, exact = "grouped_foreach", False
+        strategy, exact = names.INSTALLED, True
+        if _median(strategies.get(names.INSTALLED)) is None and not (behaviour or {}).get("hidden_states_separate"):
+            strategy, exact = names.GROUPED, False
     else:
         return None, {"kind": kind, "reason": "what the installed sglang does on this path is unknown "
                                               "(sglang_source did not run or found no sglang)"}

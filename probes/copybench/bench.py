@@ -196,18 +196,18 @@ class DeviceBench(object):
 
     def _runners(self, names, dsts, srcs, threshold, behaviour):
         for item in strategies.runners(names, dsts, srcs, threshold,
-                                       self.device if "packed" in self.job["strategies"] else None):
+                                       self.device if strategies.PACKED in self.job["strategies"] else None):
             yield item
         for name, fn in self.extra.items():
             yield name, ((lambda f=fn: f(dsts, srcs)), dsts)
 
     def _installed(self, results, names, dsts, srcs, refs, behaviour):
-        if "installed" not in self.job["strategies"]:
+        if strategies.INSTALLED not in self.job["strategies"]:
             return
         loaded, failures = self.installed.get() if self.installed is not None else ([], [])
         if not loaded:
             reasons = "; ".join(f["reason"] for f in failures) or "no installed _grouped_foreach_copy_ was loaded"
-            results["installed"] = {"status": "skipped", "reason": reasons}
+            results[strategies.INSTALLED] = {"status": "skipped", "reason": reasons}
             return
         separate = None
         if behaviour.get("hidden_states_separate") and workloads.HIDDEN in names:
@@ -220,11 +220,11 @@ class DeviceBench(object):
             for gate in item.get("env_gates") or ():
                 variants[item["module"]].setdefault("env", {})[gate] = env_on_off(gate, run)
         chosen = behaviour.get("module") if behaviour.get("module") in variants else loaded[0]["module"]
-        results["installed"] = dict(variants[chosen])
+        results[strategies.INSTALLED] = dict(variants[chosen])
         if failures:
-            results["installed"]["not_loaded"] = failures
+            results[strategies.INSTALLED]["not_loaded"] = failures
         if len(variants) > 1:
-            results["installed"]["variants"] = variants
+            results[strategies.INSTALLED]["variants"] = variants
 
     # --- host → device ---------------------------------------------------------------------------------
     def h2d(self):

@@ -16,7 +16,7 @@ def bench_all(job, emit=None, extra_strategies=None):
     if job.get("deadline_epoch"):
         seconds = min(seconds, job["deadline_epoch"] - time.time())
     budget = Budget(seconds)
-    installed = InstalledLoader(job.get("installed_modules"), "installed" in job["strategies"])
+    installed = InstalledLoader(job.get("installed_modules"), strategies.INSTALLED in job["strategies"])
     targets = [None] if job["device"] == "cpu" else list(job["gpus"])
     results = []
     for n, index in enumerate(targets):

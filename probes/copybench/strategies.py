@@ -9,22 +9,26 @@ import sys
 
 from probes import replay_fields
 
-# grouped_foreach_dma_split is sglang's own split (PR #28465): the fields the release copies on their own
-# copy_(), hidden_states above all, leave the group by name at every size. grouped_foreach_size_split is
-# the variant that moves any memcpy-able field from a measured size on.
-STRATEGIES = ("loop", "grouped_foreach", "grouped_foreach_dma_split", "grouped_foreach_size_split", "packed",
-              "installed")  # the order they are measured in
-# Each strategy declared once, in the order the report shows them: `usable` when sglang itself can run it (only
-# those are ever a saving's target), `drawn` when the report's charts plot it, `caveat` beside its name in tables.
+# Each strategy's name, spelled here only: the probe's results, the options, the findings and the report's
+# tables and charts all read these constants and the declaration below.
+LOOP, GROUPED, NAMED_SPLIT, SIZE_SPLIT, PACKED, INSTALLED = (
+    "loop", "grouped_foreach", "grouped_foreach_dma_split", "grouped_foreach_size_split", "packed", "installed")
+# Each strategy declared once, in the order they are measured: `usable` when sglang itself can run it (only those
+# are ever a saving's target), `drawn` when the report's charts plot it, `caveat` beside its name in tables.
+# NAMED_SPLIT is sglang's own split (PR #28465): the fields the release copies on their own copy_(),
+# hidden_states above all, leave the group by name at every size. SIZE_SPLIT is the variant that moves any
+# memcpy-able field from a measured size on.
 DECLARED = (
-    {"name": "installed", "usable": True, "drawn": True, "caveat": None},
-    {"name": "loop", "usable": False, "drawn": True, "caveat": None},
-    {"name": "grouped_foreach", "usable": True, "drawn": True, "caveat": None},
-    {"name": "grouped_foreach_dma_split", "usable": True, "drawn": True, "caveat": None},
-    {"name": "grouped_foreach_size_split", "usable": False, "drawn": False, "caveat": "no release ships it"},
-    {"name": "packed", "usable": False, "drawn": False, "caveat": "sglang cannot use it"},
+    {"name": LOOP, "usable": False, "drawn": True, "caveat": None},
+    {"name": GROUPED, "usable": True, "drawn": True, "caveat": None},
+    {"name": NAMED_SPLIT, "usable": True, "drawn": True, "caveat": None},
+    {"name": SIZE_SPLIT, "usable": False, "drawn": False, "caveat": "no release ships it"},
+    {"name": PACKED, "usable": False, "drawn": False, "caveat": "sglang cannot use it"},
+    {"name": INSTALLED, "usable": True, "drawn": True, "caveat": None},
 )
-SHOWN = tuple(str(s["name"]) for s in DECLARED)
+STRATEGIES = tuple(str(s["name"]) for s in DECLARED)   # measured in this order
+# Shown with the installed copy first: the baseline every other strategy is compared to.
+SHOWN = (INSTALLED,) + tuple(n for n in STRATEGIES if n != INSTALLED)
 USABLE = tuple(str(s["name"]) for s in DECLARED if s["usable"])
 DRAWN = tuple(str(s["name"]) for s in DECLARED if s["drawn"])
 CAVEATS = dict((str(s["name"]), str(s["caveat"])) for s in DECLARED if s["caveat"])
@@ -102,13 +106,13 @@ def split_marks(names, sizes, threshold_bytes, own_copy=OWN_COPY_FIELDS):
 def runners(names, dsts, srcs, threshold_bytes, packed_device=None):
     """(name, (fn, dsts the fn writes)) for the built-in strategies; packed only with a device for its arena."""
     named, sized = NamedSplitCopy(names, dsts), SplitCopy(dsts, threshold_bytes)
-    yield "loop", (lambda: loop_copy(dsts, srcs), dsts)
-    yield "grouped_foreach", (lambda: grouped_foreach_copy(dsts, srcs), dsts)
-    yield "grouped_foreach_dma_split", (lambda: named(srcs), dsts)
-    yield "grouped_foreach_size_split", (lambda: sized(srcs), dsts)
+    yield LOOP, (lambda: loop_copy(dsts, srcs), dsts)
+    yield GROUPED, (lambda: grouped_foreach_copy(dsts, srcs), dsts)
+    yield NAMED_SPLIT, (lambda: named(srcs), dsts)
+    yield SIZE_SPLIT, (lambda: sized(srcs), dsts)
     if packed_device is not None:
         packed = PackedCopy(dsts, packed_device)
-        yield "packed", (lambda: packed(srcs), packed.dsts)
+        yield PACKED, (lambda: packed(srcs), packed.dsts)
 
 
 class SplitCopy(object):
