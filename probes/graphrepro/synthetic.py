@@ -1,5 +1,6 @@
 """Synthetic CUDA-graph harness: capture a small forward shaped like one speculative replay path,
-replay it with fresh inputs copied in through the grouped foreach copy, and compare with eager.
+replay it with fresh inputs copied in through the grouped foreach copy (probes/foreach_copy.py, the copy
+benchmark's own), and compare with eager.
 
 Runs inside a worker child (probes.graphrepro.worker); torch is imported in functions only.
 """
@@ -8,6 +9,7 @@ import time
 import traceback
 
 from probes.crashlog.families import DEVICE_FAULT
+from probes.foreach_copy import grouped_foreach_copy
 from probes.graphrepro import specs as specs_mod
 
 REPLAY_TRIALS = 3
@@ -146,29 +148,11 @@ def _block_mask(torch, bufs, path, bs, per_request, device):
     return (mask & valid[:, None, :]) | diagonal
 
 
-def grouped_foreach_copy(torch, dsts, srcs):
-    """sglang's `_grouped_foreach_copy_`: one foreach copy per (dst dtype, src dtype) pair.
-
-    probes/copybench/strategies.py has the measured twin; importing it would pack the whole copy
-    benchmark into every cuda_graph payload, so the harness keeps these few lines of its own."""
-    groups = {}
-    for dst, src in zip(dsts, srcs):
-        groups.setdefault((dst.dtype, src.dtype), ([], []))
-        groups[(dst.dtype, src.dtype)][0].append(dst)
-        groups[(dst.dtype, src.dtype)][1].append(src)
-    for dst_list, src_list in groups.values():
-        if hasattr(torch, "_foreach_copy_"):
-            torch._foreach_copy_(dst_list, src_list)
-        else:
-            for dst, src in zip(dst_list, src_list):
-                dst.copy_(src)
-
-
-def copy_inputs(torch, static, fresh, spec_list, grouped=True):
+def copy_inputs(static, fresh, spec_list, grouped=True):
     """As the release copies: small fields through the grouped foreach copy, hidden_states (marked large)
     with its own copy_(); a release that does not batch the path copies every field with copy_()."""
     small = [s["name"] for s in spec_list if grouped and not s["large"]]
-    grouped_foreach_copy(torch, [static[n] for n in small], [fresh[n] for n in small])
+    grouped_foreach_copy([static[n] for n in small], [fresh[n] for n in small])
     for spec in spec_list:
         if spec["name"] not in small:
             static[spec["name"]].copy_(fresh[spec["name"]])
@@ -258,7 +242,7 @@ def _capture_and_compare(torch, args, path, bs, draft_tokens, topk, hidden, spec
         diffs, scales, non_finite = [], [1e-3], 0
         for _ in range(REPLAY_TRIALS):
             fresh = make_buffers(torch, spec_list, device, generator, dtype_key="src_dtype")
-            copy_inputs(torch, static, fresh, spec_list, grouped)
+            copy_inputs(static, fresh, spec_list, grouped)
             graph.replay()
             torch.cuda.synchronize()
             stage = "eager"
