@@ -7,7 +7,7 @@ import pytest
 from probes import cuda_graph
 from probes.context import ProbeContext
 from probes import gpu_layer as gpus
-from probes.graphrepro import specs, synthetic
+from probes.graphrepro import specs, synthetic, synthetic_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOGS = os.path.join(ROOT, "tests", "fixtures", "logs")
@@ -107,7 +107,7 @@ def test_eager_forward_and_grouped_copy_on_cpu(path):
     synthetic.copy_inputs(static, fresh, spec_list)
     assert all(torch.equal(static[s["name"]], fresh[s["name"]]) for s in spec_list)
     after = synthetic.forward(torch, static, weights, path, 3, per_request, 2, specs.eagle_steps(5, 2))
-    assert after["logits"].shape == (3 * per_request, synthetic.VOCAB)
+    assert after["logits"].shape == (3 * per_request, synthetic_model.VOCAB)
     assert after["topk_index"].shape == (3 * per_request, 2)
     assert torch.isfinite(after["logits"]).all()
     assert not torch.equal(before["logits"], after["logits"])   # the copied inputs reach the output
