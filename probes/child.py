@@ -3,23 +3,26 @@
 Child side: `watch_parent` (a killed runner takes its children with it) and `FramedWriter` (answers on the
 real stdout as `MARK {json}` lines, everything else the child or its libraries print goes to stderr).
 Parent side: `spawn` (own process group, its stdin payload written by a thread, stderr to a log file or a
-pipe), `parse_frame`, `LogTail` (a log file) and `StderrTail` (in memory), `kill_group` (TERM, then KILL, then
-reap) and `run_once` (the supervisor of a child that gives one answer before a deadline). Standard library only.
+pipe), `parse_frame` (the one frame parser), `kill_group` (TERM, then KILL, then reap) and `ChildSession`, the
+one supervisor: every child's frames, timeouts and death are judged there, for one-answer children
+(`run_once`) and long-lived ones (copy bench, graph worker, torch child). The stderr it keeps comes from
+probes/child_logs.py. Standard library only.
 """
-import collections
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 from probes import events
 from probes.boot import child_argv, child_payload
+from probes.child_logs import StderrTail
 
-LOG_TAIL_BYTES = 6000
+# After its output ends, a child gets this long to exit before it is reported as it is (exit None).
+DEATH_WAIT_S = 10.0
 
 
 # -- child side ------------------------------------------------------------------------------------------
@@ -76,35 +79,6 @@ def parse_frame(mark, line):
     except ValueError:
         return None
     return found if isinstance(found, dict) else None
-
-
-class LogTail(object):
-    """A temp file a child's stderr goes to; its tail is quoted when the child fails, then it is removed."""
-
-    def __init__(self, prefix="gpudiag-child-", folder=None):
-        fd, self.path = tempfile.mkstemp(prefix=prefix, suffix=".log", dir=folder)
-        self.file = os.fdopen(fd, "wb")
-
-    def size(self):
-        try:
-            return os.path.getsize(self.path)
-        except OSError:
-            return 0
-
-    def tail(self, offset=0, limit=LOG_TAIL_BYTES):
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(max(offset, self.size() - limit))
-                return fh.read().decode("utf-8", "replace")
-        except (OSError, TypeError):
-            return ""
-
-    def remove(self):
-        try:
-            self.file.close()
-            os.unlink(self.path)
-        except OSError:
-            pass
 
 
 # Children import torch and sglang as the serving interpreter does: without -I, so PYTHONPATH and the user
@@ -178,62 +152,130 @@ def signal_name(returncode):
         return "signal %d" % -returncode
 
 
-def run_once(python, entry, modules, timeout, mark, env=None, **fields):
-    """Run a one-answer child under `python`: (answer dict, None) or (None, why there is none: missing
-    interpreter, crash with its signal and stderr tail, or no answer before `timeout`). Its stderr is kept in
-    memory (a bounded tail), so a light probe's child writes nothing to disk."""
-    try:
-        proc = spawn(python, entry, modules, env=env, payload_fields=fields, close_stdin=True)
-    except OSError as exc:
-        return None, "cannot start: %s" % (exc.strerror or exc)
-    tail = StderrTail(proc)
-    found = _first_frame(proc, mark, timeout)
-    tail.reader.join(2.0)
-    close_streams(proc)
-    if found == "timeout":
-        return None, "no answer within %.0f s (killed)%s" % (timeout, tail.note())
-    if found is not None:
-        return found, None
-    sig = signal_name(proc.returncode)
-    how = "killed by %s" % sig if sig else "exit %s" % proc.returncode
-    return None, "%s without an answer%s" % (how, tail.note())
+FRAME, TIMEOUT, DIED = "frame", "timeout", "died"
 
 
-class StderrTail(object):
-    """The last lines a child wrote on its stderr pipe, read by a thread, bounded in memory."""
+class Outcome(object):
+    """What `ChildSession.next` saw: a frame, nothing in time, or the child's end (exit code, signal)."""
 
-    def __init__(self, proc, lines=20, width=500):
-        self.lines = collections.deque(maxlen=lines)
-        self.width = width
-        self.reader = threading.Thread(target=self._read, args=(proc.stderr,), daemon=True)
-        self.reader.start()
+    def __init__(self, kind, frame=None, exit_code=None):
+        self.kind, self.frame, self.exit_code = kind, frame, exit_code
+        self.signal = signal_name(exit_code)
 
-    def _read(self, stream):
+    def how(self):
+        """`killed by SIGSEGV`, `exit 3`, or `exit None` (it closed its output yet had not ended)."""
+        return "killed by %s" % self.signal if self.signal else "exit %s" % self.exit_code
+
+    def reason(self, timeout):
+        """Why a question got no answer, in the words every caller reports."""
+        if self.kind == TIMEOUT:
+            return "no answer within %.0f s (killed)" % timeout
+        return "%s without an answer" % self.how()
+
+
+class ChildSession(object):
+    """The supervisor of one child, for one-answer and long-lived children alike: started by `spawn`, its
+    `MARK {json}` lines parsed by one reader thread into a queue (progress events passed on), its stderr kept
+    (`log`, a LogTail whose file takes it, or a StderrTail). `next` gives the next frame; when none comes in
+    time, or the child's output ends, the group is killed and the Outcome says which, with exit code and
+    signal. `spawn`'s OSError (a missing interpreter) reaches the caller."""
+
+    def __init__(self, python, entry, modules, mark, env=None, payload_fields=None, close_stdin=False,
+                 log=None, kill_grace=1.0):
+        self.mark, self.kill_grace = mark, kill_grace
+        self.proc = spawn(python, entry, modules, env=env, payload_fields=payload_fields, close_stdin=close_stdin,
+                          stderr=log.file if log is not None else None)
+        self.stderr = log if log is not None else StderrTail(self.proc)
+        self.ended = None      # the Outcome that ended the child, once one did
+        self._killed = False
+        self._frames = queue.Queue()
+        threading.Thread(target=self._read, name="child-frames", daemon=True).start()
+
+    def _read(self):
         try:
-            for raw in iter(stream.readline, b""):
-                text = raw.decode("utf-8", "replace").strip()
-                if text:
-                    self.lines.append(text[:self.width])
+            for raw in iter(self.proc.stdout.readline, b""):
+                text = raw.decode("utf-8", "replace")
+                if events.forward(text):   # a progress line of the child's: the runner passes it on
+                    continue
+                found = parse_frame(self.mark, text)
+                if found is not None:
+                    self._frames.put(found)
         except (OSError, ValueError):
             pass
+        self._frames.put(None)   # end of output: the child is gone
 
-    def note(self, count=2):
-        tail = list(self.lines)[-count:]
-        return " | " + " | ".join(t[:300] for t in tail) if tail else ""
+    def alive(self):
+        return self.ended is None and not self._killed and self.proc.poll() is None
+
+    def send(self, doc, timeout):
+        """Write `doc` as one stdin line, after the payload line, from a thread: True once written (or once
+        the child is gone, which `next` reports), False when it read nothing within `timeout` (then killed)."""
+        line = (json.dumps(doc) + "\n").encode("utf-8")
+        writer = threading.Thread(target=self._write, args=(line,), name="child-request", daemon=True)
+        writer.start()
+        writer.join(max(0.0, timeout))
+        if writer.is_alive():
+            self._end(Outcome(TIMEOUT))
+            return False
+        return True
+
+    def _write(self, line):
+        self.proc.payload_writer.join()   # the payload line goes first, whole
+        try:
+            self.proc.stdin.write(line)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass   # the child died (or was killed); the end of its output says so
+
+    def next(self, timeout):
+        """Outcome(FRAME) with the next frame; else, the group killed, Outcome(TIMEOUT) when none came
+        within `timeout` or Outcome(DIED) with the exit code when the child's output ended."""
+        if self.ended is not None:
+            return self.ended
+        try:
+            frame = self._frames.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return self._end(Outcome(TIMEOUT))
+        if frame is not None:
+            return Outcome(FRAME, frame)
+        try:
+            code = self.proc.wait(timeout=DEATH_WAIT_S)
+        except subprocess.TimeoutExpired:
+            code = None   # closed its output yet still running: reported as it is, and killed
+        return self._end(Outcome(DIED, exit_code=code))
+
+    def _end(self, outcome):
+        self.ended = outcome
+        self.kill()
+        return outcome
+
+    def kill(self):
+        """Kill the whole group (grandchildren too), reap the leader, let the stderr reader finish (its last
+        lines name the failure) and close the pipes. Once is enough; later calls do nothing."""
+        if self._killed:
+            return
+        self._killed = True
+        kill_group(self.proc, grace=self.kill_grace)
+        if isinstance(self.stderr, StderrTail):
+            self.stderr.reader.join(2.0)
+        close_streams(self.proc)
 
 
-def _first_frame(proc, mark, timeout):
-    """The last framed answer of a child that ends by itself, None when it ended without one, "timeout"
-    when its output did not end in time (the group is killed either way: grandchildren it left behind)."""
-    chunks = []
-    reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    timed_out = reader.is_alive()
-    kill_group(proc, grace=1.0 if timed_out else 0.2)
-    reader.join(2.0)
-    for line in reversed(b"".join(chunks).decode("utf-8", "replace").splitlines()):
-        found = parse_frame(mark, line)
-        if found is not None:
-            return found
-    return "timeout" if timed_out else None
+def run_once(python, entry, modules, timeout, mark, env=None, **fields):
+    """Run a one-answer child under `python`: (answer dict, None) or (None, why there is none: missing
+    interpreter, crash with its signal and stderr tail, or no answer before `timeout`). The last frame it
+    wrote before its output ended (or the deadline came) is the answer; its stderr stays in memory."""
+    try:
+        session = ChildSession(python, entry, modules, mark, env=env, payload_fields=fields, close_stdin=True)
+    except OSError as exc:
+        return None, "cannot start: %s" % (exc.strerror or exc)
+    deadline = time.monotonic() + timeout
+    answer = None
+    while True:
+        got = session.next(deadline - time.monotonic())
+        if got.kind != FRAME:
+            break
+        answer = got.frame
+    if answer is not None:
+        return answer, None
+    return None, got.reason(timeout) + session.stderr.note()

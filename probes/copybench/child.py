@@ -1,25 +1,13 @@
 """The benchmark in a child process, so a CUDA fault, a crash in graph capture or a hung GPU cannot take
 the probe runner down. The child streams one framed line per device as soon as that device is done; the
-parent keeps every line it got, blames a silent device (`timeout`) or a dead child (`error`) on the first
-device without a result, and starts a fresh child for the devices left.
+parent (a ChildSession of probes/child.py) keeps every line it got, blames a silent device (`timeout`) or a
+dead child (`error`) on the first device without a result, and starts a fresh child for the devices left.
 """
-import collections
 import os
-import queue
-import subprocess
-import threading
 import time
 
 from probes import events
-from probes.child import (
-    FramedWriter,
-    close_streams,
-    flush_std,
-    kill_group,
-    parse_frame,
-    spawn,
-    watch_parent,
-)
+from probes.child import DIED, TIMEOUT, ChildSession, FramedWriter, flush_std, watch_parent
 
 MARK = "COPYBENCH-DEVICE "
 # Past its share of the time, a device gets this much longer before the parent calls it hung: a workload
@@ -39,60 +27,6 @@ def child_main(payload):
     flush_std()
     failed = results and results[-1].get("status") == "error" and len(results) < len(job.get("gpus") or [1])
     os._exit(3 if failed else 0)
-
-
-def parse_line(line):
-    """The device result one framed line carries, or None for any other line."""
-    return parse_frame(MARK, line)
-
-
-class Child(object):
-    """One running benchmark child: its framed lines arrive on a queue, its stderr's tail is kept."""
-
-    def __init__(self, python, modules, payload):
-        self.stderr_tail = collections.deque(maxlen=3)
-        self.lines = queue.Queue()
-        # GPUs numbered as nvidia-smi numbers them (PCI bus order), as the probe's GPU indices are.
-        self.proc = spawn(python, "probes.copybench.child:child_main", modules, payload_fields=payload,
-                          close_stdin=True, env=dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID"))
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        self.stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
-        self.stderr_reader.start()
-
-    def _read_stdout(self):
-        for raw in iter(self.proc.stdout.readline, b""):
-            text = raw.decode("utf-8", "replace")
-            if events.forward(text):   # a progress line of the child's: the runner passes it on
-                continue
-            found = parse_line(text)
-            if found is not None:
-                self.lines.put(found)
-        self.lines.put(None)   # end of output: the child is gone
-
-    def _read_stderr(self):
-        for raw in iter(self.proc.stderr.readline, b""):
-            text = raw.decode("utf-8", "replace").strip()
-            if text:
-                self.stderr_tail.append(text)
-
-    def next_result(self, timeout):
-        """A device result, None when the child ended, or "timeout" when it said nothing in time."""
-        try:
-            return self.lines.get(timeout=max(0.0, timeout))
-        except queue.Empty:
-            return "timeout"
-
-    def exit_code(self):
-        try:
-            code = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            return None
-        self.stderr_reader.join(timeout=2)   # the last lines of its stderr name the failure
-        return code
-
-    def kill(self):
-        kill_group(self.proc, grace=1.0)
-        close_streams(self.proc)
 
 
 def run_isolated(job, modules, deadline, python=None):
@@ -149,7 +83,9 @@ def _run_child(job, modules, deadline, python, remaining, results):
                all_gpus=job.get("all_gpus") or [t for t in targets_of(job) if t is not None],
                deadline_epoch=time.time() + budget)
     child_deadline = time.monotonic() + budget
-    child = Child(python, modules, {"job": sub})
+    # GPUs numbered as nvidia-smi numbers them (PCI bus order), as the probe's GPU indices are.
+    session = ChildSession(python, "probes.copybench.child:child_main", modules, MARK, payload_fields={"job": sub},
+                           close_stdin=True, env=dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID"))
     try:
         while True:
             waiting = [t for t in remaining if _key(t) not in results]
@@ -158,30 +94,28 @@ def _run_child(job, modules, deadline, python, remaining, results):
             results.start(waiting[0])
             now = time.monotonic()
             share = max(0.0, child_deadline - now) / len(waiting)   # as the child's bench_all divides it
-            got = child.next_result(min(share + GRACE_S, deadline - 1.0 - now))
-            if got == "timeout":
+            got = session.next(min(share + GRACE_S, deadline - 1.0 - now))
+            if got.kind == TIMEOUT:
                 results[_key(waiting[0])] = {
                     "index": waiting[0], "status": "timeout",
                     "reason": "no result within %.0f s (its share of the time and %.0f s grace): the benchmark "
                               "process was killed and the devices after it get a new one" % (share, GRACE_S)}
                 return
-            if got is None:
-                _blame_death(child, waiting, results)
+            if got.kind == DIED:
+                _blame_death(got, session.stderr.last(3), waiting, results)
                 return
-            results[_key(got.get("index"))] = got
+            results[_key(got.frame.get("index"))] = got.frame
     finally:
-        child.kill()
+        session.kill()
 
 
-def _blame_death(child, waiting, results):
-    code = child.exit_code()
-    if code in (0, 3):
+def _blame_death(ended, tail, waiting, results):
+    if ended.exit_code in (0, 3):
         return   # 3: the child stopped on purpose after a CUDA fault it already reported
-    tail = list(child.stderr_tail)
     # The child died or was killed: the first device without a result is the one it was on.
     results[_key(waiting[0])] = {"index": waiting[0], "status": "error",
                                  "reason": "benchmark process failed: exit %s%s"
-                                           % (code, "; " + " | ".join(tail) if tail else "")}
+                                           % (ended.exit_code, "; " + " | ".join(tail) if tail else "")}
 
 
 def _key(index):

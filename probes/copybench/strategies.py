@@ -1,13 +1,15 @@
 """Ways to copy a replay's input tensors into static buffers, and the check that a way copied right.
 
 Each strategy copies a list of sources into destinations. Grouping by dtype pair is redone on every call,
-as sglang does on every replay step; the splits and the packed layout are fixed from the static buffers.
+as sglang does on every replay step (probes/foreach_copy.py, shared with the synthetic graph harness); the
+splits and the packed layout are fixed from the static buffers.
 """
 import importlib
 import importlib.util
 import sys
 
 from probes import replay_fields
+from probes.foreach_copy import grouped_foreach_copy, loop_copy
 
 # Each strategy's name, spelled here only: the probe's results, the options, the findings and the report's
 # tables and charts all read these constants and the declaration below.
@@ -49,36 +51,10 @@ PACKED_CAVEAT = ("packed needs the static buffers to be views of one arena (sgla
                  "on its own), and it stages every field through one extra kernel before the copy")
 
 
-def group_by_dtype_pair(dsts, srcs):
-    """{(dst dtype, src dtype): ([dsts], [srcs])} in first-seen order: one foreach call per pair."""
-    groups = {}
-    for dst, src in zip(dsts, srcs):
-        pair = groups.setdefault((dst.dtype, src.dtype), ([], []))
-        pair[0].append(dst)
-        pair[1].append(src)
-    return groups
-
-
 def copy_goes_to_dma(dst, src):
     """copy_() of this pair is a plain memcpy (copy engine on CUDA): same dtype and device, both contiguous."""
     return (dst.dtype == src.dtype and dst.device == src.device and dst.is_contiguous()
             and src.is_contiguous())
-
-
-def loop_copy(dsts, srcs):
-    for dst, src in zip(dsts, srcs):
-        dst.copy_(src)
-
-
-def grouped_foreach_copy(dsts, srcs):
-    """One torch._foreach_copy_ per (dst dtype, src dtype) pair; a loop where torch has no foreach copy."""
-    import torch
-    foreach = getattr(torch, "_foreach_copy_", None)
-    for group_dsts, group_srcs in group_by_dtype_pair(dsts, srcs).values():
-        if foreach is not None:
-            foreach(group_dsts, group_srcs)
-        else:
-            loop_copy(group_dsts, group_srcs)
 
 
 class NamedSplitCopy(object):

@@ -1,31 +1,22 @@
 """Runs crash-prone work (graph capture, replay) in a child process that may die without harm.
 
-The child is `PYTHON -c probes.boot.BOOTSTRAP_COMMAND` started by probes/child.py (PYTHON: the host's
-chosen interpreter, given by the caller; this process by default); the first
-stdin line carries the bundle's module sources (the same in-memory import as gpudiag's bootstrap), then
-one JSON request per line. The child answers one `GRAPHREPRO-RESULT {json}` line per request. A segfault,
-abort, hang or exception in the child becomes a result dict here; the parent always kills the child's
-whole process group.
+The child is `PYTHON -c probes.boot.BOOTSTRAP_COMMAND` supervised by probes/child.py's ChildSession (PYTHON:
+the host's chosen interpreter, given by the caller; this process by default); the first stdin line carries
+the bundle's module sources (the same in-memory import as gpudiag's bootstrap), then one JSON request per
+line. The child answers one `GRAPHREPRO-RESULT {json}` line per request. A segfault, abort, hang or
+exception in the child becomes a result dict here; the session kills the child's whole process group.
 """
 import json
-import queue
-import subprocess
 import sys
-import threading
 import time
 import traceback
 
-from probes.child import (
-    FramedWriter,
-    LogTail,
-    kill_group,
-    signal_name,
-    spawn,
-    watch_parent,
-)
+from probes.child import FRAME, TIMEOUT, ChildSession, FramedWriter, watch_parent
+from probes.child_logs import LogTail
 
 RESULT_PREFIX = "GRAPHREPRO-RESULT "
-
+# A hung capture gets this long after SIGTERM before SIGKILL (its allocator may be flushing).
+KILL_GRACE_S = 3.0
 
 
 def resolve(dotted):
@@ -50,48 +41,39 @@ def serve(payload=None):
         except BaseException as exc:  # whatever the handler raises is data for the parent
             result = {"status": "error", "detail": "%s: %s" % (type(exc).__name__, str(exc)[:500]),
                       "traceback": traceback.format_exc().splitlines()[-8:]}
+        if not isinstance(result, dict):   # a frame is an object: anything else would never arrive
+            result = {"status": "error", "detail": "the handler returned %s, not a dict" % type(result).__name__}
         writer.write(result)
 
 
 class Worker(object):
-    """Parent side: one long-lived child, restarted after anything but a clean answer."""
+    """Parent side: one long-lived child, restarted after anything but a clean answer. Its stderr goes to a
+    log file, kept until the next child starts (or `remove_logs`), so a failure's tail can be quoted."""
 
     def __init__(self, modules=None, env=None, python=None, log_dir=None):
         self.modules = modules
         self.env = env
         self.python = python or sys.executable
         self.log_dir = log_dir
-        self.proc = None
-        self.log_path = None
+        self.session = None
         self.log = None
-        self._lines = None
         self.starts = 0
+
+    @property
+    def proc(self):
+        """The running child's process, None when there is none."""
+        return self.session.proc if self.session is not None else None
 
     def _start(self):
         self.remove_logs()  # the previous child's log was quoted already
         self.log = LogTail(prefix="gpudiag-graph-child-", folder=self.log_dir)
-        self.log_path = self.log.path
-        self.proc = spawn(self.python, "probes.graphrepro.worker:serve", self.modules, env=self.env,
-                          stderr=self.log.file)
+        self.session = ChildSession(self.python, "probes.graphrepro.worker:serve", self.modules, RESULT_PREFIX,
+                                    env=self.env, log=self.log, kill_grace=KILL_GRACE_S)
         self.starts += 1
-        self._lines = queue.Queue()
-        threading.Thread(target=self._read, args=(self.proc.stdout, self._lines), daemon=True).start()
-
-    @staticmethod
-    def _read(stream, lines):
-        for raw in iter(stream.readline, b""):
-            text = raw.decode("utf-8", "replace")
-            if text.startswith(RESULT_PREFIX):
-                lines.put(text[len(RESULT_PREFIX):])
-        lines.put(None)  # end of output: the child is gone
-
-    def _send(self, doc):
-        self.proc.stdin.write((json.dumps(doc) + "\n").encode("utf-8"))
-        self.proc.stdin.flush()
 
     def call(self, handler, args, timeout):
         """Run handler(args) in the child; always returns a dict with at least `status`."""
-        if self.proc is None or self.proc.poll() is not None:
+        if self.session is None or not self.session.alive():
             self.close()
             try:
                 self._start()
@@ -101,54 +83,32 @@ class Worker(object):
                         "signal": None, "exit_code": None, "log_tail": ""}
         offset = self.log.size()
         started = time.monotonic()
-        self.proc.payload_writer.join(timeout)  # the modules line goes first, whole; a hung child never reads it
-        if self.proc.payload_writer.is_alive():
+        if not self.session.send({"handler": handler, "args": args}, timeout):
+            tail = self.log_tail(offset)   # a hung child never read the modules line
             self.close()
             return {"status": "timeout", "detail": "%s read no input within %.0f s; child killed" % (
-                self.python, timeout), "log_tail": self.log_tail(offset)}
+                self.python, timeout), "log_tail": tail}
         timeout = max(0.1, timeout - (time.monotonic() - started))
-        try:
-            self._send({"handler": handler, "args": args})
-        except (BrokenPipeError, OSError):
-            pass  # the child died at start; the reader reports the end of output
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            self.close()
-            return {"status": "timeout", "detail": "no answer within %.0f s; child killed" % timeout,
-                    "log_tail": self.log_tail(offset)}
-        if line is not None:
-            try:
-                return json.loads(line)
-            except ValueError:
-                line = None
-        return self._death(offset)
-
-    def _death(self, offset):
-        try:
-            code = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            code = None
+        got = self.session.next(timeout)
+        if got.kind == FRAME:
+            return got.frame
         tail = self.log_tail(offset)
         self.close()
-        sig = signal_name(code)
-        detail = "child killed by %s" % sig if sig else "child exited with code %s" % code
-        return {"status": "died", "detail": detail, "signal": sig, "exit_code": code, "log_tail": tail}
+        if got.kind == TIMEOUT:
+            return {"status": "timeout", "detail": "no answer within %.0f s; child killed" % timeout,
+                    "log_tail": tail}
+        detail = "child killed by %s" % got.signal if got.signal else "child exited with code %s" % got.exit_code
+        return {"status": "died", "detail": detail, "signal": got.signal, "exit_code": got.exit_code,
+                "log_tail": tail}
 
     def log_tail(self, offset=0, limit=6000):
         return self.log.tail(offset, limit) if self.log is not None else ""
 
     def close(self):
         """Kill the child's whole group (it may have started its own children) and reap it."""
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        kill_group(proc)
-        for stream in (proc.stdin, proc.stdout):
-            try:
-                stream.close()
-            except Exception:
-                pass
+        session, self.session = self.session, None
+        if session is not None:
+            session.kill()
 
     def remove_logs(self):
         if self.log is not None:

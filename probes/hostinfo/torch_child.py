@@ -10,8 +10,6 @@ A run is the probe runner's results dict, shared by its probes; a child is kept 
 import importlib
 import json
 import os
-import queue
-import subprocess
 import sys
 import threading
 import time
@@ -50,16 +48,14 @@ def close_all():
 
 
 class SharedChild(object):
-    """Parent side of one long-lived child; questions are asked one at a time."""
+    """Parent side of one long-lived child (a ChildSession); questions are asked one at a time."""
 
     def __init__(self, python, modules, results):
         self.python = python
         self.modules = modules
         self.results = results   # held, so the run's id cannot be reused while this child is known
-        self.proc = None
+        self.session = None
         self.failed = None       # why the child cannot answer any more, once it cannot
-        self.started = 0
-        self._answers = queue.Queue()
         self._lock = threading.Lock()
 
     def ask(self, job, args, timeout):
@@ -67,7 +63,7 @@ class SharedChild(object):
         if not self._lock.acquire(timeout=max(0.1, timeout)):
             return None, "an earlier torch question is still running"
         try:
-            if self.proc is None and self.failed is None:
+            if self.session is None and self.failed is None:
                 self._start()
             if self.failed is not None:
                 return None, self.failed
@@ -78,72 +74,37 @@ class SharedChild(object):
 
     def _start(self):
         try:
-            self.proc = child.spawn(self.python, "probes.hostinfo.torch_child:serve", self.modules,
-                                    env=dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID"))
+            self.session = child.ChildSession(self.python, "probes.hostinfo.torch_child:serve", self.modules, MARK,
+                                              env=dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID"),
+                                              kill_grace=0.5)
         except OSError as exc:
             self.failed = "cannot start: %s" % (exc.strerror or exc)
-            return
-        self.started += 1
-        self.tail = child.StderrTail(self.proc)
-        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
-
-    def _read(self, stream):
-        try:
-            for raw in iter(stream.readline, b""):
-                found = child.parse_frame(MARK, raw.decode("utf-8", "replace"))
-                if found is not None:
-                    self._answers.put(found)
-        except (OSError, ValueError):
-            pass
-        self._answers.put(None)  # end of output: the child is gone
 
     def _question(self, job, args, timeout):
         started = time.monotonic()
-        line = (json.dumps({"job": job, "args": args}) + "\n").encode("utf-8")
         # Written by a thread after the bundle line: a child that never reads cannot block this probe.
-        writer = threading.Thread(target=self._send, args=(self.proc, line), daemon=True)
-        writer.start()
-        writer.join(timeout)
-        if writer.is_alive():
-            self.close("no answer within %.0f s (killed; it read no input)" % timeout)
-            return None, self.failed
-        try:
-            answer = self._answers.get(timeout=max(0.1, timeout - (time.monotonic() - started)))
-        except queue.Empty:
-            self.close("no answer within %.0f s (killed)" % timeout)
-            return None, self.failed
-        if answer is None:
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass  # closed its stdout yet still running: killed below, reported as it is
-            sig = child.signal_name(self.proc.returncode)
-            how = "killed by %s" % sig if sig else "exit %s" % self.proc.returncode
-            self.close("%s without an answer" % how)
-            return None, self.failed
+        if not self.session.send({"job": job, "args": args}, timeout):
+            return self._fail("no answer within %.0f s (killed; it read no input)" % timeout)
+        got = self.session.next(max(0.1, timeout - (time.monotonic() - started)))
+        if got.kind != child.FRAME:
+            return self._fail(got.reason(timeout))
+        answer = got.frame
         if not answer.get("ok"):
             return None, answer.get("reason") or "failed"
         return answer.get("data"), None
 
-    @staticmethod
-    def _send(proc, line):
-        proc.payload_writer.join()  # the bundle line goes first, whole
-        try:
-            proc.stdin.write(line)
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            pass  # the child died at start (or was killed); the end of its output says so
+    def _fail(self, why):
+        self.close(why)
+        return None, self.failed
 
     def close(self, why):
         """Kill the child's group and remember why it answers no more."""
-        proc, self.proc = self.proc, None
-        if proc is None:
+        session, self.session = self.session, None
+        if session is None:
             return
-        child.kill_group(proc, grace=0.5)
-        self.tail.reader.join(1.0)
-        child.close_streams(proc)
+        session.kill()
         if self.failed is None:
-            self.failed = why + self.tail.note()
+            self.failed = why + session.stderr.note()
 
 
 def serve(payload):

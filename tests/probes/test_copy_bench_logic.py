@@ -8,7 +8,8 @@ from gpudiag.probe_data import probe_problem
 from probes import gpu_layer, replay_fields
 from probes.copybench import analysis, options, workloads
 from probes.hostinfo import nvidia_smi
-from probes.copybench.child import MARK, parse_line
+from probes.child import parse_frame
+from probes.copybench.child import MARK
 from probes.copybench.timing import iterations_for, summarize
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "nvidia-smi")
@@ -239,7 +240,7 @@ def test_options_validate_with_one_line_errors_and_take_server_flags():
 
 def test_child_lines_are_read_from_noisy_output():
     out = "torch warning\n%s{\"index\": 0, \"status\": \"ok\"}\nnoise\n%s{broken\n" % (MARK, MARK)
-    assert [r for r in map(parse_line, out.splitlines()) if r is not None] == [{"index": 0, "status": "ok"}]
+    assert [r for r in (parse_frame(MARK, line) for line in out.splitlines()) if r is not None] == [{"index": 0, "status": "ok"}]
 
 
 def test_the_gpu_query_reads_an_old_driver_that_rejects_compute_cap(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from probes import foreach_copy  # noqa: E402
 from probes.copybench import strategies  # noqa: E402
 from probes.copybench.bench import Budget, DeviceBench  # noqa: E402
 from probes.copybench.devices import InstalledLoader  # noqa: E402
@@ -29,7 +30,7 @@ def mixed_pairs():
 
 def test_group_by_dtype_pair_keys_each_pair_once_in_first_seen_order():
     dsts, srcs = mixed_pairs()
-    groups = strategies.group_by_dtype_pair(dsts, srcs)
+    groups = foreach_copy.group_by_dtype_pair(dsts, srcs)
     assert list(groups) == [(torch.int64, torch.int64), (torch.int64, torch.int32),
                             (torch.float32, torch.float32), (torch.int32, torch.int32)]
     grouped_dsts, grouped_srcs = groups[(torch.int64, torch.int64)]

@@ -7,7 +7,7 @@ import pytest
 from probes import cuda_graph
 from probes.context import ProbeContext
 from probes import gpu_layer as gpus
-from probes.graphrepro import specs, synthetic
+from probes.graphrepro import specs, synthetic, synthetic_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOGS = os.path.join(ROOT, "tests", "fixtures", "logs")
@@ -104,10 +104,10 @@ def test_eager_forward_and_grouped_copy_on_cpu(path):
     fresh = synthetic.make_buffers(torch, spec_list, "cpu", generator)
     per_request = specs.tokens_per_request(path, 5, 2)
     before = synthetic.forward(torch, static, weights, path, 3, per_request, 2, specs.eagle_steps(5, 2))
-    synthetic.copy_inputs(torch, static, fresh, spec_list)
+    synthetic.copy_inputs(static, fresh, spec_list)
     assert all(torch.equal(static[s["name"]], fresh[s["name"]]) for s in spec_list)
     after = synthetic.forward(torch, static, weights, path, 3, per_request, 2, specs.eagle_steps(5, 2))
-    assert after["logits"].shape == (3 * per_request, synthetic.VOCAB)
+    assert after["logits"].shape == (3 * per_request, synthetic_model.VOCAB)
     assert after["topk_index"].shape == (3 * per_request, 2)
     assert torch.isfinite(after["logits"]).all()
     assert not torch.equal(before["logits"], after["logits"])   # the copied inputs reach the output
@@ -164,17 +164,23 @@ def test_a_graph_that_replays_stale_outputs_is_a_mismatch(monkeypatch):
     assert result["capture_s"] >= 0 and result["fields_of"] == "0.5.23" and result["copies"] == "grouped"
 
 
+def test_the_harness_copies_with_the_copy_benchs_own_grouped_copy():
+    from probes import foreach_copy
+    from probes.copybench import strategies
+    assert synthetic.grouped_foreach_copy is strategies.grouped_foreach_copy is foreach_copy.grouped_foreach_copy
+
+
 def test_the_harness_copies_as_the_release_does(monkeypatch):
     """0.5.11 copies every EAGLE field with copy_(); 0.5.23 groups all but hidden_states."""
     torch = pytest.importorskip("torch")
     grouped = []
-    monkeypatch.setattr(synthetic, "grouped_foreach_copy", lambda t, d, s: grouped.append(len(d)))
+    monkeypatch.setattr(synthetic, "grouped_foreach_copy", lambda d, s: grouped.append(len(d)))
     for release, expected in (("0.5.11", [0]), ("0.5.23", [6])):
         del grouped[:]
         spec_list = specs.buffer_specs("eagle_draft", 2, 4, topk=2, hidden_size=32, release=release)
         static = synthetic.make_buffers(torch, spec_list, "cpu", torch.Generator().manual_seed(0))
         fresh = synthetic.make_buffers(torch, spec_list, "cpu", torch.Generator().manual_seed(1), dtype_key="src_dtype")
-        synthetic.copy_inputs(torch, static, fresh, spec_list, specs.copies_grouped("eagle_draft", release))
+        synthetic.copy_inputs(static, fresh, spec_list, specs.copies_grouped("eagle_draft", release))
         assert grouped == expected, release
         assert torch.equal(static["hidden_states"], fresh["hidden_states"])
         if release == "0.5.11":   # every field went through copy_(), casts included
