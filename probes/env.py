@@ -17,7 +17,8 @@ from probes.hostinfo.gpus import collect_gpus
 from probes.hostinfo.nvidia_smi import (NvidiaSmiError, parse_compute_apps, parse_cuda_version,  # noqa: F401
                                         parse_query_gpu, parse_topology, sm_name)
 from probes.hostinfo.system import parse_meminfo  # noqa: F401
-from probes.optionspec import Option
+from probes import gpu_layer
+from probes.optionspec import Option, settings
 from probes.schemas import anything, b, enum, i, lst, mapping, num, obj, s
 
 # Declared once (docs/adding-a-probe.md); PROBE is literals, read from the source by probes/catalog.py.
@@ -31,10 +32,10 @@ PROBE = {
     "sglang": "no",
     "cost": "light: nvidia-smi and /proc, seconds",
 }
-DEFAULT_COMMAND_TIMEOUT = 10.0
 OPTIONS = (
-    Option("command_timeout", "float", DEFAULT_COMMAND_TIMEOUT, "Seconds each external command (nvidia-smi, ...) may take.",
-           minimum=1),
+    # The GPU layer asks nvidia-smi with the same default limit.
+    Option("command_timeout", "float", gpu_layer.DEFAULT_SMI_TIMEOUT,
+           "Seconds each external command (nvidia-smi, ...) may take.", minimum=1),
     Option("torch", "bool", True, "Describe the serving Python's torch (version, CUDA build)."),
 )
 SHAPE = obj({
@@ -76,12 +77,12 @@ ANSWER_MARGIN_S = 1.5
 
 
 def collect(ctx):
-    options = ctx.option("env", {}) or {}
-    cap = float(options.get("command_timeout", DEFAULT_COMMAND_TIMEOUT))
+    options = settings(OPTIONS, ctx.option("env"))
+    cap = float(options["command_timeout"])
     timeout = max(0.5, min(cap, ctx.time_left() - ANSWER_MARGIN_S))
     data = host_facts()
     data["python"] = python_facts()
-    want_torch = options.get("torch", True) not in (False, "false", "0", 0)
+    want_torch = options["torch"] not in (False, "false", "0", 0)
     data["torch"] = serving_torch_facts(ctx, timeout) if want_torch else \
         {"available": None, "version": None, "cuda": None, "reason": "not asked (env.torch=false)"}
     chosen = interpreter.target(ctx)["path"] if want_torch else None

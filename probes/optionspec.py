@@ -131,3 +131,13 @@ _CHECKS = {"int": _int, "float": _float, "bool": _bool, "str": _text, "regex": _
 def defaults(options):
     """{name: default} of a declaration."""
     return dict((o.name, o.default) for o in options)
+
+
+def settings(options, given):
+    """A probe's settings: each declared option's given value, or its declared default where none was given
+    (so a default is stated once, in the declaration). Undeclared keys given are kept as they are."""
+    out = dict(given) if isinstance(given, dict) else {}
+    for option in options:
+        if out.get(option.name) is None:
+            out[option.name] = option.default
+    return out

@@ -15,7 +15,7 @@ from probes import gpu_layer
 from probes.context import ProbeContext, Skip
 from probes.hostinfo import foreach_path, interpreter, torch_child
 from probes.hostinfo.foreach_checks import check_device, fail
-from probes.optionspec import Option
+from probes.optionspec import Option, settings
 from probes.schemas import b, mapping, obj, s
 
 # Declared once (docs/adding-a-probe.md); PROBE is literals, read from the source by probes/catalog.py.
@@ -29,12 +29,11 @@ PROBE = {
     "sglang": "no",
     "cost": "light: a few-kilobyte check on idle GPUs, seconds",
 }
-CHILD_TIMEOUT_S = 120.0
 OPTIONS = (
     Option("cuda", "choice", "auto", "Functional check on GPUs: auto (idle GPUs only), true (every GPU), false.",
            choices=("auto", "true", "false")),
     gpu_layer.BUSY_OPTION,
-    Option("child_timeout", "float", CHILD_TIMEOUT_S, "Seconds the checks may take under the serving Python.", minimum=1),
+    Option("child_timeout", "float", 120.0, "Seconds the checks may take under the serving Python.", minimum=1),
     Option("profile", "bool", True, "Profile which kernel each copy path runs on the GPU."),
 )
 SHAPE = obj({
@@ -67,8 +66,8 @@ CPU: always per_tensor).
 def collect(ctx):
     """The checks in the run's torch child (probes/hostinfo/torch_child.py, CUDA_DEVICE_ORDER=PCI_BUS_ID) under
     the host's chosen interpreter (the serving one when a server runs)."""
-    options = ctx.option("torch_caps", {}) or {}
-    timeout = min(float(options.get("child_timeout", CHILD_TIMEOUT_S)), max(5.0, ctx.time_left() * 0.8))
+    options = settings(OPTIONS, ctx.option("torch_caps"))
+    timeout = min(float(options["child_timeout"]), max(5.0, ctx.time_left() * 0.8))
     chosen = interpreter.target(ctx)
     data, why = torch_child.ask(chosen["path"], ctx.results, "caps", ctx.modules, timeout,
                                 {"options": ctx.options, "results": _shared_results(ctx)})
@@ -117,8 +116,8 @@ def collect_here(ctx):
 def cuda_checks(ctx, torch, has_foreach):
     """Checks on each CUDA device torch sees that the GPU policy lets this probe touch (probes/gpu_layer.py):
     idle ones, busy ones only with --force (or cuda=true), a live server's never."""
-    options = ctx.option("torch_caps", {}) or {}
-    mode = str(options.get("cuda", "auto")).lower()
+    options = settings(OPTIONS, ctx.option("torch_caps"))
+    mode = str(options["cuda"]).lower()
     if mode in ("false", "0", "no", "off"):
         return {}
     try:
@@ -175,7 +174,7 @@ def device_paths(ctx, torch, device, has_foreach):
         return {k: {"path": "per_tensor", "how": "no_foreach_copy", "reason": "sglang loops copy_"} for k in kinds}
     if device == "cpu":
         return {k: foreach_path.cpu_path() for k in kinds}
-    profile = (ctx.option("torch_caps", {}) or {}).get("profile", True) not in (False, "false", "0", 0)
+    profile = settings(OPTIONS, ctx.option("torch_caps"))["profile"] not in (False, "false", "0", 0)
     if not profile:
         return {k: {"path": "unknown", "how": "profiler", "reason": "not asked (torch_caps.profile=false)"}
                 for k in kinds}
