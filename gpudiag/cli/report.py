@@ -20,7 +20,7 @@ from gpudiag.render.json_report import render_json
 from gpudiag.render.host_appendix import appendix_document, appendix_path
 from gpudiag.render.markdown import render_markdown
 from gpudiag.render import plots
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, host_list
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.store import StoreError, load_run, resolve_run_dir

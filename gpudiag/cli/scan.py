@@ -25,7 +25,8 @@ from gpudiag.cli.common import (
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
 from gpudiag.cli.signals import StopSignals
 from gpudiag import findings as rules
-from gpudiag.models import INTERNAL_ERROR, OK, Finding, Host, LoadedRun, RunManifest
+from gpudiag.models import INTERNAL_ERROR, OK, Finding, Host
+from gpudiag.run_records import LoadedRun, RunManifest
 from gpudiag.budget import plan_line, planned_limits
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, ScanOutcome, ScanRequest
 from gpudiag.render.console import summary_table

@@ -44,7 +44,7 @@ from gpudiag.findings.savings import path_saving
 from gpudiag.findings.server_scope import release_of, scope
 from gpudiag.findings.serving import BUCKET_NAMES, bucket_text
 from gpudiag.models import Evidence, Finding, HostResult
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 
 __all__ = [
     "BUCKET_NAMES",
