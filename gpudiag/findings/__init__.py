@@ -29,15 +29,9 @@ from gpudiag.findings.answers import QUESTIONS, Answer
 from gpudiag.findings.answers_live import coverage_line, host_answers
 from gpudiag.findings.common import SEVERITY_RANK, sort_findings
 from gpudiag.findings.copies import NOISY_CV, OUTLIER_RATIO
-from gpudiag.findings.facts import (
-    HostFacts,
-    command_line,
-    copy_path_text,
-    host_facts,
-    servers_of,
-    torch_facts,
-    torch_from_other_interpreter,
-)
+from gpudiag.findings.facts import HostFacts, host_facts, torch_facts, torch_from_other_interpreter
+from gpudiag.findings.copies import copy_path_text
+from gpudiag.findings.server_flags import command_line, servers_of
 from gpudiag.findings.commands import with_run_options
 from gpudiag.findings.group import merge_across_hosts, reproduce_command
 from gpudiag.findings.savings import path_saving

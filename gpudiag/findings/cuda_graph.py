@@ -7,7 +7,7 @@ from typing import Any
 
 from gpudiag.findings.common import SEVERITY_RANK, source
 from gpudiag.probe_view import as_dict, as_list, cells, dig, number, probe
-from gpudiag.findings.facts import (
+from gpudiag.findings.server_flags import (
     EAGLE_FAMILY,
     algorithm_of,
     graph_max_bs,
