@@ -215,6 +215,7 @@ class HostResult:
 
 
 SEVERITIES = ("critical", "error", "warning", "info")
+SEVERITY_RANK = {severity: rank for rank, severity in enumerate(SEVERITIES)}  # 0 is the worst
 
 
 @dataclass(frozen=True)

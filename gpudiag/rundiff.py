@@ -7,10 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from gpudiag.findings import all_findings
+from gpudiag.findings import all_findings, host_facts, server_args, servers_of
 from gpudiag.probe_view import as_dict, as_list, number, probe
-from gpudiag.findings.facts import host_facts
-from gpudiag.findings.server_flags import server_args, servers_of
 from gpudiag.models import Finding, HostResult
 from gpudiag.run_records import LoadedRun
 

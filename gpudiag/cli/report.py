@@ -12,8 +12,7 @@ from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, reports_dir_option
-from gpudiag.findings import all_findings
-from gpudiag.findings.facts import host_facts
+from gpudiag.findings import all_findings, host_facts
 from gpudiag.models import SEVERITIES, Finding
 from gpudiag.render.bench_block import bench_rows, console_table
 from gpudiag.render.json_report import render_json

@@ -27,17 +27,17 @@ from gpudiag.findings import (
 from gpudiag.findings import serving_fleet
 from gpudiag.findings.answers import QUESTIONS, Answer
 from gpudiag.findings.answers_live import coverage_line, host_answers
-from gpudiag.findings.common import SEVERITY_RANK, sort_findings
+from gpudiag.findings.common import sort_findings
 from gpudiag.findings.copies import NOISY_CV, OUTLIER_RATIO
 from gpudiag.findings.facts import HostFacts, host_facts, torch_facts, torch_from_other_interpreter
 from gpudiag.findings.copies import copy_path_text
-from gpudiag.findings.server_flags import command_line, servers_of
+from gpudiag.findings.server_flags import command_line, server_args, servers_of
 from gpudiag.findings.commands import with_run_options
 from gpudiag.findings.group import merge_across_hosts, reproduce_command
 from gpudiag.findings.savings import path_saving
 from gpudiag.findings.server_scope import release_of, scope
 from gpudiag.findings.serving import BUCKET_NAMES, bucket_text
-from gpudiag.models import Evidence, Finding, HostResult
+from gpudiag.models import SEVERITY_RANK, Evidence, Finding, HostResult
 from gpudiag.run_records import LoadedRun
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "release_of",
     "reproduce_command",
     "scope",
+    "server_args",
     "servers_of",
     "torch_facts",
     "with_run_options",
