@@ -2,8 +2,10 @@
 
 `all_findings(run)` runs every rule and returns the findings in a stable order (severity, id, hosts).
 
-This module is the package's public API: renderers and the CLI import from `gpudiag.findings` only, never from
-its theme modules. Plain reads of probe data (no judgement) live in `gpudiag.probe_view`.
+This module is the package's public API: nothing outside the package imports its theme modules, and only the
+layers above it (gpudiag.cli, gpudiag.render, gpudiag.rundiff) import it, by the names in `__all__`; models,
+probe_view, verdict, store, transports and inventory import nothing from it (tests/control/test_layer_rules.py).
+Plain reads of probe data (no judgement) live in `gpudiag.probe_view`.
 """
 
 from __future__ import annotations
