@@ -21,10 +21,9 @@ from gpudiag.models import (
     Host,
     HostResult,
     ProbeResult,
-    SchemaError,
-    check_schema,
     probes_from_dict,
 )
+from gpudiag.schema import SchemaError, check_schema
 from gpudiag.probe_data import DATA_ERROR, data_errors, judged
 from gpudiag.transports.container import parse_container
 from gpudiag.transports.exit_signal import describe_kill

@@ -1,16 +1,17 @@
-"""The data gpudiag passes around and stores, as frozen dataclasses with their dict form.
+"""The data gpudiag passes around and stores, as frozen dataclasses with their dict form: hosts, what a command
+gave back, probe and host results, findings.
 
-The JSON shape of every stored document lives here and nowhere else.
+The JSON shape of a host's result lives here; run.json's lives in run_records.py, and the typed reading of
+both in schema.py.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+from gpudiag.schema import SCHEMA_VERSION, SchemaError, check_schema, number_field, shown, typed_field
 
 # Host statuses: every host of a run ends with exactly one of these.
 OK = "ok"
@@ -34,44 +35,6 @@ UNREADABLE = "unreadable"  # a file in hosts/ that is corrupt, of another shape,
 PROBE_STATUSES = ("ok", "error", "timeout", "skipped")
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._@+-]")
-
-
-class SchemaError(ValueError):
-    """A stored document this version cannot read."""
-
-
-def check_schema(doc: dict[str, Any], what: str) -> None:
-    """Refuse documents written by a newer major schema, with a message naming the document."""
-    version = doc.get("schema")
-    if not isinstance(version, int):
-        raise SchemaError(f"{what}: no integer 'schema' field; not a gpudiag document")
-    if version > SCHEMA_VERSION:
-        raise SchemaError(
-            f"{what}: schema {version} is newer than this gpudiag reads ({SCHEMA_VERSION}); upgrade gpudiag"
-        )
-
-
-def _number(doc: dict[str, Any], key: str, what: str) -> float:
-    """A numeric field (absent or null reads as 0); anything else is a SchemaError naming it."""
-    value = doc.get(key)
-    if value is None:
-        return 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SchemaError(f"{what}: {key!r} is {_shown(value)}, not a number")
-    return float(value)
-
-
-def _typed(doc: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str, noun: str) -> Any:
-    """A field that is absent, null, or of `kind`; anything else is a SchemaError naming it."""
-    value = doc.get(key)
-    if value is not None and not isinstance(value, kind):
-        raise SchemaError(f"{what}: {key!r} is {_shown(value)}, not {noun}")
-    return value
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def safe_file_name(name: str) -> str:
@@ -174,23 +137,23 @@ class ProbeResult:
     def from_dict(cls, doc: Any, what: str = "probe result") -> "ProbeResult":
         """Raises SchemaError when a field has the wrong type; an unknown status reads as an error."""
         if not isinstance(doc, dict):
-            raise SchemaError(f"{what}: {_shown(doc)} is not a JSON object")
+            raise SchemaError(f"{what}: {shown(doc)} is not a JSON object")
         status = doc.get("status", "error")
         if status not in PROBE_STATUSES:
             status = "error"
-        reason = _typed(doc, "reason", str, what, "a string")
+        reason = typed_field(doc, "reason", str, what, "a string")
         return cls(
             status=status,
-            duration_s=_number(doc, "duration_s", what),
+            duration_s=number_field(doc, "duration_s", what),
             data=doc.get("data"),
-            error=_typed(doc, "error", dict, what, "a JSON object"),
+            error=typed_field(doc, "error", dict, what, "a JSON object"),
             reason=reason,
         )
 
 
 def probes_from_dict(doc: dict[str, Any], what: str) -> dict[str, ProbeResult]:
     """The 'probes' object of a frame or stored host result; a wrong shape is a SchemaError."""
-    probes = _typed(doc, "probes", dict, what, "a JSON object") or {}
+    probes = typed_field(doc, "probes", dict, what, "a JSON object") or {}
     return {str(name): ProbeResult.from_dict(p, f"{what}: probe {name}") for name, p in probes.items()}
 
 
@@ -237,7 +200,7 @@ class HostResult:
             raise SchemaError(f"{what}: not a JSON object")
         check_schema(doc, what)
         probes = probes_from_dict(doc, what)
-        tail = _typed(doc, "output_tail", dict, what, "a JSON object")
+        tail = typed_field(doc, "output_tail", dict, what, "a JSON object")
         return cls(
             name=str(doc.get("name", "?")),
             status=str(doc.get("status", FRAME_ERROR)),
@@ -245,85 +208,14 @@ class HostResult:
             address=str(doc.get("address", "")),
             transport=str(doc.get("transport", "")),
             python=str(doc.get("python", "")),
-            duration_s=_number(doc, "duration_s", what),
+            duration_s=number_field(doc, "duration_s", what),
             probes=probes,
             output_tail={str(k): str(v) for k, v in tail.items()} if tail else None,
         )
 
 
-@dataclass(frozen=True)
-class RunManifest:
-    run_id: str
-    kind: str  # scan | repro | ingest
-    started_at: str
-    finished_at: str | None = None
-    interrupted: bool = False
-    argv: tuple[str, ...] = ()
-    gpudiag_version: str = ""
-    hosts: tuple[dict[str, str], ...] = ()  # [{"name", "status", "reason"}]
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. ingest source, repro options
-    planned: tuple[str, ...] | None = None  # every host the run set out to scan (None: an older run)
-    signal: str | None = None  # the signal that ended the run: SIGINT, SIGTERM, SIGHUP
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {
-            "schema": SCHEMA_VERSION,
-            "run_id": self.run_id,
-            "kind": self.kind,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "interrupted": self.interrupted,
-            "argv": list(self.argv),
-            "gpudiag_version": self.gpudiag_version,
-            "hosts": [dict(h) for h in self.hosts],
-        }
-        if self.planned is not None:
-            out["planned"] = list(self.planned)
-        if self.signal:
-            out["signal"] = self.signal
-        out.update(self.extra)
-        return out
-
-    @classmethod
-    def from_dict(cls, doc: dict[str, Any], what: str = "run.json") -> "RunManifest":
-        if not isinstance(doc, dict):
-            raise SchemaError(f"{what}: not a JSON object")
-        check_schema(doc, what)
-        hosts = _typed(doc, "hosts", list, what, "a list") or []
-        if not all(isinstance(h, dict) for h in hosts):
-            raise SchemaError(f"{what}: 'hosts' holds an entry that is not a JSON object")
-        argv = _typed(doc, "argv", list, what, "a list") or []
-        planned = _typed(doc, "planned", list, what, "a list")
-        signal_name = _typed(doc, "signal", str, what, "a string")
-        known = {
-            "schema",
-            "run_id",
-            "kind",
-            "started_at",
-            "finished_at",
-            "interrupted",
-            "argv",
-            "gpudiag_version",
-            "hosts",
-            "planned",
-            "signal",
-        }
-        return cls(
-            run_id=str(doc.get("run_id", "")),
-            kind=str(doc.get("kind", "scan")),
-            started_at=str(doc.get("started_at", "")),
-            finished_at=doc.get("finished_at"),
-            interrupted=bool(doc.get("interrupted", False)),
-            argv=tuple(str(a) for a in argv),
-            gpudiag_version=str(doc.get("gpudiag_version", "")),
-            hosts=tuple(dict(h) for h in hosts),
-            extra={k: v for k, v in doc.items() if k not in known},
-            planned=tuple(str(n) for n in planned) if planned is not None else None,
-            signal=signal_name,
-        )
-
-
 SEVERITIES = ("critical", "error", "warning", "info")
+SEVERITY_RANK = {severity: rank for rank, severity in enumerate(SEVERITIES)}  # 0 is the worst
 
 
 @dataclass(frozen=True)
@@ -377,59 +269,3 @@ class Finding:
             "saving_us_per_step": self.saving_us_per_step,
             "action": self.action,
         }
-
-
-@dataclass(frozen=True)
-class UnreadableFile:
-    """A file under hosts/ that could not be read as a host result, and why."""
-
-    file: str  # relative to the run directory: "hosts/h0.json"
-    reason: str
-    host: str | None = None  # the host run.json names for it, when it names one
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "reason": self.reason, "host": self.host}
-
-
-@dataclass(frozen=True)
-class LoadedRun:
-    """A stored run read back: its manifest and every host's result.
-
-    Hosts whose result could not be read are still in `hosts`, with a status saying why (never_finished,
-    result_missing, unreadable), so every renderer lists them; `unreadable` keeps the files' own reasons."""
-
-    path: Path
-    manifest: RunManifest
-    hosts: tuple[HostResult, ...]
-    unreadable: tuple[UnreadableFile, ...] = ()
-
-    @property
-    def never_finished(self) -> tuple[str, ...]:
-        return tuple(h.name for h in self.hosts if h.status == NEVER_FINISHED)
-
-    def problems(self) -> list[str]:
-        """One line per way this run is not a whole, trustworthy record (empty when it is)."""
-        lines = []
-        planned = self.manifest.planned
-        unfinished = self.never_finished
-        if unfinished:
-            total = len(planned) if planned is not None else len(self.hosts)
-            lines.append(
-                f"incomplete: {len(unfinished)} of {total} hosts never finished "
-                f"({', '.join(unfinished[:10])}{' …' if len(unfinished) > 10 else ''}); the run was "
-                f"killed, could not write its records, or is still running"
-            )
-        elif planned is not None and not self.manifest.finished_at:
-            lines.append(
-                "incomplete: run.json records no end for this run (killed, could not write its "
-                "records, or still running)"
-            )
-        if self.manifest.interrupted:
-            by = f" by {self.manifest.signal}" if self.manifest.signal else ""
-            lines.append(f"interrupted{by}: hosts that had not finished are marked interrupted")
-        for h in self.hosts:
-            if h.status == RESULT_MISSING:
-                lines.append(f"{h.name}: result missing ({h.reason})")
-        for u in self.unreadable:
-            lines.append(f"{u.file}: unreadable ({u.reason})")
-        return lines

@@ -87,10 +87,26 @@ class Orchestrator:
         if self._stopping.is_set():
             return _interrupted(host)
         self.on_start(host)
+        payload = self._payload(host)
+        try:
+            result = self._run_bundle(host, payload, started)
+        except TransportError as exc:
+            result = _not_run(host, exc.status, exc.reason, started)
+        except Exception as exc:  # a gpudiag bug: this host says so, the fleet goes on
+            status = INTERRUPTED if self._stopping.is_set() else INTERNAL_ERROR
+            message = (str(exc).splitlines() or [""])[0][:200]
+            reason = f"gpudiag bug while handling this host: {type(exc).__name__}: {message}"
+            result = _not_run(host, status, reason, started)
+        if self._stopping.is_set() and result.status != OK:
+            result = _interrupted(host)
+        return result
+
+    def _payload(self, host: Host) -> bundle.Payload:
+        """The bundle for this host: the run's options with the host's own interpreter and server log."""
         options = dict(
             self.request.options, python=host.python, python_explicit=host.python_explicit, server_log=host.server_log
         )
-        payload = bundle.build_payload(
+        return bundle.build_payload(
             self.request.probes,
             options,
             host=host.name,
@@ -98,59 +114,38 @@ class Orchestrator:
             probe_timeout=self.request.probe_timeout,
             budget_s=runner_budget(self.request.timeout),
         )
+
+    def _run_bundle(self, host: Host, payload: bundle.Payload, started: float) -> HostResult:
+        """Runs the bundle through the host's transport and judges what it printed; a TransportError says why
+        it could not run. The transport is registered while it runs, so stop() can close it."""
         try:
-            try:
-                transport = self.transport_factory(host)
-            except ValueError as exc:  # a host setting no transport can honour (an unknown engine...)
-                raise TransportError(UNREACHABLE, f"cannot reach it this way: {exc}") from None
-            with self._lock:
-                self._open[host.name] = transport
-            if self._stopping.is_set():  # stop() ran between the check above and the registration
-                transport.close()
-            engine_log = None
-            try:
-                command = transport.run(
-                    bundle.bootstrap_argv(host.python),
-                    payload.data,
-                    self.request.timeout,
-                    output_limit=self.request.output_limit,
-                    events=self._event_reader(host, payload.nonce),
+            transport = self.transport_factory(host)
+        except ValueError as exc:  # a host setting no transport can honour (an unknown engine...)
+            raise TransportError(UNREACHABLE, f"cannot reach it this way: {exc}") from None
+        with self._lock:
+            self._open[host.name] = transport
+        if self._stopping.is_set():  # stop() ran between the check above and the registration
+            transport.close()
+        engine_log = None
+        try:
+            command = transport.run(
+                bundle.bootstrap_argv(host.python),
+                payload.data,
+                self.request.timeout,
+                output_limit=self.request.output_limit,
+                events=self._event_reader(host, payload.nonce),
+            )
+            if container_logs.wanted(host.container, self.request.probes) and not self._stopping.is_set():
+                engine_log = container_logs.fetch(
+                    transport, str(host.container), self.request.timeout - (time.monotonic() - started)
                 )
-                if container_logs.wanted(host.container, self.request.probes) and not self._stopping.is_set():
-                    engine_log = container_logs.fetch(
-                        transport, str(host.container), self.request.timeout - (time.monotonic() - started)
-                    )
-            finally:
-                with self._lock:
-                    self._open.pop(host.name, None)
-                transport.close()
-            result = classify(host, command, payload.nonce, self.request.timeout)
-            if engine_log is not None:  # the engine's log, read outside the container
-                result = container_logs.attach(result, str(host.container), engine_log)
-        except TransportError as exc:
-            result = HostResult(
-                name=host.name,
-                status=exc.status,
-                reason=exc.reason,
-                address=host.address,
-                transport=transport_name(host),
-                python=host.python,
-                duration_s=time.monotonic() - started,
-            )
-        except Exception as exc:  # a gpudiag bug: this host says so, the fleet goes on
-            status = INTERRUPTED if self._stopping.is_set() else INTERNAL_ERROR
-            message = (str(exc).splitlines() or [""])[0][:200]
-            result = HostResult(
-                name=host.name,
-                status=status,
-                reason=f"gpudiag bug while handling this host: {type(exc).__name__}: {message}",
-                address=host.address,
-                transport=transport_name(host),
-                python=host.python,
-                duration_s=time.monotonic() - started,
-            )
-        if self._stopping.is_set() and result.status != OK:
-            result = _interrupted(host)
+        finally:
+            with self._lock:
+                self._open.pop(host.name, None)
+            transport.close()
+        result = classify(host, command, payload.nonce, self.request.timeout)
+        if engine_log is not None:  # the engine's log, read outside the container
+            result = container_logs.attach(result, str(host.container), engine_log)
         return result
 
     def _event_reader(self, host: Host, nonce: str) -> EventReader | None:
@@ -211,6 +206,19 @@ def summary_only(result: HostResult) -> HostResult:
     read (status, reason, time, each probe's status), a few hundred bytes instead of the host's document."""
     probes = {name: ProbeResult(p.status, p.duration_s, reason=p.reason) for name, p in result.probes.items()}
     return replace(result, probes=probes, output_tail=None)
+
+
+def _not_run(host: Host, status: str, reason: str, started: float) -> HostResult:
+    """A host whose bundle could not run, or whose handling failed, with the time it took to find out."""
+    return HostResult(
+        name=host.name,
+        status=status,
+        reason=reason,
+        address=host.address,
+        transport=transport_name(host),
+        python=host.python,
+        duration_s=time.monotonic() - started,
+    )
 
 
 def _interrupted(host: Host) -> HostResult:

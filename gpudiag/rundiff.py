@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from gpudiag.findings import all_findings
+from gpudiag.findings import all_findings, host_facts, server_args, servers_of
 from gpudiag.probe_view import as_dict, as_list, number, probe
-from gpudiag.findings.facts import host_facts, server_args, servers_of
-from gpudiag.models import Finding, HostResult, LoadedRun
+from gpudiag.models import Finding, HostResult
+from gpudiag.run_records import LoadedRun
 
 # Facts compared one to one, by the label the diff shows.
 FACTS = (

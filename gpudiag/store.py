@@ -20,18 +20,9 @@ from typing import Any
 
 from gpudiag import __version__
 from gpudiag.jsonfile import dumps_strict, read_json
-from gpudiag.models import (
-    NEVER_FINISHED,
-    OK,
-    RESULT_MISSING,
-    UNREADABLE,
-    HostResult,
-    LoadedRun,
-    RunManifest,
-    SchemaError,
-    UnreadableFile,
-    safe_file_name,
-)
+from gpudiag.models import NEVER_FINISHED, OK, RESULT_MISSING, UNREADABLE, HostResult, safe_file_name
+from gpudiag.schema import SchemaError
+from gpudiag.run_records import LoadedRun, RunManifest, UnreadableFile
 from gpudiag.probe_data import judged
 from gpudiag.atomic_files import remove_stale_temp_files, write_text_atomic
 from gpudiag.run_journal import HostJournal, merged_hosts, read_journal

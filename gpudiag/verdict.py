@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from gpudiag.exit_codes import ExitCode
-from gpudiag.findings.common import SEVERITY_RANK
 from gpudiag.probe_view import as_dict, as_list
 from gpudiag.probe_data import data_errors
-from gpudiag.models import INTERRUPTED, OK, PROBE_ERROR, Finding, HostResult, LoadedRun
+from gpudiag.models import INTERRUPTED, OK, PROBE_ERROR, SEVERITY_RANK, Finding, HostResult
+from gpudiag.run_records import LoadedRun
 
 INCOMPLETE = "incomplete"
 FAIL_ON_LEVELS = ("info", "warning", "error", "critical", INCOMPLETE)

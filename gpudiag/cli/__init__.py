@@ -1,7 +1,11 @@
 """The `gpudiag` command: a click group whose subcommands live one per module in this package.
 
 Commands return an ExitCode (or raise); `main` is the one place that turns results and errors into
-exit statuses and one-line messages. Only this package prints, writes files or exits.
+exit statuses and one-line messages. Only this package exits and writes messages (click.echo). Elsewhere the
+renderers draw on the rich consoles the commands give them (stderr by default), and transports/known_hosts.py
+warns once on stderr about a line of the operator's own file. Files are written here (--output), by store.py
+(through atomic_files.py and run_journal.py), by transports/hostkeys.py (gpudiag's known_hosts, --accept-new)
+and by render/plots.py (charts); tests/control/test_layer_rules.py holds these rules.
 """
 
 from __future__ import annotations

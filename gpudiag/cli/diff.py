@@ -11,7 +11,7 @@ from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, reports_dir_option
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 from gpudiag.render.safe_text import clean_run, console as safe
 from gpudiag.rundiff import HostDiff, diff_runs
 from gpudiag.store import StoreError, load_run, resolve_run_dir

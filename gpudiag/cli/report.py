@@ -12,15 +12,14 @@ from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, reports_dir_option
-from gpudiag.findings import all_findings
-from gpudiag.findings.facts import host_facts
+from gpudiag.findings import all_findings, host_facts
 from gpudiag.models import SEVERITIES, Finding
 from gpudiag.render.bench_block import bench_rows, console_table
 from gpudiag.render.json_report import render_json
 from gpudiag.render.host_appendix import appendix_document, appendix_path
 from gpudiag.render.markdown import render_markdown
 from gpudiag.render import plots
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, host_list
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.store import StoreError, load_run, resolve_run_dir

@@ -23,7 +23,8 @@ from gpudiag.cli.common import ResultConsole, Seconds, inventory_option, load_ho
 from gpudiag.cli.common import complete_targets
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
-from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest
+from gpudiag.models import Host
+from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest, TransportFactory
 from gpudiag.render.safe_text import console as safe
 from gpudiag.render import crash_log
 from gpudiag.repro import logrun
@@ -167,16 +168,35 @@ def cuda_graph_crash(
     except plan_mod.PlanError as exc:
         raise UserError(str(exc)) from None
     hosts = load_hosts(targets or ("localhost",), inventory_path, python)
-    request = ScanRequest(
+    request = _request(plan, timeout)
+    factory = transports(accept_new=accept_new, known_hosts=known_hosts)
+    if plan_only:  # nothing is stored: a plan is no run
+        return _print_plans(Orchestrator(request, factory).run(hosts), as_json)
+    return _run_repro(plan, hosts, request, factory, reports_dir, as_json, fail_on)
+
+
+def _request(plan: plan_mod.ReproPlan, timeout: float) -> ScanRequest:
+    """The repro's probes under the host's deadline; each probe may take all but 30 s of it (at least 60 s)."""
+    return ScanRequest(
         probes=list(REPRO_PROBES),
         options=plan.request_options(),
         timeout=timeout,
         probe_timeout=max(60.0, timeout - 30.0),
     )
+
+
+def _run_repro(
+    plan: plan_mod.ReproPlan,
+    hosts: list[Host],
+    request: ScanRequest,
+    factory: TransportFactory,
+    reports_dir: Path,
+    as_json: bool,
+    fail_on: str,
+) -> int:
+    """Runs the repro on every host, stores it as a run of kind "repro", prints each host's cells, and
+    returns the stored run's verdict (or the signal's code when the run was stopped)."""
     console = Console(stderr=True)
-    factory = transports(accept_new=accept_new, known_hosts=known_hosts)
-    if plan_only:  # nothing is stored: a plan is no run
-        return _print_plans(Orchestrator(request, factory).run(hosts), as_json)
     run = StoredRun(
         reports_dir,
         "repro",

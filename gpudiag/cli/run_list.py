@@ -15,7 +15,8 @@ from rich.text import Text
 from gpudiag.cli import ExitCode
 from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.jsonfile import read_json
-from gpudiag.models import RunManifest, SchemaError
+from gpudiag.schema import SchemaError
+from gpudiag.run_records import RunManifest
 from gpudiag.render.safe_text import console as console_text
 from gpudiag.run_journal import merged_hosts, read_journal
 

@@ -16,7 +16,8 @@ from rich.console import Console
 
 from gpudiag.cli import UserError
 from gpudiag.cli.signals import StopSignals, interrupt_policy
-from gpudiag.models import INTERRUPTED, Host, HostResult, RunManifest
+from gpudiag.models import INTERRUPTED, Host, HostResult
+from gpudiag.run_records import RunManifest
 from gpudiag.orchestrator import Orchestrator, ScanOutcome, ScanRequest, summary_only
 from gpudiag.render.console import ScanProgress
 from gpudiag.store import RunWriter, StoreError

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -25,7 +26,8 @@ from gpudiag.cli.common import (
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
 from gpudiag.cli.signals import StopSignals
 from gpudiag import findings as rules
-from gpudiag.models import INTERNAL_ERROR, OK, Finding, Host, LoadedRun, RunManifest
+from gpudiag.models import INTERNAL_ERROR, OK, Finding, Host
+from gpudiag.run_records import LoadedRun, RunManifest
 from gpudiag.budget import plan_line, planned_limits
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, ScanOutcome, ScanRequest
 from gpudiag.render.console import summary_table
@@ -118,24 +120,10 @@ def scan(
 ) -> int:
     """Run the probes on TARGETS (hosts, groups, user@host:port, localhost) and store the results."""
     names = selected_probes(probes, deep)
-    options = checked_settings(settings, names)
+    options = _probe_options(settings, names, force, deep, verify_all)
     hosts = load_hosts(targets, inventory_path, python)
     warn_ignored_ssh_settings(hosts)
-    options.update(force=force, deep=deep)
-    if verify_all:
-        options.setdefault("sglang_source", {})["verify_all"] = True
-    declared = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
-    gpu_limits = planned_limits(declared, timeout)  # inside a --timeout, GPU probes share the room, never one eats it
-    planned = plan_line(declared, gpu_limits, timeout)
-    request = ScanRequest(
-        probes=names,
-        options=options,
-        probe_timeouts=gpu_limits,
-        probe_timeout=probe_timeout,
-        timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()),
-        forks=forks,
-        output_limit=max_output * 2**20,
-    )
+    request, planned = _request(names, options, probe_timeout, timeout, forks, max_output)
     console = Console(stderr=True)
     if planned:
         console.print(f"gpudiag: {planned}", markup=False, highlight=False)
@@ -160,6 +148,41 @@ def scan(
     result = None if stored is None else verdict(stored, findings or [], fail_on)
     _print_results(outcome, manifest, writer.dir, findings, result, as_json)
     return _exit_code(outcome, run, stop, result, console)
+
+
+def _probe_options(
+    settings: tuple[str, ...], names: list[str], force: bool, deep: bool, verify_all: bool
+) -> dict[str, Any]:
+    """The probes' options: each --set checked against the probe it names, then the scan's own flags."""
+    options = checked_settings(settings, names)
+    options.update(force=force, deep=deep)
+    if verify_all:
+        options.setdefault("sglang_source", {})["verify_all"] = True
+    return options
+
+
+def _request(
+    names: list[str],
+    options: dict[str, Any],
+    probe_timeout: float | None,
+    timeout: float | None,
+    forks: int,
+    max_output: int,
+) -> tuple[ScanRequest, str | None]:
+    """What every host is asked, and how a --timeout was shared among the GPU probes (None: as declared)."""
+    declared = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
+    gpu_limits = planned_limits(declared, timeout)  # inside a --timeout, GPU probes share the room, never one eats it
+    planned = plan_line(declared, gpu_limits, timeout)
+    request = ScanRequest(
+        probes=names,
+        options=options,
+        probe_timeouts=gpu_limits,
+        probe_timeout=probe_timeout,
+        timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()),
+        forks=forks,
+        output_limit=max_output * 2**20,
+    )
+    return request, planned
 
 
 def _exit_code(

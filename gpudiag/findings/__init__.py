@@ -2,8 +2,10 @@
 
 `all_findings(run)` runs every rule and returns the findings in a stable order (severity, id, hosts).
 
-This module is the package's public API: renderers and the CLI import from `gpudiag.findings` only, never from
-its theme modules. Plain reads of probe data (no judgement) live in `gpudiag.probe_view`.
+This module is the package's public API: nothing outside the package imports its theme modules, and only the
+layers above it (gpudiag.cli, gpudiag.render, gpudiag.rundiff) import it, by the names in `__all__`; models,
+probe_view, verdict, store, transports and inventory import nothing from it (tests/control/test_layer_rules.py).
+Plain reads of probe data (no judgement) live in `gpudiag.probe_view`.
 """
 
 from __future__ import annotations
@@ -27,24 +29,18 @@ from gpudiag.findings import (
 from gpudiag.findings import serving_fleet
 from gpudiag.findings.answers import QUESTIONS, Answer
 from gpudiag.findings.answers_live import coverage_line, host_answers
-from gpudiag.findings.common import SEVERITY_RANK, sort_findings
+from gpudiag.findings.common import sort_findings
 from gpudiag.findings.copies import NOISY_CV, OUTLIER_RATIO
-from gpudiag.findings.facts import (
-    HostFacts,
-    command_line,
-    copy_path_text,
-    host_facts,
-    servers_of,
-    torch_facts,
-    torch_from_other_interpreter,
-)
+from gpudiag.findings.facts import HostFacts, host_facts, torch_facts, torch_from_other_interpreter
+from gpudiag.findings.copies import copy_path_text
+from gpudiag.findings.server_flags import command_line, server_args, servers_of
 from gpudiag.findings.commands import with_run_options
 from gpudiag.findings.group import merge_across_hosts, reproduce_command
 from gpudiag.findings.savings import path_saving
 from gpudiag.findings.server_scope import release_of, scope
 from gpudiag.findings.serving import BUCKET_NAMES, bucket_text
-from gpudiag.models import Evidence, Finding, HostResult
-from gpudiag.models import LoadedRun
+from gpudiag.models import SEVERITY_RANK, Evidence, Finding, HostResult
+from gpudiag.run_records import LoadedRun
 
 __all__ = [
     "BUCKET_NAMES",
@@ -68,6 +64,7 @@ __all__ = [
     "release_of",
     "reproduce_command",
     "scope",
+    "server_args",
     "servers_of",
     "torch_facts",
     "with_run_options",

@@ -12,11 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudiag.probe_view import as_dict, as_list, dig, probe
-from gpudiag.findings.facts import (
-    copy_path_text,
-    sglang_interpreter,
-    torch_facts,
-)
+from gpudiag.findings.facts import sglang_interpreter, torch_facts
+from gpudiag.findings.copies import copy_path_text
 from gpudiag.findings.gpu_room import force_helps
 from gpudiag.findings.server_scope import scope
 from gpudiag.models import OK, PROBE_ERROR, HostResult

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpudiag.findings.answers import ANSWERED, Answer, _not_checked, _server_logs, _sglang_gap
 from gpudiag.findings.dflash import LOG_LINE, UNKNOWN, dflash_guards, first_guard_holding, judge_guard, server_log
-from gpudiag.findings.facts import algorithm_of, decode_graph_switch, server_args, servers_of
+from gpudiag.findings.server_flags import algorithm_of, decode_graph_switch, server_args, servers_of
 from gpudiag.findings.server_scope import server_label, servers_read
 from gpudiag.models import HostResult
 from gpudiag.probe_view import as_dict, probe

@@ -22,14 +22,8 @@ from gpudiag.findings.answers_dflash import q4_dflash
 from gpudiag.findings.answers_measured import q5_copy_cost, q6_graph_breaks
 from gpudiag.findings.answers_serving import q10_speculation
 from gpudiag.probe_view import as_dict, as_list, dig, probe
-from gpudiag.findings.facts import (
-    algorithm_of,
-    graph_max_bs,
-    graphs_disabled,
-    server_args,
-    servers_of,
-    sglang_interpreter,
-)
+from gpudiag.findings.facts import sglang_interpreter
+from gpudiag.findings.server_flags import algorithm_of, graph_max_bs, graphs_disabled, server_args, servers_of
 from gpudiag.findings.server_scope import (
     explicit_note,
     scope,

@@ -9,10 +9,8 @@ import re
 import statistics
 from typing import Any, Iterable
 
-from gpudiag.models import Evidence, HostResult
+from gpudiag.models import SEVERITY_RANK, Evidence, HostResult
 from gpudiag.probe_view import as_dict
-
-SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
 
 
 def source(host: HostResult, probe_name: str) -> str:

@@ -1,4 +1,5 @@
-"""Copy findings: torch's `_foreach_copy_`, hidden_states inside foreach groups, GPUs with odd copy figures."""
+"""Copy findings: torch's `_foreach_copy_`, hidden_states inside foreach groups, GPUs with odd copy figures; and
+which copy torch ran for each kind of tensor list (torch_caps paths), in words."""
 
 from __future__ import annotations
 
@@ -181,3 +182,31 @@ def gpu_copy_outliers(hosts: list[HostResult]) -> list[Finding]:
 def _ratio(value: Any) -> str:
     found = number(value)
     return f"{found:.2f}" if found is not None else "-"
+
+
+# torch_caps `paths`: which copy ran for each kind of tensor list sglang's replays hand to _foreach_copy_.
+COPY_LIST_KINDS = (
+    ("contiguous_same_dtype", "same-dtype contiguous"),
+    ("non_contiguous", "non-contiguous"),
+    ("mixed_pairs_one_call", "mixed dtype pairs"),
+)
+COPY_PATH_NAMES = {"fast": "fast multi_tensor_apply", "per_tensor": "per-tensor"}
+
+
+def copy_path_text(check: dict[str, Any]) -> str:
+    """'fast multi_tensor_apply for same-dtype contiguous; per-tensor for non-contiguous, mixed dtype pairs', from
+    one device's torch_caps `paths`; '' when the probe recorded none."""
+    paths = as_dict(as_dict(check).get("paths"))
+    by_path: dict[str, list[str]] = {}
+    for key, label in COPY_LIST_KINDS:
+        found = as_dict(paths.get(key))
+        if not found:
+            continue
+        name = str(found.get("path") or "unknown")
+        if name not in COPY_PATH_NAMES:
+            why = found.get("reason")
+            name = "path unknown" + (f" ({why})" if why else "")
+        else:
+            name = COPY_PATH_NAMES[name]
+        by_path.setdefault(name, []).append(label)
+    return "; ".join(f"{name} for {', '.join(labels)}" for name, labels in by_path.items())

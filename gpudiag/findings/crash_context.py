@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpudiag.findings.facts import release_flag
+from gpudiag.findings.server_flags import release_flag
 from gpudiag.models import Evidence, HostResult
 from gpudiag.probe_view import as_dict, as_list, dig, probe
 from probes import replay_fields  # the one table of replay fields, per release read: pure data

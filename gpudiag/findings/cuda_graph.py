@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.findings.common import SEVERITY_RANK, source
+from gpudiag.findings.common import source
 from gpudiag.probe_view import as_dict, as_list, cells, dig, number, probe
-from gpudiag.findings.facts import (
+from gpudiag.findings.server_flags import (
     EAGLE_FAMILY,
     algorithm_of,
     graph_max_bs,
@@ -17,7 +17,7 @@ from gpudiag.findings.facts import (
     servers_of,
 )
 from gpudiag.findings.server_scope import server_name
-from gpudiag.models import Evidence, Finding, HostResult
+from gpudiag.models import SEVERITY_RANK, Evidence, Finding, HostResult
 
 NOT_FAILURES = ("ok", "skipped")
 WRONG_RESULTS = ("mismatch", "silent_failure")  # runs but gives wrong answers: worse than a crash

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpudiag.findings.common import source, source_evidence, truthy_flag
 from gpudiag.probe_view import as_dict, as_list, dig, number, probe
-from gpudiag.findings.facts import algorithm_of, graphs_disabled, server_args
+from gpudiag.findings.server_flags import algorithm_of, graphs_disabled, server_args
 from gpudiag.findings.server_scope import server_name, servers_read
 from gpudiag.models import Evidence, Finding, HostResult
 

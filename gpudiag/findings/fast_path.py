@@ -8,7 +8,7 @@ from typing import Any
 from gpudiag.findings.answers import FILL_FAST_PATH_ENV
 from gpudiag.findings.common import source, truthy_flag
 from gpudiag.probe_view import as_dict, as_list, dig, probe
-from gpudiag.findings.facts import algorithm_of, eagle_family
+from gpudiag.findings.server_flags import algorithm_of, eagle_family
 from gpudiag.findings.server_scope import server_name, servers_read
 from gpudiag.models import Evidence, Finding, HostResult
 

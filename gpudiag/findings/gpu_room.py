@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpudiag.findings.facts import servers_of
+from gpudiag.findings.server_flags import servers_of
 from gpudiag.findings.server_scope import server_label
 from gpudiag.models import HostResult
 from gpudiag.probe_view import as_list, dig, probe

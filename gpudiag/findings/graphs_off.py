@@ -8,7 +8,7 @@ from typing import Any
 from gpudiag.findings.common import source
 from gpudiag.findings.cuda_graph import ok_boundary
 from gpudiag.findings.dflash import first_guard_holding
-from gpudiag.findings.facts import (
+from gpudiag.findings.server_flags import (
     EAGLE_FAMILY,
     algorithm_of,
     command_line,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from gpudiag.findings.answers_live import live_mismatches
 from gpudiag.findings.common import source
-from gpudiag.findings.facts import command_line, sglang_interpreter
+from gpudiag.findings.facts import sglang_interpreter
+from gpudiag.findings.server_flags import command_line
 from gpudiag.findings.server_scope import server_label, server_release, unread_servers
 from gpudiag.models import Evidence, Finding, HostResult
 

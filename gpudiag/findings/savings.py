@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudiag.findings.copies import ok_timing
-from gpudiag.findings.facts import graph_max_bs, server_args, servers_of
+from gpudiag.findings.server_flags import graph_max_bs, server_args, servers_of
 from gpudiag.models import HostResult
 from gpudiag.probe_view import copy_gpus, dig, number, workloads
 from probes.copybench import strategies as strategy_facts

@@ -8,8 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpudiag.findings import crash_context
-from gpudiag.findings.common import SEVERITY_RANK
-from gpudiag.models import Evidence, Finding, HostResult
+from gpudiag.models import SEVERITY_RANK, Evidence, Finding, HostResult
 from gpudiag.probe_view import as_dict, as_list, dig, probe
 
 

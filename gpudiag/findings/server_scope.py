@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpudiag.probe_view import as_dict, as_list, dig, probe
-from gpudiag.findings.facts import servers_of, sglang_interpreter
+from gpudiag.findings.facts import sglang_interpreter
+from gpudiag.findings.server_flags import servers_of
 from gpudiag.models import HostResult
 
 

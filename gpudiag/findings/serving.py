@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudiag.findings.common import source, version_tuple
-from gpudiag.findings.facts import algorithm_of, command_line, graph_max_bs, graphs_disabled, server_args, servers_of
+from gpudiag.findings.server_flags import (
+    algorithm_of,
+    command_line,
+    graph_max_bs,
+    graphs_disabled,
+    server_args,
+    servers_of,
+)
 from gpudiag.findings.server_scope import server_label
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.probe_view import as_dict, dig, probe

@@ -10,7 +10,7 @@ from typing import Any
 
 from gpudiag.findings.common import source
 from gpudiag.findings.serving import ServerFigures, serving_figures
-from gpudiag.findings.facts import server_args
+from gpudiag.findings.server_flags import server_args
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.probe_view import as_dict
 from probes.servingstats.buckets import BUCKET_NAMES

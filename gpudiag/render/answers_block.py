@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from gpudiag.findings import QUESTIONS, Answer, coverage_line, host_answers, with_run_options
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 from gpudiag.render.safe_text import md
 
 MAX_NAMED_HOSTS = 10

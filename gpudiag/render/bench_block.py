@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.findings import BUCKET_NAMES, bucket_text
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 from gpudiag.probe_view import as_dict, as_list, probe
 from gpudiag.render.blocks import table
 from gpudiag.render.safe_text import console as console_text, md

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpudiag.findings import host_facts
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 from gpudiag.render.answers_block import host_list
 from gpudiag.render.blocks import table
 from gpudiag.render.safe_text import md

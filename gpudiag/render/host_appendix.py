@@ -13,7 +13,8 @@ from urllib.parse import quote
 
 from gpudiag.probe_view import as_dict, dig, probe
 from gpudiag.probe_view import cells
-from gpudiag.models import HostResult, LoadedRun
+from gpudiag.models import HostResult
+from gpudiag.run_records import LoadedRun
 from gpudiag.render.appendix import host_sections
 from gpudiag.render.blocks import table
 from gpudiag.render.copy_timings import copy_section

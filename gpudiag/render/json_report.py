@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from gpudiag.findings import host_facts
 from gpudiag.models import SEVERITIES, Finding, HostResult
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 from gpudiag.render.answers_block import answer_set
 from gpudiag.render.bench_block import bench_rows, log_rows
 from gpudiag.render.safe_text import clean_run

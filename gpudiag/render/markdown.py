@@ -19,7 +19,7 @@ from gpudiag.render.bench_block import markdown_section as bench_section
 from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, hosts_label, markdown_block
 from gpudiag.render.fleet_table import fleet_section
 from gpudiag.render.safe_text import clean, clean_run, code, md
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 from gpudiag.verdict import EXIT_MEANING, Verdict, verdict as compute_verdict
 
 TOP_FINDINGS = 5

@@ -3,7 +3,7 @@ itself stays at the findings and what to do)."""
 
 from __future__ import annotations
 
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 from gpudiag.probe_view import probe
 from gpudiag.render.copy_timings import METHOD_TEXT, methods_and_samples, timings
 from gpudiag.render.safe_text import md

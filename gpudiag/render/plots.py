@@ -12,7 +12,7 @@ from typing import Any
 from gpudiag.probe_view import as_dict, as_list, number, safe_stem
 from gpudiag.probe_view import copy_gpus, device_label, workloads
 from gpudiag.probe_view import cells
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 from probes.copybench import strategies as strategy_facts
 
 STATUS_CODES = {"ok": 0, "skipped": 1}  # every other status is a failure (2)

@@ -12,7 +12,8 @@ import re
 import weakref
 from typing import Any
 
-from gpudiag.models import HostResult, LoadedRun, ProbeResult
+from gpudiag.models import HostResult, ProbeResult
+from gpudiag.run_records import LoadedRun
 
 MAX_CHARS = 512  # a host string longer than this is cut, saying how long it was
 MAX_DEPTH = 24  # deeper probe data is replaced by a note (no renderer needs more than ~8)

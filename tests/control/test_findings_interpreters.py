@@ -3,8 +3,8 @@ from pathlib import Path
 
 from gpudiag.findings import all_findings
 from gpudiag.findings.facts import host_facts
-from gpudiag.models import HostResult, ProbeResult, RunManifest
-from gpudiag.models import LoadedRun
+from gpudiag.models import HostResult, ProbeResult
+from gpudiag.run_records import LoadedRun, RunManifest
 
 SERVING = "/opt/sglang/.venv/bin/python"
 

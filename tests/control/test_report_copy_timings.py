@@ -10,9 +10,10 @@ from click.testing import CliRunner
 
 from gpudiag.cli import cli
 from gpudiag.findings import all_findings
-from gpudiag.models import HostResult, ProbeResult, RunManifest
+from gpudiag.models import HostResult, ProbeResult
+from gpudiag.run_records import RunManifest
 from gpudiag.render.markdown import render_markdown
-from gpudiag.models import LoadedRun
+from gpudiag.run_records import LoadedRun
 from gpudiag.store import load_run
 
 FLEET3 = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"

@@ -17,7 +17,8 @@ from rich.console import Console
 from gpudiag.cli import cli
 from gpudiag.cli import report as report_cli
 from gpudiag.findings import all_findings
-from gpudiag.models import HostResult, LoadedRun
+from gpudiag.models import HostResult
+from gpudiag.run_records import LoadedRun
 from gpudiag.render.json_report import render_json
 from gpudiag.render.markdown import render_markdown
 from gpudiag.render.safe_text import clean, code, console, md

@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from gpudiag.models import SCHEMA_VERSION, HostResult, ProbeResult
+from gpudiag.models import HostResult, ProbeResult
+from gpudiag.schema import SCHEMA_VERSION
 from gpudiag.probe_data import fitted
 from gpudiag.store import RunWriter, StoreError, load_run, read_manifest, resolve_run_dir
 

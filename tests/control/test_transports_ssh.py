@@ -7,7 +7,8 @@ import pytest
 
 from gpudiag.models import Host
 from gpudiag.transports import TransportError
-from gpudiag.transports.ssh import SSHTransport, parse_jump
+from gpudiag.transports.ssh import SSHTransport
+from gpudiag.transports.ssh_support import parse_jump
 
 
 @pytest.mark.parametrize("spec, expected", [
