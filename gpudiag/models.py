@@ -2,7 +2,8 @@
 gave back, probe and host results, findings.
 
 The JSON shape of a host's result lives here; run.json's lives in run_records.py, and the typed reading of
-both in schema.py.
+both in schema.py. DESIGN.md keeps RunManifest here too ("JSON shape lives here only"): it moved to
+run_records.py with LoadedRun so this module stays one job (the results) under 300 lines.
 """
 
 from __future__ import annotations
