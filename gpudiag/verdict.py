@@ -14,6 +14,7 @@ from gpudiag.probe_view import as_dict, as_list
 from gpudiag.probe_data import data_errors
 from gpudiag.models import INTERRUPTED, OK, PROBE_ERROR, SEVERITY_RANK, Finding, HostResult
 from gpudiag.run_records import LoadedRun
+from probes.catalog import DEEP_PROBES  # the deep set, as the probes declare it
 
 INCOMPLETE = "incomplete"
 FAIL_ON_LEVELS = ("info", "warning", "error", "critical", INCOMPLETE)
@@ -31,7 +32,6 @@ EXIT_MEANING = {
     int(ExitCode.PIPE_CLOSED): "stdout's reader went away",
     int(ExitCode.TERMINATED): "terminated (SIGTERM); finished hosts kept",
 }
-DEEP_PROBES = ("copy_bench", "cuda_graph")
 
 
 @dataclass(frozen=True)
