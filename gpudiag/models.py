@@ -197,8 +197,6 @@ class HostResult:
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], what: str = "host result") -> "HostResult":
-        if not isinstance(doc, dict):
-            raise SchemaError(f"{what}: not a JSON object")
         check_schema(doc, what)
         probes = probes_from_dict(doc, what)
         tail = typed_field(doc, "output_tail", dict, what, "a JSON object")

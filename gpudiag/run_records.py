@@ -48,8 +48,6 @@ class RunManifest:
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], what: str = "run.json") -> "RunManifest":
-        if not isinstance(doc, dict):
-            raise SchemaError(f"{what}: not a JSON object")
         check_schema(doc, what)
         hosts = typed_field(doc, "hosts", list, what, "a list") or []
         if not all(isinstance(h, dict) for h in hosts):

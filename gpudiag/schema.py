@@ -14,8 +14,11 @@ class SchemaError(ValueError):
     """A stored document this version cannot read."""
 
 
-def check_schema(doc: dict[str, Any], what: str) -> None:
-    """Refuse documents written by a newer major schema, with a message naming the document."""
+def check_schema(doc: Any, what: str) -> None:
+    """Refuse what is not a gpudiag document (not an object, no schema) or was written by a newer major schema,
+    with a message naming the document."""
+    if not isinstance(doc, dict):
+        raise SchemaError(f"{what}: not a JSON object")
     version = doc.get("schema")
     if not isinstance(version, int):
         raise SchemaError(f"{what}: no integer 'schema' field; not a gpudiag document")
