@@ -60,11 +60,11 @@ def q5_copy_cost(host: HostResult) -> Answer:
     }
     data = probe(host, "copy_bench") or {}
     ran_in = as_dict(data.get("interpreter")).get("path") or data.get("python")
-    said = scope(host, str(ran_in) if ran_in else None, "timings")
+    value["scope"] = scope(host, str(ran_in) if ran_in else None, "timings") or None
     return Answer(
         "Q5",
         PARTIAL if unmeasured or lost else ANSWERED,
-        q5_text(value) + (f"; {said}" if said else ""),
+        q5_text(value),
         command,
         value,
     )
@@ -87,9 +87,10 @@ def q5_text(value: dict[str, Any]) -> str:
     for gap in as_list(value.get("lost_to_budget")):  # each GPU's rotated order loses different sets
         same.setdefault(f"{', '.join(gap['field_sets'])} not measured (time budget spent)", []).append(gap["gpu"])
     parts = [f"GPU{'s' if len(ids) > 1 else ''} {','.join(ids)}: {text}" for text, ids in same.items()]
-    return (
+    return with_scope(
         "; ".join(parts)
-        + f" ({value.get('replays_per_step', 1)} replay per path per decode step; step time not measured)"
+        + f" ({value.get('replays_per_step', 1)} replay per path per decode step; step time not measured)",
+        value,
     )
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from gpudiag.findings.answers_dflash import q4_text
 from gpudiag.findings.answers_live import q9_text
-from gpudiag.findings.answers_measured import q6_text
+from gpudiag.findings.answers_measured import q5_text, q6_text
 from gpudiag.findings.answers_source import q2_text, q3_text, q7_text
 from gpudiag.findings.answers_torch import q1_text
 from gpudiag.render.safe_text import md
@@ -19,7 +19,8 @@ from tests.control.test_answers_servers_cli import NOT_READ, two_servers
 from tests.control.test_report_json_values import _documented, _keys
 from tests.control.test_report_verdict_cli import FLEET3, answers_of, host_doc, invoke, write_run
 
-TEXTS = {"Q1": q1_text, "Q2": q2_text, "Q3": q3_text, "Q6": q6_text, "Q7": q7_text, "Q9": q9_text}
+TEXTS = {"Q1": q1_text, "Q2": q2_text, "Q3": q3_text, "Q4": q4_text, "Q5": q5_text, "Q6": q6_text, "Q7": q7_text,
+         "Q9": q9_text}
 LOGS = FLEET3.parents[1] / "logs"
 
 
@@ -41,7 +42,7 @@ def _by_host(answers, qid):
 
 
 def _rendered(answers):
-    """Every checked answer of the six is its value's rendering; unchecked ones carry no value."""
+    """Every checked answer is its value's rendering; unchecked ones carry no value."""
     for qid, render in TEXTS.items():
         for answer in answers[qid]:
             if answer["status"] == "not checked":
@@ -251,3 +252,26 @@ def test_q9_value_says_when_python_is_not_a_live_server_s(tmp_path):
     assert q9["answer"].endswith("--python /usr/bin/python3 differs from a live server's interpreter "
                                  "(/srv/sglang-dev/.venv/bin/python): torch and sglang facts describe --python, "
                                  "each server's own is named here")
+
+
+def test_a_second_server_under_another_python_closes_the_measured_answers_with_their_scope(tmp_path):
+    a = host_doc("gpu-a")
+    servers = a["probes"]["deployment"]["data"]["servers"]
+    other = copy.deepcopy(servers[0])
+    other.update(pid=3300, python="/opt/old/venv/bin/python", cuda_visible_devices="4,5")
+    other["args"] = dict(other["args"], port=31000)
+    if "identity" in other:
+        other["identity"] = dict(other["identity"], pid=3300, port=31000, gpus="4,5")
+    servers.append(other)
+    write_run(tmp_path, [a])
+    _, answers = answers_of(_report(tmp_path, "--json"))
+    _rendered(answers)
+    for qid in ("Q1", "Q5"):
+        [answer] = answers[qid]
+        assert "not read for server pid 3300 (port 31000, GPUs 4,5)" in answer["value"]["scope"], qid
+        assert answer["answer"].endswith(answer["value"]["scope"]), qid
+    [q6] = answers["Q6"]                       # the recorded repro names no interpreter: no scope is claimed
+    assert q6["value"]["scope"] is None and "not read for" not in q6["answer"]
+    [q9] = answers["Q9"]
+    assert [s["server"] for s in q9["value"]["servers"]] == [
+        "server pid 3300 (port 31000, GPUs 4,5)", "server pid 4087 (port 30000, GPUs 0,1,2,3)"]
