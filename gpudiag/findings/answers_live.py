@@ -1,5 +1,6 @@
-"""Answers about the live servers: whether each runs what is on disk (Q8) and what is serving now (Q9, its value
-one record per server); and every host's full set of answers, with the sglang answers' closing scope clause."""
+"""Answers about the live servers: whether each runs what is on disk (Q8) and what is serving now (Q9), each with
+one record per server in its value and its sentence rendered from it (q8_text, q9_text); and every host's full
+set of answers, with the sglang answers' closing scope clause."""
 
 from __future__ import annotations
 
@@ -32,7 +33,6 @@ from gpudiag.findings.facts import (
     sglang_interpreter,
 )
 from gpudiag.findings.server_scope import (
-    explicit_note,
     explicit_python,
     explicit_text,
     identity,
@@ -40,7 +40,6 @@ from gpudiag.findings.server_scope import (
     release_of,
     scope,
     server_label,
-    server_release,
     several_servers,
     unread_servers,
 )
@@ -101,53 +100,74 @@ def _flags_checked(compared: int, total: int) -> str:
     return f"the {compared} graph and speculative flags of its {total} exist in the release (the others not checked)"
 
 
+def _sglang_record(server: dict[str, Any]) -> dict[str, Any]:
+    """The server's own sglang as deployment recorded it: {found, version, reason}."""
+    return {k: as_dict(server.get("sglang")).get(k) for k in ("found", "version", "reason")}
+
+
+def q8_value(host: HostResult) -> dict[str, Any]:
+    """Per live server whose code was read: the flags compared and what differs; the servers not read."""
+    named = several_servers(host) or bool(explicit_python(host))
+    compared = [
+        {
+            "server": server_label(server) if named else f"pid {server.get('pid')}",
+            "pid": server.get("pid"),
+            "python": server.get("python"),
+            "flags_checked": checked[0],
+            "flags_total": checked[1],
+            "differs": notes,
+        }
+        for server, notes, checked in live_mismatches(host)
+    ]
+    unread = unread_servers(host)
+    return {
+        "servers": compared,
+        "not_read": [s.get("pid") for s in unread],
+        "unread": [{"server": server_label(s), "python": s.get("python"), "sglang": _sglang_record(s)} for s in unread],
+        "release_flags_read": bool(as_list(dig(probe(host, "sglang_source"), "server_flags"))),
+        "python_given": explicit_python(host),
+    }
+
+
+def q8_text(value: dict[str, Any]) -> str:
+    """Q8's sentence, from its value: one clause per live server, read or not."""
+    if not value.get("servers") and not value.get("unread"):
+        return "no live sglang server to compare"
+    parts = [
+        f"{s['server']}: "
+        + (
+            "; ".join(s["differs"])
+            if s["differs"]
+            else f"{_flags_checked(s['flags_checked'], s['flags_total'])}, interpreter {s['python'] or '?'} is the one read"
+        )
+        for s in value["servers"]
+    ]
+    parts += [
+        f"{u['server']}: not checked — sglang not read for it (it runs "
+        f"{release_in(release_of(u), u['python'])}; rescan with --python {u['python']})"
+        for u in value["unread"]
+    ]
+    if value.get("python_given"):
+        parts.append(explicit_text(value["python_given"]) + ": the facts describe --python")
+    if not value["release_flags_read"]:
+        return "; ".join(parts) + "; server flags of the release not read"
+    differs = any(s["differs"] for s in value["servers"])
+    return "; ".join(parts) + ("" if differs else "; file changes since start not recorded")
+
+
 def q8_live_matches_disk(host: HostResult) -> Answer:
     gap = probe_gap(host, "deployment", "--probes deployment")
     if gap:
         return _not_checked("Q8", gap)
     if not servers_of(host):
-        return Answer("Q8", ANSWERED, "no live sglang server to compare", "gpudiag scan HOST")
+        value: dict[str, Any] = {"servers": [], "not_read": [], "unread": []}
+        return Answer("Q8", ANSWERED, q8_text(value), "gpudiag scan HOST", value)
     gap = _sglang_gap(host)
     if gap:
         return _not_checked("Q8", gap)
-    known = as_list(dig(probe(host, "sglang_source"), "server_flags"))
-    several = several_servers(host)
-    parts, differs, compared = [], False, []
-    for server, notes, checked in live_mismatches(host):
-        differs |= bool(notes)
-        compared.append(
-            {"pid": server.get("pid"), "flags_checked": checked[0], "flags_total": checked[1], "differs": notes}
-        )
-        name = server_label(server) if several or explicit_note(host) else f"pid {server.get('pid')}"
-        parts.append(
-            f"{name}: "
-            + (
-                "; ".join(notes)
-                if notes
-                else f"{_flags_checked(*checked)}, interpreter {server.get('python') or '?'} is the one read"
-            )
-        )
-    unread = unread_servers(host)
-    for server in unread:
-        parts.append(
-            f"{server_label(server)}: not checked — sglang not read for it (it runs "
-            f"{server_release(server)}; rescan with --python {server.get('python')})"
-        )
-    note = explicit_note(host)
-    if note:
-        parts.append(note + ": the facts describe --python")
-    value = {"servers": compared, "not_read": [s.get("pid") for s in unread], "release_flags_read": bool(known)}
-    if not known:
-        text = "; ".join(parts) + "; server flags of the release not read"
-        return Answer("Q8", PARTIAL, text, "gpudiag scan HOST", value)
-    status = PARTIAL if unread else ANSWERED
-    return Answer(
-        "Q8",
-        status,
-        "; ".join(parts) + ("" if differs else "; file changes since start not recorded"),
-        "gpudiag scan HOST",
-        value,
-    )
+    value = q8_value(host)
+    status = PARTIAL if value["unread"] or not value["release_flags_read"] else ANSWERED
+    return Answer("Q8", status, q8_text(value), "gpudiag scan HOST", value)
 
 
 def _server_value(server: dict[str, Any], several: bool) -> dict[str, Any]:
@@ -168,7 +188,7 @@ def _server_value(server: dict[str, Any], several: bool) -> dict[str, Any]:
         "tp_size": args.get("tp_size") or 1,
         "gpus": server.get("cuda_visible_devices") or None,
         "python": server.get("python") or None,
-        "sglang": {k: as_dict(server.get("sglang")).get(k) for k in ("found", "version", "reason")},
+        "sglang": _sglang_record(server),
     }
 
 

@@ -1,6 +1,6 @@
-"""Q1, Q2, Q3, Q6, Q7 and Q9 carry a structured value through `gpudiag report --json`: each sentence is what its
-`qN_text(value)` renders, the value holds the facts the recorded probes gave, and `--markdown` prints the same
-sentence. Runs are copies of the recorded fleet (tests/fixtures/runs/fleet3) or its hosts changed where a case
+"""Q1–Q9 carry a structured value through `gpudiag report --json`: each checked sentence is what its
+`qN_text(value)` renders, the value holds the facts the recorded probes gave (Q1, Q2, Q3, Q6, Q7, Q8, Q9 here;
+Q5 in test_report_json_values.py), every key is documented, and `--markdown` prints the same sentence. Runs are copies of the recorded fleet (tests/fixtures/runs/fleet3) or its hosts changed where a case
 needs it (a wrong dtype pair, differing files, a logged crash, a second server).
 """
 import copy
@@ -9,18 +9,18 @@ import shutil
 import pytest
 
 from gpudiag.findings.answers_dflash import q4_text
-from gpudiag.findings.answers_live import q9_text
+from gpudiag.findings.answers_live import q8_text, q9_text
 from gpudiag.findings.answers_measured import q5_text, q6_text
 from gpudiag.findings.answers_source import q2_text, q3_text, q7_text
 from gpudiag.findings.answers_torch import q1_text
 from gpudiag.render.safe_text import md
 from probes.crashlog.classify import classify
-from tests.control.test_answers_servers_cli import NOT_READ, two_servers
+from tests.control.test_answers_servers_cli import NOT_READ, OLD, two_servers
 from tests.control.test_report_json_values import _documented, _keys
 from tests.control.test_report_verdict_cli import FLEET3, answers_of, host_doc, invoke, write_run
 
 TEXTS = {"Q1": q1_text, "Q2": q2_text, "Q3": q3_text, "Q4": q4_text, "Q5": q5_text, "Q6": q6_text, "Q7": q7_text,
-         "Q9": q9_text}
+         "Q8": q8_text, "Q9": q9_text}
 LOGS = FLEET3.parents[1] / "logs"
 
 
@@ -217,6 +217,11 @@ def test_two_servers_their_values_carry_the_scope_the_sentences_end_with(tmp_pat
         assert NOT_READ in answer["value"]["scope"] and answer["answer"].endswith(answer["value"]["scope"]), qid
     [q4] = answers["Q4"]
     assert NOT_READ in q4["value"]["scope"]                          # the scope no longer drops Q4's value
+    [q8] = answers["Q8"]
+    assert q8["status"] == "partial" and q8["value"]["not_read"] == [3300]
+    assert q8["value"]["unread"] == [{"server": "server pid 3300 (port 31000, GPUs 4,5)", "python": OLD,
+                                      "sglang": {"found": True, "version": "0.5.11", "reason": None}}]
+    assert [s["pid"] for s in q8["value"]["servers"]] == [2211]
     [q9] = answers["Q9"]
     assert q9["value"]["several"] is True
     assert [(s["pid"], s["port"], s["gpus"]) for s in q9["value"]["servers"]] == [
