@@ -1,4 +1,4 @@
-"""Q1–Q9 carry a structured value through `gpudiag report --json`: each checked sentence is what its
+"""Q1–Q10 carry a structured value through `gpudiag report --json`: each checked sentence is what its
 `qN_text(value)` renders, the value holds the facts the recorded probes gave (Q1, Q2, Q3, Q6, Q7, Q8, Q9 here;
 Q5 in test_report_json_values.py), every key is documented, and `--markdown` prints the same sentence. Runs are copies of the recorded fleet (tests/fixtures/runs/fleet3) or its hosts changed where a case
 needs it (a wrong dtype pair, differing files, a logged crash, a second server).
@@ -10,6 +10,7 @@ import pytest
 
 from gpudiag.findings.answers_dflash import q4_text
 from gpudiag.findings.answers_live import q8_text, q9_text
+from gpudiag.findings.answers_serving import q10_text
 from gpudiag.findings.answers_measured import q5_text, q6_text
 from gpudiag.findings.answers_source import q2_text, q3_text, q7_text
 from gpudiag.findings.answers_torch import q1_text
@@ -20,7 +21,7 @@ from tests.control.test_report_json_values import _documented, _keys
 from tests.control.test_report_verdict_cli import FLEET3, answers_of, host_doc, invoke, write_run
 
 TEXTS = {"Q1": q1_text, "Q2": q2_text, "Q3": q3_text, "Q4": q4_text, "Q5": q5_text, "Q6": q6_text, "Q7": q7_text,
-         "Q8": q8_text, "Q9": q9_text}
+         "Q8": q8_text, "Q9": q9_text, "Q10": q10_text}
 LOGS = FLEET3.parents[1] / "logs"
 
 
@@ -42,10 +43,11 @@ def _by_host(answers, qid):
 
 
 def _rendered(answers):
-    """Every checked answer is its value's rendering; unchecked ones carry no value."""
+    """Every answer with a value is its value's rendering; unchecked ones carry none (Q10's keeps each server's
+    reason)."""
     for qid, render in TEXTS.items():
         for answer in answers[qid]:
-            if answer["status"] == "not checked":
+            if answer["status"] == "not checked" and qid != "Q10":
                 assert answer["value"] is None and answer["answer"].startswith("not checked — "), answer
                 continue
             assert answer["value"] is not None, (qid, answer)
