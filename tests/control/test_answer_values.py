@@ -282,3 +282,22 @@ def test_a_second_server_under_another_python_closes_the_measured_answers_with_t
     [q9] = answers["Q9"]
     assert [s["server"] for s in q9["value"]["servers"]] == [
         "server pid 3300 (port 31000, GPUs 4,5)", "server pid 4087 (port 30000, GPUs 0,1,2,3)"]
+
+
+def test_hosts_whose_sentences_agree_share_a_line_but_json_entries_only_with_equal_values(tmp_path):
+    a = host_doc("gpu-a")
+    d = copy.deepcopy(a)
+    d["name"] = "gpu-d"
+    [server] = d["probes"]["deployment"]["data"]["servers"]
+    server["args"]["port"] = 31000                  # Q9's sentence for one server does not say its port
+    if "identity" in server:
+        server["identity"]["port"] = 31000
+    write_run(tmp_path, [a, d])
+    _, answers = answers_of(_report(tmp_path, "--json"))
+    assert [(e["hosts"], e["value"]["servers"][0]["port"]) for e in answers["Q9"]] == [
+        (["gpu-a"], 30000), (["gpu-d"], 31000)]
+    assert answers["Q9"][0]["answer"] == answers["Q9"][1]["answer"]
+    assert [e["hosts"] for e in answers["Q3"]] == [["gpu-a", "gpu-d"]]     # equal values stay one entry
+    markdown = _report(tmp_path, "--markdown", "--no-charts")
+    assert f"- **Q9** What is serving now? — {md(answers['Q9'][0]['answer'], 1200)} (2 hosts: gpu-a, gpu-d)" \
+        in markdown
