@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.findings.answers import ANSWERED, Answer, _not_checked, _server_logs, _sglang_gap
+from gpudiag.findings.answers import ANSWERED, Answer, _not_checked, _server_logs, _sglang_gap, with_scope
 from gpudiag.findings.dflash import LOG_LINE, UNKNOWN, dflash_guards, first_guard_holding, judge_guard, server_log
 from gpudiag.findings.server_flags import algorithm_of, decode_graph_switch, server_args, servers_of
 from gpudiag.findings.server_scope import server_label, servers_read
@@ -56,13 +56,21 @@ def _server_state(host: HostResult, server: dict[str, Any], name: str) -> dict[s
 
 
 def q4_text(value: dict[str, Any]) -> str:
-    """Q4's sentence, from its value."""
+    """Q4's sentence, from its value, closed by which servers the sglang facts describe where not all."""
+    return with_scope(_sentence(value), value)
+
+
+def _sentence(value: dict[str, Any]) -> str:
+    logged = value.get("log")
+    if value.get("source_gap") and logged:  # the server's own log answers where the source was not read
+        verb = "disabled" if logged["state"] == "disabled" else "capture failed"
+        said = f"{logged['text']} (server log; source not read: {value['source_gap']})"
+        return f"DFlash draft graph {verb} at startup: {said}"
     if not value.get("present"):
         return f"DFlash absent in sglang {value.get('release')}"
     guards = value.get("guards") or []
     guard_text = f"{len(guards)} draft-graph guard(s) at " + ", ".join(guards) if guards else "no draft-graph guard"
     head = f"present ({value.get('worker_file')}; {guard_text}); "
-    logged = value.get("log")
     if logged:
         verb = "disabled" if logged["state"] == "disabled" else "capture failed"
         return head + f"DFlash draft graph {verb} at startup: {logged['text']}"
@@ -93,9 +101,8 @@ def q4_dflash(host: HostResult) -> Answer:
     if gap:  # the server's own log still answers whether its draft graph is on
         if not logged:
             return _not_checked("Q4", gap)
-        verb = "disabled" if logged["state"] == "disabled" else "capture failed"
-        text = f"DFlash draft graph {verb} at startup: {logged['text']} (server log; source not read: {gap})"
-        return Answer("Q4", ANSWERED, text, COMMAND, {"present": None, "log": logged, "servers": []})
+        said: dict[str, Any] = {"present": None, "log": logged, "servers": [], "source_gap": gap}
+        return Answer("Q4", ANSWERED, q4_text(said), COMMAND, said)
     sglang = probe(host, "sglang_source") or {}
     dflash = as_dict(sglang.get("dflash"))
     several = len(servers_of(host)) > 1

@@ -1,8 +1,11 @@
-"""Answers about the installed code and the live servers (Q7–Q9), and every host's full set of answers."""
+"""Answers about the live servers: whether each runs what is on disk (Q8) and what is serving now (Q9), each with
+one record per server in its value and its sentence rendered from it (q8_text, q9_text); and every host's full
+set of answers, with the sglang answers' closing scope clause."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, Callable
 
 from gpudiag.findings.answers import (
@@ -14,21 +17,23 @@ from gpudiag.findings.answers import (
     _not_checked,
     _sglang_gap,
     probe_gap,
-    q1_foreach_copy,
-    q2_grouped_copy,
-    q3_eagle_batching,
 )
 from gpudiag.findings.answers_dflash import q4_dflash
 from gpudiag.findings.answers_measured import q5_copy_cost, q6_graph_breaks
 from gpudiag.findings.answers_serving import q10_speculation
+from gpudiag.findings.answers_source import q2_grouped_copy, q3_eagle_batching, q7_integrity
+from gpudiag.findings.answers_torch import q1_foreach_copy
 from gpudiag.probe_view import as_dict, as_list, dig, probe
 from gpudiag.findings.facts import sglang_interpreter
-from gpudiag.findings.server_flags import algorithm_of, graph_max_bs, graphs_disabled, server_args, servers_of
+from gpudiag.findings.server_flags import algorithm_of, decode_graph_switch, graph_max_bs, server_args, servers_of
 from gpudiag.findings.server_scope import (
-    explicit_note,
+    explicit_python,
+    explicit_text,
+    identity,
+    release_in,
+    release_of,
     scope,
     server_label,
-    server_release,
     several_servers,
     unread_servers,
 )
@@ -45,48 +50,14 @@ RECORDED_FLAGS = re.compile(
 
 def with_sglang_scope(host: HostResult, answer: Answer) -> Answer:
     """The answer, ending with which servers the sglang facts describe when a host runs several releases or
-    interpreters (`not read for server pid N (…)` for the others)."""
+    interpreters (`not read for server pid N (…)` for the others); its value says the same as `scope`, so the
+    sentence still renders from it."""
     read = sglang_interpreter(host)
     said = scope(host, read[0] if read else None, "sglang facts")
     if not said:
         return answer
-    return Answer(answer.qid, answer.status, f"{answer.text}; {said}", answer.command)
-
-
-def q7_integrity(host: HostResult) -> Answer:
-    gap = _sglang_gap(host)
-    if gap:
-        return _not_checked("Q7", gap)
-    sglang = probe(host, "sglang_source") or {}
-    integrity = as_dict(sglang.get("integrity"))
-    mismatch = sglang.get("version_mismatch")
-    version = f"sglang {sglang.get('version') or '?'} (version_mismatch: {str(bool(mismatch)).lower()})"
-    method = integrity.get("method")
-    if method == "record":
-        changed = as_list(integrity.get("modified")) + as_list(integrity.get("missing"))
-        covered = (
-            "the files the facts cite; --verify-all hashes all" if integrity.get("scope") == "cited" else "every file"
-        )
-        verdict = f"{len(changed)} differ: {', '.join(map(str, changed[:5]))}" if changed else "all match"
-        return Answer(
-            "Q7",
-            ANSWERED,
-            f"{version}: {integrity.get('checked')} files hashed against "
-            f"{integrity.get('record')} ({covered}); {verdict}",
-            "gpudiag scan HOST --verify-all",
-        )
-    if method == "editable":
-        git = as_dict(integrity.get("editable"))
-        changed = as_list(git.get("changed"))
-        state = f"dirty, {len(changed)} changed: {', '.join(map(str, changed[:5]))}" if git.get("dirty") else "clean"
-        return Answer(
-            "Q7",
-            ANSWERED,
-            f"{version}: git checkout {git.get('path')} at {git.get('commit')}, {state}",
-            "gpudiag scan HOST",
-        )
-    why = integrity.get("reason") or "no RECORD matched the imported files and no git checkout was found"
-    return Answer("Q7", PARTIAL, f"{version}: integrity unknown — {why}", "gpudiag scan HOST --verify-all")
+    value = dict(answer.value, scope=said) if isinstance(answer.value, dict) else answer.value
+    return replace(answer, text=f"{answer.text}; {said}", value=value)
 
 
 def live_mismatches(host: HostResult) -> list[tuple[dict[str, Any], list[str], tuple[int, int]]]:
@@ -123,53 +94,120 @@ def _flags_checked(compared: int, total: int) -> str:
     return f"the {compared} graph and speculative flags of its {total} exist in the release (the others not checked)"
 
 
+def _sglang_record(server: dict[str, Any]) -> dict[str, Any]:
+    """The server's own sglang as deployment recorded it: {found, version, reason}."""
+    return {k: as_dict(server.get("sglang")).get(k) for k in ("found", "version", "reason")}
+
+
+def q8_value(host: HostResult) -> dict[str, Any]:
+    """Per live server whose code was read: the flags compared and what differs; the servers not read."""
+    named = several_servers(host) or bool(explicit_python(host))
+    compared = [
+        {
+            "server": server_label(server) if named else f"pid {server.get('pid')}",
+            "pid": server.get("pid"),
+            "python": server.get("python"),
+            "flags_checked": checked[0],
+            "flags_total": checked[1],
+            "differs": notes,
+        }
+        for server, notes, checked in live_mismatches(host)
+    ]
+    unread = unread_servers(host)
+    return {
+        "servers": compared,
+        "not_read": [s.get("pid") for s in unread],
+        "unread": [{"server": server_label(s), "python": s.get("python"), "sglang": _sglang_record(s)} for s in unread],
+        "release_flags_read": bool(as_list(dig(probe(host, "sglang_source"), "server_flags"))),
+        "python_given": explicit_python(host),
+    }
+
+
+def q8_text(value: dict[str, Any]) -> str:
+    """Q8's sentence, from its value: one clause per live server, read or not."""
+    if not value.get("servers") and not value.get("unread"):
+        return "no live sglang server to compare"
+    parts = [
+        f"{s['server']}: "
+        + (
+            "; ".join(s["differs"])
+            if s["differs"]
+            else f"{_flags_checked(s['flags_checked'], s['flags_total'])}, interpreter {s['python'] or '?'} is the one read"
+        )
+        for s in value["servers"]
+    ]
+    parts += [
+        f"{u['server']}: not checked — sglang not read for it (it runs "
+        f"{release_in(release_of(u), u['python'])}; rescan with --python {u['python']})"
+        for u in value["unread"]
+    ]
+    if value.get("python_given"):
+        parts.append(explicit_text(value["python_given"]) + ": the facts describe --python")
+    if not value["release_flags_read"]:
+        return "; ".join(parts) + "; server flags of the release not read"
+    differs = any(s["differs"] for s in value["servers"])
+    return "; ".join(parts) + ("" if differs else "; file changes since start not recorded")
+
+
 def q8_live_matches_disk(host: HostResult) -> Answer:
     gap = probe_gap(host, "deployment", "--probes deployment")
     if gap:
         return _not_checked("Q8", gap)
     if not servers_of(host):
-        return Answer("Q8", ANSWERED, "no live sglang server to compare", "gpudiag scan HOST")
+        value: dict[str, Any] = {"servers": [], "not_read": [], "unread": []}
+        return Answer("Q8", ANSWERED, q8_text(value), "gpudiag scan HOST", value)
     gap = _sglang_gap(host)
     if gap:
         return _not_checked("Q8", gap)
-    known = as_list(dig(probe(host, "sglang_source"), "server_flags"))
-    several = several_servers(host)
-    parts, differs, compared = [], False, []
-    for server, notes, checked in live_mismatches(host):
-        differs |= bool(notes)
-        compared.append(
-            {"pid": server.get("pid"), "flags_checked": checked[0], "flags_total": checked[1], "differs": notes}
+    value = q8_value(host)
+    status = PARTIAL if value["unread"] or not value["release_flags_read"] else ANSWERED
+    return Answer("Q8", status, q8_text(value), "gpudiag scan HOST", value)
+
+
+def _server_value(server: dict[str, Any], several: bool) -> dict[str, Any]:
+    """One live server as its command line and deployment record say: speculation, graphs, TP, GPUs, release."""
+    args = server_args(server)
+    disabled, switch = decode_graph_switch(args)
+    max_bs = graph_max_bs(args)
+    return {
+        "server": server_label(server) if several else f"pid {server.get('pid')}",
+        "pid": server.get("pid"),
+        "port": identity(server)["port"],
+        "algorithm": algorithm_of(server) or None,
+        "draft_tokens": args.get("speculative_num_draft_tokens") or None,
+        "cuda_graphs": "off" if disabled else "on",
+        "graphs_off_by": switch if disabled else None,
+        "graph_max_bs": max_bs[0] if max_bs and not disabled else None,
+        "max_bs_from": max_bs[1] if max_bs and not disabled else None,
+        "tp_size": args.get("tp_size") or 1,
+        "gpus": server.get("cuda_visible_devices") or None,
+        "python": server.get("python") or None,
+        "sglang": _sglang_record(server),
+    }
+
+
+def q9_text(value: dict[str, Any]) -> str:
+    """Q9's sentence, from its value: one clause per live server."""
+    if not value.get("servers"):
+        return "no sglang server running"
+    parts = []
+    for s in value["servers"]:
+        graphs = (
+            "off"
+            if s["cuda_graphs"] == "off"
+            else (f"max bs {s['graph_max_bs']}" if s["graph_max_bs"] else "default sizes")
         )
-        name = server_label(server) if several or explicit_note(host) else f"pid {server.get('pid')}"
+        runs = release_in(release_of(s), s["python"]) if value.get("several") else (s["python"] or "?")
         parts.append(
-            f"{name}: "
-            + (
-                "; ".join(notes)
-                if notes
-                else f"{_flags_checked(*checked)}, interpreter {server.get('python') or '?'} is the one read"
-            )
+            f"{s['server']}: {s['algorithm'] or 'no speculative decoding'}, draft tokens "
+            f"{s['draft_tokens'] or '-'}, CUDA graphs {graphs}, TP {s['tp_size']}, GPUs {s['gpus'] or 'all'}, {runs}"
         )
-    unread = unread_servers(host)
-    for server in unread:
+    if value.get("python_given"):
         parts.append(
-            f"{server_label(server)}: not checked — sglang not read for it (it runs "
-            f"{server_release(server)}; rescan with --python {server.get('python')})"
+            explicit_text(value["python_given"])
+            + ": torch and sglang facts describe --python, each server's own is named here"
         )
-    note = explicit_note(host)
-    if note:
-        parts.append(note + ": the facts describe --python")
-    value = {"servers": compared, "not_read": [s.get("pid") for s in unread], "release_flags_read": bool(known)}
-    if not known:
-        text = "; ".join(parts) + "; server flags of the release not read"
-        return Answer("Q8", PARTIAL, text, "gpudiag scan HOST", value)
-    status = PARTIAL if unread else ANSWERED
-    return Answer(
-        "Q8",
-        status,
-        "; ".join(parts) + ("" if differs else "; file changes since start not recorded"),
-        "gpudiag scan HOST",
-        value,
-    )
+    return "; ".join(parts)
 
 
 def q9_serving(host: HostResult) -> Answer:
@@ -177,25 +215,13 @@ def q9_serving(host: HostResult) -> Answer:
     if gap:
         return _not_checked("Q9", gap)
     servers = servers_of(host)
-    if not servers:
-        return Answer("Q9", ANSWERED, "no sglang server running", "gpudiag scan HOST")
     several = len(servers) > 1
-    parts = []
-    for server in servers:
-        args = server_args(server)
-        max_bs = graph_max_bs(args)
-        graphs = "off" if graphs_disabled(args) else (f"max bs {max_bs[0]}" if max_bs else "default sizes")
-        name = server_label(server) if several else f"pid {server.get('pid')}"
-        runs = server_release(server) if several else (server.get("python") or "?")
-        parts.append(
-            f"{name}: {algorithm_of(server) or 'no speculative decoding'}, draft tokens "
-            f"{args.get('speculative_num_draft_tokens') or '-'}, CUDA graphs {graphs}, TP "
-            f"{args.get('tp_size') or 1}, GPUs {server.get('cuda_visible_devices') or 'all'}, {runs}"
-        )
-    note = explicit_note(host)
-    if note:
-        parts.append(note + ": torch and sglang facts describe --python, each server's own is named here")
-    return Answer("Q9", ANSWERED, "; ".join(parts), "gpudiag scan HOST")
+    value = {
+        "servers": [_server_value(s, several) for s in servers],
+        "several": several,
+        "python_given": explicit_python(host) if servers else None,
+    }
+    return Answer("Q9", ANSWERED, q9_text(value), "gpudiag scan HOST", value)
 
 
 def sglang_scoped(answerer: Callable[[HostResult], Answer]) -> Callable[[HostResult], Answer]:

@@ -1,5 +1,6 @@
 """Answers from what was measured on the GPUs: the replay copy's cost per decode step (Q5) and where CUDA graphs
-break (Q6)."""
+break (Q6). Each carries its value (the savings per GPU; the logged crash line and the repro's breaks and
+boundaries) and renders its sentence from it (q5_text, q6_text)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from typing import Any
 
 from gpudiag.findings.answers import (
     ANSWERED,
-    NOT_CHECKED,
     PARTIAL,
     Answer,
     _log_lines,
     _not_checked,
     no_gpu_reason,
     probe_gap,
+    with_scope,
 )
 from gpudiag.probe_view import as_dict, as_list, fmt_us, probe
 from gpudiag.findings.savings import REPLAYS_PER_STEP, host_savings
@@ -59,11 +60,11 @@ def q5_copy_cost(host: HostResult) -> Answer:
     }
     data = probe(host, "copy_bench") or {}
     ran_in = as_dict(data.get("interpreter")).get("path") or data.get("python")
-    said = scope(host, str(ran_in) if ran_in else None, "timings")
+    value["scope"] = scope(host, str(ran_in) if ran_in else None, "timings") or None
     return Answer(
         "Q5",
         PARTIAL if unmeasured or lost else ANSWERED,
-        q5_text(value) + (f"; {said}" if said else ""),
+        q5_text(value),
         command,
         value,
     )
@@ -86,9 +87,10 @@ def q5_text(value: dict[str, Any]) -> str:
     for gap in as_list(value.get("lost_to_budget")):  # each GPU's rotated order loses different sets
         same.setdefault(f"{', '.join(gap['field_sets'])} not measured (time budget spent)", []).append(gap["gpu"])
     parts = [f"GPU{'s' if len(ids) > 1 else ''} {','.join(ids)}: {text}" for text, ids in same.items()]
-    return (
+    return with_scope(
         "; ".join(parts)
-        + f" ({value.get('replays_per_step', 1)} replay per path per decode step; step time not measured)"
+        + f" ({value.get('replays_per_step', 1)} replay per path per decode step; step time not measured)",
+        value,
     )
 
 
@@ -101,44 +103,82 @@ def q6_graph_breaks(host: HostResult) -> Answer:
     command = "gpudiag repro cuda-graph-crash HOST"
     logged = _log_lines(host, "", breaks_only=True)
     gap = probe_gap(host, "cuda_graph", "--deep or `gpudiag repro cuda-graph-crash`")
-    if gap:
-        return (
-            Answer("Q6", ANSWERED, f"server log: {logged[0]}", command)
-            if logged
-            else _gpu_gap("Q6", host, gap, command)
-        )
-    data = probe(host, "cuda_graph") or {}
-    answer = _q6_from_cells(data, command)
-    if logged:  # a deeper run never drops what the server's own log showed
-        cells_said = answer.text if answer.status != NOT_CHECKED else f"repro {answer.text}"
-        answer = Answer("Q6", ANSWERED, f"server log: {logged[0]}; {cells_said}", command)
+    if gap and not logged:
+        return _gpu_gap("Q6", host, gap, command)
+    data = {} if gap else probe(host, "cuda_graph") or {}
+    value: dict[str, Any] = {"log": logged[0] if logged else None, "repro": None if gap else _repro(data)}
+    if not logged and not as_dict(value["repro"]).get("cells_run"):
+        return _not_checked("Q6", as_dict(value["repro"]).get("skip_reason") or "every cell skipped", command)
     ran_in = as_dict(data.get("interpreter")).get("path")
-    said = scope(host, str(ran_in) if ran_in else None, "graph results") if answer.status != NOT_CHECKED else ""
-    return Answer("Q6", answer.status, f"{answer.text}; {said}", command) if said else answer
+    value["scope"] = None if gap else scope(host, str(ran_in) if ran_in else None, "graph results") or None
+    return Answer("Q6", ANSWERED, q6_text(value), command, value)
 
 
-def _q6_from_cells(data: dict[str, Any], command: str) -> Answer:
+def _repro(data: dict[str, Any]) -> dict[str, Any]:
+    """What the repro cells showed: where graphs broke (algorithm, path, status, signature, sizes) and the
+    probe's own boundary per sweep."""
     cells = [c for c in as_list(data.get("cells")) if isinstance(c, dict)]
     ran = [c for c in cells if c.get("status") != "skipped"]
-    if not ran:
-        return _not_checked("Q6", str(data.get("skip_reason") or "every cell skipped"), command)
     failing = [c for c in ran if c.get("status") not in ("ok", "error")]
     gpu = as_dict(data.get("gpu"))
-    on = f"GPU {gpu.get('index', '?')} {gpu.get('compute_capability') or ''}".strip()
-    if not failing:
-        return Answer("Q6", ANSWERED, f"no break in {len(ran)} cells on {on} ({data.get('mode')} mode)", command)
-    signature_of = {str(s.get("name")): s for s in as_list(data.get("signatures")) if isinstance(s, dict)}
-    breaks = sorted(
+    references = {
+        str(s.get("name")): s.get("reference") for s in as_list(data.get("signatures")) if isinstance(s, dict)
+    }
+    breaks = []
+    for algorithm, path, status, signature in sorted(
         {(str(c.get("algorithm")), str(c.get("path")), str(c.get("status")), _signature_name(c)) for c in failing}
-    )
-    parts = []
-    for algorithm, path, status, signature in breaks:
+    ):
         mine = [c for c in failing if (str(c.get("path")), _signature_name(c)) == (path, signature)]
-        sizes = sorted({int(c["batch_size"]) for c in mine if isinstance(c.get("batch_size"), int)})
-        tokens = sorted({int(c["draft_tokens"]) for c in mine if isinstance(c.get("draft_tokens"), int)})
-        ref = as_dict(signature_of.get(signature)).get("reference")
-        parts.append(
-            f"{algorithm} {path} {status} at bs {','.join(map(str, sizes))} × draft tokens "
-            f"{','.join(map(str, tokens))} ({signature}" + (f", {ref})" if ref else ")")
+        breaks.append(
+            {
+                "algorithm": algorithm,
+                "path": path,
+                "status": status,
+                "batch_sizes": sorted({int(c["batch_size"]) for c in mine if isinstance(c.get("batch_size"), int)}),
+                "draft_tokens": sorted(
+                    {int(c["draft_tokens"]) for c in mine if isinstance(c.get("draft_tokens"), int)}
+                ),
+                "signature": signature,
+                "reference": references.get(signature),
+            }
         )
-    return Answer("Q6", ANSWERED, f"on {on}: " + "; ".join(parts), command)
+    boundaries = [
+        {k: b.get(k) for k in ("label", "failing_from_batch_size", "safe_up_to", "fail_status")}
+        for b in as_list(data.get("boundaries"))
+        if isinstance(b, dict)
+    ]
+    return {
+        "gpu": gpu.get("index"),
+        "compute_capability": gpu.get("compute_capability"),
+        "mode": data.get("mode"),
+        "cells_run": len(ran),
+        "skip_reason": None if ran else str(data.get("skip_reason") or "every cell skipped"),
+        "breaks": breaks,
+        "boundaries": boundaries,
+    }
+
+
+def _repro_text(repro: dict[str, Any]) -> str:
+    if not repro["cells_run"]:
+        return f"not checked — {repro['skip_reason']}"
+    gpu = "?" if repro.get("gpu") is None else repro["gpu"]
+    on = f"GPU {gpu} {repro.get('compute_capability') or ''}".strip()
+    if not repro["breaks"]:
+        return f"no break in {repro['cells_run']} cells on {on} ({repro.get('mode')} mode)"
+    parts = [
+        f"{b['algorithm']} {b['path']} {b['status']} at bs {','.join(map(str, b['batch_sizes']))} × draft tokens "
+        f"{','.join(map(str, b['draft_tokens']))} ({b['signature']}"
+        + (f", {b['reference']})" if b["reference"] else ")")
+        for b in repro["breaks"]
+    ]
+    return f"on {on}: " + "; ".join(parts)
+
+
+def q6_text(value: dict[str, Any]) -> str:
+    """Q6's sentence, from its value: the server log's own crash line first, then what the repro cells showed."""
+    repro = value.get("repro")
+    parts = [f"server log: {value['log']}"] if value.get("log") else []
+    if repro is not None:
+        said = _repro_text(repro)
+        parts.append(f"repro {said}" if value.get("log") and not repro["cells_run"] else said)
+    return with_scope("; ".join(parts), value)

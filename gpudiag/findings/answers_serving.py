@@ -14,7 +14,6 @@ from gpudiag.findings.serving import (
     bucket_text,
     endpoint_accept,
     serving_figures,
-    window_text,
 )
 from gpudiag.models import HostResult
 from gpudiag.probe_view import as_dict
@@ -26,6 +25,7 @@ COMMAND = "gpudiag scan HOST --probes deployment"
 def _server_value(item: ServerFigures) -> dict[str, Any]:
     figures = item.figures or {}
     value: dict[str, Any] = {
+        "server": item.label,
         "pid": item.server.get("pid"),
         "port": as_dict(item.server.get("args")).get("port"),
         "algorithm": item.algorithm or None,
@@ -59,77 +59,84 @@ def _reason(item: ServerFigures) -> str:
     return item.why if item.figures is None else "speculation off (no --speculative-algorithm)"
 
 
-def _endpoint_text(item: ServerFigures) -> str:
-    accept, where = endpoint_accept(item)
+def _endpoint_text(value: dict[str, Any]) -> str:
+    endpoint = as_dict(value.get("endpoint"))
+    accept = endpoint.get("accept_len") or []
     if not accept:
         return ""
     ranks = f" over {len(accept)} DP ranks" if len(accept) > 1 else ""
-    return f"; lifetime average accept length {sum(accept) / len(accept):.2f}{ranks} ({where}, warm-up included)"
-
-
-def _sentence(item: ServerFigures) -> str:
-    figures = item.figures or {}
-    head = f"{item.label}"
-    if item.figures is None:
-        if item.algorithm and _endpoint_text(item):
-            return f"{head}: {item.algorithm}, decode lines not read — {item.why}{_endpoint_text(item)}"
-        return f"{head}: not checked — {item.why}"
-    buckets = bucket_text(figures) or "no steady decode line"
-    graph = as_dict(figures.get("graph"))
-    graphs = (
-        (
-            f"graphs on in {graph.get('true', 0)}, off in {graph.get('false', 0)} of {figures.get('decode_lines')} "
-            "decode lines"
-        )
-        if graph.get("absent", 0) < (figures.get("decode_lines") or 0)
-        else "graphs not logged"
+    return (
+        f"; lifetime average accept length {sum(accept) / len(accept):.2f}{ranks} ({endpoint.get('from')}, "
+        "warm-up included)"
     )
-    if not item.algorithm:
+
+
+def _graphs_text(value: dict[str, Any]) -> str:
+    graph = as_dict(value.get("graph"))
+    if graph.get("absent", 0) >= (value.get("decode_lines") or 0):
+        return "graphs not logged"
+    return (
+        f"graphs on in {graph.get('true', 0)}, off in {graph.get('false', 0)} of {value['decode_lines']} decode lines"
+    )
+
+
+def _sentence(value: dict[str, Any]) -> str:
+    """One server's clause, from its value."""
+    head = str(value.get("server"))
+    if not value.get("decode_lines"):  # no log window was read: `reason` says why
+        if value.get("algorithm") and _endpoint_text(value):
+            return f"{head}: {value['algorithm']}, decode lines not read — {value['reason']}{_endpoint_text(value)}"
+        return f"{head}: not checked — {value['reason']}"
+    buckets = bucket_text(value) or "no steady decode line"
+    if not value.get("algorithm"):
         return f"{head}: not checked — speculation off (no --speculative-algorithm); tok/s by #running-req {buckets}"
-    accept = figures.get("median_accept_len")
+    accept = value.get("median_accept_len")
     said = (
         f"accept len {accept:.2f}" + (" — no draft token accepted" if accept <= NO_ACCEPTANCE else "")
         if isinstance(accept, (int, float))
         else "no accept len in the decode lines"
     )
-    dp = as_dict(figures.get("dp_sum"))
+    dp = as_dict(value.get("dp_sum"))
     dp_text = (
         f"; DP ranks summed at the same second: {dp['median_gen_throughput']:g} tok/s"
         if isinstance(dp.get("median_gen_throughput"), (int, float))
         else ""
     )
+    span = f", {value['first_ts']} to {value['last_ts']}" if value.get("first_ts") else ""
+    window = f"{value['decode_lines']} decode lines of {value.get('log') or 'the log'}{span}"
     return (
-        f"{head}: {item.algorithm}, {item.draft_tokens or 'default'} draft tokens, {said} over "
-        f"{window_text(item)}; tok/s by #running-req {buckets}; {graphs}{dp_text}{_endpoint_text(item)}"
+        f"{head}: {value['algorithm']}, {value.get('draft_tokens') or 'default'} draft tokens, {said} over "
+        f"{window}; tok/s by #running-req {buckets}; {_graphs_text(value)}{dp_text}{_endpoint_text(value)}"
     )
+
+
+def q10_text(value: dict[str, Any]) -> str:
+    """Q10's sentence, from its value: a clause per server, or why none was checked."""
+    servers = value.get("servers") or []
+    if not servers:
+        return f"not checked — {value.get('reason')}"
+    if not any(s["checked"] for s in servers):
+        reasons = [str(s["reason"]) for s in servers]
+        if len(set(reasons)) == 1 and len(servers) == 1:
+            return f"not checked — {reasons[0]}"
+        return "not checked — " + "; ".join(f"{s['server']}: {r}" for s, r in zip(servers, reasons))
+    return "; ".join(_sentence(s) for s in servers)
 
 
 def q10_speculation(host: HostResult) -> Answer:
     gap = probe_gap(host, "deployment", "--probes deployment")
     if gap:
-        return Answer(QID, NOT_CHECKED, f"not checked — {gap}", COMMAND, {"servers": [], "reason": gap})
+        said = {"servers": [], "reason": gap}
+        return Answer(QID, NOT_CHECKED, q10_text(said), COMMAND, said)
     items = serving_figures(host)
     if not items:
-        return Answer(
-            QID,
-            NOT_CHECKED,
-            "not checked — no live sglang server",
-            "",
-            {"servers": [], "reason": "no live sglang server"},
-        )
-    values = [_server_value(i) for i in items]
-    text = "; ".join(_sentence(i) for i in items)
-    checked = [v for v in values if v["checked"]]
-    speculative = [i for i in items if i.algorithm]
-    complete = [v for v in checked if v.get("decode_lines")]
+        said = {"servers": [], "reason": "no live sglang server"}
+        return Answer(QID, NOT_CHECKED, q10_text(said), "", said)
+    value = {"servers": [_server_value(i) for i in items]}
+    checked = [v for v in value["servers"] if v["checked"]]
     if not checked:
-        reasons = [str(v["reason"]) for v in values]
-        said = (
-            reasons[0]
-            if len(set(reasons)) == 1 and len(items) == 1
-            else "; ".join(f"{i.label}: {r}" for i, r in zip(items, reasons))
-        )
         # The reason says what to do (name the log, wait for load, …): rerunning the same scan would not help.
-        return Answer(QID, NOT_CHECKED, f"not checked — {said}", "", {"servers": values})
-    status = ANSWERED if len(complete) == len(speculative) else PARTIAL
-    return Answer(QID, status, text, COMMAND, {"servers": values})
+        return Answer(QID, NOT_CHECKED, q10_text(value), "", value)
+    complete = [v for v in checked if v.get("decode_lines")]
+    speculative = [i for i in items if i.algorithm]
+    return Answer(QID, ANSWERED if len(complete) == len(speculative) else PARTIAL, q10_text(value), COMMAND, value)

@@ -46,7 +46,11 @@ def release_of(server: dict[str, Any]) -> str:
 
 def server_release(server: dict[str, Any]) -> str:
     """'sglang 0.5.11 in /venv/bin/python': the server's own release and interpreter."""
-    return f"{release_of(server)} in {server.get('python') or 'an unknown interpreter'}"
+    return release_in(release_of(server), server.get("python"))
+
+
+def release_in(release: str, python: Any) -> str:
+    return f"{release} in {python or 'an unknown interpreter'}"
 
 
 def several_servers(host: HostResult) -> bool:
@@ -84,13 +88,25 @@ def read_for_live_server(host: HostResult, python: str | None) -> bool:
     return bool(python) and any(s.get("python") == python for s in servers_of(host))
 
 
-def explicit_note(host: HostResult) -> str:
-    """'--python P differs from a live server's interpreter (Q)' when the scan's --python is not a server's."""
+def explicit_python(host: HostResult) -> dict[str, Any] | None:
+    """{path, differs_from_live: [interpreters]} when the scan's --python is not a live server's interpreter."""
     chosen = as_dict(dig(probe(host, "deployment"), "interpreter"))
     others = [str(o) for o in as_list(chosen.get("differs_from_live"))]
     if chosen.get("why") != "explicit" or not others:
-        return ""
-    return f"--python {chosen.get('path')} differs from a live server's interpreter ({', '.join(others)})"
+        return None
+    return {"path": chosen.get("path"), "differs_from_live": others}
+
+
+def explicit_text(given: dict[str, Any]) -> str:
+    return (
+        f"--python {given['path']} differs from a live server's interpreter ({', '.join(given['differs_from_live'])})"
+    )
+
+
+def explicit_note(host: HostResult) -> str:
+    """'--python P differs from a live server's interpreter (Q)' when the scan's --python is not a server's."""
+    given = explicit_python(host)
+    return explicit_text(given) if given else ""
 
 
 def scope(host: HostResult, python: str | None, what: str) -> str:

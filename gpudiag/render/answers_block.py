@@ -1,8 +1,10 @@
 """The answers block every report opens with: one line per question when the hosts agree, a per-host table when
-they differ, and the coverage line ("N of M questions answered on K hosts")."""
+they differ, and the coverage line ("N of M questions answered on K hosts"). Hosts share a line when their
+sentences agree; in JSON they share an entry only when their structured values agree too."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -56,11 +58,27 @@ class AnswerSet:
                 {
                     "id": qid,
                     "question": question,
-                    "answers": [dict(g.answer.to_dict(), hosts=list(g.hosts), command=g.command()) for g in groups],
+                    "answers": [
+                        dict(g.answer.to_dict(), hosts=list(g.hosts), command=g.command())
+                        for group in groups
+                        for g in self._by_value(index, group)
+                    ],
                 }
-                for qid, question, groups in self.questions
+                for index, (qid, question, groups) in enumerate(self.questions)
             ],
         }
+
+    def _by_value(self, index: int, group: AnswerGroup) -> list[AnswerGroup]:
+        """A group's hosts split where their structured values differ (a value may hold facts its sentence leaves
+        out, such as a port): each JSON entry's value is every listed host's own."""
+        split: dict[str, list[str]] = {}
+        first: dict[str, Answer] = {}
+        for name in group.hosts:
+            answer = self.per_host[name][index]
+            key = json.dumps(answer.value, sort_keys=True, default=str)
+            split.setdefault(key, []).append(name)
+            first.setdefault(key, answer)
+        return [AnswerGroup(first[k], tuple(names), group.argv) for k, names in split.items()]
 
 
 def answer_set(run: LoadedRun) -> AnswerSet:

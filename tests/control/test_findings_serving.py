@@ -1,9 +1,10 @@
 """The serving findings and Q10 on host results whose figures the probe-side parser made from real logs
 quoted in public sglang issues (tests/fixtures/serving) and from decode lines in sglang's own format."""
+import json
 from pathlib import Path
 
 from gpudiag.findings import serving, serving_fleet
-from gpudiag.findings.answers_serving import q10_speculation
+from gpudiag.findings.answers_serving import q10_speculation, q10_text
 from gpudiag.models import HostResult, ProbeResult
 from probes.servingstats.figures import figures
 
@@ -101,6 +102,7 @@ def test_q10_value_and_sentence():
     assert servers[11]["reason"] == "no log found: stdout is pipe"
     assert "DFLASH, 8 draft tokens, accept len 3.81 over 6 decode lines of /proc/1/fd/1" in answer.text
     assert "graphs on in 0, off in 6 of 6 decode lines" in answer.text
+    assert q10_text(json.loads(json.dumps(answer.value))) == answer.text    # rendered from its value, as JSON holds it
 
 
 def test_q10_not_checked_reasons():
@@ -113,6 +115,7 @@ def test_q10_not_checked_reasons():
     assert answer.to_dict()["value"]["servers"][0]["checked"] is False
     off = q10_speculation(host("h1", [(9, BASE)], {"9": log(figures(decode(1, None, 65, True)))}))
     assert off.status == "not checked" and off.text.startswith("not checked — speculation off")
+    assert all(q10_text(a.value) == a.text for a in (answer, off, q10_speculation(missing)))
 
 
 def test_q10_offers_a_command_only_where_rerunning_helps():
@@ -131,6 +134,7 @@ def test_q10_uses_the_servers_endpoint_when_its_log_is_missing():
     assert answer.status == "partial"
     assert "decode lines not read — no log found: stdout is pipe" in answer.text
     assert "lifetime average accept length 3.56 over 2 DP ranks (/server_info, warm-up included)" in answer.text
+    assert q10_text(answer.value) == answer.text
     [server] = answer.to_dict()["value"]["servers"]
     assert server["checked"] is True and server["drafts_accepted"] is True and server["endpoint"] == {"accept_len": [3.52, 3.61], "from": "/server_info",
                                                                  "reason": None}
