@@ -91,3 +91,10 @@ def test_only_sigkill_gets_a_follow_up():
     assert oom_check.wanted(CommandResult(137, b"", b"", 1.0))          # a shell's report of SIGKILL
     assert not oom_check.wanted(CommandResult(None, b"", b"", 1.0, signal="SIGSEGV"))
     assert not oom_check.wanted(CommandResult(0, b"", b"", 1.0))
+
+
+def test_an_announcement_is_never_quoted_as_the_hosts_last_stderr_line():
+    from gpudiag.host_status import classify
+    command = CommandResult(1, b"", b"real trouble\n" + announcement("n1", 5), 1.0)
+    result = classify(Host(name="h", address="h"), command, "n1", 60.0)
+    assert result.reason.endswith("stderr: real trouble"), result.reason
