@@ -39,7 +39,8 @@ def host(tmp_path):
     that copies the runner's stderr to a file the test reads the announcement from."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    executable(bin_dir / "nvidia-smi", "#!/bin/sh\nexec sleep 60\n")
+    # the hanging stand-in outlives the killed runner: scan_and_kill ends it by its pid
+    executable(bin_dir / "nvidia-smi", f"#!/bin/sh\necho $$ >> {tmp_path / 'nvidia-smi.pids'}\nexec sleep 60\n")
     executable(bin_dir / "dmesg", f"#!/bin/sh\nexec cat {tmp_path / 'kernel.log'}\n")
     executable(bin_dir / "journalctl", "#!/bin/sh\necho 'No journal files were found.' >&2\nexit 1\n")
     stderr_copy = tmp_path / "runner-stderr.log"
@@ -73,6 +74,12 @@ def scan_and_kill(host, kernel_lines):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        hung = host["tmp"] / "nvidia-smi.pids"
+        for stray in hung.read_text().split() if hung.exists() else []:
+            try:
+                os.kill(int(stray), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     assert proc.returncode == 3, err
     run_dir = max((host["tmp"] / "reports" / "runs").iterdir())
     result = json.loads((run_dir / "hosts" / "localhost.json").read_text())
