@@ -101,6 +101,9 @@ def test_an_oom_kill_of_the_runner_is_confirmed_from_the_kernel_log(host):
     assert f"- localhost: status probe_killed: {result['reason']}" in report
     assert "The kernel's OOM killer ended the probes" in report
     assert "check the kernel log" not in report            # the log was read: no advice to read it
+    as_json = json.loads(subprocess.run([sys.executable, "-m", "gpudiag", "report", "--json"], capture_output=True,
+                                        text=True, env=host["env"], timeout=60).stdout)
+    assert as_json["hosts"][0]["oom"] == oom
 
 
 def test_a_kill_the_kernel_log_does_not_record_is_not_found(host):
