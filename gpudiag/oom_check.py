@@ -47,9 +47,10 @@ def announced_processes(stderr: bytes, nonce: str) -> list[Announced]:
             doc = json.loads(body)
         except ValueError:
             continue
-        pid, clock = doc.get("pid") if isinstance(doc, dict) else None, (doc or {}).get("clock_s")
+        if not isinstance(doc, dict):
+            continue
+        pid, clock, role = doc.get("pid"), doc.get("clock_s"), doc.get("role")
         if isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid < 2**31:
-            role = doc.get("role")
             found.append(
                 Announced(
                     pid,
@@ -100,7 +101,8 @@ def judge(found: Any, processes: list[Announced], in_container: bool = False) ->
     if not isinstance(source, str):
         reasons = [str(r) for r in found.get("reasons") or [] if isinstance(r, str)][:5]
         return _verdict("not_readable", reason="; ".join(reasons) or "no kernel log on the host")
-    lines = [line[:MAX_LINE] for line in found.get("lines") or [] if isinstance(line, str)][-MAX_LINES:]
+    sent = found.get("lines")
+    lines = [line[:MAX_LINE] for line in sent if isinstance(line, str)][-MAX_LINES:] if isinstance(sent, list) else []
     by_pid = {p.pid: p for p in processes}
     started = min((p.clock_s for p in processes if p.clock_s is not None), default=None)
     matches = [

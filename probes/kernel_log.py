@@ -99,7 +99,10 @@ def read_bounded(argv, timeout=COMMAND_TIMEOUT, max_bytes=MAX_BYTES):
         except OSError:
             pass
         return None, bytes(kept), "%s: no answer within %.0f s" % (argv[0], timeout)
-    code = proc.wait()
+    try:
+        code = proc.wait(timeout=2)  # both pipes closed: it is exiting
+    except subprocess.TimeoutExpired:
+        code = None
     last = err.decode("utf-8", "replace").strip().splitlines()[-1:]
     return code, bytes(kept), (last[0][:200] if last else None)
 
@@ -151,7 +154,12 @@ def _oom_only(lines):
 
 def main(payload):
     """Entry for the bootstrap: one frame with what `oom_lines` found."""
-    from probes.runner import write_frame  # the runner's framing, one format for every frame gpudiag reads
-    document = {"schema": 1, "kernel_log": oom_lines()}
+    from probes.runner import error_data, write_frame  # the runner's framing: one format for every frame
+    try:
+        found = oom_lines()
+    except Exception as exc:  # never a missing frame: the control side reads the reason
+        error = error_data(exc)
+        found = {"source": None, "reasons": ["reading the kernel log failed: %s: %s" % (error["type"], error["message"])]}
+    document = {"schema": 1, "kernel_log": found}
     write_frame(document, str(payload.get("nonce") or "0"), 1)
     return 0
