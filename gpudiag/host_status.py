@@ -63,7 +63,9 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
                 reason=f"{host.python}: no such interpreter on the host (exit {command.exit_code})",
                 **base,
             )
-        last = command.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        # The runner's own pid announcements (GPUDIAG-PROCESS) say nothing of why the frame is missing.
+        lines = command.stderr.decode("utf-8", "replace").strip().splitlines()
+        last = [line for line in lines if not line.startswith("GPUDIAG-PROCESS ")][-1:] or [""]
         hint = f"; stderr: {last[0][:160]}" if last[0] else ""
         return HostResult(
             status=FRAME_ERROR, reason=f"{exc} (exit {command.exit_code}){hint}", output_tail=tails, **base

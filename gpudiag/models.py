@@ -169,6 +169,8 @@ class HostResult:
     duration_s: float = 0.0
     probes: dict[str, ProbeResult] = field(default_factory=dict)
     output_tail: dict[str, str] | None = None  # kept when the output could not be read
+    # After a SIGKILL: what the kernel's log says of it (gpudiag/oom_check.py), e.g. {"verdict": "confirmed", ...}
+    oom: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -193,6 +195,8 @@ class HostResult:
         }
         if self.output_tail:
             out["output_tail"] = self.output_tail
+        if self.oom is not None:
+            out["oom"] = self.oom
         return out
 
     @classmethod
@@ -210,6 +214,7 @@ class HostResult:
             duration_s=number_field(doc, "duration_s", what),
             probes=probes,
             output_tail={str(k): str(v) for k, v in tail.items()} if tail else None,
+            oom=typed_field(doc, "oom", dict, what, "a JSON object"),
         )
 
 

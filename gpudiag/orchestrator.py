@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from gpudiag import bundle
+from gpudiag import bundle, oom_check
 from gpudiag.host_status import transport_name, classify
 from gpudiag.models import (
     INTERNAL_ERROR,
@@ -127,6 +127,7 @@ class Orchestrator:
         if self._stopping.is_set():  # stop() ran between the check above and the registration
             transport.close()
         engine_log = None
+        oom: dict[str, Any] | None = None
         try:
             command = transport.run(
                 bundle.bootstrap_argv(host.python),
@@ -139,11 +140,15 @@ class Orchestrator:
                 engine_log = container_logs.fetch(
                     transport, str(host.container), self.request.timeout - (time.monotonic() - started)
                 )
+            if oom_check.wanted(command) and not self._stopping.is_set():  # was it the OOM killer?
+                left = self.request.timeout - (time.monotonic() - started)
+                oom = oom_check.follow_up(transport, host, command, payload.nonce, left)
         finally:
             with self._lock:
                 self._open.pop(host.name, None)
             transport.close()
         result = classify(host, command, payload.nonce, self.request.timeout)
+        result = oom_check.attach(result, command, oom)
         if engine_log is not None:  # the engine's log, read outside the container
             result = container_logs.attach(result, str(host.container), engine_log)
         return result

@@ -99,6 +99,7 @@ def spawn(python, entry, modules, env=None, stderr=None, payload_fields=None, cl
     proc = subprocess.Popen(serving_argv(python), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=stderr if stderr is not None else subprocess.PIPE, env=env,
                             start_new_session=True, cwd=CHILD_CWD)
+    events.announce_process("child", proc.pid)  # the OOM killer may pick a child: name it too
     data = child_payload(entry, modules, **(payload_fields or {}))
 
     def send():

@@ -10,8 +10,10 @@ next to it. Standard library only; emitting never raises.
 import json
 import os
 import threading
+import time
 
 MARK = "GPUDIAG-EVENT "
+PROCESS_MARK = "GPUDIAG-PROCESS "  # a process of the run named by pid (announce_process)
 CHILD_MARK = "GPUDIAG-CHILD-EVENT "
 MAX_TEXT = 120      # characters of one string field
 MAX_LINE = 1024     # bytes of one event line, mark and nonce included
@@ -19,13 +21,13 @@ STEPS = ("probe", "device", "cell", "launch", "level")
 STATES = ("started", "finished")
 
 _lock = threading.Lock()
-_sink = {"fd": None, "prefix": b"", "writer": None}
+_sink = {"fd": None, "prefix": b"", "writer": None, "nonce": ""}
 
 
 def open_stream(nonce, fd=2):
     """In the runner: events go to `fd` (the original stderr), each line tagged with the run's nonce."""
     with _lock:
-        _sink.update(fd=fd, prefix=("%s%s " % (MARK, nonce)).encode("utf-8"), writer=None)
+        _sink.update(fd=fd, prefix=("%s%s " % (MARK, nonce)).encode("utf-8"), writer=None, nonce=nonce)
 
 
 def close_stream():
@@ -65,6 +67,20 @@ def emit(probe, step, state, **fields):
                 _write_line(_sink["fd"], _sink["prefix"], doc)
     except Exception:
         pass   # progress is a courtesy: it never costs a probe its result
+
+
+def announce_process(role, pid=None):
+    """In the runner: name a process of this run on its stderr (`GPUDIAG-PROCESS <nonce> {json}`), its pid and
+    when it started on CLOCK_MONOTONIC, the clock the kernel stamps its log with. After a SIGKILL the control
+    side looks for these pids among the OOM killer's records (probes/kernel_log.py). Never raises."""
+    try:
+        doc = {"pid": int(pid or os.getpid()), "role": _text(role), "clock_s": round(time.monotonic(), 3)}
+        with _lock:
+            if _sink["fd"] is not None:
+                prefix = ("%s%s " % (PROCESS_MARK, _sink["nonce"])).encode("utf-8")
+                _write_line(_sink["fd"], prefix, doc)
+    except Exception:
+        pass
 
 
 def forward(line):

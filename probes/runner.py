@@ -142,6 +142,7 @@ def main(payload):
     frame_fd = os.dup(1)
     os.dup2(2, 1)  # from here on, fd 1 is stderr: stray prints cannot break the frame
     events.open_stream(nonce, 2)   # progress lines on stderr, read by the control side as they come
+    events.announce_process("runner")   # first thing on stderr: a kill can be looked up by this pid
     try:
         document = run_all(payload)
     except BaseException as exc:

@@ -245,6 +245,12 @@ class RecordedKeys:
         except OSError:
             return []
 
+    def __enter__(self) -> "RecordedKeys":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.report()  # interrupted or not: keys recorded before the end are in the file
+
     def report(self) -> None:
         for line in self._lines():
             if line in self.before or len(line.split()) < 3:

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import ResultConsole, Seconds, inventory_option, load_hosts, reports_dir_option
+from gpudiag.cli.common import RecordedKeys, ResultConsole, Seconds, inventory_option, load_hosts, reports_dir_option
 from gpudiag.cli.common import complete_targets
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
@@ -170,9 +170,10 @@ def cuda_graph_crash(
     hosts = load_hosts(targets or ("localhost",), inventory_path, python)
     request = _request(plan, timeout)
     factory = transports(accept_new=accept_new, known_hosts=known_hosts)
-    if plan_only:  # nothing is stored: a plan is no run
-        return _print_plans(Orchestrator(request, factory).run(hosts), as_json)
-    return _run_repro(plan, hosts, request, factory, reports_dir, as_json, fail_on)
+    with RecordedKeys(known_hosts, accept_new):  # said at the end: a plan connects and records keys too
+        if plan_only:  # nothing is stored: a plan is no run
+            return _print_plans(Orchestrator(request, factory).run(hosts), as_json)
+        return _run_repro(plan, hosts, request, factory, reports_dir, as_json, fail_on)
 
 
 def _request(plan: plan_mod.ReproPlan, timeout: float) -> ScanRequest:

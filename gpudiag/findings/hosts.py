@@ -38,9 +38,9 @@ def unscanned_hosts(hosts: list[HostResult]) -> list[Finding]:
                 title=f"{'scanned in part' if partial else 'could not be scanned'} ({host.status})",
                 hosts=(host.name,),
                 evidence=tuple(evidence),
-                recommendation=_advice(host.status),
+                recommendation=_advice_for(host),
                 sources=(f"{host.name}",),
-                action=_advice(host.status),
+                action=_advice_for(host),
             )
         )
     return findings
@@ -49,6 +49,22 @@ def unscanned_hosts(hosts: list[HostResult]) -> list[Finding]:
 def _error_line(error: object) -> str:
     error = as_dict(error)
     return f"{error.get('type', 'error')}: {error.get('message', '')}".strip()
+
+
+# A killed host whose kernel log was read: the advice follows what it said, never "look at the log" again.
+_OOM_ADVICE = {
+    "confirmed": "The kernel's OOM killer ended the probes (the reason names the process and its memory): rescan "
+    "with fewer probes, or when the host's memory is not taken by its server.",
+    "not_found": "The kernel log records no OOM kill of the probes: something else sent SIGKILL (a scheduler's "
+    "memory or time limit, a watchdog, a person); look there, then rescan the host.",
+}
+
+
+def _advice_for(host: HostResult) -> str:
+    verdict = (host.oom or {}).get("verdict")
+    if isinstance(verdict, str) and verdict in _OOM_ADVICE:
+        return _OOM_ADVICE[verdict]
+    return _advice(host.status)
 
 
 def _advice(status: str) -> str:

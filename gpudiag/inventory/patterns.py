@@ -2,7 +2,8 @@
 
 Ranges: pdsh/Slurm `gpu-[01-03,07]` and Ansible `gpu-[01:08]`, `[a:f]`, `[1:9:2]`; several brackets
 multiply, zero padding follows the first bound. A bracket that is neither is an error, never a host.
-Patterns: terms joined by `,` or `:` (outside brackets); `!term` removes, `&term` intersects, the plain
+Patterns: terms joined by `,` or by `:` (outside brackets; with a `,` only `,` separates, as in Ansible,
+and a term that still holds a `:` is refused); `!term` removes, `&term` intersects, the plain
 terms are a union (Ansible evaluates them in that order, and starts from `all` when only `!`/`&` terms
 are given); a term is a group, a host, a range, a shell wildcard, `~regex`, or any of these but a
 range with a subscript (`gpus[0]`, `gpus[-1]`, `gpus[1:2]`, `gpus[1:]`) selecting from its hosts in
@@ -101,26 +102,54 @@ class Term:
 
 
 def split_pattern(pattern: str) -> list[Term]:
-    """`a:b,!c:&d` → terms; separators inside brackets belong to the range."""
-    terms, depth, word = [], 0, ""
-    for c in pattern + ",":
-        if c == "[":
-            depth += 1
-        elif c == "]":
-            depth = max(0, depth - 1)
-        if c in ",:" and depth == 0:
-            if word.strip():
-                text = word.strip()
-                op = text[0] if text[0] in "!&" else ""
-                if op and not text[1:].strip():
-                    raise PatternError(f"pattern {pattern!r}: {op!r} with no name after it")
-                terms.append(Term(text[1:].strip() if op else text, op))
-            word = ""
-        else:
-            word += c
+    """`a:b:!c:&d` or `a,b,!c,&d` → terms; separators inside brackets belong to the range. As Ansible's
+    split_host_pattern: a pattern holding `,` is split at `,` only, so a `:` left in a term is no separator
+    there; such a term (`gpus,web:!gpus[0]`) is refused, unless it is a `[user@]host:port` or IPv6 address."""
+    pieces = _outside_brackets(pattern, ",")
+    if len(pieces) > 1:
+        for piece in pieces:
+            _refuse_mixed(piece.strip(), pattern)
+    else:
+        pieces = _outside_brackets(pattern, ":")
+    terms = [_term(piece.strip(), pattern) for piece in pieces if piece.strip()]
     if not terms:
         raise PatternError(f"pattern {pattern!r} names nothing")
     return terms
+
+
+def _outside_brackets(text: str, separator: str) -> list[str]:
+    pieces, depth, word = [], 0, ""
+    for c in text:
+        depth = depth + 1 if c == "[" else max(0, depth - 1) if c == "]" else depth
+        if c == separator and depth == 0:
+            pieces.append(word)
+            word = ""
+        else:
+            word += c
+    return pieces + [word]
+
+
+def _term(text: str, pattern: str) -> Term:
+    op = text[0] if text[0] in "!&" else ""
+    if op and not text[1:].strip():
+        raise PatternError(f"pattern {pattern!r}: {op!r} with no name after it")
+    return Term(text[1:].strip() if op else text, op)
+
+
+# A term with a `:` that is an address, not a separator: `ops@gpu-09:2222`, `fe80::1`.
+_ADDRESS = re.compile(r"^[!&]?(?:[^@\s]+@)?(?:[^:\[\]\s@]+:[0-9]{1,5}|[0-9a-fA-F]*:[0-9a-fA-F.]*:[0-9a-fA-F:.]*)$")
+
+
+def _refuse_mixed(piece: str, pattern: str) -> None:
+    """A `,`-separated term holding a `:` outside brackets: Ansible reads it as one name that matches nothing
+    (it warns "Could not match supplied host pattern, ignoring"); gpudiag says so, with the pattern to write."""
+    if len(_outside_brackets(piece, ":")) == 1 or _ADDRESS.match(piece):
+        return
+    words = [w.strip() for p in _outside_brackets(pattern, ",") for w in _outside_brackets(p, ":") if w.strip()]
+    raise PatternError(
+        f"pattern {pattern!r} mixes ',' and ':': Ansible splits a pattern holding ',' at ',' only, so {piece!r} "
+        f"is one name there and matches nothing; write {','.join(words)!r} (one separator throughout)"
+    )
 
 
 def is_wildcard(text: str) -> bool:

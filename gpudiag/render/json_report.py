@@ -61,6 +61,8 @@ def _host(host: HostResult, verdict: Verdict) -> dict[str, Any]:
         doc = {"name": host.name, "status": host.status, "unreadable": f"{type(exc).__name__}"}
     if status is not None:
         doc["verdict"] = {"status": status.status, "reasons": list(status.reasons)}
+    if host.oom is not None:  # a SIGKILL's kernel-log verdict (gpudiag/oom_check.py), as stored
+        doc["oom"] = host.oom
     return doc
 
 

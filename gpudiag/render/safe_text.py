@@ -162,6 +162,7 @@ def clean_host(host: HostResult) -> HostResult:
         python=clean(host.python),
         probes=probes,
         output_tail=tail,
+        oom=clean_data(host.oom) if isinstance(host.oom, dict) else None,
     )
 
 

@@ -28,18 +28,28 @@ def killed_result(seen: dict[str, Any], stdout: bytes, stderr: bytes, duration_s
     return CommandResult(None, stdout, stderr, duration_s, signal=seen["signal"], core_dumped=seen["core_dumped"])
 
 
-def describe_kill(command: CommandResult) -> str | None:
-    """The one-line reason for a command that died of a signal, or None."""
-    name = command.signal
-    how = ""
-    if name is None and command.exit_code is not None and 128 < command.exit_code < 160:
+def kill_signal(command: CommandResult) -> tuple[str, str] | None:
+    """(the signal's name, how it was learnt) for a command that died of a signal, or None."""
+    if command.signal is not None:
+        return command.signal, ""
+    if command.exit_code is not None and 128 < command.exit_code < 160:
         shell_report = signal_name(command.exit_code - 128)
         if shell_report in FATAL_SIGNALS:
-            name, how = shell_report, f" (exit {command.exit_code}, the shell's report of it)"
-    if name is None:
+            return shell_report, f" (exit {command.exit_code}, the shell's report of it)"
+    return None
+
+
+def describe_kill(command: CommandResult, oom_hint: bool = True) -> str | None:
+    """The one-line reason for a command that died of a signal, or None. `oom_hint`: for SIGKILL, point at the
+    kernel log (False once the log was read: gpudiag/oom_check.py says what it found)."""
+    killed = kill_signal(command)
+    if killed is None:
         return None
+    name, how = killed
     oom = (
-        "; the kernel's OOM killer sends SIGKILL too, look for it in the host's kernel log" if name == "SIGKILL" else ""
+        "; the kernel's OOM killer sends SIGKILL too, look for it in the host's kernel log"
+        if name == "SIGKILL" and oom_hint
+        else ""
     )
     core = " and dumped core" if command.core_dumped else ""
     return f"the probe process was killed by {name} on the host{how}{core}{oom}"

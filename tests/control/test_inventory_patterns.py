@@ -69,8 +69,12 @@ def test_unexpandable_brackets_are_errors(text):
 
 
 def test_pattern_terms_keep_ranges_whole():
-    terms = split_pattern("gpu-[01:04]:!gpu-02,&h200")
-    assert [(t.op, t.text) for t in terms] == [("", "gpu-[01:04]"), ("!", "gpu-02"), ("&", "h200")]
+    for pattern in ("gpu-[01:04]:!gpu-02:&h200", "gpu-[01:04],!gpu-02,&h200", "gpu-[01-03,04],!gpu-02,&h200"):
+        terms = split_pattern(pattern)
+        assert [(t.op, t.text) for t in terms][1:] == [("!", "gpu-02"), ("&", "h200")]
+        assert terms[0].text.startswith("gpu-[01")
+    with pytest.raises(PatternError, match="mixes ',' and ':'"):   # Ansible would ignore 'gpu-[01:04]:!gpu-02'
+        split_pattern("gpu-[01:04]:!gpu-02,&h200")
     with pytest.raises(PatternError):
         split_pattern("gpus:!")
 

@@ -1,10 +1,11 @@
 """Every Ansible host pattern form through `gpudiag hosts`: subscripts and slices, `~regex`, wildcards
-with subscripts, combinations with `:`, `:&`, `:!` and `,`, `@FILE`; real `ansible -i INV PATTERN
---list-hosts` is the oracle for which hosts, in which order."""
+with subscripts, combinations with `:`, `:&`, `:!` and `,` (and the two mixed, which Ansible splits at `,`
+only), `@FILE`; real `ansible -i INV PATTERN --list-hosts` is the oracle for which hosts, in which order."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +21,20 @@ PATTERNS = [
     "gpus[0]", "gpus[1:2]", "gpus[-1]", "gpus[1:]", "gpus[2:0]", "fleet[0]", "fleet[2:4]", "deep[1:3]",
     "all[0]", "all[-1]", "all", "deep", "fleet:!gpus[0]", "fleet:&h100[0:1]", "gpus[0],h100[-1]",
     "gpu*[0]", "~gpu-0[12]", "~edge", "edge:gpus:!~gpu-0[13]", "!gpus", "&h100:gpus", "gpu-0*:!h100",
+    # `,` as the one separator, with the `:` of slices inside brackets, spaces, empty terms, a trailing `:`
+    "gpus,&h100", "!h100,gpus", "gpus, !gpu-01", "edge,,h100", "gpus[1:2],h100[0]", "deep,!edge,&h100[0:1]",
+    "gpus:", ":gpus", "fleet[2:4],!~gpu-0[5]",
+]
+# `,` and `:` mixed: Ansible splits at `,` only and ignores the term left holding `:` with a warning (or, for
+# a bare `!`, fails); gpudiag refuses the pattern in one line naming that term and the pattern to write.
+MIXED = [
+    ("gpus,edge:!gpus[0]", "edge:!gpus[0]", "gpus,edge,!gpus[0]"),
+    ("gpus,h100:&edge", "h100:&edge", "gpus,h100,&edge"),
+    ("edge:gpus,h100", "edge:gpus", "edge,gpus,h100"),
+    ("gpus:!h100,edge", "gpus:!h100", "gpus,!h100,edge"),
+    ("deep:!edge,h100", "deep:!edge", "deep,!edge,h100"),
+    ("gpus,:edge", ":edge", "gpus,edge"),
+    ("gpus[1:2],h100[0]:edge", "h100[0]:edge", "gpus[1:2],h100[0],edge"),
 ]
 
 
@@ -53,6 +68,40 @@ def test_pattern_selects_what_ansible_selects(pattern):
     expected = ansible_list_hosts(pattern)
     assert expected, pattern
     assert names(pattern) == expected
+
+
+def ansible_run(pattern: str):
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=str(Path.cwd() / ".ansible-tmp"))
+    return subprocess.run([ANSIBLE, "-i", str(INV), pattern, "--list-hosts"], capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+
+
+@pytest.mark.skipif(ANSIBLE is None, reason="ansible-core not installed")
+@pytest.mark.parametrize("pattern, ignored, written", MIXED)
+def test_mixed_separators_ansible_ignores_a_term_of_are_refused_in_one_line(pattern, ignored, written):
+    done = ansible_run(pattern)
+    warned = re.sub(r"\[-?[0-9:]*\]$", "", ignored)            # Ansible names the term less its subscript
+    assert done.returncode == 0 and f"Could not match supplied host pattern, ignoring: {warned}\n" in done.stderr
+    result = hosts(pattern)
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert (f"pattern {pattern!r} mixes ',' and ':': Ansible splits a pattern holding ',' at ',' only, so "
+            f"{ignored!r} is one name there and matches nothing; write {written!r}") in result.stderr
+    assert names(written) == ansible_list_hosts(written)      # the pattern it suggests means what it says
+    limited = hosts("all", "--limit", pattern)                # --limit reads patterns the same way
+    assert limited.exit_code == 2 and f"so {ignored!r} is one name there" in limited.stderr
+
+
+@pytest.mark.skipif(ANSIBLE is None, reason="ansible-core not installed")
+def test_a_bare_operator_after_a_comma_is_an_error_where_ansible_crashes():
+    assert ansible_run("gpus,!").returncode != 0             # ansible-core: IndexError, "probably a bug"
+    result = hosts("gpus,!")
+    assert result.exit_code == 2 and "pattern 'gpus,!': '!' with no name after it" in result.stderr
+
+
+def test_an_address_with_a_port_in_a_comma_list_is_one_term():
+    from gpudiag.inventory.patterns import split_pattern
+    assert [t.text for t in split_pattern("gpus,ops@gpu-09:2222,fe80::1,!gpu-01")] == [
+        "gpus", "ops@gpu-09:2222", "fe80::1", "gpu-01"]
 
 
 @pytest.mark.skipif(ANSIBLE is None, reason="ansible-core not installed")

@@ -174,6 +174,10 @@ def test_a_probe_killed_on_the_host_is_probe_killed_with_its_signal_not_a_droppe
     assert hosts["sigkill"]["status"] == "probe_killed", hosts["sigkill"]["reason"]
     assert hosts["sigkill"]["reason"].startswith("the probe process was killed by SIGKILL on the host")
     assert "OOM killer" in hosts["sigkill"]["reason"]
+    # no runner ran to announce a pid (the stand-in kills itself first): the kernel log is not searched
+    assert hosts["sigkill"]["oom"] == {"verdict": "not_checked",
+                                       "reason": "the runner was killed before it announced its pid"}
+    assert "sigsegv" not in hosts or "oom" not in hosts["sigsegv"]          # only SIGKILL is the OOM killer's
     assert hosts["sigsegv"]["status"] == "probe_killed"
     assert "killed by SIGSEGV on the host" in hosts["sigsegv"]["reason"]
     assert hosts["shell"]["status"] == "probe_killed"

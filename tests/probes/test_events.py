@@ -159,8 +159,18 @@ def test_a_real_childs_events_reach_the_runners_stream_through_its_parent(pipe):
     proc.wait(timeout=60)
     close_streams(proc)
     assert answers == [{"done": True}]
-    (line,) = pipe.lines()
+    announced, line = pipe.lines()     # the child is named by its pid first, for a kill's follow-up
+    assert announced.startswith("GPUDIAG-PROCESS n0 ") and json.loads(announced.split(" ", 2)[2])["pid"] == proc.pid
     assert line.startswith("GPUDIAG-EVENT n0 ") and '"what":"GPU 0"' in line
+
+
+def test_the_runner_announces_itself_on_the_stream_and_nowhere_else(pipe):
+    events.announce_process("runner")
+    (line,) = pipe.lines()
+    doc = json.loads(line[len("GPUDIAG-PROCESS n0 "):])
+    assert line.startswith("GPUDIAG-PROCESS n0 ") and doc["pid"] == os.getpid() and doc["role"] == "runner"
+    assert abs(doc["clock_s"] - time.monotonic()) < 60     # the kernel log's clock (CLOCK_MONOTONIC), not the wall
+    events.announce_process("child", 5)                     # the stream is closed: silent, never raising
 
 
 def test_cuda_graph_reports_each_synthetic_cell_as_k_of_at_most_k(monkeypatch):

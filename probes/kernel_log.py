@@ -1,0 +1,165 @@
+"""The kernel's OOM-killer records on a host, read after the probe runner died of SIGKILL.
+
+Not a probe: the control side starts it on its own (gpudiag/oom_check.py) through the same transport, once,
+after a killed runner. It reads the first kernel log it can (`dmesg`, then `journalctl -k`, then the syslog
+kernel files), each under a time and byte limit, keeps only the lines that speak of the OOM killer, and
+prints them in one frame. `parse_oom_kills` reads those lines; the control side runs it, here it only
+needs the markers. Standard library only, Python 3.9+.
+
+Timestamps are asked for on the kernel's own clock (plain `dmesg`, `journalctl -o short-monotonic`, not
+`dmesg --ctime`): the runner announces its start on CLOCK_MONOTONIC, the clock printk stamps with, so a
+kill from before the run (a recycled pid) is told apart without trusting the wall clock.
+"""
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+COMMAND_TIMEOUT = 8.0  # seconds per source
+MAX_BYTES = 4 * 2**20  # of one source's output (its newest part) or a log file's tail
+MAX_LINES = 200  # OOM lines sent back, newest kept
+MAX_LINE = 600  # characters of one line sent back
+JOURNAL_LINES = 200
+LOG_FILES = ("/var/log/kern.log", "/var/log/messages")
+
+# A line is the OOM killer's when it holds one of these (kernels from 4.x to 6.x).
+OOM_MARK = re.compile(r"Killed process \d+|oom-kill:|invoked oom-killer|oom_reaper: reaped process")
+
+# `[ 7063.247407] ` or `<3>[39291577.009543] `: the kernel's own seconds since boot, where a line has them.
+_CLOCK = re.compile(r"\[\s*(\d+\.\d+)\]")
+# `Out of memory: Killed process 1234 (python3) total-vm:…kB, anon-rss:…kB` and `Memory cgroup out of memory:
+# Killed process …`; kernels before 5.x print `Killed process 1234 (python), UID 1000, total-vm:…`.
+# The name is the task's comm in parentheses, which may hold parentheses itself: `((resolved))`.
+_KILLED = re.compile(r"(?P<cgroup>Memory cgroup out of memory: )?Killed process (?P<pid>\d+) "
+                     r"\((?P<name>.{1,64}?)\)(?=[, ]|$)(?P<rest>.*)")
+_SIZE = re.compile(r"\b(total-vm|anon-rss|file-rss|shmem-rss):([\d,]+)kB")
+# `oom-kill:constraint=CONSTRAINT_NONE,…,task=python3,pid=1234,uid=0`
+_OOM_KILL = re.compile(r"oom-kill:(?P<fields>\S+)")
+
+
+def parse_oom_kills(lines):
+    """The kills the lines record, one dict per pid in log order: pid, process, scope ("cgroup" for a memory
+    cgroup's limit, else "system"), sizes in kB (total_vm_kb, anon_rss_kb, file_rss_kb, shmem_rss_kb),
+    constraint and memcg when an `oom-kill:` line names them, clock_s (seconds since boot) and the line."""
+    kills = {}
+    for raw in lines:
+        line = str(raw)[:MAX_LINE]
+        clock = _CLOCK.search(line)
+        seen = {"clock_s": float(clock.group(1))} if clock else {}
+        killed = _KILLED.search(line)
+        if killed:
+            seen.update(pid=int(killed.group("pid")), process=killed.group("name"),
+                        scope="cgroup" if killed.group("cgroup") else "system", line=line[killed.start():].strip())
+            for key, size in _SIZE.findall(killed.group("rest")):
+                seen[key.replace("-", "_") + "_kb"] = int(size.replace(",", ""))
+        else:
+            found = _OOM_KILL.search(line)
+            if not found:
+                continue
+            fields = dict(part.split("=", 1) for part in found.group("fields").split(",") if "=" in part)
+            if not fields.get("pid", "").isdigit():
+                continue
+            seen.update(pid=int(fields["pid"]), process=fields.get("task", "")[:64])
+            for key in ("constraint", "task_memcg"):
+                if fields.get(key):
+                    seen[key if key != "task_memcg" else "memcg"] = fields[key][:200]
+            if fields.get("constraint") == "CONSTRAINT_MEMCG":
+                seen["scope"] = "cgroup"
+        kills.setdefault(seen["pid"], {}).update(seen)  # the oom-kill line and its Killed line: one record
+    return list(kills.values())
+
+
+def read_bounded(argv, timeout=COMMAND_TIMEOUT, max_bytes=MAX_BYTES):
+    """(exit code or None, the newest `max_bytes` of stdout, an error line or None) of one command; never raises."""
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except OSError as exc:
+        return None, b"", "%s: %s" % (argv[0], "not found" if isinstance(exc, FileNotFoundError) else exc)
+    kept, err = bytearray(), bytearray()
+
+    def drain(pipe, into, cap):
+        for chunk in iter(lambda: pipe.read(65536), b""):
+            into += chunk
+            if len(into) > cap:
+                del into[:len(into) - cap]
+
+    readers = [threading.Thread(target=drain, args=(proc.stdout, kept, max_bytes), daemon=True),
+               threading.Thread(target=drain, args=(proc.stderr, err, 4096), daemon=True)]
+    for reader in readers:
+        reader.start()
+    ends = time.monotonic() + timeout
+    for reader in readers:
+        reader.join(max(0.0, ends - time.monotonic()))
+    if any(reader.is_alive() for reader in readers):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        return None, bytes(kept), "%s: no answer within %.0f s" % (argv[0], timeout)
+    try:
+        code = proc.wait(timeout=2)  # both pipes closed: it is exiting
+    except subprocess.TimeoutExpired:
+        code = None
+    last = err.decode("utf-8", "replace").strip().splitlines()[-1:]
+    return code, bytes(kept), (last[0][:200] if last else None)
+
+
+def read_file_tail(path, max_bytes=MAX_BYTES):
+    """(text of the file's last `max_bytes`, None) or (None, why it could not be read)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - max_bytes))
+            return fh.read(max_bytes).decode("utf-8", "replace"), None
+    except OSError as exc:
+        return None, "%s: %s" % (path, exc.strerror or exc)
+
+
+def _command_source(label, argv):
+    code, out, err = read_bounded(argv)
+    text = out.decode("utf-8", "replace")
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith(("-- ", "Hint: "))]
+    if code == 0 and lines:
+        return lines, None
+    if code == 0:
+        return None, "%s: printed no kernel lines%s" % (label, " (%s)" % err if err else "")
+    return None, err or "%s: exit %s" % (label, code)
+
+
+def oom_lines():
+    """{"source", "lines"} from the first kernel log that could be read, or {"source": None, "reasons"}."""
+    reasons = []
+    sources = [("dmesg", ["dmesg"]),
+               ("journalctl -k", ["journalctl", "-k", "-n", str(JOURNAL_LINES), "--no-pager", "-o", "short-monotonic"])]
+    for label, argv in sources:
+        lines, why = _command_source(label, argv)
+        if lines is not None:
+            return {"source": label, "lines": _oom_only(lines)}
+        reasons.append(why)
+    for path in LOG_FILES:
+        text, why = read_file_tail(path)
+        if text is not None:
+            return {"source": path, "lines": _oom_only(text.splitlines())}
+        reasons.append(why)
+    return {"source": None, "reasons": reasons}
+
+
+def _oom_only(lines):
+    return [line[:MAX_LINE] for line in lines if OOM_MARK.search(line)][-MAX_LINES:]
+
+
+def main(payload):
+    """Entry for the bootstrap: one frame with what `oom_lines` found."""
+    from probes.runner import error_data, write_frame  # the runner's framing: one format for every frame
+    try:
+        found = oom_lines()
+    except Exception as exc:  # never a missing frame: the control side reads the reason
+        error = error_data(exc)
+        found = {"source": None, "reasons": ["reading the kernel log failed: %s: %s" % (error["type"], error["message"])]}
+    document = {"schema": 1, "kernel_log": found}
+    write_frame(document, str(payload.get("nonce") or "0"), 1)
+    return 0
