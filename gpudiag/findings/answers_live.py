@@ -132,7 +132,8 @@ def q8_text(value: dict[str, Any]) -> str:
         + (
             "; ".join(s["differs"])
             if s["differs"]
-            else f"{_flags_checked(s['flags_checked'], s['flags_total'])}, interpreter {s['python'] or '?'} is the one read"
+            # the path itself is Q1's and Q9's to state: said once per host is enough
+            else f"{_flags_checked(s['flags_checked'], s['flags_total'])}, its interpreter is the one whose sglang was read"
         )
         for s in value["servers"]
     ]
