@@ -235,7 +235,7 @@ def load_run(run_dir: Path) -> LoadedRun:
         files = sorted(p for p in (run_dir / "hosts").iterdir() if not p.name.startswith("."))
     except OSError:
         files = []
-    with _cycle_collector_paused():
+    with cycle_collector_paused():
         for path in files:
             _load_host(path, by_file, hosts, unreadable)
     have = {h.name for h in hosts}
@@ -290,9 +290,10 @@ def _load_host(path: Path, by_file: dict[str, str], hosts: list[HostResult], unr
 
 
 @contextlib.contextmanager
-def _cycle_collector_paused() -> Iterator[None]:
+def cycle_collector_paused() -> Iterator[None]:
     """Reading hosts builds millions of containers and no reference cycles (JSON trees): the cyclic collector,
-    left on, walks the growing heap again and again and finds nothing (near half the read at 2,000 hosts)."""
+    left on, walks the growing heap again and again and finds nothing (near half the read at 2,000 hosts).
+    A command that reads a whole run and renders it once (report, scan's findings) holds it paused throughout."""
     enabled = gc.isenabled()
     gc.disable()
     try:
