@@ -133,40 +133,45 @@ def clean_data(value: Any, depth: int = 0, limit: int = MAX_CHARS) -> Any:
 
 
 def _clean_dict(value: dict[Any, Any], depth: int, limit: int) -> dict[Any, Any]:
-    """The dict itself when every key and value is kept as it is; else a cleaned copy, made from the first change."""
-    out: dict[Any, Any] | None = {} if len(value) > MAX_ITEMS else None
-    for index, (key, item) in enumerate(itertools.islice(value.items(), MAX_ITEMS)):
-        new_key = key if type(key) is str and len(key) <= 128 and key.isprintable() else clean(key, 128)
-        new_item = item if _kept(item, limit) else clean_data(item, depth + 1, limit)
-        if out is None and (new_key is not key or new_item is not item):
-            out = dict(itertools.islice(value.items(), index))  # everything before this one was kept as it is
-        if out is not None:
-            out[new_key] = new_item
-    return value if out is None else out
+    """The dict itself when cleaning keeps all of it as it is (the common case, told without a copy); else a
+    cleaned copy."""
+    if _dict_kept(value, depth, limit):
+        return value
+    return {clean(k, 128): clean_data(v, depth + 1, limit) for k, v in itertools.islice(value.items(), MAX_ITEMS)}
 
 
 def _clean_list(value: list[Any], depth: int, limit: int) -> list[Any]:
-    """The list itself when every item is kept as it is; else a cleaned copy."""
-    out: list[Any] | None = [] if len(value) > MAX_ITEMS else None
-    for index, item in enumerate(itertools.islice(value, MAX_ITEMS)):
-        new_item = item if _kept(item, limit) else clean_data(item, depth + 1, limit)
-        if out is None and new_item is not item:
-            out = value[:index]
-        if out is not None:
-            out.append(new_item)
-    return value if out is None else out
+    """The list itself when cleaning keeps all of it as it is; else a cleaned copy."""
+    if _list_kept(value, depth, limit):
+        return value
+    return [clean_data(v, depth + 1, limit) for v in value[:MAX_ITEMS]]
 
 
-def _kept(value: Any, limit: int) -> bool:
-    """A leaf that cleaning keeps as it is (a short printable string, a finite float, a small int, a bool or
-    None), told without a call to clean_data."""
+def _dict_kept(value: dict[Any, Any], depth: int, limit: int) -> bool:
+    return len(value) <= MAX_ITEMS and all(
+        type(key) is str and len(key) <= 128 and key.isprintable() and _kept(item, depth, limit)
+        for key, item in value.items()
+    )
+
+
+def _list_kept(value: list[Any], depth: int, limit: int) -> bool:
+    return len(value) <= MAX_ITEMS and all(_kept(item, depth, limit) for item in value)
+
+
+def _kept(value: Any, depth: int, limit: int) -> bool:
+    """Whether cleaning keeps this item of a container at `depth` as it is: a short printable string, a finite
+    float, a small int, a bool or None, or a container within depth all of whose items are. Only looks."""
     kind = type(value)
     if kind is str:
         return len(value) <= limit and value.isprintable()
+    if kind is float:
+        return value == value and value != _INF and value != -_INF
     if kind is int:
         return -(10**18) < value < 10**18
-    if kind is float:
-        return value == value and value not in (_INF, -_INF)
+    if kind is dict:
+        return depth + 1 < MAX_DEPTH and _dict_kept(value, depth + 1, limit)
+    if kind is list:
+        return depth + 1 < MAX_DEPTH and _list_kept(value, depth + 1, limit)
     return kind is bool or value is None
 
 
