@@ -9,19 +9,17 @@ incomplete. Temp files a killed run left are removed by the next run. `reports/l
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import gc
 import os
 import secrets
 import threading
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from gpudiag import __version__
-from gpudiag.jsonfile import dumps_strict, read_json
+from gpudiag.jsonfile import cycle_collector_paused, dumps_strict, read_json
 from gpudiag.models import NEVER_FINISHED, OK, RESULT_MISSING, UNREADABLE, HostResult, safe_file_name
 from gpudiag.schema import SchemaError
 from gpudiag.run_records import LoadedRun, RunManifest, UnreadableFile
@@ -287,17 +285,3 @@ def _load_host(path: Path, by_file: dict[str, str], hosts: list[HostResult], unr
         unreadable.append(UnreadableFile(relative, reason[:300], owner))
         if owner is not None:
             hosts.append(HostResult(name=owner, status=UNREADABLE, reason=f"{relative}: {reason[:300]}"))
-
-
-@contextlib.contextmanager
-def cycle_collector_paused() -> Iterator[None]:
-    """Reading hosts builds millions of containers and no reference cycles (JSON trees): the cyclic collector,
-    left on, walks the growing heap again and again and finds nothing (near half the read at 2,000 hosts).
-    A command that reads a whole run and renders it once (report, scan's findings) holds it paused throughout."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

@@ -22,7 +22,8 @@ from gpudiag.render import plots
 from gpudiag.run_records import LoadedRun
 from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, host_list
 from gpudiag.render.safe_text import clean_run, console as console_text
-from gpudiag.store import StoreError, cycle_collector_paused, load_run, resolve_run_dir
+from gpudiag.jsonfile import cycle_collector_paused
+from gpudiag.store import StoreError, load_run, resolve_run_dir
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.verdict import Verdict, verdict as compute_verdict
 

@@ -32,7 +32,8 @@ from gpudiag.budget import plan_line, planned_limits
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, ScanOutcome, ScanRequest
 from gpudiag.render.console import summary_table
 from gpudiag.render.safe_text import clean_run, console as console_text
-from gpudiag.store import StoreError, cycle_collector_paused, load_run
+from gpudiag.jsonfile import cycle_collector_paused
+from gpudiag.store import StoreError, load_run
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 from gpudiag.verdict import Verdict, explicit_checks, verdict
