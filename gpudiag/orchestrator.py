@@ -31,6 +31,7 @@ from gpudiag.transports.events import EventReader, HostEvent
 
 DEFAULT_FORKS = 32
 DEFAULT_TIMEOUT = 300.0
+WINDOW_PER_FORK = 2  # hosts in the pool's hands per worker: one running, one finished and waiting to be stored
 
 TransportFactory = Callable[[Host], Transport]
 EventCallback = Callable[[Host, HostEvent], None]
@@ -162,14 +163,24 @@ class Orchestrator:
 
     def run(self, hosts: list[Host]) -> ScanOutcome:
         """Every host through the pool. Finished futures arrive on a queue and are dropped once their result
-        is handed on: no per-loop walk over every pending host, and no finished result held by its future."""
+        is handed on: no per-loop walk over every pending host, and no finished result held by its future.
+
+        Hosts are handed to the pool a window at a time, the next one as a result is handed on: workers that
+        finish faster than `on_result` stores (hosts that answer at once) would otherwise queue up a whole
+        fleet's results in memory, and the process keeps that high-water mark after they are freed."""
         results: dict[str, HostResult] = {}
-        pool = ThreadPoolExecutor(
-            max_workers=max(1, min(self.request.forks, len(hosts) or 1)), thread_name_prefix="gpudiag-host"
-        )
+        workers = max(1, min(self.request.forks, len(hosts) or 1))
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpudiag-host")
         finished: queue.SimpleQueue[Future[HostResult]] = queue.SimpleQueue()
-        for host in hosts:
-            pool.submit(self.scan_one, host).add_done_callback(finished.put)
+        waiting = iter(hosts)
+
+        def submit_next() -> None:
+            host = next(waiting, None)
+            if host is not None:
+                pool.submit(self.scan_one, host).add_done_callback(finished.put)
+
+        for _ in range(WINDOW_PER_FORK * workers):  # the hosts running, and as many finished awaiting on_result
+            submit_next()
         remaining = len(hosts)
         interrupted = False
         try:
@@ -182,8 +193,10 @@ class Orchestrator:
                 remaining -= 1
                 result = future.result()
                 del future
+                submit_next()  # a worker takes the next host while this one is stored
                 self.on_result(result)
                 results[result.name] = self.retain(result)  # the full one is on disk: memory stays flat
+                del result
         except KeyboardInterrupt:
             interrupted = True
             self.stop()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudiag import __version__
-from gpudiag.jsonfile import dumps_strict, read_json
+from gpudiag.jsonfile import cycle_collector_paused, dumps_strict, read_json
 from gpudiag.models import NEVER_FINISHED, OK, RESULT_MISSING, UNREADABLE, HostResult, safe_file_name
 from gpudiag.schema import SchemaError
 from gpudiag.run_records import LoadedRun, RunManifest, UnreadableFile
@@ -233,23 +233,9 @@ def load_run(run_dir: Path) -> LoadedRun:
         files = sorted(p for p in (run_dir / "hosts").iterdir() if not p.name.startswith("."))
     except OSError:
         files = []
-    for path in files:
-        relative = f"hosts/{path.name}"
-        owner = by_file.get(path.stem) if path.suffix == ".json" else None
-        try:
-            if path.suffix != ".json" or not path.is_file():
-                raise StoreError("not a host result (only <host>.json files belong in hosts/)")
-            doc = _read_json(path)
-            result = HostResult.from_dict(doc, str(path))
-            if owner is not None and result.name != owner:
-                raise StoreError(f"names host {result.name!r}, but run.json gives this file to {owner!r}")
-            # Data that does not fit its probe's declaration is that probe's error, never the host's.
-            hosts.append(replace(result, probes=judged(result.probes)))
-        except (StoreError, SchemaError) as exc:
-            reason = str(exc).replace(str(path) + ": ", "").replace(str(path), relative)
-            unreadable.append(UnreadableFile(relative, reason[:300], owner))
-            if owner is not None:
-                hosts.append(HostResult(name=owner, status=UNREADABLE, reason=f"{relative}: {reason[:300]}"))
+    with cycle_collector_paused():
+        for path in files:
+            _load_host(path, by_file, hosts, unreadable)
     have = {h.name for h in hosts}
     for entry in manifest.hosts:
         name = str(entry.get("name"))
@@ -279,3 +265,23 @@ def load_run(run_dir: Path) -> LoadedRun:
             )
     hosts.sort(key=lambda h: h.name)
     return LoadedRun(path=run_dir, manifest=manifest, hosts=tuple(hosts), unreadable=tuple(unreadable))
+
+
+def _load_host(path: Path, by_file: dict[str, str], hosts: list[HostResult], unreadable: list[UnreadableFile]) -> None:
+    """One host file read into `hosts`, or carried as unreadable (and its owner so marked)."""
+    relative = f"hosts/{path.name}"
+    owner = by_file.get(path.stem) if path.suffix == ".json" else None
+    try:
+        if path.suffix != ".json" or not path.is_file():
+            raise StoreError("not a host result (only <host>.json files belong in hosts/)")
+        doc = _read_json(path)
+        result = HostResult.from_dict(doc, str(path))
+        if owner is not None and result.name != owner:
+            raise StoreError(f"names host {result.name!r}, but run.json gives this file to {owner!r}")
+        # Data that does not fit its probe's declaration is that probe's error, never the host's.
+        hosts.append(replace(result, probes=judged(result.probes)))
+    except (StoreError, SchemaError) as exc:
+        reason = str(exc).replace(str(path) + ": ", "").replace(str(path), relative)
+        unreadable.append(UnreadableFile(relative, reason[:300], owner))
+        if owner is not None:
+            hosts.append(HostResult(name=owner, status=UNREADABLE, reason=f"{relative}: {reason[:300]}"))

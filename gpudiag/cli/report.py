@@ -22,6 +22,7 @@ from gpudiag.render import plots
 from gpudiag.run_records import LoadedRun
 from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, host_list
 from gpudiag.render.safe_text import clean_run, console as console_text
+from gpudiag.jsonfile import cycle_collector_paused
 from gpudiag.store import StoreError, load_run, resolve_run_dir
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.verdict import Verdict, verdict as compute_verdict
@@ -61,6 +62,20 @@ def report(
     reports_dir: Path,
 ) -> int:
     """Findings for RUN (a run directory or id; default: the latest run)."""
+    with cycle_collector_paused():  # the run read and rendered once: no collection finds a cycle in it
+        return _report(run, as_markdown, as_json, output, severity, no_charts, fail_on, reports_dir)
+
+
+def _report(
+    run: str | None,
+    as_markdown: bool,
+    as_json: bool,
+    output: Path | None,
+    severity: str | None,
+    no_charts: bool,
+    fail_on: str,
+    reports_dir: Path,
+) -> int:
     as_markdown, as_json = output_format(as_markdown, as_json, output)
     if output is not None and str(output) == "-":
         output = None

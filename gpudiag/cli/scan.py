@@ -32,6 +32,7 @@ from gpudiag.budget import plan_line, planned_limits
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, ScanOutcome, ScanRequest
 from gpudiag.render.console import summary_table
 from gpudiag.render.safe_text import clean_run, console as console_text
+from gpudiag.jsonfile import cycle_collector_paused
 from gpudiag.store import StoreError, load_run
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
@@ -143,9 +144,10 @@ def scan(
     outcome, manifest, stop = run_hosts(run, hosts, request, factory, console)
     recorded.report()
     writer = run.writer
-    stored = _stored_run(writer.dir, console)
-    findings = None if stored is None else rules.all_findings(stored)
-    result = None if stored is None else verdict(stored, findings or [], fail_on)
+    with cycle_collector_paused():  # the stored run read back once for its findings: no cycles in it
+        stored = _stored_run(writer.dir, console)
+        findings = None if stored is None else rules.all_findings(stored)
+        result = None if stored is None else verdict(stored, findings or [], fail_on)
     _print_results(outcome, manifest, writer.dir, findings, result, as_json)
     return _exit_code(outcome, run, stop, result, console)
 

@@ -1,12 +1,12 @@
-"""Orchestrator with fake transports: a result for every host whatever fails, a bounded pool, the
-per-host deadline, and stop()/Ctrl-C closing open transports while finished hosts are kept."""
+"""Orchestrator with fake transports: a result for every host whatever fails, a bounded pool and a bounded
+window of hosts in its hands, the per-host deadline, and stop()/Ctrl-C closing open transports while finished hosts are kept."""
 import json
 import threading
 import time
 
 
 from gpudiag.models import CommandResult, Host
-from gpudiag.orchestrator import Orchestrator, ScanRequest
+from gpudiag.orchestrator import WINDOW_PER_FORK, Orchestrator, ScanRequest
 from gpudiag.probe_data import fitted
 from gpudiag.transports import TransportError
 
@@ -91,6 +91,22 @@ def test_pool_is_bounded_by_forks():
         hosts(*names))
     assert all(r.status == "ok" for r in outcome.results)
     assert FakeTransport.peak == 3
+
+
+def test_hosts_finished_faster_than_they_are_stored_wait_in_a_bounded_window():
+    # Hosts that answer at once and a slow on_result (a store): the pool must not run ahead through the whole
+    # fleet, holding every finished result until the main thread gets to it.
+    started, ahead = [], []
+
+    def on_result(result):
+        ahead.append(len(started) - len(ahead))  # hosts started but not yet handed on, this one included
+        time.sleep(0.01)
+
+    outcome = Orchestrator(ScanRequest(probes=["env"], forks=2), FakeTransport,
+                           on_start=started.append, on_result=on_result).run(hosts(*[f"ok-{i}" for i in range(40)]))
+    assert [r.status for r in outcome.results] == ["ok"] * 40
+    # The window (two hosts per fork), and the next host handed over as this one is stored.
+    assert len(ahead) == 40 and max(ahead) <= WINDOW_PER_FORK * 2 + 1
 
 
 def test_stop_closes_open_transports_and_keeps_finished_hosts():
