@@ -16,7 +16,7 @@ class Spec(object):
     def __init__(self, kind, doc="", fields=None, item=None, values=None, nullable=False, optional=False):
         self.kind, self.doc, self.fields, self.item, self.values = kind, doc, fields, item, values
         self.nullable, self.optional = nullable, optional
-        # The types a non-null value of a scalar spec may have (fits() checks those inline), else None.
+        # The types a non-null value of a scalar spec may have (judged without the walk), else None.
         self.leaf = _TYPES.get(kind) if kind != "any" else None
 
     def _copy(self, **change):
@@ -96,86 +96,67 @@ def _describe(value):
 
 
 def check(spec, value, where):
-    """The first mismatch between `value` and `spec` as one line naming the field, or None."""
-    if value is None:
-        return None if spec.nullable or spec.kind == "any" else "%s: expected %s, got null" % (where, spec.type_name())
-    if spec.kind == "enum":
-        return None if value in spec.values else "%s: expected %s, got %s" % (where, spec.type_name(),
-                                                                              _describe(value))
-    if spec.kind in ("obj", "map"):
-        if not isinstance(value, dict):
-            return "%s: expected %s, got %s" % (where, spec.type_name(), _describe(value))
-        if spec.kind == "map":
-            for key, item in value.items():
-                found = check(spec.item, item, "%s.%s" % (where, key))
-                if found:
-                    return found
-            return None
-        for key, field in spec.fields.items():
-            if key not in value:
-                if field.optional:
-                    continue
-                return "%s.%s: missing" % (where, key)
-            found = check(field, value[key], "%s.%s" % (where, key))
-            if found:
-                return found
+    """The first mismatch between `value` and `spec` as one line naming the field, or None. The field path is
+    built only on the way out of a mismatch, so data that fits (every stored host, read again with each run)
+    costs no string per value."""
+    found = _misfit(spec, value)
+    if found is None:
         return None
-    if spec.kind == "list":
-        if not isinstance(value, list):
-            return "%s: expected %s, got %s" % (where, spec.type_name(), _describe(value))
-        for index, item in enumerate(value):
-            found = check(spec.item, item, "%s[%d]" % (where, index))
-            if found:
-                return found
-        return None
-    types = _TYPES[spec.kind]
-    if types is None:
-        return None
-    if isinstance(value, bool) and bool not in types:
-        return "%s: expected %s, got %s" % (where, spec.type_name(), _describe(value))
-    if not isinstance(value, types):
-        return "%s: expected %s, got %s" % (where, spec.type_name(), _describe(value))
-    return None
+    steps, what = found
+    return where + "".join(reversed(steps)) + what
 
 
 def fits(spec, value):
-    """Whether check(spec, value, ...) finds nothing: the same walk without a field path made per value, for
-    data that nearly always fits (every stored host is checked again when a run is read)."""
+    """Whether check(spec, value, ...) finds nothing."""
+    return _misfit(spec, value) is None
+
+
+def _expected(spec, value):
+    return [], ": expected %s, got %s" % (spec.type_name(), _describe(value))
+
+
+def _misfit(spec, value):
+    """None when `value` fits `spec`, else ([path steps, innermost first], ": what is wrong")."""
     if value is None:
-        return spec.nullable or spec.kind == "any"
+        return None if spec.nullable or spec.kind == "any" else _expected(spec, value)
     kind = spec.kind
     if kind == "enum":
-        return value in spec.values
+        return None if value in spec.values else _expected(spec, value)
     if kind == "obj":
         if not isinstance(value, dict):
-            return False
+            return _expected(spec, value)
         for key, field in spec.fields.items():
             if key not in value:
                 if field.optional:
                     continue
-                return False
-            item, leaf = value[key], field.leaf
-            if leaf is None or item is None:
-                if not fits(field, item):
-                    return False
-            elif not isinstance(item, leaf) or (type(item) is bool and bool not in leaf):
-                return False
-        return True
+                return [], ".%s: missing" % key
+            found = _item_misfit(field, value[key])
+            if found is not None:
+                found[0].append(".%s" % key)
+                return found
+        return None
     if kind in ("list", "map"):
         if not isinstance(value, list if kind == "list" else dict):
-            return False
-        items = value if kind == "list" else value.values()
-        item, leaf = spec.item, spec.item.leaf
-        if leaf is None or item.nullable:  # containers, choices, nulls: the whole walk
-            return all(fits(item, v) for v in items)
-        # Scalars, the bulk of a host's data (timings, samples): checked here, without a call per item.
-        return all(isinstance(v, leaf) and not (type(v) is bool and bool not in leaf) for v in items)
+            return _expected(spec, value)
+        item = spec.item
+        for key, entry in (enumerate(value) if kind == "list" else value.items()):
+            found = _item_misfit(item, entry)
+            if found is not None:
+                found[0].append("[%d]" % key if kind == "list" else ".%s" % key)
+                return found
+        return None
     types = _TYPES[kind]
-    if types is None:
-        return True
-    if isinstance(value, bool) and bool not in types:
-        return False
-    return isinstance(value, types)
+    if types is None or (isinstance(value, types) and (bool in types or not isinstance(value, bool))):
+        return None
+    return _expected(spec, value)
+
+
+def _item_misfit(spec, value):
+    """_misfit, with a non-null scalar (the bulk of a host's data: timings, samples) judged without the walk."""
+    leaf = spec.leaf
+    if leaf is not None and value is not None and isinstance(value, leaf) and (bool in leaf or type(value) is not bool):
+        return None
+    return _misfit(spec, value)
 
 
 def rows(spec, where):

@@ -79,6 +79,8 @@ def test_misfits_are_one_line_naming_the_field():
     assert schemas.check(spec, {"rows": [{"n": 1, "kind": "c"}]}, "x") == "x.rows[0].kind: expected a|b, got str 'c'"
     assert schemas.check(spec, {"rows": {}}, "x") == "x.rows: expected list of object, got dict"
     assert schemas.check(spec, {"rows": [], "note": 3}, "x") == "x.note: expected str or null, got int 3"
+    assert schemas.check(spec, {"rows": [{"n": 1}]}, "x") == "x.rows[0].kind: missing"
+    assert schemas.fits(spec, {"rows": [{"n": 1, "kind": "a"}]}) and not schemas.fits(spec, {"rows": [{"n": True}]})
     # Undeclared probes and results that are not ok carry nothing to check.
     assert probe_problem("future_probe", {"status": "ok", "data": 1}) is None
     assert probe_problem("env", {"status": "error", "error": {}}) is None
