@@ -51,6 +51,7 @@ SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "
 @click.option("--no-charts", is_flag=True, help="Tables only, even when matplotlib is installed.")
 @fail_on_option
 @reports_dir_option
+@cycle_collector_paused()  # the run is read and rendered once: no collection would find a cycle in it
 def report(
     run: str | None,
     as_markdown: bool,
@@ -62,20 +63,6 @@ def report(
     reports_dir: Path,
 ) -> int:
     """Findings for RUN (a run directory or id; default: the latest run)."""
-    with cycle_collector_paused():  # the run read and rendered once: no collection finds a cycle in it
-        return _report(run, as_markdown, as_json, output, severity, no_charts, fail_on, reports_dir)
-
-
-def _report(
-    run: str | None,
-    as_markdown: bool,
-    as_json: bool,
-    output: Path | None,
-    severity: str | None,
-    no_charts: bool,
-    fail_on: str,
-    reports_dir: Path,
-) -> int:
     as_markdown, as_json = output_format(as_markdown, as_json, output)
     if output is not None and str(output) == "-":
         output = None
