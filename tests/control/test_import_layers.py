@@ -97,3 +97,24 @@ def test_the_probe_side_never_imports_the_control_side():
     upward = sorted((a, b) for a, targets in edges.items() if a.startswith("probes") for b in targets
                     if b.startswith("gpudiag"))
     assert upward == []
+
+
+# The control side's layers, top to bottom (docs/architecture.md): a module imports its own layer or a lower one.
+LAYERS = {"gpudiag.cli": 4, "gpudiag.render": 3, "gpudiag.findings": 2, "gpudiag.probe_view": 1,
+          "gpudiag.models": 1, "gpudiag.schema": 1, "gpudiag.run_records": 1, "gpudiag.transports": 1,
+          "gpudiag.inventory": 1}
+
+
+def _rank(package):
+    return LAYERS.get(package)
+
+
+def upward_imports(edges):
+    return sorted((a, b) for a, targets in edges.items() for b in targets
+                  if _rank(a) is not None and _rank(b) is not None and _rank(b) > _rank(a))
+
+
+def test_the_control_layers_import_downward_only():
+    assert upward_imports(_graph(by_package=True)) == []
+    # and the check sees one: findings importing a renderer
+    assert upward_imports({"gpudiag.findings": {"gpudiag.render"}}) == [("gpudiag.findings", "gpudiag.render")]
