@@ -52,10 +52,14 @@ _REGIONS = {}
 def class_regions(tree, rel):
     """{class name: (first line, last line)} for the top-level classes of a file, from its text."""
     key = (id(tree), rel)
-    if key not in _REGIONS:
-        _REGIONS.clear()  # one tree at a time: nothing outlives a scan for long
-        _REGIONS[key] = _class_regions(tree.lines(rel))
-    return _REGIONS[key]
+    held = _REGIONS.get(key)
+    # The tree is kept beside its regions: a freed tree's id may be reused by the next one (another release's
+    # file of the same name), and its regions must never be read for it.
+    if held is None or held[0] is not tree:
+        if not any(t is tree for t, _ in _REGIONS.values()):
+            _REGIONS.clear()  # one tree at a time: nothing outlives a scan for long
+        held = _REGIONS[key] = (tree, _class_regions(tree.lines(rel)))
+    return held[1]
 
 
 def _class_regions(lines):

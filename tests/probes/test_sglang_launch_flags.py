@@ -88,3 +88,23 @@ def test_import_failures_name_the_missing_module():
     lib = "OSError: libcudart.so.12: cannot open shared object file: No such file or directory\n"
     assert "libcudart.so.12" in launch_plan.import_failure(lib, "py")
     assert launch_plan.import_failure("AssertionError: stand-in\nOSError: [Errno 98] Address in use\n", "py") is None
+
+
+def test_class_regions_are_never_read_for_another_tree_of_the_same_id():
+    """A freed source tree's id may be reused by the next release's tree: its cached class regions (same file
+    name) must not be taken for the new tree's, or every flag of that release reads as unknown."""
+    from probes.sglang_facts import flags as flag_facts
+
+    class Tree:
+        def __init__(self, lines):
+            self._lines = lines
+
+        def lines(self, rel):
+            return self._lines
+
+    first = Tree(["class ServerArgs:", "    x = 1"])
+    assert flag_facts.class_regions(first, "server_args.py") == {"ServerArgs": (1, 2)}
+    second = Tree(["import os", "class ServerArgs:", "    y = 2", "class Other:", "    z = 3"])
+    # as when `second` is allocated where `first` was: the cache entry sits under its id
+    flag_facts._REGIONS[(id(second), "server_args.py")] = flag_facts._REGIONS.pop((id(first), "server_args.py"))
+    assert flag_facts.class_regions(second, "server_args.py") == {"ServerArgs": (2, 3), "Other": (4, 5)}
