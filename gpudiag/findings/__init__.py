@@ -27,8 +27,8 @@ from gpudiag.findings import (
     sglang,
 )
 from gpudiag.findings import serving_fleet
-from gpudiag.findings.answers import QUESTIONS, Answer
-from gpudiag.findings.answers_live import coverage_line, host_answers
+from gpudiag.findings.answers import Answer
+from gpudiag.findings.questions import QUESTIONS, Question, coverage_line, host_answers
 from gpudiag.findings.common import sort_findings
 from gpudiag.findings.copies import NOISY_CV, OUTLIER_RATIO
 from gpudiag.findings.facts import HostFacts, host_facts, torch_facts, torch_from_other_interpreter
@@ -47,6 +47,7 @@ __all__ = [
     "NOISY_CV",
     "OUTLIER_RATIO",
     "QUESTIONS",
+    "Question",
     "RULES",
     "RUN_RULES",
     "SEVERITY_RANK",

@@ -4,9 +4,10 @@ answers share: `Answer`, the probe gaps that make a question `not checked`, the 
 Each answer is one line built only from what the host measured or read, so identical hosts give identical lines
 (the report groups them). Where an answer was checked it carries a structured `value` and its line is rendered
 from that value by the question's `qN_text`, so the two never disagree. A reason for `not checked` is always
-specific: which probe, which interpreter, which flag would run it. The questions live in answers_torch (Q1),
-answers_source (Q2, Q3, Q7), answers_dflash (Q4), answers_measured (Q5, Q6), answers_live (Q8, Q9) and
-answers_serving (Q10).
+specific: which probe, which interpreter, which flag would run it. The questions are declared in questions.py
+(id, wording, answering function, renderer); their answers live in answers_torch (Q1), answers_source (Q2, Q3,
+Q7), answers_dflash (Q4), answers_measured (Q5, Q6), answers_live (Q8, Q9), answers_serving (Q10) and
+answers_decode (Q11-Q14).
 """
 
 from __future__ import annotations
@@ -19,18 +20,6 @@ from gpudiag.models import OK, PROBE_ERROR, HostResult
 from probes.crashlog.families import GRAPH_FAMILIES  # the classifier's own list: one place
 
 ANSWERED, PARTIAL, NOT_CHECKED = "answered", "partial", "not checked"
-QUESTIONS = (
-    ("Q1", "Is torch._foreach_copy_ present and correct for the replay dtype pairs, on CPU and each GPU?"),
-    ("Q2", "Which _grouped_foreach_copy_ definitions exist, with which fast paths, and which does each caller use?"),
-    ("Q3", "Do the EAGLE draft and draft-extend replays batch their copies, hidden_states on its own copy_()?"),
-    ("Q4", "Is DFlash present; is its draft CUDA graph on; if off, which guard and which flag?"),
-    ("Q5", "What does the replay copy cost per decode step on each GPU, and what would switching save?"),
-    ("Q6", "Where do CUDA graphs break (algorithm × batch size × draft tokens), with which signature?"),
-    ("Q7", "Is the installed code the released code?"),
-    ("Q8", "Does the live server run what is on disk (flags, interpreter)?"),
-    ("Q9", "What is serving now?"),
-    ("Q10", "Is speculative decoding paying off on each server?"),  # answers_serving.py
-)
 FILL_FAST_PATH_ENV = "SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH"
 
 

@@ -1,6 +1,6 @@
 """Answers about the live servers: whether each runs what is on disk (Q8) and what is serving now (Q9), each with
-one record per server in its value and its sentence rendered from it (q8_text, q9_text); and every host's full
-set of answers, with the sglang answers' closing scope clause."""
+one record per server in its value and its sentence rendered from it (q8_text, q9_text); and the sglang answers'
+closing scope clause."""
 
 from __future__ import annotations
 
@@ -12,17 +12,11 @@ from gpudiag.findings.answers import (
     ANSWERED,
     NOT_CHECKED,
     PARTIAL,
-    QUESTIONS,
     Answer,
     _not_checked,
     _sglang_gap,
     probe_gap,
 )
-from gpudiag.findings.answers_dflash import q4_dflash
-from gpudiag.findings.answers_measured import q5_copy_cost, q6_graph_breaks
-from gpudiag.findings.answers_serving import q10_speculation
-from gpudiag.findings.answers_source import q2_grouped_copy, q3_eagle_batching, q7_integrity
-from gpudiag.findings.answers_torch import q1_foreach_copy
 from gpudiag.probe_view import as_dict, as_list, dig, probe
 from gpudiag.findings.facts import sglang_interpreter
 from gpudiag.findings.server_flags import algorithm_of, decode_graph_switch, graph_max_bs, server_args, servers_of
@@ -233,41 +227,3 @@ def sglang_scoped(answerer: Callable[[HostResult], Answer]) -> Callable[[HostRes
         return found if found.status == NOT_CHECKED else with_sglang_scope(host, found)
 
     return answer
-
-
-ANSWERERS: tuple[Callable[[HostResult], Answer], ...] = (
-    q1_foreach_copy,
-    sglang_scoped(q2_grouped_copy),
-    sglang_scoped(q3_eagle_batching),
-    sglang_scoped(q4_dflash),
-    q5_copy_cost,
-    q6_graph_breaks,
-    sglang_scoped(q7_integrity),
-    q8_live_matches_disk,
-    q9_serving,
-    q10_speculation,
-)
-
-
-def host_answers(host: HostResult) -> list[Answer]:
-    """Every question for one host; a question whose data cannot be read says so instead of failing."""
-    answers = []
-    for (qid, _), answerer in zip(QUESTIONS, ANSWERERS):
-        try:
-            answers.append(answerer(host))
-        except Exception as exc:  # noqa: BLE001 - odd host data costs this answer, never the report
-            answers.append(
-                Answer(qid, NOT_CHECKED, f"not checked — this host's data could not be read ({type(exc).__name__})")
-            )
-    return answers
-
-
-def coverage_line(per_host: dict[str, list[Answer]]) -> str:
-    """'N of M questions answered on K hosts' (a question counts when every host answered it in full)."""
-    if not per_host:
-        return "no hosts: no question could be answered"
-    total = len(QUESTIONS)
-    answered = sum(1 for i in range(total) if all(a[i].status == ANSWERED for a in per_host.values()))
-    partly = sum(1 for i in range(total) if any(a[i].status != NOT_CHECKED for a in per_host.values())) - answered
-    text = f"{answered} of {total} questions answered on {len(per_host)} host{'s' if len(per_host) != 1 else ''}"
-    return text + (f" ({partly} more in part)" if partly else "")

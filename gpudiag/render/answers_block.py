@@ -98,7 +98,8 @@ def answer_set(run: LoadedRun) -> AnswerSet:
     }
     per_host = {h.name: host_answers(h) for h in reached}
     questions = []
-    for index, (qid, question) in enumerate(QUESTIONS):
+    for index, declared in enumerate(QUESTIONS):
+        qid, question = declared.qid, declared.text
         groups: dict[tuple[str, str], list[str]] = {}
         first: dict[tuple[str, str], Answer] = {}
         for name, answers in per_host.items():
