@@ -11,6 +11,7 @@ that just exited) are skipped. Options: deployment.proc_root
 
 from probes.crashlog.serverlog import read_server_logs
 from probes.hostinfo import interpreter, serving
+from probes.hostinfo.model_config import read_model_configs
 from probes.hostinfo.processes import find_servers, proc_root_of
 from probes.servingstats.endpoints import read_endpoints
 from probes.optionspec import Option
@@ -40,6 +41,9 @@ SHAPE = obj({
     "server_logs": mapping(obj({"serving": SERVING.opt("absent when no log was read")}),
                            "server pid -> its log: where it was found, crashes, serving figures").opt(),
     "serving_endpoints": mapping(ENDPOINTS, "server pid -> its /server_info and /metrics numbers").opt(),
+    "model_configs": mapping(obj({"model": anything("config.json record").opt(),
+                                  "draft": anything("the draft model's").opt()}),
+                             "server pid -> its model's and draft's config.json (never weights)").opt(),
 }, "live sglang servers: their flags, interpreter and environment (secrets redacted on the host)")
 NOTES = """
 `servers:[{pid, python, cmdline, args:{model_path, tp_size, dp_size, ep_size, speculative_algorithm,
@@ -52,7 +56,10 @@ why: explicit|live_server|default, reason, requested, pid, candidates, servers_b
 note?}` (the host's one choice). Servers also carry `ppid, uid, age_s, entry, embedded_in_shell, python_source,
 python_exists, same_root, exe, positional_args, config_file, env_readable, launched_via{pid, command}`; the
 probe reports `processes_scanned`. `args` also types the 0.5.14+ graph flags (decode/prefill backends, max batch
-sizes, batch-size lists, `cuda_graph_config` as JSON).
+sizes, batch-size lists, `cuda_graph_config` as JSON). `model_configs{pid: {model, draft: {where, how, config,
+index_total_size, index_reason} | {reason}}}`: each server's --model-path and --speculative-draft-model-path
+config.json (as the repro finds it: directory, else the Hugging Face cache) and model.safetensors.index.json's
+`metadata.total_size`, never a weight file; bounded to 512 KiB per config and 64 MiB per index.
 """
 
 __all__ = ["collect", "choose_interpreter", "find_servers", "proc_root_of"]
@@ -69,7 +76,8 @@ def collect(ctx):
     return {"servers": servers, "processes_scanned": scanned, "interpreters": found,
             "interpreter": choose_interpreter(ctx.options, servers),
             "server_logs": read_server_logs(servers, proc_root, ctx.options.get("server_log")),
-            "serving_endpoints": read_endpoints(servers, proc_root, budget_s=min(10.0, ctx.time_left() / 4))}
+            "serving_endpoints": read_endpoints(servers, proc_root, budget_s=min(10.0, ctx.time_left() / 4)),
+            "model_configs": read_model_configs(servers, proc_root)}
 
 
 def choose_interpreter(options, servers):

@@ -15,6 +15,7 @@ from typing import Callable
 from gpudiag.findings import (
     copies,
     cuda_graph,
+    decode_step,
     dflash,
     fast_path,
     fleet,
@@ -103,6 +104,9 @@ RULES: tuple[Rule, ...] = (
     serving.accept_len_one,  # 15: live servers' decode lines: drafts all rejected
     serving.graphs_off_in_log,  # 16: decode lines without graphs the flags leave on
     serving_fleet.spec_vs_baseline,  # 17: same model with and without speculation, per #running-req
+    decode_step.bound_buckets,  # 18: what bounds each decode bucket (Q11/Q12's analysis)
+    decode_step.speculation_costs,  # 19: verify cost, break-even, default running cap (Q13's)
+    decode_step.kv_replicated,  # 20: MLA latent cache on every TP rank
 )
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from gpudiag.findings.answers import ANSWERED, NOT_CHECKED, Answer
+from gpudiag.findings.answers_decode import q11_step_time, q11_text, q12_bandwidth, q12_text
+from gpudiag.findings.answers_decode import q13_speculation_cost, q13_text, q14_collectives, q14_text
 from gpudiag.findings.answers_dflash import q4_dflash, q4_text
 from gpudiag.findings.answers_live import q8_live_matches_disk, q8_text, q9_serving, q9_text, sglang_scoped
 from gpudiag.findings.answers_measured import q5_copy_cost, q5_text, q6_graph_breaks, q6_text
@@ -68,6 +70,22 @@ QUESTIONS: tuple[Question, ...] = (
     Question("Q8", "Does the live server run what is on disk (flags, interpreter)?", q8_live_matches_disk, q8_text),
     Question("Q9", "What is serving now?", q9_serving, q9_text),
     Question("Q10", "Is speculative decoding paying off on each server?", q10_speculation, q10_text),
+    Question(
+        "Q11",
+        "Where does each decode step go on each server: weights and KV bytes, compute, GPU-to-GPU communication, "
+        "fixed overhead?",
+        q11_step_time,
+        q11_text,
+    ),
+    Question("Q12", "Is decode memory-bandwidth-bound here?", q12_bandwidth, q12_text),
+    Question(
+        "Q13",
+        "What does verifying the draft block cost at this batch, and up to how many running requests does "
+        "speculation pay?",
+        q13_speculation_cost,
+        q13_text,
+    ),
+    Question("Q14", "What do the TP/EP collectives cost per step on this interconnect?", q14_collectives, q14_text),
 )
 
 

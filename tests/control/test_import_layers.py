@@ -100,7 +100,7 @@ def test_the_probe_side_never_imports_the_control_side():
 
 
 # The control side's layers, top to bottom (docs/architecture.md): a module imports its own layer or a lower one.
-LAYERS = {"gpudiag.cli": 4, "gpudiag.render": 3, "gpudiag.findings": 2, "gpudiag.probe_view": 1,
+LAYERS = {"gpudiag.cli": 4, "gpudiag.render": 3, "gpudiag.findings": 2, "gpudiag.probe_view": 1, "gpudiag.decode": 1,
           "gpudiag.models": 1, "gpudiag.schema": 1, "gpudiag.run_records": 1, "gpudiag.transports": 1,
           "gpudiag.inventory": 1}
 
