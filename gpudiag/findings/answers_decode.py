@@ -22,6 +22,14 @@ def _gb(value: float) -> str:
     return f"{value / 1e9:.3g} GB"
 
 
+def _size(value: float) -> str:
+    """Bytes in the unit that reads best: 14.3 kB, 29.4 MB, 1.2 GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
 def _servers(host: HostResult, qid: str, speculative_only: bool = False) -> tuple[list[ServerDecode], Answer | None]:
     gap = probe_gap(host, "deployment", "--probes deployment")
     if gap:
@@ -196,8 +204,8 @@ def _q14_server(server: dict[str, Any]) -> str:
     for b in server["buckets"]:
         c = b["collectives"]
         cells.append(
-            f"#running-req {b['bucket']}: {c['all_reduces']} all-reduces of {c['all_reduce_bytes'] / 1e3:.4g} kB and a "
-            f"{c['logits_gather_bytes'] / 1e6:.3g} MB logits all-gather = {c['ms']:g} ms, {c['share']:.0%} of the step"
+            f"#running-req {b['bucket']}: {c['all_reduces']} all-reduces of {_size(c['all_reduce_bytes'])} and a "
+            f"{_size(c['logits_gather_bytes'])} logits all-gather = {c['ms']:.3g} ms, {c['share']:.0%} of the step"
         )
     return f"{head}: " + ", ".join(cells)
 
