@@ -49,14 +49,41 @@ def _servers(host: HostResult, qid: str, speculative_only: bool = False) -> tupl
     return analysed, None
 
 
-def _entry(found: ServerDecode, keys: tuple[str, ...]) -> dict[str, Any]:
+# The per-bucket figures each question carries (Q11 carries them all).
+BUCKET_KEYS = {
+    "Q12": (
+        "bucket",
+        "mode",
+        "running_req",
+        "step_ms",
+        "tokens",
+        "experts_touched",
+        "busiest_rank_experts",
+        "bytes_per_gpu",
+        "kv_bytes_per_gpu",
+        "achieved_gbps",
+        "mbu",
+        "mbu_copy",
+        "tflop_per_gpu",
+        "mfu",
+        "verdict",
+    ),
+    "Q13": ("bucket", "running_req", "accept_len", "gen_tps", "step_ms", "verify", "verdict"),
+    "Q14": ("bucket", "mode", "running_req", "step_ms", "tokens", "collectives", "verdict"),
+}
+
+
+def _entry(found: ServerDecode, qid: str, keys: tuple[str, ...]) -> dict[str, Any]:
     if found.value is None:
         return {"server": found.item.label, "pid": found.item.server.get("pid"), "reason": found.reason}
-    return {k: found.value[k] for k in ("server", "pid", "algorithm") + keys}
+    entry = {k: found.value[k] for k in ("server", "pid", "algorithm") + keys}
+    if qid in BUCKET_KEYS:
+        entry["buckets"] = [{k: b.get(k) for k in BUCKET_KEYS[qid]} for b in found.value["buckets"]]
+    return entry
 
 
 def _answer(qid: str, analysed: list[ServerDecode], keys: tuple[str, ...], text: Callable[[dict], str]) -> Answer:
-    value = {"servers": [_entry(a, keys) for a in analysed]}
+    value = {"servers": [_entry(a, qid, keys) for a in analysed]}
     complete = all(a.value is not None and a.value["buckets"] for a in analysed)
     return Answer(qid, ANSWERED if complete else PARTIAL, text(value), COMMAND, value)
 
@@ -104,12 +131,12 @@ def q11_step_time(host: HostResult) -> Answer:
 # Q12 ---------------------------------------------------------------------------------------------------------
 def _q12_server(server: dict[str, Any]) -> str:
     gpu = server["gpu"]
-    copy = _v(gpu["bw_copy_GBps"])
-    head = f"{_v(gpu['name'])}, {_v(gpu['bw_peak_GBps']):g} GB/s datasheet" + (
+    copy = _v(gpu["bw_copy_gbps"])
+    head = f"{_v(gpu['name'])}, {_v(gpu['bw_peak_gbps']):g} GB/s datasheet" + (
         f", {copy:g} GB/s measured copy" if copy else ", copy bandwidth not measured"
     )
     cells = [
-        f"#running-req {b['bucket']}: {_gb(_v(b['bytes_per_gpu']))} per GPU per step, {_v(b['achieved_GBps']):g} GB/s "
+        f"#running-req {b['bucket']}: {_gb(_v(b['bytes_per_gpu']))} per GPU per step, {_v(b['achieved_gbps']):g} GB/s "
         f"= {_v(b['mbu']):.0%} of peak, {_v(b['mfu']):.1%} of BF16 compute ({b['verdict']})"
         for b in server["buckets"]
     ]
@@ -198,7 +225,7 @@ def _q14_server(server: dict[str, Any]) -> str:
         return "TP 1: no GPU-to-GPU collectives in the decode step"
     head = (
         f"TP {_v(par['tp'])}, EP {_v(par['ep'])} over {_v(par['link'])} ({par['link'].get('note')}), "
-        f"bus bandwidth {_v(par['busbw_GBps']):g} GB/s and {_v(par['alpha_us']):g} µs per collective (assumed)"
+        f"bus bandwidth {_v(par['busbw_gbps']):g} GB/s and {_v(par['alpha_us']):g} µs per collective (assumed)"
     )
     cells = []
     for b in server["buckets"]:

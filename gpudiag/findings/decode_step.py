@@ -61,7 +61,7 @@ def bound_buckets(hosts: list[HostResult]) -> list[Finding]:
                     "decode_step.bandwidth_bound",
                     "info",
                     f"decode is memory-bandwidth-bound at #running-req {names} ({_v(gpu['name'])}, "
-                    f"{_v(gpu['bw_peak_GBps']):g} GB/s)",
+                    f"{_v(gpu['bw_peak_gbps']):g} GB/s)",
                     found,
                     [_bucket_line(found, b) for b in by_verdict[BANDWIDTH]],
                     "More bandwidth per token is what helps here: quantized weights or KV cache, fewer bytes per "
@@ -76,7 +76,7 @@ def bound_buckets(hosts: list[HostResult]) -> list[Finding]:
                     "decode_step.communication_bound",
                     "warning",
                     f"decode is bound by GPU-to-GPU collectives at #running-req {names} "
-                    f"(TP {_v(link['tp'])} over {_v(link['link'])}, {_v(link['busbw_GBps']):g} GB/s assumed)",
+                    f"(TP {_v(link['tp'])} over {_v(link['link'])}, {_v(link['busbw_gbps']):g} GB/s assumed)",
                     found,
                     [_bucket_line(found, b) for b in by_verdict[COMMUNICATION]],
                     "The all-reduces and the logits all-gather grow with running requests × tokens per request: fewer "

@@ -264,20 +264,20 @@ def analyse(item: ServerFigures, hw: Hardware) -> ServerDecode:
             "dp_attention": dp_attention,
             "moe_all_to_all": a2a,
             "link": fig(link.kind, src_link, "nvidia-smi topo -m" if src_link == MEASURED else "the GPU model's"),
-            "busbw_GBps": fig(link.busbw_gbps, ASSUMED, link.source),
+            "busbw_gbps": fig(link.busbw_gbps, ASSUMED, link.source),
             "alpha_us": fig(link.alpha_us, ASSUMED, link.source),
         },
         "gpu": {
             "name": fig(hw.gpu_name, MEASURED),
-            "bw_peak_GBps": fig(hw.gpu.mem_bw_gbps, DATASHEET, hw.gpu.source),
-            "bw_copy_GBps": fig(hw.copy_gbps, MEASURED) if hw.copy_gbps else fig(None, MEASURED, hw.copy_reason),
-            "bw_eff_GBps": fig(
+            "bw_peak_gbps": fig(hw.gpu.mem_bw_gbps, DATASHEET, hw.gpu.source),
+            "bw_copy_gbps": fig(hw.copy_gbps, MEASURED) if hw.copy_gbps else fig(None, MEASURED, hw.copy_reason),
+            "bw_eff_gbps": fig(
                 round(bw_eff / 1e9, 1),
                 MEASURED if hw.copy_gbps else mix(DATASHEET, ASSUMED),
                 "measured copy bandwidth" if hw.copy_gbps else f"{BW_EFF_OF_DATASHEET} × datasheet",
             ),
-            "bf16_dense_tflops": fig(hw.gpu.bf16_tflops, DATASHEET, hw.gpu.source),
-            "fp8_dense_tflops": fig(hw.gpu.fp8_tflops, DATASHEET, hw.gpu.source),
+            "dense_tflops": fig(hw.gpu.bf16_tflops, DATASHEET, hw.gpu.source),
+            "dense_tflops_fp": fig(hw.gpu.fp8_tflops, DATASHEET, hw.gpu.source),
             "ridge_flop_per_byte": fig(round(hw.gpu.ridge), DATASHEET),
         },
         "context_tokens": fig(CONTEXT_TOKENS, ASSUMED, "per running request; the stored decode lines keep no #token"),
@@ -334,7 +334,7 @@ def _bucket(setup: Setup, hw: Hardware, measured: dict[str, Any], block: int, al
         else None,
         "bytes_per_gpu": fig(rounded(main.bytes, 4), model_src),
         "kv_bytes_per_gpu": fig(rounded(main.kv_bytes, 3), model_src, "upper bound on context: assumed"),
-        "achieved_GBps": fig(round(main.bytes / step_s / 1e9, 1), mix(step_src, model_src)),
+        "achieved_gbps": fig(round(main.bytes / step_s / 1e9, 1), mix(step_src, model_src)),
         "mbu": fig(round(mbu, 3), mix(step_src, model_src, DATASHEET)),
         "mbu_copy": fig(round(main.bytes / step_s / (hw.copy_gbps * 1e9), 3), mix(step_src, model_src, MEASURED))
         if hw.copy_gbps

@@ -17,6 +17,8 @@ import sys
 import uuid
 from pathlib import Path
 
+from gpudiag.findings import QUESTIONS
+from tests.control.test_report_json_values import _documented, _keys
 from tests.integration.test_serving_scan import decode_lines, servers  # noqa: F401 - the fixture
 
 KIMI = (Path(__file__).resolve().parents[1] / "fixtures" / "hf_cache" / "models--moonshotai--Kimi-K2-Thinking"
@@ -96,8 +98,8 @@ def test_the_seed_figures_give_the_research_verdicts(tmp_path, servers):  # noqa
     assert 0.5 <= base_buckets["128+"]["mbu"]["v"] <= 0.6               # research: about 54% of 1,792 GB/s
     assert spec_buckets["128+"]["verdict"] == "communication-bound"
     assert base_buckets["1"]["verdict"] != "bandwidth-bound"            # research: partly bound at C=1
-    assert q12[base.proc.pid]["gpu"]["bw_peak_GBps"] == {
-        "v": 1792, "src": "datasheet", "note": q12[base.proc.pid]["gpu"]["bw_peak_GBps"]["note"]}
+    assert q12[base.proc.pid]["gpu"]["bw_peak_gbps"] == {
+        "v": 1792, "src": "datasheet", "note": q12[base.proc.pid]["gpu"]["bw_peak_gbps"]["note"]}
 
     q13 = servers_of("Q13")[spec.proc.pid]["speculation"]
     pairs = {p["bucket"]: p for p in q13["pairs"]}
@@ -109,12 +111,15 @@ def test_the_seed_figures_give_the_research_verdicts(tmp_path, servers):  # noqa
 
     q14 = servers_of("Q14")[spec.proc.pid]
     assert q14["parallel"]["link"]["v"] == "pcie" and q14["parallel"]["link"]["src"] == "measured"
-    assert q14["parallel"]["busbw_GBps"]["src"] == "assumed"
+    assert q14["parallel"]["busbw_gbps"]["src"] == "assumed"
 
     for qid in ("Q11", "Q12", "Q13", "Q14"):
         [answer] = answers[qid]["answers"]
         assert answer["status"] == "answered", (qid, answer["answer"])
         assert _sources_ok(answer["value"]) == [], qid
+        assert not _keys(answer["value"]) - _documented(qid), qid       # docs/report-json.md names every key
+        render = next(q.render for q in QUESTIONS if q.qid == qid)
+        assert render(answer["value"]) == answer["answer"]              # the sentence is its value's
     assert "communication-bound" in answers["Q11"]["answers"][0]["answer"]
 
     mine = lambda fid, pid: [f for f in doc["findings"] if f["id"] == fid and any(  # noqa: E731
