@@ -188,7 +188,8 @@ class Model:
     def of(cls, config: dict[str, Any]) -> Model:
         if not isinstance(config, dict):
             raise ConfigError("config.json is not a JSON object")
-        merged = dict(config, **_dict(config.get("text_config")))  # a multimodal checkpoint keeps the language model under text_config
+        # A multimodal checkpoint keeps the language model under text_config.
+        merged = dict(config, **_dict(config.get("text_config")))
         if isinstance(config.get("quantization_config"), dict):
             merged["quantization_config"] = config["quantization_config"]
         c = merged
