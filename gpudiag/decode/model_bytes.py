@@ -38,11 +38,13 @@ class ConfigError(ValueError):
 
 
 def _int(config: dict[str, Any], *names: str, default: int | None = None) -> int:
+    """The first of `names` holding a whole number (≥ 1 where the field has no default, ≥ 0 otherwise)."""
     for name in names:
         value = config.get(name)
         if isinstance(value, bool):
             continue
-        if isinstance(value, (int, float)) and value >= 0 and float(value).is_integer():
+        least = 0 if default is not None else 1
+        if isinstance(value, (int, float)) and least <= value < 2**53 and float(value).is_integer():
             return int(value)
     if default is not None:
         return default

@@ -83,7 +83,12 @@ def test_a_multimodal_checkpoint_is_read_from_its_text_config():
 
 
 @pytest.mark.parametrize("bad", [{}, {"hidden_size": "7168"}, [], {"hidden_size": 8, "num_attention_heads": 2,
-                                                                    "num_hidden_layers": True, "vocab_size": 4}])
+                                                                    "num_hidden_layers": True, "vocab_size": 4},
+                                 {"hidden_size": 8, "num_attention_heads": 0, "num_hidden_layers": 2, "vocab_size": 4},
+                                 {"hidden_size": 1e300, "num_attention_heads": 2, "num_hidden_layers": 2,
+                                  "vocab_size": 4},
+                                 {"hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 2, "vocab_size": 4,
+                                  "quantization_config": {"quant_method": "some_future_scheme"}}])
 def test_a_garbled_config_is_a_one_line_error(bad):
     with pytest.raises(ConfigError):
         Model.of(bad)
