@@ -114,6 +114,8 @@ def run_light_probes(scratch, spec, host_dir):
     env = dict(os.environ, PATH=make_smi(scratch, host_dir) + os.pathsep + os.environ.get("PATH", ""),
                PYTHONPATH=ROOT)
     env.pop("GPUDIAG_PROC_ROOT", None)
+    env.pop("HF_HUB_CACHE", None)
+    env["HF_HOME"] = os.path.join(scratch, "huggingface")  # an empty model cache, the same on every machine
     env["CUDA_VISIBLE_DEVICES"] = ""   # on a GPU machine too, torch sees no device: GPU results are segments
     argv = [python, "-m", "probes", "--probes", ",".join(LIGHT), "--nonce", NONCE, "--line-width", "0",
             "--host", spec["document"]["name"], "--set", "deployment.proc_root=" + proc]

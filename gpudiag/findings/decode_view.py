@@ -186,7 +186,7 @@ def analyse(item: ServerFigures, hw: Hardware) -> ServerDecode:
         found.reason = "the deployment probe read no config.json for it (an older gpudiag, or none found)"
         return found
     if not isinstance(record.get("config"), dict):
-        found.reason = f"config.json not read — {record.get('reason') or 'no reason recorded'}"
+        found.reason = f"its config.json was not read: {record.get('reason') or 'no reason recorded'}"
         return found
     try:
         model = Model.of(record["config"])
