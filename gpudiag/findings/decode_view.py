@@ -208,7 +208,10 @@ def analyse(item: ServerFigures, hw: Hardware) -> ServerDecode:
     bw_eff = (hw.copy_gbps * 1e9) if hw.copy_gbps else BW_EFF_OF_DATASHEET * hw.gpu.mem_bw_gbps * 1e9
     algorithm = item.algorithm.upper()
     draft_record = _config_record(item.host, item.server, "draft")
-    draft, draft_src = _draft_model(algorithm, draft_record, model) if algorithm else (None, "")
+    # NGRAM drafts from a lookup table, not a model: no draft forward to cost.
+    draft, draft_src = (
+        _draft_model(algorithm, draft_record, model) if algorithm and algorithm != "NGRAM" else (None, "")
+    )
     block, block_src = _block(item, draft_record) if algorithm else (1, "")
     eagle = algorithm in ("EAGLE", "EAGLE3", "NEXTN")
     steps = (_int_arg(args, "speculative_num_steps") or max(block - 1, 1)) if eagle else 1
