@@ -80,6 +80,9 @@ def test_a_multimodal_checkpoint_is_read_from_its_text_config():
                "quantization_config": config["quantization_config"], "vision_config": {"hidden_size": 1152}}
     del wrapped["text_config"]["quantization_config"]
     assert Model.of(wrapped).checkpoint_bytes() == Model.of(config).checkpoint_bytes()
+    # Kimi K2.5/K2.6 (`kimi_k25`) keep the quantization block inside text_config
+    inner = {"model_type": "kimi_k25", "vision_config": {"vt_num_hidden_layers": 27}, "text_config": dict(config)}
+    assert Model.of(inner).quant.describe()["experts"] == "int4_g32"
 
 
 @pytest.mark.parametrize("bad", [{}, {"hidden_size": "7168"}, [], {"hidden_size": 8, "num_attention_heads": 2,
