@@ -1,5 +1,6 @@
 """One log in, one verdict out: known signature, unclassified crash, or clean; each crash with its family,
 its exception line and last frames, and advice in the flags of the release that wrote the log."""
+import bisect
 import re
 
 from probes.crashlog import families, phases, releases
@@ -15,8 +16,13 @@ MAX_QUOTED = 12
 MAX_TEXT = 300
 LAST_FRAMES = 3
 READY = re.compile(r"The server is fired up and ready to roll|Uvicorn running on|Application startup complete")
+# The scheduler's own serving lines (every release's Prefill and Decode heads), and the lines a (re)start
+# prints first: a crash after serving lines and no restart since is a crash while serving.
+SERVING = re.compile(r"\b(?:Prefill|Decode) batch\b")
+STARTING = re.compile(r"server_args=ServerArgs\(|Load weight begin|Init torch distributed begin")
 DFLASH = re.compile(r"DFLASH|dflash", re.I)
 DFLASH_DISABLED = re.compile(r"Disable DFLASH draft cuda graph because (?P<reason>.*)")
+PARENT_REPORT = re.compile(r"Received sigquit from a child proces|Child process unexpectedly failed")
 OUTCOMES = ("known_signature", "unclassified_crash", "clean", "unreadable")
 
 
@@ -85,7 +91,8 @@ def classify(text, table=None, installed_release=None, known=""):
     crashes = find_crashes(lines, index.numbers_with(CANDIDATE_WORDS), index.numbers_with(MARKER_TOKENS, lower=True))
     analysed = crashes[:MAX_ANALYSED]
     in_capture = phases.capture_open_at(captures, analysed)
-    reports = [_report(crash, open_, compiled, words, ready_lines) for crash, open_ in zip(analysed, in_capture)]
+    timeline = Timeline(ready_lines, index)
+    reports = [_report(crash, open_, compiled, words, timeline) for crash, open_ in zip(analysed, in_capture)]
     reports = _merge_ranks(reports)
     stalled = phases.capture_unfinished(lines, captures) if not reports and not ready else None
     if stalled:
@@ -124,18 +131,40 @@ def _accepts(entry, family, detail):
     return family in wanted or family in ("unclassified", "native_crash")
 
 
-def _when(number, ready_lines):
-    """Where a crash sits against the server's "ready" lines: a crash followed by a later start-up belongs
-    to an earlier run of the server."""
-    if any(r > number for r in ready_lines):
-        return "before the server last came up (an earlier run)"
-    if ready_lines:
-        return "after the server was ready"
-    return "during start-up"
+class Timeline(object):
+    """Where the server stood at each line: the lines where it came up, served a batch, or (re)started."""
+
+    def __init__(self, ready_lines, index):
+        self.ready = ready_lines
+        self.serving = [ln.number for ln in index.every(SERVING)] if "batch" in index.whole else []
+        self.starting = [ln.number for ln in index.every(STARTING)]
+
+    def serving_at(self, number):
+        """Whether the server served a batch before line `number` and did not restart since."""
+        served = _last_before(self.serving, number)
+        return served is not None and served > (_last_before(self.starting, number) or 0)
+
+    def when(self, number, in_loop=False):
+        """Where a crash sits: a crash followed by a later start-up belongs to an earlier run of the server;
+        one after Prefill or Decode lines (and no restart since), or through the scheduler's loop (`in_loop`),
+        came while serving, whatever the log shows of the server coming up."""
+        if any(r > number for r in self.ready):
+            return "before the server last came up (an earlier run)"
+        if in_loop or self.serving_at(number):
+            return "while serving"
+        if self.ready:
+            return "after the server was ready"
+        return "during start-up"
 
 
-def _report(crash, capture_open, compiled, words, ready_lines):
-    family, detail = families.family_of(crash, capture_open)
+def _last_before(numbers, number):
+    at = bisect.bisect_left(numbers, number)
+    return numbers[at - 1] if at else None
+
+
+def _report(crash, capture_open, compiled, words, timeline):
+    serving = timeline.serving_at(crash.first_line)
+    family, detail = families.family_of(crash, capture_open, serving)
     signature, matched = None, []
     for candidate in compiled:
         entry = candidate.entry
@@ -161,14 +190,14 @@ def _report(crash, capture_open, compiled, words, ready_lines):
         if line.text.lstrip().startswith("File ") and any(f["line"] == n for f in frames for n in (line.number,)):
             chosen.setdefault(line.number, line)
     first = crash.lines[0]
-    where = _when(first.number, ready_lines)
+    where = timeline.when(first.number, families.in_serving_loop(crash))
     out = {"line": crash.first_line, "last_line": crash.last_line, "streams": [crash.stream] if crash.stream else [],
            "family": family, "detail": detail, "when": where,
            "exception": quote(exception) if exception is not None else None,
            "first_line_text": quote(first)["text"],
            "key": redact_line((exception or first).text.strip())[:MAX_TEXT],
            # What the summary says, without the collectors' prefixes that the quoted lines keep.
-           "headline": redact_line((exception or first).text.strip())[:MAX_TEXT],
+           "headline": redact_line((exception or _headline_line(crash)).text.strip())[:MAX_TEXT],
            "last_frames": frames,
            "quoted": [quote(chosen[n]) for n in sorted(chosen)][:MAX_QUOTED],
            "signature": None}
@@ -179,6 +208,15 @@ def _report(crash, capture_open, compiled, words, ready_lines):
                             "reference": signature.get("reference")}
     out["summary"] = summary(out)
     return out
+
+
+def _headline_line(crash):
+    """The line that says what broke when the crash has no exception line: its first line, unless that is the
+    parent reporting the child (`Received sigquit …`) printed before the child's own lines."""
+    for line in crash.lines:
+        if not PARENT_REPORT.search(line.text) and line.text.strip():
+            return line
+    return crash.lines[0]
 
 
 def _short(path):

@@ -13,7 +13,10 @@ CHAIN = re.compile(r"^(During handling of the above exception|The above exceptio
 # An exception line as Python prints it: a dotted name ending in Error/Exception/Exit/Interrupt, maybe a message.
 EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)|"
                             r"OutOfResources)\b(?::.*)?$"
-                            r"|^(?:Exception|KeyboardInterrupt|AssertionError)\b.*$")
+                            r"|^(?:Exception(?! raised from )|KeyboardInterrupt|AssertionError)\b.*$")
+# What an exception line looks like when EXCEPTION_LINE does not name it (`torch._dynamo.exc.BackendCompilerFailed:
+# …`): a dotted name whose last part is capitalised, then nothing or a message. A frame's code line never does.
+EXCEPTION_SHAPE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::.*)?$")
 # Lines that show a crash even without a traceback before them.
 MARKERS = re.compile("|".join((
     r"Fatal Python error",
@@ -22,6 +25,9 @@ MARKERS = re.compile("|".join((
     r"Aborted \(core dumped\)",
     r"terminate called after throwing",
     r"Received sigquit from a child proces",      # "proces." in early-2025 releases (0.4.3)
+    r"Child process unexpectedly failed with an exit code",
+    r"Error occurred when running GEMM",          # TRT-LLM's and FlashInfer's GEMM runners (sm100)
+    r"Piecewise CUDA Graph failed",
     r"Watchdog caught collective operation timeout",
     r"watchdog (?:thread terminated|got stuck|timeout)",
     r"^\[?PG ID .*watchdog: ",
@@ -31,12 +37,14 @@ MARKERS = re.compile("|".join((
     markers.CUDA_FAILURE, markers.COLLECTIVE_MARKER)), re.IGNORECASE)
 # Lower-case pieces of which every MARKERS match holds one: other lines are not searched with MARKERS.
 MARKER_TOKENS = ("fatal python error", "segmentation fault", "sig", "aborted (core dumped)", "terminate called",
-                 "received sigquit", "pg id", "errno", "initialization failed", "killed") + markers.TOKENS
+                 "received sigquit", "pg id", "errno", "initialization failed", "killed", "unexpectedly failed",
+                 "running gemm", "piecewise cuda graph failed") + markers.TOKENS
 # Words on every line that can start or end a crash (see MARKERS and EXCEPTION_LINE); other lines are read
 # only while a crash is open.
 CANDIDATE_WORDS = ("Traceback", "most recent call", 'File "', "Error", "error", "ERROR", "Exception", "Exit",
                    "Interrupt", "Failure", "Fatal", "fault", "SIG", "Abort", "abort", "terminate called", "sigquit",
-                   "atchdog", "Killed", "Initialization failed", "core dumped", "KeyboardInterrupt") + markers.WORDS
+                   "atchdog", "Killed", "Initialization failed", "core dumped", "KeyboardInterrupt", "unexpectedly failed",
+                   "Graph failed") + markers.WORDS
 ATTACH_WITHIN = 40      # a marker this many lines after a crash of the same stream belongs to it
 TAIL_LINES = 8          # message lines kept after an exception line ("Possible solutions", CUDA hints)
 
@@ -165,11 +173,12 @@ def _step(line, crashes, active, recent, tokened=None):
 
 def _open_traceback(line, crashes, active):
     """A traceback (or its first frame) begins: it continues the fault lines just above it, when there are
-    some (`CUDA error: …` or device asserts printed before the exception), else it is a crash of its own."""
+    some (`CUDA error: …` or device asserts printed before the exception, a fatal signal before faulthandler's
+    dump, the parent's sigquit printed before the child's traceback), else it is a crash of its own."""
     last = crashes[-1] if crashes else None
     if last is not None and not last.open and last.exception is None and not last.frames and \
             _same_writer(last.stream, line.stream) and line.number - last.last_line <= ATTACH_WITHIN and \
-            any(markers.FAULT.search(ln.text) for ln in last.lines):
+            any(markers.FAULT.search(ln.text) or is_marker(ln.text) for ln in last.lines):
         crash = last
         crash.lines.append(line)
         crash.stream, crash.open, crash.tail = line.stream, True, 0
@@ -231,6 +240,10 @@ def _take_traceback_line(crash, line):
         return True
     if _is_continuation(text) and not line.header:
         crash.lines.append(line)
+        return True
+    if crash.exception is None and not line.header and FRAME.match(crash.lines[-1].text) and \
+            not EXCEPTION_SHAPE.match(text.strip()):
+        crash.lines.append(line)          # an unindented code line under its frame (a dedented quote)
         return True
     if crash.exception is None and text.strip():
         crash.lines.append(line)          # the exception line closes the traceback

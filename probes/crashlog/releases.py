@@ -110,16 +110,22 @@ def flag_words(generation, release=None, before=None):
         return _ancient_words((version and version < NO_GRAPHS_BEFORE) or (below and below <= NO_GRAPHS_BEFORE))
     if generation == "0.5.14+":
         return {"max_bs": "--cuda-graph-max-bs-decode", "prefill_graphs_off": "--disable-prefill-cuda-graph",
+                "piecewise_off": "--disable-prefill-cuda-graph",
                 "graphs_off": "--disable-cuda-graph", "mem_fraction": "--mem-fraction-static"}
     if generation == "before 0.5.14":
         piecewise = version is None or version >= (0, 5, 0)
         return {"max_bs": "--cuda-graph-max-bs",
                 "prefill_graphs_off": "drop --enable-piecewise-cuda-graph" if piecewise
                 else "leave prefill graphs off (this release has none)",
+                # Releases that turn piecewise graphs on by default take --disable-piecewise-cuda-graph.
+                "piecewise_off": "--disable-piecewise-cuda-graph (or drop --enable-piecewise-cuda-graph)" if piecewise
+                else "leave prefill graphs off (this release has none)",
                 "graphs_off": "--disable-cuda-graph", "mem_fraction": "--mem-fraction-static"}
     return {"max_bs": "--cuda-graph-max-bs-decode (0.5.14+) or --cuda-graph-max-bs (before 0.5.14)",
             "prefill_graphs_off": "--disable-prefill-cuda-graph (0.5.14+) or drop --enable-piecewise-cuda-graph "
                                   "(before 0.5.14)",
+            "piecewise_off": "--disable-prefill-cuda-graph (0.5.14+) or --disable-piecewise-cuda-graph (before "
+                             "0.5.14)",
             "graphs_off": "--disable-cuda-graph", "mem_fraction": "--mem-fraction-static"}
 
 
@@ -127,10 +133,11 @@ def _ancient_words(no_graphs):
     """Releases without --cuda-graph-max-bs (before 0.3.5), and those without CUDA graphs (0.1.x)."""
     if no_graphs:
         none = "nothing (this release captures no CUDA graphs)"
-        return {"max_bs": none, "prefill_graphs_off": none, "graphs_off": none,
+        return {"max_bs": none, "prefill_graphs_off": none, "piecewise_off": none, "graphs_off": none,
                 "mem_fraction": "--mem-fraction-static"}
     return {"max_bs": "a smaller CUDA-graph batch-size limit (this release has no flag for it; later ones do)",
             "prefill_graphs_off": "leave prefill graphs off (this release has none)",
+            "piecewise_off": "leave prefill graphs off (this release has none)",
             "graphs_off": "--disable-cuda-graph", "mem_fraction": "--mem-fraction-static"}
 
 
