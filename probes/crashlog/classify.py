@@ -20,6 +20,12 @@ READY = re.compile(r"The server is fired up and ready to roll|Uvicorn running on
 # prints first: a crash after serving lines and no restart since is a crash while serving.
 SERVING = re.compile(r"\b(?:Prefill|Decode) batch\b")
 STARTING = re.compile(r"server_args=ServerArgs\(|Load weight begin|Init torch distributed begin")
+# Lines only a start-up prints (besides STARTING): a crash after one of them, before any serving, is at start-up.
+STARTED = re.compile(r"Load weight end|Memory pool end|max_total_num_tokens=|Capture [\w -]*?(?:cuda|CUDA) graph begin|"
+                     r"Capturing batches|Init torch distributed ends")
+# Frames of the server being built: a crash through them is at start-up whatever the log shows before it.
+BUILDING = re.compile(r"^(?:__init__|initialize|init_\w+|load_model|run_scheduler_process)$")
+UNKNOWN_WHEN = "when is not shown (no start-up or serving line before it)"
 DFLASH = re.compile(r"DFLASH|dflash", re.I)
 DFLASH_DISABLED = re.compile(r"Disable DFLASH draft cuda graph because (?P<reason>.*)")
 PARENT_REPORT = re.compile(r"Received sigquit from a child proces|Child process unexpectedly failed")
@@ -138,23 +144,27 @@ class Timeline(object):
         self.ready = ready_lines
         self.serving = [ln.number for ln in index.every(SERVING)] if "batch" in index.whole else []
         self.starting = [ln.number for ln in index.every(STARTING)]
+        self.started = sorted(self.starting + [ln.number for ln in index.every(STARTED)])
 
     def serving_at(self, number):
         """Whether the server served a batch before line `number` and did not restart since."""
         served = _last_before(self.serving, number)
         return served is not None and served > (_last_before(self.starting, number) or 0)
 
-    def when(self, number, in_loop=False):
+    def when(self, number, in_loop=False, building=False):
         """Where a crash sits: a crash followed by a later start-up belongs to an earlier run of the server;
         one after Prefill or Decode lines (and no restart since), or through the scheduler's loop (`in_loop`),
-        came while serving, whatever the log shows of the server coming up."""
+        came while serving, whatever the log shows of the server coming up; one after start-up lines, or
+        through the frames that build the server (`building`), during start-up. Else the log does not say."""
         if any(r > number for r in self.ready):
             return "before the server last came up (an earlier run)"
         if in_loop or self.serving_at(number):
             return "while serving"
         if self.ready:
             return "after the server was ready"
-        return "during start-up"
+        if building or _last_before(self.started, number) is not None:
+            return "during start-up"
+        return UNKNOWN_WHEN
 
 
 def _last_before(numbers, number):
@@ -190,7 +200,9 @@ def _report(crash, capture_open, compiled, words, timeline):
         if line.text.lstrip().startswith("File ") and any(f["line"] == n for f in frames for n in (line.number,)):
             chosen.setdefault(line.number, line)
     first = crash.lines[0]
-    where = timeline.when(first.number, families.in_serving_loop(crash))
+    building = detail == "capture" or any(BUILDING.match(func.split(".")[-1]) and "sglang" in path
+                                          for path, _, func in crash.frames)
+    where = timeline.when(first.number, families.in_serving_loop(crash), building)
     out = {"line": crash.first_line, "last_line": crash.last_line, "streams": [crash.stream] if crash.stream else [],
            "family": family, "detail": detail, "when": where,
            "exception": quote(exception) if exception is not None else None,

@@ -37,9 +37,11 @@ CASES = {
                                "  family: device_fault (capture), during start-up"]),
     "device_side_assert": (lambda: log("sglang_15638_eagle_v2_vectorized_gather_assert.log"), 1,
                            ["crash 1: device_side_assert at line 1: /pytorch/aten/src/ATen/native/cuda/"
-                            "IndexKernelUtils.cu:16: vectorized_gather_kernel", "  family: device_fault, during start-up"]),
+                            "IndexKernelUtils.cu:16: vectorized_gather_kernel",
+                            "  family: device_fault, when is not shown (no start-up or serving line before it)"]),
     "nccl_outside_graphs": (lambda: log("sglang_3836_nccl_allreduce_watchdog_in_nccl_info.log"), 1,
-                            ["crash 1: nccl_collective_timeout at line 5 [rank4]:", "  family: nccl, during start-up"]),
+                            ["crash 1: nccl_collective_timeout at line 5 [rank4]:",
+                             "  family: nccl, when is not shown (no start-up or serving line before it)"]),
     "headerless_frames": (lambda: log("sglang_2460_headerless_frames_all_gather.log"), 1,
                           ["crash 1: unclassified crash at line 1 (unclassified): "]),
     "bars_finished": (lambda: log("sglang_11275_capture_stalls_tp8.log")[:2]

@@ -1,7 +1,7 @@
 """The crash-log classifier over real logs quoted in sglang's public issues (tests/fixtures/logs/corpus).
 
-Each fixture names its source URL, expected family and expected signature in `#fixture` header lines,
-which are taken off before classifying. Advice is checked against the flags that real sglang wheels
+Each fixture names its source URL, expected family and expected signature (and, for most, when the crash
+came) in `#fixture` header lines, which are taken off before classifying. Advice is checked against the flags that real sglang wheels
 define (probes/sglang_facts/flags.py over wheels from PyPI, never imported).
 """
 import functools
@@ -56,6 +56,8 @@ def test_each_log_lands_in_its_family_and_signature(path):
     expected = None if header["signature"] == "-" else header["signature"]
     assert (first["signature"] or {}).get("name") == expected
     assert result["outcome"] == ("known_signature" if expected else "unclassified_crash")
+    if "when" in header:          # where the crash sits: start-up, while serving, or not shown by the log
+        assert first["when"] == header["when"]
     # The crash is placed by line number, and what is quoted is the log's own text.
     lines = text.splitlines()
     assert 1 <= first["line"] <= len(lines)
