@@ -1,9 +1,9 @@
 """One log in, one verdict out: known signature, unclassified crash, or clean; each crash with its family,
 its exception line and last frames, and advice in the flags of the release that wrote the log."""
-import bisect
 import re
 
 from probes.crashlog import families, phases, releases
+from probes.crashlog.timeline import BUILDING, Timeline
 from probes.crashlog.crashes import CANDIDATE_WORDS, MARKER_TOKENS, find_crashes, is_marker
 from probes.crashlog.logindex import LogIndex
 from probes.crashlog.normalize import logical_lines, not_text
@@ -16,16 +16,6 @@ MAX_QUOTED = 12
 MAX_TEXT = 300
 LAST_FRAMES = 3
 READY = re.compile(r"The server is fired up and ready to roll|Uvicorn running on|Application startup complete")
-# The scheduler's own serving lines (every release's Prefill and Decode heads), and the lines a (re)start
-# prints first: a crash after serving lines and no restart since is a crash while serving.
-SERVING = re.compile(r"\b(?:Prefill|Decode) batch\b")
-STARTING = re.compile(r"server_args=ServerArgs\(|Load weight begin|Init torch distributed begin")
-# Lines only a start-up prints (besides STARTING): a crash after one of them, before any serving, is at start-up.
-STARTED = re.compile(r"Load weight end|Memory pool end|max_total_num_tokens=|Capture [\w -]*?(?:cuda|CUDA) graph begin|"
-                     r"Capturing batches|Init torch distributed ends")
-# Frames of the server being built: a crash through them is at start-up whatever the log shows before it.
-BUILDING = re.compile(r"^(?:__init__|initialize|init_\w+|load_model|run_scheduler_process)$")
-UNKNOWN_WHEN = "when is not shown (no start-up or serving line before it)"
 DFLASH = re.compile(r"DFLASH|dflash", re.I)
 DFLASH_DISABLED = re.compile(r"Disable DFLASH draft cuda graph because (?P<reason>.*)")
 PARENT_REPORT = re.compile(r"Received sigquit from a child proces|Child process unexpectedly failed")
@@ -135,41 +125,6 @@ def _accepts(entry, family, detail):
     if entry.get("phases") and detail not in entry["phases"]:
         return False
     return family in wanted or family in ("unclassified", "native_crash")
-
-
-class Timeline(object):
-    """Where the server stood at each line: the lines where it came up, served a batch, or (re)started."""
-
-    def __init__(self, ready_lines, index):
-        self.ready = ready_lines
-        self.serving = [ln.number for ln in index.every(SERVING)] if "batch" in index.whole else []
-        self.starting = [ln.number for ln in index.every(STARTING)]
-        self.started = sorted(self.starting + [ln.number for ln in index.every(STARTED)])
-
-    def serving_at(self, number):
-        """Whether the server served a batch before line `number` and did not restart since."""
-        served = _last_before(self.serving, number)
-        return served is not None and served > (_last_before(self.starting, number) or 0)
-
-    def when(self, number, in_loop=False, building=False):
-        """Where a crash sits: a crash followed by a later start-up belongs to an earlier run of the server;
-        one after Prefill or Decode lines (and no restart since), or through the scheduler's loop (`in_loop`),
-        came while serving, whatever the log shows of the server coming up; one after start-up lines, or
-        through the frames that build the server (`building`), during start-up. Else the log does not say."""
-        if any(r > number for r in self.ready):
-            return "before the server last came up (an earlier run)"
-        if in_loop or self.serving_at(number):
-            return "while serving"
-        if self.ready:
-            return "after the server was ready"
-        if building or _last_before(self.started, number) is not None:
-            return "during start-up"
-        return UNKNOWN_WHEN
-
-
-def _last_before(numbers, number):
-    at = bisect.bisect_left(numbers, number)
-    return numbers[at - 1] if at else None
 
 
 def _report(crash, capture_open, compiled, words, timeline):

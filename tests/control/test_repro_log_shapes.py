@@ -160,9 +160,11 @@ def gpudiag(path, reports):
 
 
 def test_the_command_line_reads_a_deepep_assert_and_a_quoted_log(tmp_path):
-    proc = gpudiag(CORPUS / "sglang_6017_deepep_internode_assert_no_traceback.log", tmp_path / "r")
+    deepep = tmp_path / "deepep.log"
+    deepep.write_text("\n".join(log("sglang_6017_deepep_internode_assert_no_traceback.log")) + "\n")
+    proc = gpudiag(deepep, tmp_path / "r")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "crash 1: device_side_assert at line 5: Assertion failed: /sgl-workspace/DeepEP/csrc/kernels/" \
+    assert "crash 1: device_side_assert at line 1: Assertion failed: /sgl-workspace/DeepEP/csrc/kernels/" \
            "internode.cu:483, condition: " in proc.stdout
     quoted = tmp_path / "quoted.log"
     quoted.write_text("\n".join("> " + ln for ln in log("sglang_23351_piecewise_failed_while_serving.log")) + "\n")
