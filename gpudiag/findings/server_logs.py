@@ -180,13 +180,20 @@ def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
             )
             if block.get("outcome") == "unreadable":  # not text: nothing in it was read, so nothing reads clean
                 findings.append(_unreadable_log(host, source, str(block.get("reason") or "not text")))
+            server = crash_context.server_of(host, pid)
             for crash in (c for c in as_list(block.get("crashes")) if isinstance(c, dict)):
                 finding = log_crash_finding(crash, block, source, (host.name,), "server log")
-                context = crash_context.joined(host, crash)
-                if context:  # the crash's path joined with this host's source facts
+                context = crash_context.joined(host, crash, server)
+                if context:  # the crash's path joined with this host's source facts and the server's flags
                     evidence, advice, action = context
                     finding = replace(
                         finding, evidence=finding.evidence + (evidence,), recommendation=advice, action=action
+                    )
+                else:  # the signature's advice, less what the live server already runs with
+                    finding = replace(
+                        finding,
+                        recommendation=crash_context.fitted(finding.recommendation, server),
+                        action=crash_context.fitted(finding.action, server),
                     )
                 if str(crash.get("when") or "").startswith("before the server last came up"):
                     # The live server started again after this crash: history worth knowing, not its state.

@@ -22,9 +22,9 @@ SIGNATURES = [{'name': 'replay_input_copy_none',
   'requires': ['replay|foreach_copy|graph_runner|cuda_graph'],
   'meaning': 'An optional input buffer is None on one speculative path, so the grouped input copy before graph '
              'replay fails (the buffer exists for the captured shape but the batch does not carry it).',
-  'recommendation': "Check which field is None in the replay copy (the traceback's list of fields); run with "
-                    '{graphs_off} to confirm, and upgrade to a release whose graph runner skips absent optional '
-                    'fields.',
+  'recommendation': 'The traceback names the copy, not the field: find which optional input the crashing batch '
+                    "left None (a scan of the host lists the fields this copy takes in the installed release); "
+                    '{graphs_off} keeps the replay out of the way until a release skips absent optional fields.',
   'reference': 'sglang PR #18558 / PR #28465 (grouped foreach copy of graph inputs)'},
  {'name': 'capture_end_no_active_capture',
   'kind': 'capture',
@@ -227,8 +227,8 @@ SIGNATURES = [{'name': 'replay_input_copy_none',
   'requires': [],
   'meaning': 'A native crash (segfault, abort) killed the process while CUDA graphs were captured or replayed (the '
              'frames or the capture lines show it): often a replay on freed memory.',
-  'recommendation': 'Rerun with {graphs_off} to see whether graphs are involved, and with CUDA_LAUNCH_BLOCKING=1 '
-                    'to localise the kernel.',
+  'recommendation': 'Rerun with CUDA_LAUNCH_BLOCKING=1 to localise the kernel, and with {graphs_off} to see '
+                    'whether graphs are involved.',
   'reference': 'sglang #26957 (class of graph replay crashes)'},
  {'name': 'native_crash_outside_graphs',
   'kind': 'crash',

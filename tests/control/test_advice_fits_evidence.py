@@ -2,7 +2,15 @@
 recommendation out, asserts that recommendation is absent and the one that fits is there."""
 import json
 
+from pathlib import Path
+
 from tests.control.test_report_verdict_cli import answers_of, host_doc, invoke, write_run
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+
+
+def log_lines(name):
+    return [ln for ln in (FIXTURES / "corpus" / name).read_text().splitlines() if not ln.startswith("#fixture ")]
 
 
 def _report(tmp_path, hosts, argv=("gpudiag", "scan", "all")):
@@ -116,19 +124,69 @@ AttributeError: 'NoneType' object has no attribute 'dtype'
 """
 
 
-def test_a_dflash_replay_crash_is_advised_on_its_own_path_with_the_fields_it_copies(tmp_path):
+def _with_crash_log(text, graphs_on=False):
+    """gpu-b with its DFlash server's log holding `text`, classified as the host would; `graphs_on` drops the
+    server's --disable-cuda-graph."""
     from probes.crashlog.classify import classify
     b = host_doc("gpu-b")
-    record = classify(DFLASH_REPLAY_CRASH)
-    b["probes"]["deployment"]["data"]["server_logs"] = {
-        "2211": dict(record, source={"kind": "stdout", "where": "/var/log/sglang.log", "path": "/var/log/sglang.log"})}
-    doc, _ = _report(tmp_path, [b])
+    deployment = b["probes"]["deployment"]["data"]
+    if graphs_on:
+        [server] = deployment["servers"]
+        server["cmdline"].remove("--disable-cuda-graph")
+        server["args"]["disable_cuda_graph"] = False
+    deployment["server_logs"] = {"2211": dict(classify(text), source={
+        "kind": "stdout", "where": "/var/log/sglang.log", "path": "/var/log/sglang.log"})}
+    return b
+
+
+def _crash_finding(tmp_path, host):
+    doc, _ = _report(tmp_path, [host])
     [crash] = [f for f in doc["findings"] if f["id"] == "cuda_graph.log_crash"]
+    return crash
+
+
+def test_a_dflash_replay_crash_is_advised_on_its_own_path_with_the_fields_it_copies(tmp_path):
+    crash = _crash_finding(tmp_path, _with_crash_log(DFLASH_REPLAY_CRASH, graphs_on=True))
     assert crash["title"].startswith("server log: ") and ")" not in crash["title"].split(":")[0]
     assert "#28465" not in crash["recommendation"].replace("does not touch this path", "").replace(
         "The EAGLE-draft change (sglang PR #28465)", "")
     assert "DFlash verify replay" in crash["recommendation"]
-    assert "--disable-decode-cuda-graph" in crash["recommendation"]              # 0.5.23's spelling
+    assert "--disable-decode-cuda-graph keeps the replay out of the way" in crash["recommendation"]   # 0.5.23
     joined = next(e for e in crash["evidence"] if "the frames are on the DFlash verify replay" in e["text"])
-    assert "in sglang 0.5.23 it copies" in joined["text"] and "input_ids" in joined["text"]
+    # The log's cuda_graph_runner.py is not in the installed 0.5.23 (split into runner/): the release's table.
+    assert "in sglang 0.5.23 the DFlash verify replay" in joined["text"] and "input_ids" in joined["text"]
+    assert "guards mamba_track_indices (mamba track)" in crash["recommendation"]
     assert crash["action"].startswith("Find the None field on the DFlash verify replay")
+    assert "the traceback's list of fields" not in json.dumps(crash)
+
+
+def test_no_flag_is_proposed_that_the_server_already_runs_with(tmp_path):
+    """gpu-b's DFlash server runs with --disable-cuda-graph: its replay crash came from a run with graphs on."""
+    crash = _crash_finding(tmp_path, _with_crash_log(DFLASH_REPLAY_CRASH))
+    assert "--disable-decode-cuda-graph" not in crash["recommendation"] + crash["action"]
+    assert "already runs with --disable-cuda-graph, so this crash comes from a run with graphs on" \
+        in crash["recommendation"]
+    assert "run with --disable-cuda-graph" not in crash["recommendation"].lower().replace("runs with", "")
+    # A signature's generic advice loses the clause that proposes the flag, and says why.
+    fault = _crash_finding(tmp_path / "fault", _with_crash_log("\n".join(log_lines(
+        "sglang_4584_rank_watchdog_illegal_memory_access.log"))))
+    assert "retry with --disable-cuda-graph" not in fault["recommendation"] + fault["action"]
+    assert "CUDA_LAUNCH_BLOCKING=1" in fault["recommendation"]
+    assert fault["recommendation"].endswith("(the server already runs with --disable-cuda-graph).")
+    assert "to find the kernel; try another attention backend; lower concurrency" in fault["recommendation"]
+
+
+EAGLE3_REPLAY_CRASH = (FIXTURES / "eagle3_replay_none_copy.log").read_text()
+
+
+def test_an_eagle_replay_crash_names_the_fields_of_the_call_site_the_installed_source_has(tmp_path):
+    """The frames call _grouped_foreach_copy_ from eagle_draft_extend_cuda_graph_runner.py: the installed 0.5.23's
+    AST has that call (EAGLEDraftExtendCudaGraphRunner.execute) and its fields; two of them are conditional."""
+    crash = _crash_finding(tmp_path, _with_crash_log(EAGLE3_REPLAY_CRASH, graphs_on=True))
+    joined = next(e for e in crash["evidence"] if "the frames are on the EAGLE draft-extend replay" in e["text"])
+    assert "the copy at sglang/srt/speculative/eagle_draft_extend_cuda_graph_runner.py:593 " \
+           "(EAGLEDraftExtendCudaGraphRunner.execute) copies input_ids, seq_lens" in joined["text"]
+    assert "select_index" in joined["text"]
+    assert "sglang 0.5.23 guards mrope_positions (mrope models), mamba_track_indices (mamba extra buffer)" \
+        in crash["recommendation"]
+    assert "--disable-decode-cuda-graph keeps the replay out of the way" in crash["recommendation"]
