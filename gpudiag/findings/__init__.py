@@ -40,6 +40,7 @@ from gpudiag.findings.group import merge_across_hosts, reproduce_command
 from gpudiag.findings.savings import path_saving
 from gpudiag.findings.server_scope import release_of, scope
 from gpudiag.findings.serving import BUCKET_NAMES, bucket_text
+from gpudiag.findings.steps import order as step_order, step as next_step
 from gpudiag.models import SEVERITY_RANK, Evidence, Finding, HostResult
 from gpudiag.run_records import LoadedRun
 
@@ -62,12 +63,14 @@ __all__ = [
     "has_errors",
     "host_answers",
     "host_facts",
+    "next_step",
     "path_saving",
     "release_of",
     "reproduce_command",
     "scope",
     "server_args",
     "servers_of",
+    "step_order",
     "torch_facts",
     "with_run_options",
 ]

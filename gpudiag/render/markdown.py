@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from gpudiag.probe_view import as_dict, as_list, fmt_us
-from gpudiag.findings import SEVERITY_RANK, reproduce_command, with_run_options
+from gpudiag.findings import next_step, reproduce_command, step_order, with_run_options
 from gpudiag.models import SEVERITIES, Evidence, Finding
 from gpudiag.render.host_appendix import link_line, render_appendix
 from gpudiag.render.crash_log import appendix as log_appendix
@@ -193,18 +193,16 @@ def _next_steps(findings: Sequence[Finding], answers: AnswerSet) -> list[str]:
     lines = [
         "## Next steps",
         "",
-        "One line per action, most urgent first (severity, then the measured saving, then the hosts it helps); "
-        "the finding numbers point at the evidence.",
+        "One line per action, most urgent first (severity, then what it costs: a crash, a measured loss, other "
+        "findings, drift between hosts; then the measured saving and the hosts it helps); the finding numbers "
+        "point at the evidence.",
         "",
     ]
     number_of = {id(f): n for n, f in numbered(findings)}
-    ranked = sorted(
-        (f for f in findings if f.severity != "info"),
-        key=lambda f: (SEVERITY_RANK.get(f.severity, 9), -(f.saving_us_per_step or 0.0), -len(f.hosts)),
-    )
+    ranked = sorted((f for f in findings if f.severity != "info"), key=step_order)
     steps: dict[str, tuple[list[int], list[str], list[float]]] = {}
     for f in ranked:
-        numbers, hosts, savings = steps.setdefault(f.action or f"Act on: {f.title}", ([], [], []))
+        numbers, hosts, savings = steps.setdefault(next_step(f), ([], [], []))
         numbers.append(number_of[id(f)])
         hosts.extend(f.hosts)
         if f.saving_us_per_step is not None:
