@@ -8,6 +8,7 @@ from typing import Any
 from gpudiag.findings.common import source, source_evidence, version_tuple
 from gpudiag.probe_view import as_dict, as_list, dig, fmt_us, probe
 from gpudiag.findings.savings import GpuSaving, host_savings, representative
+from gpudiag.findings.gpu_room import room
 from gpudiag.findings.facts import sglang_interpreter, torch_facts, torch_from_other_interpreter
 from gpudiag.findings.server_flags import algorithm_of, eagle_family, servers_of
 from gpudiag.models import Evidence, Finding, HostResult
@@ -44,9 +45,8 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
             f"(Q5; at {saving.basis})"
         )
     else:
-        said = (
-            f"upstream measured about {UPSTREAM_SAVING_US} µs per decode step (sglang PR #28465); "
-            "run `gpudiag scan --deep` to measure it here"
+        said = f"upstream measured about {UPSTREAM_SAVING_US} µs per decode step (sglang PR #28465); " + _measure_here(
+            host
         )
     installed, batched = version_tuple(version), version_tuple(BATCHED_RELEASE)
     if installed is not None and batched is not None and installed < batched:
@@ -75,6 +75,21 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
         saving_us_per_step=saving.us_per_step if saving else None,
         action=step,
     )
+
+
+def _measure_here(host: HostResult) -> str:
+    """How to measure the saving on this host: `--deep` only where a GPU is free and the bench has not run (a
+    --deep run that measured nothing says why instead of asking for itself again)."""
+    bench = host.probes.get("copy_bench")
+    if bench is not None and bench.status == "ok":
+        return "this run's copy bench gave no figure for these paths here"
+    if bench is not None:
+        why = bench.reason or str(as_dict(bench.error).get("message") or "") or "no reason given"
+        return f"this run's copy bench measured nothing here ({bench.status}: {why})"
+    blocked = room(host).blocked()
+    if blocked:
+        return f"no GPU here is free to measure it ({blocked}): measure on a drained host of the same build"
+    return "run `gpudiag scan --deep` to measure it here"
 
 
 # In a per-tensor replay hidden_states is one copy_() among the others; batched releases keep it that way.

@@ -190,3 +190,43 @@ def test_an_eagle_replay_crash_names_the_fields_of_the_call_site_the_installed_s
     assert "sglang 0.5.23 guards mrope_positions (mrope models), mamba_track_indices (mamba extra buffer)" \
         in crash["recommendation"]
     assert "--disable-decode-cuda-graph keeps the replay out of the way" in crash["recommendation"]
+
+
+def _eagle_finding(tmp_path, host, argv=("gpudiag", "scan", "all")):
+    doc, _ = _report(tmp_path, [host], argv=argv)
+    [eagle] = [f for f in doc["findings"] if f["id"] == "sglang.eagle_per_tensor_copies"]
+    return eagle, _markdown(tmp_path)
+
+
+def test_deep_is_suggested_only_where_a_gpu_is_free_and_never_after_a_deep_run(tmp_path):
+    """gpu-a serves EAGLE3 from 0.5.11 on GPUs 0-3: without its copy bench the finding cites upstream's figure."""
+    a = host_doc("gpu-a")
+    del a["probes"]["copy_bench"]
+    eagle, _ = _eagle_finding(tmp_path / "free", a)
+    assert "run `gpudiag scan --deep` to measure it here" in eagle["recommendation"]
+    # Every GPU serves: no --deep here, and the way to measure it elsewhere instead.
+    [server] = a["probes"]["deployment"]["data"]["servers"]
+    server["cuda_visible_devices"] = "0,1,2,3,4,5,6,7"
+    eagle, markdown = _eagle_finding(tmp_path / "busy", a)
+    assert "--deep" not in eagle["recommendation"] and "--deep" not in markdown.split("## Next steps")[1]
+    assert "no GPU here is free to measure it (all 8 GPUs serve server pid 4087" in eagle["recommendation"]
+    # A --deep run whose copy bench measured nothing says why, and does not ask for itself again.
+    a["probes"]["copy_bench"] = {"status": "skipped", "duration_s": 0.1,
+                                 "reason": "every GPU serves a live server; never touched, not even with --force"}
+    eagle, markdown = _eagle_finding(tmp_path / "deep", a, argv=("gpudiag", "scan", "all", "--deep"))
+    assert "run `gpudiag scan --deep`" not in eagle["recommendation"]
+    assert "this run's copy bench measured nothing here (skipped: every GPU serves" in eagle["recommendation"]
+
+
+def test_next_steps_put_a_crash_first_and_drift_last_and_never_act_on_a_title(tmp_path):
+    """gpu-a and gpu-b differ (drift) and gpu-b's server log holds a crash: the crash is step 1, drift the last
+    warning step, and every step is an action (none reads 'Act on:')."""
+    b = _with_crash_log("\n".join(log_lines("sglang_4584_rank_watchdog_illegal_memory_access.log")))
+    write_run(tmp_path, [host_doc("gpu-a"), b])
+    steps = _markdown(tmp_path).split("## Next steps")[1].split("\n## ")[0]
+    numbered = [ln for ln in steps.splitlines() if ln[:1].isdigit()]
+    assert numbered[0].startswith("1. Rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel")
+    assert "Act on:" not in steps
+    # Drift is a warning like the outlier link and the graphs-off finding, and comes after both.
+    assert "Align sglang, torch, driver and flags" in numbered[-1]
+    assert any("Check the outlier GPU's link" in ln for ln in numbered[:-1])
