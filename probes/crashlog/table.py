@@ -13,6 +13,7 @@ shows no graph names only a crash without a phase.
 SIGNATURES = [{'name': 'replay_input_copy_none',
   'kind': 'replay',
   'family': 'replay_failure',
+  'phases': ['replay'],
   'severity': 'error',
   'match': ["NoneType' object has no attribute '(copy_|shape|dtype|size|numel|to)'",
             '_foreach_copy_\\(\\).*(NoneType|None)',

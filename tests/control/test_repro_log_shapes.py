@@ -172,3 +172,13 @@ def test_the_command_line_reads_a_deepep_assert_and_a_quoted_log(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "crash 1: piecewise_cuda_graph_failed at line 1 [TP6]: Piecewise CUDA Graph failed with error" in proc.stdout
     assert "  family: replay_failure (replay), while serving" in proc.stdout
+
+
+def test_a_none_attribute_error_without_a_replay_frame_is_not_blamed_on_the_replay_copy():
+    """sglang #36352's NGRAM warm-up error after a start-up whose server_args name CUDA graphs: no replay frame."""
+    lines = log("../clean_eagle_server.log") + log("sglang_36352_ngram_torch_native_warmup_none.log")
+    assert "cuda_graph" in "\n".join(lines)
+    [crash] = classify("\n".join(lines))["crashes"]
+    assert crash["signature"] is None and crash["family"] == "unclassified"
+    replayed = log("../eagle3_replay_none_copy.log")
+    assert classify("\n".join(replayed))["crashes"][0]["signature"]["name"] == "replay_input_copy_none"
