@@ -146,6 +146,8 @@ def _rule_failed(rule: Callable, exc: Exception) -> Finding:
         evidence=(Evidence(kind="text", text=f"{type(exc).__name__}: {exc}"),),
         recommendation="The other findings stand; report this with the run's host files attached.",
         sources=(),
+        action=f"Rerun `gpudiag report` with GPUDIAG_DEBUG=1 for rule {name}'s traceback and report it with the run's "
+        "host files (a gpudiag bug)",
     )
 
 

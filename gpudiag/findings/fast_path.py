@@ -63,6 +63,8 @@ def eagle_fill_fast_path_unread(hosts: list[HostResult]) -> list[Finding]:
                     recommendation="The variable only gates the target decode fill; expect no change in the EAGLE "
                     "draft and draft-extend replays from it (they use runner_utils/buffers.py).",
                     sources=(source(host, "sglang_source"), source(host, "deployment")),
+                    action=f"Drop {FILL_FAST_PATH_ENV} from the EAGLE servers' environment, or expect it to speed "
+                    "up the target decode fill only",
                 )
             )
     return findings
