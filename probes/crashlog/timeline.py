@@ -4,31 +4,45 @@ during start-up after start-up lines (or through the frames that build the serve
 import bisect
 import re
 
-# The scheduler's own serving lines (every release's Prefill and Decode heads), and the lines a (re)start
-# prints first: a crash after serving lines and no restart since is a crash while serving.
-SERVING = re.compile(r"\b(?:Prefill|Decode) batch\b")
-STARTING = re.compile(r"server_args=ServerArgs\(|Load weight begin|Init torch distributed begin")
-# Lines only a start-up prints (besides STARTING): a crash after one of them, before any serving, is at start-up.
-STARTED = re.compile(r"Load weight end|Memory pool end|max_total_num_tokens=|Capture [\w -]*?(?:cuda|CUDA) graph begin|"
-                     r"Capturing batches|Init torch distributed ends")
+# The scheduler's own serving lines (every release's Prefill and Decode heads), the lines a (re)start prints
+# first, and those only a start-up prints: plain substrings, found once (at memchr speed) the first time a crash
+# asks, so a log of many serving lines and no crash costs nothing here.
+SERVING = ("Decode batch", "Prefill batch")
+STARTING = ("server_args=ServerArgs(", "Load weight begin", "Init torch distributed begin")
+STARTED = STARTING + ("Load weight end", "Memory pool end", "max_total_num_tokens=", "graph begin",
+                      "Capturing batches", "Init torch distributed ends")
 # Frames of the server being built: a crash through them is at start-up whatever the log shows before it.
 BUILDING = re.compile(r"^(?:__init__|initialize|init_\w+|load_model|run_scheduler_process)$")
 UNKNOWN_WHEN = "when is not shown (no start-up or serving line before it)"
 
 
 class Timeline(object):
-    """Where the server stood at each line: the lines where it came up, served a batch, or (re)started."""
+    """Where the server stood before a line: came up (the ready lines), served a batch, or (re)started."""
 
     def __init__(self, ready_lines, index):
         self.ready = ready_lines
-        self.serving = [ln.number for ln in index.every(SERVING)] if "batch" in index.whole else []
-        self.starting = [ln.number for ln in index.every(STARTING)]
-        self.started = sorted(self.starting + [ln.number for ln in index.every(STARTED)])
+        self.index = index
+        self._offsets = {}
+
+    def _last(self, words, number):
+        """The offset in the log's text of the last of `words` before line `number`, or -1."""
+        end = self.index.starts[number - 1] if 0 < number <= len(self.index.starts) else len(self.index.whole)
+        if words not in self._offsets:
+            whole, found = self.index.whole, []
+            for word in words:
+                at = whole.find(word)
+                while at >= 0:
+                    found.append(at)
+                    at = whole.find(word, at + 1)
+            self._offsets[words] = sorted(found)
+        offsets = self._offsets[words]
+        at = bisect.bisect_left(offsets, end)
+        return offsets[at - 1] if at else -1
 
     def serving_at(self, number):
         """Whether the server served a batch before line `number` and did not restart since."""
-        served = _last_before(self.serving, number)
-        return served is not None and served > (_last_before(self.starting, number) or 0)
+        served = self._last(SERVING, number)
+        return served >= 0 and served > self._last(STARTING, number)
 
     def when(self, number, in_loop=False, building=False):
         """Where a crash sits: a crash followed by a later start-up belongs to an earlier run of the server;
@@ -41,11 +55,6 @@ class Timeline(object):
             return "while serving"
         if self.ready:
             return "after the server was ready"
-        if building or _last_before(self.started, number) is not None:
+        if building or self._last(STARTED, number) >= 0:
             return "during start-up"
         return UNKNOWN_WHEN
-
-
-def _last_before(numbers, number):
-    at = bisect.bisect_left(numbers, number)
-    return numbers[at - 1] if at else None
