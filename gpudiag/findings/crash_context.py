@@ -136,6 +136,9 @@ def fitted(text: str, server: dict[str, Any] | None) -> str:
     said = "".join(piece + sep for piece, sep in kept).strip().rstrip(";,. ")
     if said[:1].islower():
         said = said[0].upper() + said[1:]
+    switch = decode_graph_switch(server_args(server or {}))[1]
+    if switch and dropped & set(GRAPHS_OFF):  # say which switch turned decode graphs off, as the server spells it
+        dropped = (dropped - set(GRAPHS_OFF)) | {switch}
     note = f"the server already runs with {', '.join(sorted(dropped))}"
     return f"{said} ({note})." if said else f"Nothing to add: {note}."
 

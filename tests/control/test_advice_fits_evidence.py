@@ -230,3 +230,15 @@ def test_next_steps_put_a_crash_first_and_drift_last_and_never_act_on_a_title(tm
     # Drift is a warning like the outlier link and the graphs-off finding, and comes after both.
     assert "Align sglang, torch, driver and flags" in numbered[-1]
     assert any("Check the outlier GPU's link" in ln for ln in numbered[:-1])
+
+
+def test_the_note_names_the_switch_the_server_turned_graphs_off_with():
+    """0.5.14+ spells decode graphs off several ways: the note quotes the server's own, not the one advised."""
+    from gpudiag.findings.crash_context import fitted
+    server = {"cmdline": ["python", "-m", "sglang.launch_server", "--cuda-graph-backend-decode", "disabled"],
+              "args": {"cuda_graph_backend_decode": "disabled"}}
+    advice = ("Reproduce with CUDA_LAUNCH_BLOCKING=1; retry with --disable-cuda-graph to confirm it is graph-specific; "
+              "try another attention backend.")
+    assert fitted(advice, server) == ("Reproduce with CUDA_LAUNCH_BLOCKING=1; try another attention backend (the "
+                                      "server already runs with --cuda-graph-backend-decode disabled).")
+    assert fitted(advice, {"cmdline": ["python"], "args": {}}) == advice
