@@ -153,11 +153,16 @@ def _verdict(crash: dict[str, Any], label: str) -> tuple[str, str, str, str]:
             "Fix this first: CUDA graphs are not involved in this crash.",
             "Fix this crash first: CUDA graphs are not involved in it",
         )
+    # Graph flags are worth a retry only where the log shows the crash in a capture or a replay.
+    graphs = (
+        "and check whether it recurs with the graph flags of the release the advice assumes."
+        if detail in ("capture", "replay")
+        else "the log shows no CUDA-graph capture or replay around it, so graph flags are not the first thing to try."
+    )
     return (
         "error",
         f"{label}: unclassified crash at line {crash.get('line')} ({family})",
-        "No known signature matches; the family says where it broke. Report the quoted lines upstream, "
-        "and check whether it recurs with the graph flags of the release the advice assumes.",
+        f"No known signature matches; the family says where it broke. Report the quoted lines upstream, {graphs}",
         "Report the quoted crash lines upstream (no known signature matches)",
     )
 

@@ -255,9 +255,9 @@ SIGNATURES = [{'name': 'replay_input_copy_none',
   'severity': 'warning',
   'match': ['accept len: 1\\.00?\\b', 'accept_length[=: ]+1\\.00?\\b', 'avg_accept_len(gth)?[=: ]+1\\.00?\\b'],
   'requires': [],
-  'meaning': 'Speculative decoding runs but accepts no draft tokens (acceptance length 1.00): the graph replays '
-             'with wrong draft inputs (e.g. garbage topk_index) without crashing. Meaningless with random (dummy) '
-             'weights.',
+  'meaning': 'Speculative decoding runs but accepts no draft tokens (acceptance length 1.00). One known cause is a '
+             'draft graph replaying wrong inputs (e.g. garbage topk_index) without crashing; a draft that does not '
+             'fit the target is another. Meaningless with random (dummy) weights.',
   'recommendation': 'Compare acceptance with {graphs_off} on the same prompts; a jump means the draft graph '
                     'replays wrong inputs.',
   'reference': 'sglang #15399, vLLM PR #52816'},

@@ -242,3 +242,12 @@ def test_the_note_names_the_switch_the_server_turned_graphs_off_with():
     assert fitted(advice, server) == ("Reproduce with CUDA_LAUNCH_BLOCKING=1; try another attention backend (the "
                                       "server already runs with --cuda-graph-backend-decode disabled).")
     assert fitted(advice, {"cmdline": ["python"], "args": {}}) == advice
+
+
+def test_an_unclassified_crash_points_at_graph_flags_only_with_a_capture_or_replay(tmp_path):
+    plain = _crash_finding(tmp_path / "plain", _with_crash_log("\n".join(log_lines(
+        "sglang_24843_reasoning_parser_startup_valueerror.log")), graphs_on=True))
+    assert "graph flags" in plain["recommendation"] and "graph flags are not the first thing" in plain["recommendation"]
+    captured = _crash_finding(tmp_path / "capture", _with_crash_log("\n".join(log_lines(
+        "sglang_4968_torch_compile_capture_compose.log")), graphs_on=True))
+    assert "check whether it recurs with the graph flags" in captured["recommendation"]
