@@ -11,7 +11,6 @@ EAGLE-draft change (PR #28465), so the advice is built here from the path the fr
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from gpudiag.findings.server_flags import decode_graph_switch, release_flag, ser
 from gpudiag.models import Evidence, HostResult
 from gpudiag.probe_view import as_dict, as_list, dig, probe
 from probes import replay_fields  # the one table of replay fields, per release read: pure data
+from probes.crashlog import fit  # advice less the flags in use: the same text surgery on host and control side
 
 # (marker in a frame's file or function, replay-field path, what to call it, the release change that batched it)
 PATHS = (
@@ -28,10 +28,6 @@ PATHS = (
 )
 REPLAY_KINDS = ("replay",)
 GROUPED_COPY = "_grouped_foreach_copy_"
-FLAG = re.compile(r"--[a-z][a-z0-9-]+")
-# Where advice text can be cut without cutting a clause: "; ", ", or ", ", and ", and a sentence's end (a period
-# before a capital: "e.g. 32" stays whole).
-CLAUSE_BREAK = re.compile(r"(;\s+|,\s+(?:or|and)\s+|(?<=\.)\s+(?=[A-Z(]))")
 # Flags that all switch decode CUDA graphs off: one in use makes every other one no news to the server.
 GRAPHS_OFF = ("--disable-cuda-graph", "--disable-decode-cuda-graph")
 
@@ -115,32 +111,12 @@ def flags_in_use(server: dict[str, Any] | None) -> set[str]:
     return used
 
 
-def fitted(text: str, server: dict[str, Any] | None) -> str:
-    """`text` without the clauses that propose a flag the server already runs with, saying so instead."""
-    used = flags_in_use(server)
-    if not text or not used or not set(FLAG.findall(text)) & used:
-        return text
-    parts = CLAUSE_BREAK.split(text)
-    kept: list[tuple[str, str]] = []  # (clause, the separator after it)
-    dropped: set[str] = set()
-    for at in range(0, len(parts), 2):
-        piece, sep = parts[at], parts[at + 1] if at + 1 < len(parts) else ""
-        named = set(FLAG.findall(piece)) & used
-        if not named:
-            kept.append((piece, sep))
-            continue
-        dropped |= named
-        if kept:  # the clause before takes the dropped one's place in the sentence
-            before = kept[-1][0].rstrip()
-            kept[-1] = (before + "." if piece.rstrip().endswith(".") and not before.endswith(".") else before, sep)
-    said = "".join(piece + sep for piece, sep in kept).strip().rstrip(";,. ")
-    if said[:1].islower():
-        said = said[0].upper() + said[1:]
+def fitted(text: str, server: dict[str, Any] | None, who: str = "the server already runs with") -> str:
+    """`text` without the clauses that propose a flag the server already runs with, saying so instead (`who`
+    words the note), with the switch the server itself turned decode graphs off with."""
     switch = decode_graph_switch(server_args(server or {}))[1]
-    if switch and dropped & set(GRAPHS_OFF):  # say which switch turned decode graphs off, as the server spells it
-        dropped = (dropped - set(GRAPHS_OFF)) | {switch}
-    note = f"the server already runs with {', '.join(sorted(dropped))}"
-    return f"{said} ({note})." if said else f"Nothing to add: {note}."
+    rename = {flag: switch for flag in GRAPHS_OFF} if switch else None
+    return str(fit.without_flags(text, flags_in_use(server), who, rename))
 
 
 def joined(

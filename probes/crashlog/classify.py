@@ -2,7 +2,8 @@
 its exception line and last frames, and advice in the flags of the release that wrote the log."""
 import re
 
-from probes.crashlog import families, phases, releases
+from probes.crashlog import families, fit, phases, releases
+from probes.crashlog.logflags import flags_in_log
 from probes.crashlog.timeline import BUILDING, Timeline
 from probes.crashlog.crashes import CANDIDATE_WORDS, MARKER_TOKENS, find_crashes, is_marker
 from probes.crashlog.logindex import LogIndex
@@ -88,7 +89,9 @@ def classify(text, table=None, installed_release=None, known=""):
     analysed = crashes[:MAX_ANALYSED]
     in_capture = phases.capture_open_at(captures, analysed)
     timeline = Timeline(ready_lines, index)
-    reports = [_report(crash, open_, compiled, words, timeline) for crash, open_ in zip(analysed, in_capture)]
+    ran_with = flags_in_log(whole) if analysed else []
+    reports = [_report(crash, open_, compiled, words, timeline, ran_with)
+               for crash, open_ in zip(analysed, in_capture)]
     reports = _merge_ranks(reports)
     stalled = phases.capture_unfinished(lines, captures) if not reports and not ready else None
     if stalled:
@@ -101,7 +104,8 @@ def classify(text, table=None, installed_release=None, known=""):
             "last_ready_line": ready_lines[-1] if ready_lines else None,
             "release": release, "advice_assumes": releases.assumed(release),
             "crashes": reports[:MAX_CRASHES], "crashes_total": len(reports) + max(0, len(crashes) - MAX_ANALYSED),
-            "notes": notes, "dflash_draft_graph": _dflash(index, reports)}
+            "notes": notes, "dflash_draft_graph": _dflash(index, reports),
+            "log_flags": ran_with}
 
 
 def _stall_report(lines, begun):
@@ -127,7 +131,8 @@ def _accepts(entry, family, detail):
     return family in wanted or family in ("unclassified", "native_crash")
 
 
-def _report(crash, capture_open, compiled, words, timeline):
+def _report(crash, capture_open, compiled, words, timeline, ran_with=()):
+    """One crash's record; its advice never proposes a flag the log shows its server ran with (`ran_with`)."""
     serving = timeline.serving_at(crash.first_line)
     family, detail = families.family_of(crash, capture_open, serving)
     signature, matched = None, []
@@ -171,7 +176,9 @@ def _report(crash, capture_open, compiled, words, timeline):
     if signature is not None:
         out["signature"] = {"name": signature.get("name"), "kind": signature.get("kind"),
                             "severity": signature.get("severity") or "error", "meaning": signature.get("meaning"),
-                            "recommendation": render_advice(str(signature.get("recommendation") or ""), words),
+                            "recommendation": fit.without_flags(
+                                render_advice(str(signature.get("recommendation") or ""), words), ran_with,
+                                "the log's server ran with"),
                             "reference": signature.get("reference")}
     out["summary"] = summary(out)
     return out

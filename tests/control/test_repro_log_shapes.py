@@ -182,3 +182,24 @@ def test_a_none_attribute_error_without_a_replay_frame_is_not_blamed_on_the_repl
     assert crash["signature"] is None and crash["family"] == "unclassified"
     replayed = log("../eagle3_replay_none_copy.log")
     assert classify("\n".join(replayed))["crashes"][0]["signature"]["name"] == "replay_input_copy_none"
+
+
+def test_a_log_read_offline_is_not_advised_a_flag_its_own_server_ran_with(tmp_path):
+    """sglang #1467's launch line, run without CUDA graphs, then sglang #4584's fault: no 'retry with
+    --disable-cuda-graph' for a server that already ran that way, in the command's output and in the report."""
+    launch = ("python -m sglang.launch_server --model-path /mnt/data/models/DeepSeek-V2.5 --tp 8 --mem-fraction-static "
+              "0.8 --enable-mla --trust-remote-code --port 30000 --disable-cuda-graph")
+    path = tmp_path / "server.log"
+    path.write_text("\n".join([launch] + log("sglang_4584_rank_watchdog_illegal_memory_access.log")) + "\n")
+    proc = gpudiag(path, tmp_path / "r")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    advice = next(ln for ln in proc.stdout.splitlines() if ln.startswith("  advice: "))
+    assert "retry with --disable-cuda-graph" not in advice and "CUDA_LAUNCH_BLOCKING=1" in advice
+    assert advice.endswith("(the log's server ran with --disable-cuda-graph).")
+    [run] = (tmp_path / "r" / "runs").iterdir()
+    report = subprocess.run([sys.executable, "-c", "from gpudiag.cli import main; main()", "report", run.name,
+                             "--reports-dir", str(tmp_path / "r"), "--markdown"],
+                            capture_output=True, text=True, timeout=300, cwd=str(ROOT))
+    assert "illegal_memory_access" in report.stdout and "retry with --disable-cuda-graph" not in report.stdout
+    plain = classify("\n".join(log("sglang_4584_rank_watchdog_illegal_memory_access.log")))
+    assert "retry with --disable-cuda-graph" in plain["crashes"][0]["signature"]["recommendation"]
