@@ -129,8 +129,12 @@ def joined(
     if found is None:
         return None
     optional = ", ".join(f"{name} ({when})" for name, when in found.optional)
-    where = f"the copy at {found.site}" if found.site else f"the {found.label}'s copy (no call in the installed source "
-    where += "" if found.site else "matches the log's frames; the release's table is used)"
+    short = found.label.split(" (", 1)[0]
+    where = (
+        f"the copy at {found.site}"
+        if found.site
+        else f"the {short}'s copy (no call in the installed source matches the log's frames: the release's table)"
+    )
     evidence = Evidence(
         kind="source",
         host=host.name,
@@ -151,9 +155,11 @@ def joined(
         "lacks a field the path always takes (the traceback names the copy, not the field)."
     )
     disabled, switch = decode_graph_switch(server_args(server or {}))
-    short = found.label.split(" (", 1)[0]
     if disabled:
-        keep = f"The live server already runs with {switch}, so this crash comes from a run with graphs on: keep it."
+        keep = (
+            f"The live server already runs with {switch}, so this crash comes from a run with graphs on: keep "
+            "that until a release fixes the copy."
+        )
         action = f"Find the None field on the {short} before serving it with graphs again (now {switch})"
     else:
         flag = release_flag(host, "--disable-decode-cuda-graph", "--disable-cuda-graph")

@@ -156,6 +156,7 @@ def test_a_dflash_replay_crash_is_advised_on_its_own_path_with_the_fields_it_cop
     # The log's cuda_graph_runner.py is not in the installed 0.5.23 (split into runner/): the release's table.
     assert "in sglang 0.5.23 the DFlash verify replay" in joined["text"] and "input_ids" in joined["text"]
     assert "guards mamba_track_indices (mamba track)" in crash["recommendation"]
+    assert "rids_int (SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE)" in crash["recommendation"]
     assert crash["action"].startswith("Find the None field on the DFlash verify replay")
     assert "the traceback's list of fields" not in json.dumps(crash)
 
