@@ -11,7 +11,7 @@ import tempfile
 
 from probes import events
 from probes.context import run_command
-from probes.graphrepro import configs, declared, live_shapes, placement, planner, sglang_repro, specs, sweep
+from probes.graphrepro import cells, configs, declared, live_shapes, placement, planner, sglang_repro, specs, sweep
 from probes.graphrepro.synthetic_cell import synthetic_cell
 from probes.graphrepro.worker import Worker
 from probes.hostinfo import interpreter
@@ -27,16 +27,22 @@ PROBE = {
     "torch": "yes",
     "sglang": "optional",
     "cost": "deep: one capture per cell, idle GPUs only",
+    # What one unit of work costs, margin included (a synthetic cell took ~0.8-1.2 s on an H200, worker start
+    # shared; an sglang launch waits for a server to load and capture): the runner and the probe plan with it.
+    "unit_s": {"synthetic cell": 1.2, "sglang launch": 120},
 }
 OPTIONS, SHAPE, NOTES = declared.OPTIONS, declared.SHAPE, declared.NOTES   # probes/graphrepro/declared.py
 
 ALGORITHMS = declared.ALGORITHMS
 DEFAULTS = declared.DEFAULTS   # declared with their help text in probes/graphrepro/declared.py
 INFO_TIMEOUT = 120.0
-# Kept back from the probe's limit to kill a child or a server group and return the cells measured.
+# Kept back from the probe's limit to kill a server group and return the cells measured (sglang mode); a
+# synthetic worker child dies in a second, so synthetic cells keep back less.
 RESERVE_SECONDS = 20.0
-MIN_CELL_SECONDS = RESERVE_SECONDS + 10.0   # no cell starts with less time than this left
-BUDGET_SPENT = "time budget spent"
+SYNTHETIC_RESERVE_SECONDS = 4.0
+SYNTHETIC_CELL_S = PROBE["unit_s"]["synthetic cell"]
+SGLANG_LAUNCH_S = PROBE["unit_s"]["sglang launch"]
+MIN_CELL_SECONDS = RESERVE_SECONDS + 10.0   # no sglang launch starts with less time than this left
 
 
 def settings_from(options):
@@ -63,8 +69,7 @@ def planned_labels(settings, mode):
 
 def skipped_cells(settings, mode, reason):
     values = sweep.draft_token_values(*settings["draft_tokens"])
-    return [{"path": path, "algorithm": algorithm, "batch_size": bs, "draft_tokens": values[-1],
-             "status": "skipped", "detail": reason, "signature": None}
+    return [cells.cell(path, algorithm, bs, values[-1], "skipped", reason, mode)
             for _, algorithm, path in planned_labels(settings, mode) for bs in settings["batch_sizes"]]
 
 
@@ -142,6 +147,9 @@ def collect(ctx):
         except Exception as exc:  # keep the cells already measured; the note says what stopped the sweep
             data["notes"].append("%s sweep stopped: %s: %s" % (mode, type(exc).__name__, exc))
     summarise(data, device[0].get("compute_capability", ""))
+    gap = cells.unmeasured(data["cells"])
+    if gap is not None:
+        data["unmeasured"] = gap
     return data
 
 
@@ -169,17 +177,13 @@ def no_cuda_reason(info, python):
     return None
 
 
-def work_left(ctx):
+def work_left(ctx, reserve=None):
     """Seconds a cell may use: the probe's time left less what cleaning up and returning need."""
-    return max(0.0, ctx.time_left() - RESERVE_SECONDS)
+    return max(0.0, ctx.time_left() - (RESERVE_SECONDS if reserve is None else reserve))
 
 
-def _budget_guard(ctx, oracle):
-    def guarded(batch_size, draft_tokens):
-        if ctx.time_left() < MIN_CELL_SECONDS:
-            return {"status": "skipped", "detail": BUDGET_SPENT + " before this cell"}
-        return oracle(batch_size, draft_tokens)
-    return guarded
+def synthetic_work_left(ctx):
+    return work_left(ctx, SYNTHETIC_RESERVE_SECONDS)
 
 
 def installed_release(ctx):
@@ -193,27 +197,69 @@ def most_steps(labels, values, per_label):
 
 
 def run_synthetic(ctx, settings, data, env, known, python):
+    """Every path's cells, the most informative first: the top draft-token count of every path at every batch
+    size (largest first, paths taken in turn), then each row's bisection. A cell starts whenever one fits in
+    the time left; those that do not are budget cells with the seconds they would need."""
     values = sweep.draft_token_values(*settings["draft_tokens"])
     release = installed_release(ctx)
     labels = planned_labels(settings, "synthetic")
     steps = events.NumberedSteps("cuda_graph", "cell", most_steps(labels, values, len(settings["batch_sizes"])))
     worker = Worker(modules=ctx.modules or None, env=env, python=python)
+    oracles = {}
     try:
         for label, algorithm, path in labels:
-            def oracle(batch_size, draft_tokens, path=path, algorithm=algorithm):
-                args = {"path": path, "batch_size": batch_size, "draft_tokens": draft_tokens,
-                        "topk": settings["topk"], "hidden_size": settings["hidden_size"],
-                        "max_mem_mib": settings["max_mem_mib"],
-                        "release": release}   # its replay fields
-                timeout = max(1.0, min(float(settings["cell_timeout"]), work_left(ctx)))
-                result = worker.call("probes.graphrepro.synthetic:run_cell", args, timeout)
-                return synthetic_cell(result, path, algorithm, batch_size, draft_tokens, release, known, worker)
-            result = sweep.sweep(settings["batch_sizes"], values, steps.wrap(
-                _budget_guard(ctx, oracle), lambda bs, dt, label=label: "%s bs=%d draft=%d" % (label, bs, dt)))
-            record(data, label, result, "synthetic")
+            measure = steps.wrap(synthetic_oracle(ctx, settings, worker, path, algorithm, release, known),
+                                 lambda bs, dt, label=label: "%s bs=%d draft=%d" % (label, bs, dt))
+            oracles[label] = memoized(budget_guarded(ctx, path, algorithm, measure))
+        for batch_size in sorted(set(settings["batch_sizes"]), reverse=True):
+            for label, _, _ in labels:
+                oracles[label](batch_size, values[-1])
+        for label, _, _ in labels:
+            record(data, label, sweep.sweep(settings["batch_sizes"], values, oracles[label]), "synthetic")
     finally:
         worker.close()
         worker.remove_logs()
+
+
+def synthetic_oracle(ctx, settings, worker, path, algorithm, release, known):
+    """One synthetic cell measured in the worker child, its timeout cut to the work time left: a cell cut short
+    by that cut is a budget cell, not a hang."""
+    def oracle(batch_size, draft_tokens):
+        args = {"path": path, "batch_size": batch_size, "draft_tokens": draft_tokens, "topk": settings["topk"],
+                "hidden_size": settings["hidden_size"], "max_mem_mib": settings["max_mem_mib"],
+                "release": release}   # its replay fields
+        full = float(settings["cell_timeout"])
+        timeout = max(1.0, min(full, synthetic_work_left(ctx)))
+        result = worker.call("probes.graphrepro.synthetic:run_cell", args, timeout)
+        if not isinstance(result, dict):
+            result = {}
+        if result.get("status") == "timeout" and timeout < full:
+            worker.close()
+            return cells.budget_cell(path, algorithm, batch_size, draft_tokens, SYNTHETIC_CELL_S,
+                                     when="during this cell (it had %.0f s)" % timeout)
+        return synthetic_cell(result, path, algorithm, batch_size, draft_tokens, release, known, worker)
+    return oracle
+
+
+def budget_guarded(ctx, path, algorithm, oracle):
+    """The oracle, or a budget cell when the time left cannot hold one synthetic cell."""
+    def guarded(batch_size, draft_tokens):
+        if synthetic_work_left(ctx) < SYNTHETIC_CELL_S:
+            return cells.budget_cell(path, algorithm, batch_size, draft_tokens, SYNTHETIC_CELL_S)
+        return oracle(batch_size, draft_tokens)
+    return guarded
+
+
+def memoized(oracle):
+    """Each (batch size, draft tokens) measured once: the first pass's cells are the rows' first steps."""
+    seen = {}
+
+    def once(batch_size, draft_tokens):
+        key = (batch_size, draft_tokens)
+        if key not in seen:
+            seen[key] = oracle(batch_size, draft_tokens)
+        return seen[key]
+    return once
 
 
 def run_sglang(ctx, settings, data, env, known, python):
@@ -237,15 +283,17 @@ def run_sglang(ctx, settings, data, env, known, python):
                 continue
 
             def launch(draft_tokens, algorithm=algorithm):
+                sizes = settings["batch_sizes"]
                 if ctx.time_left() < MIN_CELL_SECONDS:
-                    return [{"batch_size": b, "status": "skipped", "detail": BUDGET_SPENT + " before this launch"}
-                            for b in settings["batch_sizes"]]
+                    return [cells.budget_cell("sglang", algorithm, b, draft_tokens, SGLANG_LAUNCH_S, "sglang",
+                                              "before this launch") for b in sizes]
                 try:
-                    return sglang_repro.run_launch(settings, algorithm, settings["batch_sizes"], draft_tokens,
+                    return sglang_repro.run_launch(settings, algorithm, sizes, draft_tokens,
                                                    workdir, python, flags, env, source.get("version"), known,
                                                    lambda: work_left(ctx))
                 except configs.ConfigError as exc:
-                    return [{"batch_size": b, "status": "error", "detail": str(exc)} for b in settings["batch_sizes"]]
+                    return [cells.cell("sglang", algorithm, b, draft_tokens, "error", str(exc), "sglang")
+                            for b in sizes]
             launch = steps.wrap(launch, lambda dt, label=label: "%s draft=%d, sglang server" % (label, dt))
             record(data, label, sweep.sweep_launches(settings["batch_sizes"], values, launch), "sglang")
     finally:
@@ -256,8 +304,7 @@ def absent_algorithm_cells(settings, algorithm, version, draft_tokens):
     """An algorithm the installed release does not have: its cells are skipped, never launched (argparse
     would reject it and every draft-token count would look like a failure)."""
     detail = "sglang %s has no %s" % (version or "(version unknown)", algorithm)
-    return [{"path": "sglang", "algorithm": algorithm, "batch_size": b, "draft_tokens": draft_tokens,
-             "status": "skipped", "detail": detail, "signature": None, "mode": "sglang"}
+    return [cells.cell("sglang", algorithm, b, draft_tokens, "skipped", detail, "sglang")
             for b in settings["batch_sizes"]]
 
 

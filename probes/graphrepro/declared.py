@@ -41,7 +41,10 @@ SHAPE = obj({
     "mode": s("sglang | synthetic | none").null(), "modes": lst(s()),
     "cells": lst(obj({"path": s(), "algorithm": s(), "batch_size": i(), "draft_tokens": i(),
                       "status": s(), "detail": s().null().opt(), "signature": anything().opt(),
-                      "max_abs_diff": num().null().opt()})),
+                      "max_abs_diff": num().null().opt(),
+                      "need_s": num("seconds this cell would need; cells the time left could not hold").opt()})),
+    "unmeasured": obj({"cells": i(), "need_s": num(), "detail": s()},
+                      "the cells the probe's time did not hold and the seconds they would need").opt(),
     "boundaries": lst(anything()), "boundary": anything(), "signatures": lst(anything()),
     "environment": obj({"torch": s().null(), "cuda_available": b().opt()}),
     "plan": anything("with cuda_graph.plan: every launch the repro would make (docs/repro-plan.md)").opt(),
@@ -59,7 +62,10 @@ omitted_flags, config_sources, family, crash, advice_assumes (a failed cell's te
 classifier, as `repro --log` reads it)}]`, `boundaries:[{label, mode, rows:[{batch_size, max_ok, min_fail,
 fail_status, complete}], text, failing_from_batch_size, safe_up_to}], boundary{...}, signatures:[...],
 advice:[...]`. Options: `max_mem_mib` (4096; the synthetic child's allocator cap, cells estimated above it are
-`skipped`). Cells not run for lack of time are `skipped` with a detail starting `time budget spent`; algorithms
+`skipped`). Cells not run for lack of time are `skipped` with a detail starting `time budget spent` and `need_s`, the
+seconds one would take (the probe's declared unit cost), summed in `unmeasured{cells, need_s, detail}`; the
+synthetic sweep measures the top draft-token count of every path at every batch size (largest first) before any
+row's bisection, so a short limit still answers every path it can; algorithms
 the installed sglang lacks are `skipped` with `sglang X has no ALGO`. In sglang mode every flag is spelled as
 the release's parser spells it (`omitted_flags` lists those it lacks); a launch whose value the parser would
 refuse is `skipped` with `the release's parser would refuse …`, and one whose interpreter cannot import sglang's

@@ -5,6 +5,7 @@ import time
 
 from probes.crashlog.cell import cell_fields, classify_cell
 from probes.graphrepro import capture, configs, launch_plan, launcher, traffic
+from probes.graphrepro.cells import BUDGET_SPENT, cell as new_cell
 
 READY_TIMEOUT = 900.0
 REQUEST_TIMEOUT = 180.0
@@ -12,7 +13,6 @@ MIN_REQUEST_SECONDS = 10.0   # a batch size is not started with less work time t
 AFTER_REQUESTS_SECONDS = 12.0   # the settle pause, the health check and the request threads' slack
 LOG_EXCERPT_LINES = 30
 IMPORT_TIMEOUT = 120.0   # importing sglang's server module once, before the first launch
-BUDGET_SPENT = "time budget spent"
 # A death before the server was ready and outside graph capture is no result: the launch itself was wrong.
 OWN_ERROR = "the repro's own error: the server died before it was ready"
 
@@ -124,14 +124,16 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
     sizes = sorted(int(b) for b in batch_sizes)
     launch = launch_spec(settings, algorithm, sizes, draft_tokens, target_dir, draft_dir, layers)
     argv, omitted = launch_plan.build_argv(python, launch, flags)
-    common = {"path": "sglang", "algorithm": algorithm, "draft_tokens": draft_tokens, "command": argv,
-              "omitted_flags": omitted, "config_sources": sources, "config_notes": built["notes"]}
+    common = {"command": argv, "omitted_flags": omitted, "config_sources": sources, "config_notes": built["notes"]}
+
+    def skipped_all(detail):
+        return [new_cell("sglang", algorithm, s, draft_tokens, "skipped", detail, "sglang", **common) for s in sizes]
     refused = launch_plan.rejected_values(argv, flags)
     reason = "refused before launch: " + built["refused"] if built["refused"] else \
         "the release's parser would refuse %s" % "; ".join(refused) if refused else \
         launch_plan.missing_dependency(python, env, timeout=min(IMPORT_TIMEOUT, max(5.0, time_left())))
     if reason:  # never launched: an uncapturable cut, a refused flag or a missing module is no graph failure
-        return [dict(common, batch_size=s, status="skipped", detail=reason, signature=None) for s in sizes]
+        return skipped_all(reason)
     log_path = os.path.join(workdir, "server-%s-dt%d.log" % (algorithm.lower(), draft_tokens))
     outcomes, skipped = {}, {}
     with launcher.ServerProcess(argv, launch["port"], log_path, env) as server:
@@ -156,23 +158,24 @@ def run_launch(settings, algorithm, batch_sizes, draft_tokens, workdir, python, 
     common.update(server_exit=exit_state, launch_s=round(time.monotonic() - started, 2))
     missing = launch_plan.import_failure(log_text, python) if ready == "died" else None
     if missing:  # a module only a server child imports (the scheduler's) is missing from the venv
-        return [dict(common, batch_size=s, status="skipped", detail=missing, signature=None) for s in sizes]
+        return skipped_all(missing)
     if ready == "budget":
         detail = "%s while waiting for the server to be ready (%.0f s)" % (BUDGET_SPENT, ready_budget)
-        return [dict(common, batch_size=s, status="skipped", detail=detail, signature=None) for s in sizes]
-    return [dict(common, batch_size=s, status="skipped", detail=skipped[s], signature=None) if s in skipped
-            else _launch_cell(common, s, ready, outcomes, settings, log_text, release, known) for s in sizes]
+        return skipped_all(detail)
+    return [new_cell("sglang", algorithm, s, draft_tokens, "skipped", skipped[s], "sglang", **common)
+            if s in skipped else _launch_cell(algorithm, draft_tokens, common, s, ready, outcomes, settings, log_text,
+                                              release, known) for s in sizes]
 
 
-def _launch_cell(common, size, ready, outcomes, settings, log_text, release, known):
-    cell = dict(common, batch_size=size)
+def _launch_cell(algorithm, draft_tokens, common, size, ready, outcomes, settings, log_text, release, known):
     if ready == "ready" and size not in outcomes:
-        cell.update(status="skipped", detail="not reached: the server died at a smaller batch size", signature=None)
-        return cell
+        return new_cell("sglang", algorithm, size, draft_tokens, "skipped",
+                        "not reached: the server died at a smaller batch size", "sglang", **common)
     results, alive, acceptance = outcomes.get(size, ([], False, None))
     status, detail, verdict = classify(ready, results, alive, acceptance, settings.get("judge_acceptance", False),
                                        log_text, release, known)
-    cell.update(status=status, detail=detail, acceptance_length=acceptance, signature=None)
+    cell = new_cell("sglang", algorithm, size, draft_tokens, status, detail, "sglang", acceptance_length=acceptance,
+                    **common)
     if status != "ok":
         cell.update(cell_fields(verdict))
         cell["log_excerpt"] = log_text.strip().splitlines()[-LOG_EXCERPT_LINES:]

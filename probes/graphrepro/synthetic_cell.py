@@ -2,6 +2,7 @@
 classifier from what the child left (its stderr, traceback, how it ended), as `repro --log` reads a log.
 """
 from probes.crashlog.cell import cell_fields, classify_cell
+from probes.graphrepro.cells import cell as new_cell
 
 LOG_EXCERPT_LINES = 60   # the text the classifier read, for `repro --log` and the report
 
@@ -18,10 +19,10 @@ def failure_text(result):
 
 def synthetic_cell(result, path, algorithm, batch_size, draft_tokens, release, known, worker):
     status = result.get("status")
-    cell = {"path": path, "algorithm": algorithm, "batch_size": batch_size, "draft_tokens": draft_tokens,
-            "status": status, "detail": result.get("detail", ""), "max_abs_diff": result.get("max_abs_diff"),
-            "capture_s": result.get("capture_s"), "signature": None, "mode": "synthetic",
-            "memory_cap_mib": result.get("memory_cap_mib"), "estimated_mib": result.get("estimated_mib")}
+    cell = new_cell(path, algorithm, batch_size, draft_tokens, status, result.get("detail", ""), "synthetic",
+                    max_abs_diff=_number(result.get("max_abs_diff")), capture_s=_number(result.get("capture_s")),
+                    memory_cap_mib=result.get("memory_cap_mib"), estimated_mib=result.get("estimated_mib"))
+    status = cell["status"]
     if status in ("ok", "skipped"):
         return cell
     worker.close()  # the CUDA context may be poisoned: the next cell gets a fresh child
@@ -34,3 +35,8 @@ def synthetic_cell(result, path, algorithm, batch_size, draft_tokens, release, k
     cell.update(cell_fields(verdict), status=status)
     cell["log_excerpt"] = text.strip().splitlines()[-LOG_EXCERPT_LINES:]
     return cell
+
+
+def _number(value):
+    """A figure the child reported, or None when it sent something else (the cell keeps its declared shape)."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None

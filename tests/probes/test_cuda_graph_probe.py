@@ -270,7 +270,7 @@ def test_synthetic_sweep_gives_each_cell_the_memory_cap_and_only_the_time_left(m
     cuda_graph.run_synthetic(ctx, settings, data, {}, "", "python3")
     assert calls and all(h == "probes.graphrepro.synthetic:run_cell" for h, _, _ in calls)
     assert all(a["max_mem_mib"] == 1536 for _, a, _ in calls)
-    assert all(t <= 100 - cuda_graph.RESERVE_SECONDS for _, _, t in calls)   # never the 120 s cell timeout
+    assert all(t <= 100 - cuda_graph.SYNTHETIC_RESERVE_SECONDS for _, _, t in calls)   # never the 120 s timeout
     assert all(c["memory_cap_mib"] == 1536 and c["estimated_mib"] == 9 for c in data["cells"])
     assert cuda_graph.settings_from({})["max_mem_mib"] == 4096
 
