@@ -178,3 +178,37 @@ def test_fitted_fills_only_what_hand_written_data_lacks():
     wrong = fitted("env", {"cpu_count": "many"})       # a wrong type stays wrong: fitted() adds, never converts
     assert probe_problem("env", {"status": "ok", "data": wrong}) == \
         "probes.env.data.cpu_count: expected int or null, got str 'many'"
+
+
+def _judged_one(name, data):
+    from gpudiag.models import ProbeResult
+    from gpudiag.probe_data import judged
+    return judged({name: ProbeResult(status="ok", duration_s=1.0, data=data)})[name]
+
+
+def test_a_misfitting_record_costs_that_record_named_never_the_probes_other_data():
+    """The recorded H200 run lost cuda_graph's whole data to `cells[0].algorithm: missing`; one GPU's record
+    missing its name would have thrown away every other GPU's copy timings."""
+    from gpudiag.probe_data import DROPPED, data_errors
+    good = {"path": "eagle_draft", "algorithm": "EAGLE", "batch_size": 1, "draft_tokens": 16, "status": "ok"}
+    bad = {"path": "eagle_draft", "batch_size": 4, "draft_tokens": 16, "status": "skipped"}
+    result = _judged_one("cuda_graph", dict(fitted("cuda_graph", {}), cells=[bad, good]))
+    assert result.status == "ok" and result.data["cells"] == [good]
+    assert result.data[DROPPED] == ["probes.cuda_graph.data.cells[0].algorithm: missing"]
+    assert data_errors({"cuda_graph": result}) == [
+        "cuda_graph: 1 record(s) did not fit the declaration and were left out: "
+        "probes.cuda_graph.data.cells[0].algorithm: missing"]
+    gpus = [{"index": 0, "status": "timeout"}, fitted("copy_bench", {"gpus": [{"index": 1, "name": "H200",
+                                                                                "status": "ok"}]})["gpus"][0]]
+    kept = _judged_one("copy_bench", dict(fitted("copy_bench", {}), gpus=gpus))
+    assert kept.status == "ok" and [g["index"] for g in kept.data["gpus"]] == [1]
+    assert kept.data[DROPPED][0].startswith("probes.copy_bench.data.gpus[0].")
+    # Stored with its dropped records named, the data reads back as it was kept.
+    assert _judged_one("copy_bench", kept.data).data == kept.data
+
+
+def test_a_misfit_outside_any_record_still_refuses_the_probes_data():
+    data = fitted("cuda_graph", {"cells": []})
+    data["modes"] = "synthetic"
+    result = _judged_one("cuda_graph", data)
+    assert result.status == "error" and "probes.cuda_graph.data.modes: expected list" in result.error["message"]
