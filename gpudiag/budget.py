@@ -1,32 +1,44 @@
-"""The GPU probes' time limits planned inside a user's --timeout: each GPU probe declares its own limit
-(probes/catalog.py), and when their sum does not fit the host's deadline they share what is left after the
-light probes in proportion to their declared limits, so one probe never eats the budget of the next."""
+"""How a host's time is spent, as the control side words it. The control side does not split a --timeout: the
+runner on the host holds one deadline and hands its time out as the probes run (probes/timeshare.py), each
+long probe getting its share of what is left when it starts, what one leaves unused going to the next. This
+module says so before a scan, and after it says what each long probe was given, from the limits the runner
+reported back with its results."""
 
 from __future__ import annotations
 
-LIGHT_RESERVE_S = 60.0  # connecting, starting Python and the light probes, inside a user's --timeout
-MIN_PROBE_S = 10.0  # below this a GPU probe cannot start its child and say anything useful
-ANSWER_ROOM_S = 20.0  # the runner's answer travelling back (orchestrator.runner_budget keeps as much)
+from collections.abc import Mapping
+
+from gpudiag.models import ProbeResult
+
+MAX_HOST_LINES = 5  # hosts named one by one after a scan; more are counted
 
 
-def planned_limits(declared: dict[str, float], timeout: float | None) -> dict[str, float]:
-    """Each GPU probe's limit: as declared when they fit in `timeout` (or no --timeout was given), else a share
-    of what the light probes leave, in proportion to the declared limits."""
-    if timeout is None or not declared:
-        return dict(declared)
-    room = max(0.0, timeout - min(ANSWER_ROOM_S, 0.2 * timeout) - LIGHT_RESERVE_S)
-    total = sum(declared.values())
-    if total <= room:
-        return dict(declared)
-    return {name: round(max(MIN_PROBE_S, room * limit / total), 1) for name, limit in declared.items()}
-
-
-def plan_line(declared: dict[str, float], planned: dict[str, float], timeout: float | None) -> str | None:
-    """One line saying how a --timeout was shared out, when it changed a declared limit; None otherwise."""
-    if planned == declared or timeout is None:
+def plan_line(declared: Mapping[str, float], timeout: float | None) -> str | None:
+    """One line saying how the host will share a --timeout too short for the long probes' declared limits."""
+    if timeout is None or not declared or sum(declared.values()) <= timeout:
         return None
-    parts = ", ".join(f"{name} {planned[name]:.0f} s of its {declared[name]:.0f} s" for name in sorted(planned))
+    parts = ", ".join(f"{name} up to {declared[name]:.0f} s" for name in sorted(declared))
     return (
-        f"--timeout {timeout:.0f} s: the GPU probes share what the light probes leave ({parts}); "
-        "raise --timeout to give them their declared limits"
+        f"--timeout {timeout:.0f} s is less than the GPU probes declare ({parts}): the host hands its time out as "
+        "they run, each its share of what is left in proportion to its declared limit, what one leaves unused "
+        "going to the next"
+    )
+
+
+def given(probes: Mapping[str, ProbeResult]) -> list[str]:
+    """'copy_bench given 42 s of its 900 s, used 9 s' for each probe the host gave less than it declares."""
+    out = []
+    for name, result in sorted(probes.items()):
+        limit, declared = result.limit_s, result.declared_s
+        if limit is not None and declared is not None and limit < declared:
+            out.append(f"{name} given {limit:.0f} s of its {declared:.0f} s, used {result.duration_s:.0f} s")
+    return out
+
+
+def given_lines(hosts: list[tuple[str, Mapping[str, ProbeResult]]]) -> list[str]:
+    """Per host, what its long probes were given when it was less than declared; the first few hosts named."""
+    lines = [f"{name}: {'; '.join(parts)}" for name, probes in hosts if (parts := given(probes))]
+    more = len(lines) - MAX_HOST_LINES
+    return lines[:MAX_HOST_LINES] + (
+        [f"and {more} more host(s) whose GPU probes got less than declared"] if more > 0 else []
     )

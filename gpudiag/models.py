@@ -121,9 +121,15 @@ class ProbeResult:
     data: Any = None
     error: dict[str, Any] | None = None
     reason: str | None = None
+    # The limit the host's runner gave the probe when it started and the one it declares (probes/timeshare.py).
+    limit_s: float | None = None
+    declared_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status, "duration_s": round(self.duration_s, 4)}
+        for key, value in (("limit_s", self.limit_s), ("declared_s", self.declared_s)):
+            if value is not None:
+                out[key] = value
         if self.status == "ok":
             out["data"] = self.data
         elif self.status == "error":
@@ -149,7 +155,14 @@ class ProbeResult:
             data=doc.get("data"),
             error=typed_field(doc, "error", dict, what, "a JSON object"),
             reason=reason,
+            limit_s=_seconds(doc.get("limit_s")),
+            declared_s=_seconds(doc.get("declared_s")),
         )
+
+
+def _seconds(value: Any) -> float | None:
+    """A limit the runner reported, or None when absent or not a number (an older runner sends none)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def probes_from_dict(doc: dict[str, Any], what: str) -> dict[str, ProbeResult]:

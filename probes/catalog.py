@@ -113,10 +113,16 @@ def with_needs(probes, known=None, needs=None):
     return [p for p in known if p in wanted] + [p for p in probes if p not in known]
 
 
-def plan(requested, modules=None):
-    """(run order, unknown names) for a selection; `modules` (the bundle's) adds the probes declared in it."""
+def declarations(modules=None):
+    """Every probe's declaration, those in `modules` (a bundle's) included."""
     declared = dict(DECLARED)
     declared.update(declared_in(modules or {}))
+    return declared
+
+
+def plan(requested, modules=None):
+    """(run order, unknown names) for a selection; `modules` (the bundle's) adds the probes declared in it."""
+    declared = declarations(modules)
     light, deep, needs = catalog(declared)
     known = light + deep + explicit(declared)
     wanted = with_needs(list(requested or light), known, needs)

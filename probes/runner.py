@@ -13,8 +13,9 @@ import threading
 import time
 import traceback
 
-from probes import events
+from probes import events, timeshare
 from probes.catalog import ALL_PROBES, DEEP_PROBES, LIGHT_PROBES, plan, with_needs  # noqa: F401
+from probes.catalog import declarations, timeouts as declared_limits
 from probes.context import ProbeContext, Skip
 
 SCHEMA = 1
@@ -64,31 +65,45 @@ def select_probes(requested, modules=None):
     return plan(requested, modules)
 
 
+def limits_for(probes, payload):
+    """({long probe: its limit}, {probe: smallest unit s}, the limit of the others): the declared limits
+    (PROBE["timeout_s"], in a bundle's modules too), unless --probe-timeout set one limit for all; a limit the
+    control side names for a probe (`timeouts`) overrides its declaration."""
+    declared = declarations(payload.get("modules"))
+    fallback = float(payload.get("probe_timeout") or DEFAULT_PROBE_TIMEOUT)
+    limits = {} if payload.get("probe_timeout") else declared_limits(declared)
+    limits.update((name, float(value)) for name, value in (payload.get("timeouts") or {}).items()
+                  if isinstance(value, (int, float)))
+    return ({n: v for n, v in limits.items() if n in probes}, timeshare.smallest_units(declared), fallback)
+
+
 def run_all(payload):
     """The whole document for one host."""
     probes, unknown = select_probes(payload.get("probes"), payload.get("modules"))
-    timeouts = payload.get("timeouts") or {}
+    limits, units, fallback = limits_for(probes, payload)
     options = payload.get("options") or {}
     modules = payload.get("modules")
     results = {}
     document_probes = {}
-    # The control side's deadline for the whole host: a probe is cut short rather than let the host's
-    # deadline kill the runner and lose every finished probe with it.
+    # The control side's deadline for the whole host: each probe's limit is decided as it starts, from the
+    # time left then (probes/timeshare.py), so a probe is cut short rather than let the host's deadline kill
+    # the runner and lose every finished probe with it, and what one leaves unused goes to the next.
     budget = payload.get("budget_s")
     ends = time.monotonic() + float(budget) if budget else None
     for number, name in enumerate(probes, 1):
-        timeout = float(timeouts.get(name, payload.get("probe_timeout", DEFAULT_PROBE_TIMEOUT)))
-        if ends is not None:
-            left = ends - time.monotonic()
-            if left < 0.5:
-                document_probes[name] = {"status": "skipped", "duration_s": 0.0,
-                                         "reason": "the host's deadline left no time for this probe"}
-                continue
-            timeout = min(timeout, left)
+        left = None if ends is None else ends - time.monotonic()
+        declared = limits.get(name, fallback)
+        if left is not None and left < timeshare.LAST_CALL_S:
+            document_probes[name] = {"status": "skipped", "duration_s": 0.0, "limit_s": 0.0,
+                                     "declared_s": declared,
+                                     "reason": "the host's deadline left no time for this probe"}
+            continue
+        timeout = timeshare.limit_now(name, left, probes[number:], limits, units, fallback)
         events.emit(name, "probe", "started", i=number, n=len(probes))
         result = run_probe(name, options, results, timeout, modules)
         events.emit(name, "probe", "finished", i=number, n=len(probes), status=result["status"],
                     duration_s=result["duration_s"])
+        result["limit_s"], result["declared_s"] = round(timeout, 1), declared
         document_probes[name] = result
         if result["status"] == "ok":
             results[name] = result["data"]
@@ -102,6 +117,7 @@ def run_all(payload):
         "python": {"executable": sys.executable, "version": platform.python_version(),
                    "implementation": platform.python_implementation()},
         "probes": document_probes,
+        "budget_s": budget,
     }
 
 

@@ -28,7 +28,7 @@ from gpudiag.cli.signals import StopSignals
 from gpudiag import findings as rules
 from gpudiag.models import INTERNAL_ERROR, OK, Finding, Host
 from gpudiag.run_records import LoadedRun, RunManifest
-from gpudiag.budget import plan_line, planned_limits
+from gpudiag.budget import given_lines, plan_line
 from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, ScanOutcome, ScanRequest
 from gpudiag.render.console import summary_table
 from gpudiag.render.safe_text import clean_run, console as console_text
@@ -148,6 +148,8 @@ def scan(
         stored = _stored_run(writer.dir, console)
         findings = None if stored is None else rules.all_findings(stored)
         result = None if stored is None else verdict(stored, findings or [], fail_on)
+    for line in given_lines([(h.name, h.probes) for h in stored.hosts] if stored is not None else []):
+        console.print(f"gpudiag: {line}", markup=False, highlight=False)
     _print_results(outcome, manifest, writer.dir, findings, result, as_json)
     return _exit_code(outcome, run, stop, result, console)
 
@@ -171,16 +173,15 @@ def _request(
     forks: int,
     max_output: int,
 ) -> tuple[ScanRequest, str | None]:
-    """What every host is asked, and how a --timeout was shared among the GPU probes (None: as declared)."""
+    """What every host is asked, and how the host will share a --timeout (None: the declared limits fit). The
+    host's runner hands its time out as the probes run (probes/timeshare.py); nothing is split here."""
     declared = {} if probe_timeout else {p: GPU_PROBE_TIMEOUTS[p] for p in names if p in GPU_PROBE_TIMEOUTS}
-    gpu_limits = planned_limits(declared, timeout)  # inside a --timeout, GPU probes share the room, never one eats it
-    planned = plan_line(declared, gpu_limits, timeout)
+    planned = plan_line(declared, timeout)
     request = ScanRequest(
         probes=names,
         options=options,
-        probe_timeouts=gpu_limits,
         probe_timeout=probe_timeout,
-        timeout=timeout or DEFAULT_TIMEOUT + sum(gpu_limits.values()),
+        timeout=timeout or DEFAULT_TIMEOUT + sum(declared.values()),
         forks=forks,
         output_limit=max_output * 2**20,
     )

@@ -138,13 +138,13 @@ def test_the_host_budget_cuts_a_slow_probe_and_skips_the_rest(fake_probe):
     declared = {"probes.fake_slow": [False, "PROBE = {'set': 'light'}"],
                 "probes.fake_late": [False, "PROBE = {'set': 'deep'}"]}
     try:
-        doc = runner.run_all({"probes": ["fake_slow", "fake_late"], "timeouts": {"fake_slow": 900},
-                              "budget_s": 1.5, "modules": declared})
+        doc = runner.run_all({"probes": ["fake_slow", "fake_late"], "budget_s": 1.5, "modules": declared})
     finally:
         release.set()
     assert doc["probes"]["fake_slow"]["status"] == "timeout"
-    assert doc["probes"]["fake_slow"]["duration_s"] < 5
-    assert doc["probes"]["fake_late"] == {"status": "skipped", "duration_s": 0.0,
+    assert doc["probes"]["fake_slow"]["duration_s"] < 5 and doc["probes"]["fake_slow"]["limit_s"] == 1.5
+    assert doc["probes"]["fake_late"] == {"status": "skipped", "duration_s": 0.0, "limit_s": 0.0,
+                                          "declared_s": runner.DEFAULT_PROBE_TIMEOUT,
                                           "reason": "the host's deadline left no time for this probe"}
 
 
