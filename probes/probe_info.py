@@ -20,7 +20,13 @@ class ProbeInfo(object):
         self.needs = dict((key, declaration.get(key.lower(), "no")) for key in ("GPU", "torch", "sglang"))
         self.timeout_s = PROBE_TIMEOUTS.get(name)
         cost = declaration.get("cost", declaration["set"])
-        self.cost = cost + (" (limit %g s)" % self.timeout_s if self.timeout_s else "")
+        # What one unit of its work costs ({"synthetic cell": 1.2}): the runner and the probe plan with it.
+        self.unit_s = dict((str(k), float(v)) for k, v in (declaration.get("unit_s") or {}).items()
+                           if isinstance(v, (int, float)))
+        units = ", ".join("one %s ~%g s" % (unit, seconds) for unit, seconds in sorted(self.unit_s.items()))
+        limit = "limit %g s" % self.timeout_s if self.timeout_s else ""
+        extra = "; ".join(p for p in (limit, units) if p)
+        self.cost = cost + (" (%s)" % extra if extra else "")
         self.options = tuple(getattr(module, "OPTIONS", ()))
         self.shape = getattr(module, "SHAPE", None)
         notes = getattr(module, "NOTES", None)

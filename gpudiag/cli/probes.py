@@ -53,6 +53,8 @@ def probe_document(info: ProbeInfo) -> dict[str, Any]:
         "set": info.set,
         "needs": info.needs,
         "cost": info.cost,
+        "timeout_s": info.timeout_s,
+        "unit_s": info.unit_s,
         "options": [
             {"name": o.name, "kind": o.kind, "accepts": o.accepts(), "default": o.default, "help": o.help}
             for o in info.options

@@ -90,6 +90,8 @@ def test_probes_lists_needs_cost_and_options():
     assert listed["servingbench"]["set"] == "explicit" and "gpudiag bench" in listed["servingbench"]["cost"]
     assert listed["cuda_graph"]["needs"] == {"GPU": "yes", "torch": "yes", "sglang": "optional"}
     assert listed["copy_bench"]["set"] == "deep" and "900 s" in listed["copy_bench"]["cost"]
+    assert listed["cuda_graph"]["timeout_s"] == 1200 and listed["cuda_graph"]["unit_s"]["synthetic cell"] == 1.2
+    assert "one synthetic cell ~1.2 s" in listed["cuda_graph"]["cost"]
     batch = [o for o in listed["copy_bench"]["options"] if o["name"] == "batch_sizes"][0]
     assert batch["default"] == [1, 8, 32, 128] and batch["kind"] == "int_list"
     proc = gpudiag("probes", "copy_bench")
