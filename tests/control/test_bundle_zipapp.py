@@ -154,3 +154,11 @@ def test_bundle_honours_python_for_torch_work_while_its_own_process_has_no_torch
     bench = probes["copy_bench"]
     assert bench["status"] == "ok", bench
     assert bench["data"]["interpreter"]["path"] == str(serving) and bench["data"]["gpus"][0]["status"] == "ok"
+    # An engine's run names no limits: the GPU probe runs under its declared 900 s, not the light probes' 120 s.
+    assert bench["limit_s"] == bench["declared_s"] == 900
+    out = tmp_path / "collected.out"
+    out.write_text(proc.stdout)
+    result = CliRunner().invoke(cli, ["ingest", str(out), "--reports-dir", str(tmp_path / "r")])
+    assert result.exit_code in (0, 4), result.output
+    [stored] = glob.glob(str(tmp_path / "r" / "runs" / "*" / "hosts" / "*.json"))
+    assert json.load(open(stored, encoding="utf-8"))["probes"]["copy_bench"]["limit_s"] == 900
