@@ -7,6 +7,9 @@ CUDA_VISIBLE_DEVICES maps onto them. Used by torch_caps, copy_bench and cuda_gra
   overrides only "busy with something else".
 - One mapping of CUDA_VISIBLE_DEVICES entries (indices, GPU-uuids and their unique prefixes) to nvidia-smi's
   indices (PCI bus order), and the same reason strings everywhere.
+- A live server holds the GPUs sglang gives it: tp x pp x dp ordinals from --base-gpu-id with --gpu-id-step,
+  inside its CUDA_VISIBLE_DEVICES and a container's NVIDIA_VISIBLE_DEVICES. An index in
+  NVIDIA_VISIBLE_DEVICES is read as the host's (what the container runtime was given); a uuid is matched.
 """
 from probes.context import which
 from probes.hostinfo import gpus as smi_gpus
@@ -83,27 +86,79 @@ def visible_index(part, uuids):
     return found[0] if len(found) == 1 else None
 
 
+def _whole(args, keys, default, least):
+    """An integer flag under any of its spellings (typed, or raw text as the command line gave it)."""
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, bool) or value is None:
+            continue
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            continue
+        return max(number, least)
+    return default
+
+
+def sglang_ordinals(args):
+    """The device ordinals, in the server's own CUDA-visible numbering, that sglang gives its scheduler processes
+    (sglang 0.5.23 srt/entrypoints/engine.py and srt/managers/data_parallel_controller.py): for each DP rank
+    (a single one when attention is data-parallel inside the TP group), each PP rank and TP rank on this node,
+    base_gpu_id + dp_rank * tp * pp * gpu_id_step + pp_rank * tp_per_node + tp_rank * gpu_id_step."""
+    tp = _whole(args, ("tp_size", "tensor_parallel_size"), 1, 1)
+    pp = _whole(args, ("pp_size", "pipeline_parallel_size"), 1, 1)
+    dp = _whole(args, ("dp_size", "data_parallel_size"), 1, 1)
+    nnodes = _whole(args, ("nnodes",), 1, 1)
+    base = _whole(args, ("base_gpu_id",), 0, 0)
+    step = _whole(args, ("gpu_id_step",), 1, 1)
+    attention_dp = args.get("enable_dp_attention") is True or _whole(
+        args, ("attn_dp_size", "attention_data_parallel_size"), 1, 1) > 1
+    tp_node, pp_node = max(tp // nnodes, 1), max(pp // nnodes, 1)
+    found = set()
+    for dp_rank in range(1 if attention_dp else dp):
+        for pp_rank in range(pp_node):
+            for tp_rank in range(tp_node):
+                found.add(base + dp_rank * tp * pp * step + pp_rank * tp_node + tp_rank * step)
+    return sorted(found)
+
+
+def _entries(value):
+    """A *_VISIBLE_DEVICES value as its entries; None when it does not narrow (unset, empty, `all`)."""
+    text = str(value or "").strip()
+    if not text or text.lower() == "all":
+        return None
+    if text.lower() in ("none", "void"):
+        return []
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
 def server_gpus(server, uuids=None):
-    """GPU indices a live server occupies: its CUDA_VISIBLE_DEVICES (indices or GPU-uuids), else
-    base id .. base + tp*dp. None when its CUDA_VISIBLE_DEVICES names a GPU that cannot be mapped."""
+    """GPU indices (nvidia-smi's) a live server occupies, counted as sglang counts them (sglang_ordinals),
+    each ordinal taken through the server's CUDA_VISIBLE_DEVICES and, in a container, its
+    NVIDIA_VISIBLE_DEVICES (the container's GPUs, host indices or GPU-uuids: a uuid is mapped to the host's
+    index through nvidia-smi's list). None when an entry cannot be mapped to a GPU index."""
+    uuids = uuids or {}
+    env = server.get("env") if isinstance(server.get("env"), dict) else {}
     visible = server.get("cuda_visible_devices")
-    if visible is not None and str(visible).strip():
-        out = []
-        for part in str(visible).split(","):
-            if not part.strip():
-                continue
-            index = visible_index(part, uuids or {})
-            if index is None:
+    cuda = _entries(visible if visible is not None else env.get("CUDA_VISIBLE_DEVICES"))
+    container = _entries(env.get("NVIDIA_VISIBLE_DEVICES"))
+    out = []
+    for ordinal in sglang_ordinals(server.get("args") or {}):
+        entry = str(ordinal)
+        if cuda is not None:
+            if ordinal >= len(cuda):
                 return None
+            entry = cuda[ordinal]
+        if container is not None and entry.isdigit():   # an index among the container's GPUs
+            if int(entry) >= len(container):
+                return None
+            entry = container[int(entry)]
+        index = visible_index(entry, uuids)
+        if index is None:
+            return None
+        if index not in out:
             out.append(index)
-        return out
-    args = server.get("args") or {}
-    try:
-        base = int(args.get("base_gpu_id") or 0)
-        count = int(args.get("tp_size") or 1) * int(args.get("dp_size") or 1)
-    except (TypeError, ValueError):
-        base, count = 0, 1
-    return list(range(base, base + count))
+    return out
 
 
 def protected_gpus(servers, uuids=None, all_indices=()):

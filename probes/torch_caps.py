@@ -86,7 +86,10 @@ def _shared_results(ctx):
         shared["env"] = {"gpus": gpus}
     servers = (ctx.results.get("deployment") or {}).get("servers")
     if servers:
-        shared["deployment"] = {"servers": [{k: s.get(k) for k in ("pid", "cuda_visible_devices", "args")}
+        # the env: a container's NVIDIA_VISIBLE_DEVICES is part of which GPUs the server holds (gpu_layer)
+        shared["deployment"] = {"servers": [dict({k: s.get(k) for k in ("pid", "cuda_visible_devices", "args")},
+                                                 env={"NVIDIA_VISIBLE_DEVICES": (s.get("env") or {}).get(
+                                                     "NVIDIA_VISIBLE_DEVICES")})
                                             for s in servers]}
     return shared
 

@@ -113,9 +113,10 @@ def test_a_server_on_uuid_visible_devices_is_never_used_even_forced(monkeypatch)
 
 def test_server_gpus_map_uuids_and_prefixes_and_protect_everything_when_unmappable():
     uuids = {UUID0: 0, UUID1: 1}
-    assert gpus.server_gpus({"cuda_visible_devices": "%s,%s" % (UUID1, UUID0)}, uuids) == [1, 0]
+    tp2 = {"tp_size": 2}
+    assert gpus.server_gpus({"cuda_visible_devices": "%s,%s" % (UUID1, UUID0), "args": tp2}, uuids) == [1, 0]
     assert gpus.server_gpus({"cuda_visible_devices": "GPU-9F8E7D6C"}, uuids) == [1]   # CUDA takes a prefix
-    assert gpus.server_gpus({"cuda_visible_devices": "1, 0"}, uuids) == [1, 0]
+    assert gpus.server_gpus({"cuda_visible_devices": "1, 0", "args": tp2}, uuids) == [1, 0]
     assert gpus.server_gpus({"cuda_visible_devices": "GPU-"}, uuids) is None   # ambiguous prefix
     mig = {"pid": 9, "cuda_visible_devices": "MIG-5c1e7a2b-0000-1111-2222-333344445555"}
     assert gpus.server_gpus(mig, uuids) is None

@@ -81,3 +81,49 @@ def test_an_nvidia_smi_that_failed_for_env_is_not_asked_again(tmp_path, monkeypa
     seen = gpu_layer.snapshot(ProbeContext(results=failed))
     assert seen["devices"] is None and "no answer within 10 s" in seen["why"]
     assert not (tmp_path / "asked").exists()
+
+
+# -- the GPUs a live server holds, counted as sglang counts them ---------------------------------------------
+H200_UUIDS = {"GPU-%d0000000-aaaa-bbbb-cccc-00000000000%d" % (n, n): n for n in range(8)}
+
+
+def _held(args, env=None, visible=None, uuids=None):
+    from probes import gpu_layer
+    server = {"pid": 7, "args": args, "env": env or {}, "cuda_visible_devices": visible}
+    return gpu_layer.server_gpus(server, uuids or H200_UUIDS)
+
+
+def test_a_server_holds_tp_times_pp_times_dp_gpus_from_its_base_with_its_step():
+    # `--tp 4 --pp-size 2`: sglang starts 8 schedulers on GPUs 0-7 (pp_rank * tp + tp_rank), not 4.
+    assert _held({"tp_size": 4, "pp_size": "2"}) == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert _held({"tp_size": 2, "pipeline_parallel_size": "2", "base_gpu_id": "4"}) == [4, 5, 6, 7]
+    assert _held({"tp_size": 2, "dp_size": 2, "base_gpu_id": "1"}) == [1, 2, 3, 4]
+    assert _held({"tp_size": 4, "gpu_id_step": "2"}) == [0, 2, 4, 6]
+    # Attention data parallelism splits the TP group: dp ranks share its GPUs.
+    assert _held({"tp_size": 4, "dp_size": 4, "enable_dp_attention": True}) == [0, 1, 2, 3]
+    assert _held({"tp_size": "garbage"}) == [0]
+    from probes.hostinfo.sglang_cmdline import parse_server_args
+    parsed, _ = parse_server_args(["--model-path", "/m", "--tp", "4", "--pp-size", "2", "--base-gpu-id", "0"])
+    assert _held(parsed) == list(range(8))   # as the deployment probe parses a live command line
+
+
+def test_a_container_on_gpus_2_and_3_holds_the_hosts_gpus_2_and_3():
+    assert _held({"tp_size": 2}, {"NVIDIA_VISIBLE_DEVICES": "2,3"}) == [2, 3]
+    assert _held({"tp_size": 1, "base_gpu_id": "1"}, {"NVIDIA_VISIBLE_DEVICES": "2,3"}) == [3]
+    # By uuid, as nvidia-smi lists them; CUDA_VISIBLE_DEVICES inside the container indexes its GPUs.
+    uuids = "GPU-30000000-aaaa-bbbb-cccc-000000000003,GPU-20000000-aaaa-bbbb-cccc-000000000002"
+    assert _held({"tp_size": 2}, {"NVIDIA_VISIBLE_DEVICES": uuids}) == [3, 2]
+    assert _held({"tp_size": 1}, {"NVIDIA_VISIBLE_DEVICES": uuids}, visible="1") == [2]
+    assert _held({"tp_size": 2}, {"NVIDIA_VISIBLE_DEVICES": "all"}) == [0, 1]
+
+
+def test_a_server_whose_gpus_cannot_be_placed_makes_every_gpu_its_own():
+    from probes import gpu_layer
+    # tp 4 inside a container given two GPUs: the mapping cannot hold, so every GPU is protected.
+    assert _held({"tp_size": 4}, {"NVIDIA_VISIBLE_DEVICES": "2,3"}) is None
+    assert _held({"tp_size": 2}, {"NVIDIA_VISIBLE_DEVICES": "GPU-ffffffff-0000"}) is None
+    servers = [{"pid": 7, "args": {"tp_size": 4}, "env": {"NVIDIA_VISIBLE_DEVICES": "2,3"}}]
+    assert gpu_layer.protected_gpus(servers, H200_UUIDS, range(8)) == set(range(8))
+    held = [{"pid": 8, "args": {"tp_size": 4, "pp_size": "2"}}]
+    reasons = gpu_layer.busy_reasons([{"index": n, "processes": [], "memory_used_mib": 0} for n in range(8)], held)
+    assert sorted(reasons) == list(range(8))   # --force never reaches GPUs 4-7 of a pp=2 server
