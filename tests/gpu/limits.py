@@ -7,3 +7,4 @@ SGLANG_IMPORT_S = 25.0  # importing sglang.launch_server once, before the launch
 SGLANG_LAUNCH_S = 65.0  # one sglang server's work time: import check, start, dummy weights, capture, requests
 SGLANG_STOP_S = 10.0  # the server group's TERM-to-KILL grace after each launch (launcher.ServerProcess.stop)
 SGLANG_LAUNCHES = 3  # one per algorithm: EAGLE, EAGLE3, DFLASH
+GPU_CHECK_LAUNCHES = 1  # scripts/gpu-check.sh launches EAGLE alone: one call holds no more
