@@ -86,6 +86,10 @@ def normalise(probes, spec, scratch):
     probes = replace_strings(probes, "/lib/" + here, "/lib/" + theirs)
     for probe, result in probes.items():
         result["duration_s"] = spec["durations_s"][probe]
+        # The limits this machine's runner handed out (probes/timeshare.py) are this run's, like its durations;
+        # the fleet was recorded without them.
+        result.pop("limit_s", None)
+        result.pop("declared_s", None)
     env = probes["env"]["data"]
     env.update(overlay({k: env[k] for k in spec["host"] if k in env}, spec["host"], name + " env"))
     env["python"] = overlay(env["python"], dict(spec["python"], version=spec["python_version"]),
