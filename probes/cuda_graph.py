@@ -251,13 +251,13 @@ def budget_guarded(ctx, path, algorithm, oracle):
 
 
 def memoized(oracle):
-    """Each (batch size, draft tokens) measured once: the first pass's cells are the rows' first steps."""
+    """Each cell (batch size, draft tokens) or launch (draft tokens) run once: the first pass's results are
+    the rows' first steps."""
     seen = {}
 
-    def once(batch_size, draft_tokens):
-        key = (batch_size, draft_tokens)
+    def once(*key):
         if key not in seen:
-            seen[key] = oracle(batch_size, draft_tokens)
+            seen[key] = oracle(*key)
         return seen[key]
     return once
 
@@ -274,6 +274,7 @@ def run_sglang(ctx, settings, data, env, known, python):
     labels = planned_labels(settings, "sglang")
     steps = events.NumberedSteps("cuda_graph", "launch", most_steps(labels, values, 1))
     workdir = tempfile.mkdtemp(prefix="gpudiag-repro-")
+    launches = {}
     try:
         for label, algorithm, _ in labels:
             if algorithms and algorithm not in algorithms:
@@ -294,7 +295,11 @@ def run_sglang(ctx, settings, data, env, known, python):
                 except configs.ConfigError as exc:
                     return [cells.cell("sglang", algorithm, b, draft_tokens, "error", str(exc), "sglang")
                             for b in sizes]
-            launch = steps.wrap(launch, lambda dt, label=label: "%s draft=%d, sglang server" % (label, dt))
+            launches[label] = memoized(steps.wrap(launch, lambda dt, label=label: "%s draft=%d, sglang server"
+                                                   % (label, dt)))
+        for label in launches:   # every algorithm's top draft-token count before any bisection
+            launches[label](values[-1])
+        for label, launch in launches.items():
             record(data, label, sweep.sweep_launches(settings["batch_sizes"], values, launch), "sglang")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

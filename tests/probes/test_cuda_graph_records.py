@@ -171,3 +171,21 @@ def test_a_failing_row_is_bisected_after_every_path_has_its_first_answer(monkeyp
     assert all(dt == 16 for _, _, dt, _ in firsts)   # every path's top count before any bisection
     rows = [b for b in data["boundaries"] if b["label"] == "dflash_verify"][0]["rows"]
     assert all(r["max_ok"] == 8 and r["min_fail"] == 9 for r in rows)
+
+
+def test_every_algorithm_is_launched_at_its_top_count_before_any_bisection(monkeypatch):
+    launched = []
+
+    def run_launch(settings, algorithm, sizes, draft_tokens, *rest):
+        launched.append((algorithm, draft_tokens))
+        status = "capture_failed" if draft_tokens > 3 else "ok"
+        return [cells.cell("sglang", algorithm, b, draft_tokens, status, "", "sglang") for b in sizes]
+    monkeypatch.setattr(sglang_repro, "run_launch", run_launch)
+    ctx = ClockContext(Clock(), 1000.0, {"sglang_source": {"speculative_algorithms": ["EAGLE", "DFLASH"]}})
+    settings = cuda_graph.settings_from({"algorithms": ["EAGLE", "DFLASH"], "batch_sizes": [1],
+                                         "draft_tokens": [2, 8]})
+    data = {"cells": [], "boundaries": [], "notes": []}
+    cuda_graph.run_sglang(ctx, settings, data, {}, "", "python3")
+    assert launched[:2] == [("EAGLE", 8), ("DFLASH", 8)]
+    assert len(launched) == len(set(launched))   # each launch once, the first pass's reused by the bisection
+    assert [r["max_ok"] for b in data["boundaries"] for r in b["rows"]] == [3, 3]
