@@ -99,7 +99,8 @@ def run_all(payload):
                                      "reason": "the host's deadline left no time for this probe"}
             continue
         timeout = timeshare.limit_now(name, left, probes[number:], limits, units, fallback)
-        events.emit(name, "probe", "started", i=number, n=len(probes))
+        given = "given %.0f s of its %.0f s" % (timeout, declared) if timeout < declared - 0.5 else None
+        events.emit(name, "probe", "started", i=number, n=len(probes), what=given)
         result = run_probe(name, options, results, timeout, modules)
         events.emit(name, "probe", "finished", i=number, n=len(probes), status=result["status"],
                     duration_s=result["duration_s"])

@@ -33,7 +33,7 @@ def describe_event(event: HostEvent) -> str:
         else (f" {event.i}" if event.i is not None else "")
     )
     if event.step == "probe":
-        text = f"probe{count} {probe} {event.state}"
+        text = f"probe{count} {probe} {event.state}{f' ({what})' if what else ''}"  # what: the time it was given
     else:
         text = f"{probe}: {event.step}{count}{' ' + what if what else ''} {event.state}"
     if event.state == "finished" and event.status:

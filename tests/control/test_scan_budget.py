@@ -47,3 +47,4 @@ def test_a_deep_scan_with_a_short_timeout_hands_unused_time_to_the_next_gpu_prob
                                                                    + PROBE_TIMEOUTS["cuda_graph"])
     assert graph["limit_s"] >= room - bench["duration_s"] - 1.0
     assert f"localhost: copy_bench given {bench['limit_s']:.0f} s of its 900 s" in line
+    assert f"cuda_graph started (given {graph['limit_s']:.0f} s of its 1200 s)" in line   # as the host decided
