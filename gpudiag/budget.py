@@ -25,14 +25,21 @@ def plan_line(declared: Mapping[str, float], timeout: float | None) -> str | Non
     )
 
 
+def given_text(result: ProbeResult) -> str | None:
+    """'given 42 s of its 900 s' when the host gave a probe less than it declares, else None."""
+    limit, declared = result.limit_s, result.declared_s
+    if limit is None or declared is None or limit >= declared:
+        return None
+    return f"given {limit:.0f} s of its {declared:.0f} s"
+
+
 def given(probes: Mapping[str, ProbeResult]) -> list[str]:
     """'copy_bench given 42 s of its 900 s, used 9 s' for each probe the host gave less than it declares."""
-    out = []
-    for name, result in sorted(probes.items()):
-        limit, declared = result.limit_s, result.declared_s
-        if limit is not None and declared is not None and limit < declared:
-            out.append(f"{name} given {limit:.0f} s of its {declared:.0f} s, used {result.duration_s:.0f} s")
-    return out
+    return [
+        f"{name} {text}, used {result.duration_s:.0f} s"
+        for name, result in sorted(probes.items())
+        if (text := given_text(result))
+    ]
 
 
 def given_lines(hosts: list[tuple[str, Mapping[str, ProbeResult]]]) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import quote
 
+from gpudiag.budget import given_text
 from gpudiag.probe_view import as_dict, dig, probe
 from gpudiag.probe_view import cells
 from gpudiag.models import HostResult
@@ -84,6 +85,7 @@ def _host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
                 "Probes: "
                 + "; ".join(
                     f"{md(name)} {md(p.status)} ({float(p.duration_s):.1f} s"
+                    + (f", {given_text(p)}" if given_text(p) else "")
                     + (
                         f": {md(p.reason or dig(p.error, 'message'), 300)})"
                         if p.reason or dig(p.error, "message")

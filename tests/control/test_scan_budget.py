@@ -48,3 +48,7 @@ def test_a_deep_scan_with_a_short_timeout_hands_unused_time_to_the_next_gpu_prob
     assert graph["limit_s"] >= room - bench["duration_s"] - 1.0
     assert f"localhost: copy_bench given {bench['limit_s']:.0f} s of its 900 s" in line
     assert f"cuda_graph started (given {graph['limit_s']:.0f} s of its 1200 s)" in line   # as the host decided
+    report = subprocess.run([sys.executable, "-m", "gpudiag", "report", "--reports-dir", str(reports), "--markdown"],
+                            capture_output=True, text=True, timeout=120)
+    assert f"cuda_graph {graph['status']} ({graph['duration_s']:.1f} s, given {graph['limit_s']:.0f} s of its 1200 s" \
+        in report.stdout, report.stdout[-3000:]
