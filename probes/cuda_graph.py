@@ -113,14 +113,16 @@ def collect(ctx):
     info_worker = Worker(modules=ctx.modules or None, env=placement.child_env(), python=python)
     try:
         info = info_worker.call("probes.graphrepro.synthetic:device_info", {"memory": False},
-                                min(INFO_TIMEOUT, max(1.0, ctx.time_left() - RESERVE_SECONDS)))
+                                min(INFO_TIMEOUT, max(1.0, synthetic_work_left(ctx))))
     finally:
         info_worker.close()
         info_worker.remove_logs()
     data = {"settings": settings, "environment": environment(ctx, info), "cells": [], "boundaries": [],
             "boundary": None, "signatures": [], "advice": [], "notes": [], "gpu": None,
             "memory_cap_mib": settings["max_mem_mib"], "interpreter": interpreter.summary(chosen)}
-    modes = choose_mode(settings["mode"], python, min(60.0, max(1.0, ctx.time_left() - RESERVE_SECONDS)))
+    # The device query and the mode choice are one short child each: they keep back what a worker needs,
+    # not a server group's 20 s, so a probe given 20 s still reaches its cells.
+    modes = choose_mode(settings["mode"], python, min(60.0, max(1.0, synthetic_work_left(ctx))))
     data["mode"], data["modes"] = modes[0], modes
     live_shapes.apply(settings, ctx.results.get("deployment") or {}, given, data["notes"])
     server = interpreter.chosen_server(ctx.results)

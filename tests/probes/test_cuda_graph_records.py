@@ -19,8 +19,12 @@ class Clock(object):
 class ClockContext(object):
     """A probe context on a fake clock: each measured cell moves it on by what a cell costs."""
 
-    def __init__(self, clock, seconds, results=None):
+    def __init__(self, clock, seconds, results=None, options=None):
         self.clock, self.deadline, self.results, self.modules = clock, seconds, results or {}, {}
+        self.options = options or {}
+
+    def option(self, name, default=None):
+        return self.options.get(name, default)
 
     def time_left(self, cap=None):
         left = max(1.0, self.deadline - self.clock.now)
@@ -189,3 +193,38 @@ def test_every_algorithm_is_launched_at_its_top_count_before_any_bisection(monke
     assert launched[:2] == [("EAGLE", 8), ("DFLASH", 8)]
     assert len(launched) == len(set(launched))   # each launch once, the first pass's reused by the bisection
     assert [r["max_ok"] for b in data["boundaries"] for r in b["rows"]] == [3, 3]
+
+
+def test_a_probe_given_20_s_queries_its_device_and_measures_cells(monkeypatch):
+    """The device query is one short child: it keeps back a worker's reserve, not a server group's 20 s (given
+    20 s it had 1 s, too little for torch to start, and every cell was skipped)."""
+    clock = Clock()
+
+    class Worker(object):
+        def __init__(self, modules=None, env=None, python=None):
+            pass
+
+        def call(self, handler, args, timeout):
+            if handler.endswith(":device_info"):
+                clock.now += min(3.0, timeout)   # a fresh child importing torch and asking CUDA
+                if timeout < 3.0:
+                    return {"status": "timeout", "detail": "no answer within %.0f s; child killed" % timeout}
+                return {"status": "ok", "torch": "2.11.0+cu130", "cuda_available": True,
+                        "devices": [{"index": 0, "name": "NVIDIA H200", "compute_capability": "sm_90"}]}
+            clock.now += 1.0
+            return ok(args, timeout)
+
+        def close(self):
+            pass
+
+        def remove_logs(self):
+            pass
+    monkeypatch.setattr(cuda_graph, "Worker", Worker)
+    results = {"deployment": {"servers": [], "interpreter": {"path": "python3", "why": "default"}},
+               "env": {"gpus": {"status": "ok", "source": "nvidia-smi",
+                                "devices": [{"index": 0, "memory_used_mib": 0, "processes": []}]}}}
+    ctx = ClockContext(clock, 20.0, results, {"cuda_graph": {"mode": "synthetic"}})
+    data = cuda_graph.collect(ctx)
+    measured = [c for c in data["cells"] if c["status"] == "ok"]
+    assert len(measured) >= 10, data.get("skip_reason")
+    assert all(check(CELL, c, "cell") is None for c in data["cells"])
