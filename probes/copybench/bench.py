@@ -197,8 +197,7 @@ class DeviceBench(object):
                                       job["draft_tokens"], job["hidden_dtype"],
                                       names=(job.get("field_names") or {}).get(path), release=job.get("release"))
         total = sum(s["bytes"] for s in specs)
-        fields = [dict(s, **mark) for s, mark in zip(specs, strategies.split_marks(
-            [s["name"] for s in specs], [s["bytes"] for s in specs], threshold))]
+        fields = records.marked_fields(specs, threshold)
         name = workloads.workload_name(path, batch_size, hidden_size)
 
         def record(status, **more):

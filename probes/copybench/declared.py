@@ -83,7 +83,8 @@ _WORKLOAD = obj(dict({"name": s(), "path": s(), "batch_size": i(), "hidden_size"
                       "best_graph": s("fastest inside a replayed graph (GPU stream)").null().opt(),
                       "saving_vs_installed_us": num().null().opt()}, **_NEEDS))
 _SWEEP_ROW = obj(dict({"bytes": i(), "copy_us": num().null(), "foreach_us": num().null(),
-                       "copy_graph_us": num("inside a replayed graph").null(), "foreach_graph_us": num().null(),
+                       "copy_graph_us": num("inside a replayed graph").null().opt(),
+                       "foreach_graph_us": num().null().opt(),
                        "status": s("skipped when not timed").opt(), "reason": s().opt()}, **_NEEDS))
 SHAPE = obj({
     "device": enum(("cuda", "cpu")), "method": s(), "torch_version": s(),

@@ -8,8 +8,14 @@ done says how long it would have needed.
 # as it goes): one workload (every strategy eagerly and inside a replayed graph), one size of the sweep (copy_() and
 # the foreach kernel, both clocks), and starting the benchmark child (torch, CUDA context, sglang import).
 UNIT_S = {"cuda": {"workload": 0.5, "sweep_row": 0.15}, "cpu": {"workload": 0.3, "sweep_row": 0.05}}
-START_S = {"cuda": 6.0, "cpu": 3.0}
 BUDGET_SPENT = "time budget spent"
+
+
+def marked_fields(specs, threshold_bytes):
+    """A workload's fields as its record holds them: each spec with sglang's split (by name) and the size split."""
+    from probes.copybench.strategies import split_marks
+    marks = split_marks([f["name"] for f in specs], [f["bytes"] for f in specs], threshold_bytes)
+    return [dict(f, **mark) for f, mark in zip(specs, marks)]
 
 
 def unit_s(device, kind):
