@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from gpudiag.findings.common import median, source, source_evidence
-from gpudiag.findings.copies import ok_timing
 from gpudiag.findings.savings import installed_section, rank
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.probe_view import as_dict, as_list, copy_gpus, dig, fmt_bytes, fmt_us, number, probe, workloads
@@ -95,20 +94,31 @@ def _split_off_bytes(workload: dict[str, Any]) -> float | None:
 
 
 def _split_rows(host: HostResult) -> tuple[list[tuple[str, ...]], list[float], list[float]]:
-    """(table rows of the workloads where the size split lost, sizes it lost at, sizes it won at)."""
-    rows: list[tuple[str, ...]] = [("GPU", "workload", "split off", "foreach, all fields", "foreach + copy_() split")]
+    """(table rows of the workloads where the size split lost, sizes it lost at, sizes it won at), judged in GPU-stream
+    time where both were replayed in a graph, else eagerly (the one ranking's costs)."""
+    rows: list[tuple[str, ...]] = [
+        ("GPU", "workload", "split off", "foreach, all fields", "foreach + copy_() split", "clock")
+    ]
     losing, winning = [], []
+    installed = installed_section(host)
     for gpu in copy_gpus(host, cuda_only=True):
         for w in workloads(gpu):
-            whole, split = ok_timing(w, strategy_facts.GROUPED), ok_timing(w, strategy_facts.SIZE_SPLIT)
+            costs = rank(w, installed).costs
+            whole, split = costs.get(strategy_facts.GROUPED), costs.get(strategy_facts.SIZE_SPLIT)
             size = _split_off_bytes(w)
             if not whole or not split or size is None:
                 continue  # nothing was split off: the two strategies are the same copies
-            if split["median_us"] > whole["median_us"] * (1 + SPLIT_MARGIN):
+            graph = whole.gpu_us is not None and split.gpu_us is not None
+            a, b = (whole.gpu_us, split.gpu_us) if graph else (whole.cpu_us, split.cpu_us)
+            if a is None or b is None:
+                continue
+            if b > a * (1 + SPLIT_MARGIN):
                 losing.append(size)
-                cells = (fmt_bytes(size), fmt_us(whole["median_us"]), fmt_us(split["median_us"]))
-                rows.append((str(gpu.get("index")), str(w.get("name")), *cells))
-            elif split["median_us"] < whole["median_us"] * (1 - SPLIT_MARGIN):
+                rows.append(
+                    (str(gpu.get("index")), str(w.get("name")), fmt_bytes(size), fmt_us(a), fmt_us(b))
+                    + ("GPU stream" if graph else "CPU issue",)
+                )
+            elif b < a * (1 - SPLIT_MARGIN):
                 winning.append(size)
     return rows, losing, winning
 

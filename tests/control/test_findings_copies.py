@@ -31,7 +31,7 @@ def test_missing_foreach_copy_names_torch_version_and_measured_cost():
     files = [e.file for e in finding.evidence if e.file]
     assert files == [flag["file"]] and finding.evidence[1].line == 12
     table = [e.table for e in finding.evidence if e.table][0]
-    assert table[1][2] == "40.0 µs"    # per-tensor loop cost per replay, from copy_bench
+    assert table[1][2] == "40.0 µs CPU issue / - GPU stream"    # per-tensor loop cost per replay, from copy_bench
 
 
 def test_foreach_copy_present_and_working_is_silent():
@@ -80,7 +80,7 @@ def test_measured_split_slower_than_one_group_recommends_the_measured_split():
                                                      "crossover_bytes": 256 * 1024}]})
     [finding] = hidden_states.hidden_states_split([h])
     assert finding.id == "copies.split_wrong_for_gpu"
-    assert finding.evidence[0].table[1:] == (("0", "draft_bs32", "448 KiB", "10.0 µs", "15.0 µs"),)
+    assert finding.evidence[0].table[1:] == (("0", "draft_bs32", "448 KiB", "10.0 µs", "15.0 µs", "CPU issue"),)
     assert "at least 1.75 MiB" in finding.recommendation and "up to 448 KiB" in finding.recommendation
     assert "256 KiB" in finding.recommendation      # the sweep's crossover, named as what it is
 

@@ -189,3 +189,17 @@ def test_every_strategy_table_reads_the_one_declaration():
     assert plots.DRAWN_STRATEGIES is strategies.DRAWN
     assert savings.USABLE_STRATEGIES is strategies.USABLE
     assert "packed" not in strategies.USABLE and "grouped_foreach_size_split" not in strategies.USABLE
+
+
+def test_the_sweep_shows_both_clocks_and_the_split_names_its_clock():
+    replayed = gpu(0, crossover_clock="graph",
+                   sweep=[{"bytes": 1 << 20, "copy_us": 10.0, "foreach_us": 10.5, "copy_graph_us": 3.0,
+                           "foreach_graph_us": 6.0, "copy": timing(10.0, graph=3.0), "foreach": timing(10.5, graph=6.0)},
+                          {"bytes": 4 << 20, "copy_us": None, "foreach_us": None, "status": "skipped",
+                           "reason": "time budget spent", "needs_s": 0.15}])
+    text = render(copy_host([replayed]))
+    assert "| bytes: copy_() / foreach, eager · in a replayed graph | GPU 0 |" in text
+    assert "| 1 MiB | 10.0 µs (9.0–11.0) / 10.5 µs (9.4–11.6) (overlap) · 3.0 µs (2.7–3.3) / 6.0 µs (5.4–6.6) " \
+           "(copy_()) |" in text
+    assert "| 4 MiB | skipped: time budget spent |" in text
+    assert "Split: crossover 1 MiB (GPU stream), recommended split 1 MiB" in text
