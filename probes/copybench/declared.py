@@ -126,7 +126,7 @@ copy_us, foreach_us, copy_graph_us, foreach_graph_us, copy{p10_us, p90_us, noisy
 status, reason, needs_s}], crossover_bytes, crossover_clock: graph|eager, recommended_split_bytes, split_reason,
 h2d{bytes, pinned_us, pageable_us, sync_us, pinned{...}, pageable{...}}, h2d_reason}], outliers:[{index,
 median_ratio, metrics_compared, metric, value, siblings_median, ratio}], summary{paths{<path>{best,
-max_saving_vs_installed_us}}, recommended_split_bytes}`, `installed{module, variants, not_loaded, release,
+best_graph, max_saving_vs_installed_us}}, recommended_split_bytes}`, `installed{module, variants, not_loaded, release,
 dtype_pairs, modules_from}`; `strategies.installed.env.SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH{host_value, on,
 off}` where the release reads it. Every strategy is verified against saved copies of the sources (a strategy
 that changes a source is `wrong`). Also `python` (the interpreter that ran the benchmark), `interpreter{path,
