@@ -48,7 +48,7 @@ def sweep(gpus: list[dict[str, Any]]) -> list[str]:
     for i, gpu in enumerate(gpus):
         for s in (s for s in as_list(gpu.get("sweep")) if isinstance(s, dict)):
             if s.get("status") == "skipped":
-                sizes.setdefault(s.get("bytes"), {})[i] = f"skipped: {md(s.get('reason') or '-')}"
+                sizes.setdefault(number(s.get("bytes")), {})[i] = f"skipped: {md(s.get('reason') or '-')}"
                 continue
             copy, foreach = _sweep_side(s, "copy"), _sweep_side(s, "foreach")
             text = f"{spread(copy)} / {spread(foreach)} ({_faster(copy, foreach)})"
@@ -56,7 +56,7 @@ def sweep(gpus: list[dict[str, Any]]) -> list[str]:
             if graph_copy or graph_foreach:
                 replayed = True
                 text += f" · {spread(graph_copy)} / {spread(graph_foreach)} ({_faster(graph_copy, graph_foreach)})"
-            sizes.setdefault(s.get("bytes"), {})[i] = text
+            sizes.setdefault(number(s.get("bytes")), {})[i] = text
     if not sizes:
         return []
     head = "bytes: copy_() / foreach" + (", eager · in a replayed graph" if replayed else "")
