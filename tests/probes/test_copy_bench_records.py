@@ -186,3 +186,19 @@ def test_the_recorded_gpu_timeout_keeps_the_other_gpus_records_and_names_the_tim
     assert "GPU 1: copy cost per replay, CPU issue / GPU stream (eagle_draft bs 8 h4096: best grouped_foreach " \
            "40.0 µs CPU issue / grouped_foreach 7.0 µs GPU stream" in answer.text
     assert "GPU 0: not checked — no result within" in answer.text
+
+
+def test_torch_and_its_gpu_count_come_from_env_or_torch_caps_of_the_same_interpreter(monkeypatch):
+    host = recorded_host("deep-timeout-280")
+    results = {name: host["probes"][name]["data"] for name in ("env", "torch_caps")}
+    python = "/opt/torch/.venv/bin/python3"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    info = copy_bench.prior_torch_info(results, python)
+    assert info == {"torch_version": "2.11.0+cu130", "has_foreach_copy": True, "cuda_available": True,
+                    "device_count": 1, "executable": python, "from": "torch_caps"}
+    assert copy_bench.prior_torch_info(results, "/usr/bin/python3") is None      # another interpreter's torch
+    env_only = {"env": results["env"]}
+    assert copy_bench.prior_torch_info(env_only, python)["from"] == "env"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")                              # narrows what torch sees
+    assert copy_bench.prior_torch_info(env_only, python) is None
+    assert copy_bench.gpu_names(results) == {"0": "NVIDIA H200"}
