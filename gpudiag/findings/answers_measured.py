@@ -16,7 +16,7 @@ from gpudiag.findings.answers import (
     probe_gap,
     with_scope,
 )
-from gpudiag.probe_view import as_dict, as_list, fmt_us, probe
+from gpudiag.probe_view import as_dict, as_list, fmt_us, number, probe
 from gpudiag.findings.savings import REPLAYS_PER_STEP, host_savings
 from gpudiag.probe_view import copy_gpus
 from gpudiag.findings.gpu_room import room
@@ -55,13 +55,18 @@ def q5_copy_cost(host: HostResult) -> Answer:
     if not savings:
         return _not_checked("Q5", "no workload was measured (" + _reasons(unmeasured) + ")", command)
     lost = [
-        {"gpu": str(g.get("index")), "field_sets": [str(f) for f in as_list(g.get("lost_field_sets"))]}
+        {
+            "gpu": str(g.get("index")),
+            "field_sets": [str(f) for f in as_list(g.get("lost_field_sets"))],
+            "needs_s": number(g.get("time_needed_s")),
+        }
         for g in gpus
         if as_list(g.get("lost_field_sets"))
     ]
+    needs = {str(g.get("index")): number(g.get("needs_s")) for g in gpus}
     value: dict[str, Any] = {
         "gpus": [s.to_dict() for s in savings.values()],
-        "not_measured": [{"gpu": gpu, "reason": why} for gpu, why in unmeasured.items()],
+        "not_measured": [{"gpu": gpu, "reason": why, "needs_s": needs.get(gpu)} for gpu, why in unmeasured.items()],
         "lost_to_budget": lost,
         "replays_per_step": REPLAYS_PER_STEP,
         "step_time_measured": False,
@@ -127,15 +132,22 @@ def _gpu_text(gpu: dict[str, Any]) -> str:
     return f"{head}{body}; {gpu.get('basis')}){tail}"
 
 
+def _need(gap: dict[str, Any], lead: str = "; ") -> str:
+    """'; about 12 s more would measure it' where the probe said how long the missing work takes."""
+    need = number(as_dict(gap).get("needs_s"))
+    return f"{lead}about {need:.0f} s more would measure it" if need else ""
+
+
 def q5_text(value: dict[str, Any]) -> str:
     """Q5's sentence, rendered from its value: GPUs with the same figures share one clause."""
     same: dict[str, list[str]] = {}
     for gpu in as_list(value.get("gpus")):
         same.setdefault(_gpu_text(as_dict(gpu)), []).append(str(as_dict(gpu).get("gpu")))
     for gap in as_list(value.get("not_measured")):
-        same.setdefault(f"not checked — {gap['reason']}", []).append(gap["gpu"])
+        same.setdefault(f"not checked — {gap['reason']}{_need(gap)}", []).append(gap["gpu"])
     for gap in as_list(value.get("lost_to_budget")):  # each GPU's rotated order loses different sets
-        same.setdefault(f"{', '.join(gap['field_sets'])} not measured (time budget spent)", []).append(gap["gpu"])
+        text = f"{', '.join(gap['field_sets'])} not measured (time budget spent{_need(gap, ', ')})"
+        same.setdefault(text, []).append(gap["gpu"])
     parts = [f"GPU{'s' if len(ids) > 1 else ''} {','.join(ids)}: {text}" for text, ids in same.items()]
     hidden = as_dict(value.get("hidden_states"))
     return with_scope(
