@@ -2,6 +2,7 @@
 case under test, so a key the probe and the finding spell differently cannot hide a finding."""
 import copy
 import json
+import sys
 
 import pytest
 
@@ -20,7 +21,9 @@ TINY = {"device": "cpu", "paths": ["eagle_draft"], "batch_sizes": [2, 4], "hidde
 
 @pytest.fixture(scope="module")
 def probe_data():
-    data = copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY)}))
+    # This Python chosen as deployment would choose it: a live server elsewhere on the machine is not this test's.
+    chosen = {"deployment": {"interpreter": {"path": sys.executable, "why": "default"}}}
+    data = copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY)}, results=chosen))
     return json.loads(json.dumps(data))   # as stored
 
 
