@@ -21,7 +21,8 @@ OPTIONS = (
     Option("strategies", "choice_list", list(strategies.STRATEGIES),
            "Copy strategies timed on each workload (installed: the release's own function).",
            choices=strategies.STRATEGIES),
-    Option("batch_sizes", "int_list", [1, 8, 32, 128], "Batch sizes of the workloads (CPU default [1,8,32]).",
+    Option("batch_sizes", "int_list", [1, 8, 32, 128], "Batch sizes of the workloads (CPU default [1,8,32]); unless given, "
+           "the live server's decode max bs is added.",
            minimum=1),
     Option("hidden_sizes", "int_list", [4096, 7168], "Hidden sizes of the workloads (CPU default [512]).",
            minimum=1),
