@@ -7,6 +7,7 @@ the copy_()/foreach crossover from a size sweep; host→device seq_lens copies.
 Everything torch does runs in a child of the host's chosen interpreter (the serving venv when a server
 runs), so a CUDA fault or hang cannot take the runner down; on CUDA every GPU is checked idle first.
 """
+import os
 import sys
 import time
 
@@ -45,6 +46,41 @@ def torch_info():
             "executable": sys.executable}
 
 
+def prior_torch_info(results, python):
+    """What env and torch_caps already learned about the torch of `python` (its version, _foreach_copy_, how many
+    GPUs it sees), so no torch child starts only to ask again; None when they did not run in that interpreter or
+    cannot say. torch's device count is taken from env's GPU list only where no CUDA_VISIBLE_DEVICES narrows it."""
+    caps = results.get("torch_caps") if isinstance(results.get("torch_caps"), dict) else {}
+    env = results.get("env") if isinstance(results.get("env"), dict) else {}
+    torch = env.get("torch") if isinstance(env.get("torch"), dict) else {}
+    gpus = env.get("gpus") if isinstance(env.get("gpus"), dict) else {}
+    if caps.get("torch_version") and _same_python(caps.get("executable"), python):
+        checks = caps.get("checks") if isinstance(caps.get("checks"), dict) else {}
+        count = len([k for k in checks if str(k).startswith("cuda:")])
+        if count or not (gpus.get("count") and torch.get("cuda")):
+            return {"torch_version": str(caps["torch_version"]), "has_foreach_copy": caps.get("has_foreach_copy"),
+                    "cuda_available": count > 0, "device_count": count, "executable": python, "from": "torch_caps"}
+    where = (torch.get("interpreter") or {}).get("path") if isinstance(torch.get("interpreter"), dict) else None
+    if torch.get("available") and torch.get("version") and _same_python(where or torch.get("executable"), python) \
+            and gpus.get("status") == "ok" and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        count = int(gpus.get("count") or 0) if torch.get("cuda") else 0
+        return {"torch_version": str(torch["version"]), "has_foreach_copy": None, "cuda_available": count > 0,
+                "device_count": count, "executable": python, "from": "env"}
+    return None
+
+
+def _same_python(a, b):
+    return bool(a and b) and os.path.abspath(str(a)) == os.path.abspath(str(b))
+
+
+def gpu_names(results):
+    """{index: name} from env's GPU list (nvidia-smi numbers GPUs in PCI bus order, as the child does)."""
+    gpus = (results.get("env") or {}).get("gpus") if isinstance(results.get("env"), dict) else None
+    devices = gpus.get("devices") if isinstance(gpus, dict) else None
+    return dict((str(d.get("index")), str(d.get("name"))) for d in devices or []
+                if isinstance(d, dict) and d.get("name"))
+
+
 def torch_info_main(payload):
     interpreter.answer(torch_info)
 
@@ -74,6 +110,7 @@ def build_job(settings, device, results):
         "samples", "target_us", "max_iters", "max_mem_mib", "busy_memory_mib", "graph", "graph_copies", "h2d",
         "split_bytes", "cpu_threads")}
     job["device"] = device
+    job["live_batch_size"] = settings.get("live_batch_size")
     job["sweep"] = {"min_bytes": settings["sweep_min_bytes"], "max_bytes": settings["sweep_max_bytes"],
                     "factor": settings["sweep_factor"], "dtype": settings["sweep_dtype"]}
     job["field_names"] = workloads.fields_from_source(results)
@@ -96,12 +133,16 @@ def collect(ctx):
         info, chosen = torch_info(), {"path": sys.executable, "why": "in_process",
                                       "reason": "copy_bench.isolate=false: run in the probing process"}
     else:
-        info, chosen = interpreter.torch_child(ctx, "probes.copy_bench:torch_info_main",
-                                               min(INFO_TIMEOUT_S, max(5.0, ctx.time_left() * 0.3)))
+        chosen = interpreter.target(ctx)
+        info = prior_torch_info(ctx.results, chosen["path"])
+        if info is None:
+            info, chosen = interpreter.torch_child(ctx, "probes.copy_bench:torch_info_main",
+                                                   min(INFO_TIMEOUT_S, max(5.0, ctx.time_left() * 0.3)))
     device = choose_device(info, str(raw.get("device", "auto")))
     settings, sources = options.resolve(raw, device, ctx.results)
     job = build_job(settings, device, ctx.results)
     job["force"] = bool(ctx.option("force"))
+    job["gpu_names"] = gpu_names(ctx.results)
     deadline = time.monotonic() + ctx.time_left() - 2.0
     if device == "cuda":
         count = info["device_count"]
@@ -117,7 +158,7 @@ def collect(ctx):
     else:
         from probes.copybench.child import run_isolated
         devices = run_isolated(job, ctx.modules, deadline, python=chosen["path"])
-    if devices and all(d.get("status") == "skipped" for d in devices):
+    if devices and all(d.get("status") == "skipped" and d.get("idle_check") for d in devices):
         raise Skip("; ".join("GPU %s: %s" % (d.get("index"), d.get("reason")) for d in devices[:4]))
     data = assemble(info, device, job, settings, sources, devices, not in_process)
     data["interpreter"] = dict(interpreter.summary(chosen), ran="here" if in_process else "child")
@@ -133,7 +174,8 @@ def assemble(info, device, job, settings, sources, devices, isolate):
         "device": device,
         "method": "cuda_events (eager) and cuda_graph_replay" if device == "cuda" else "perf_counter",
         "torch_version": info["torch_version"],
-        "has_foreach_copy": info["has_foreach_copy"],
+        "has_foreach_copy": _has_foreach(info, devices),
+        "torch_info_from": info.get("from") or "child",
         "python": info["executable"],
         "isolated": bool(isolate),
         "settings": shown,
@@ -149,16 +191,30 @@ def assemble(info, device, job, settings, sources, devices, isolate):
     }
 
 
+def _has_foreach(info, devices):
+    """Whether the measuring torch has _foreach_copy_: as env/torch_caps or the info child said, else as the
+    benchmark child reported it; None when no torch process said."""
+    if info.get("has_foreach_copy") is not None:
+        return bool(info["has_foreach_copy"])
+    for device in devices:
+        found = (device.get("torch") or {}).get("has_foreach_copy") if isinstance(device, dict) else None
+        if found is not None:
+            return bool(found)
+    return None
+
+
 def summarize(devices):
-    """Per path: how often each strategy was best, and the largest saving per replay step vs installed."""
+    """Per path: how often each strategy was fastest in each clock, and the largest eager saving per replay vs
+    installed (the report ranks and prices on its own, gpudiag/findings/savings.py)."""
     paths = {}
     for dev in devices:
         for w in dev.get("workloads") or []:
             if w.get("status") != "ok":
                 continue
-            entry = paths.setdefault(w["path"], {"best": {}, "max_saving_vs_installed_us": None})
-            if w.get("best"):
-                entry["best"][w["best"]] = entry["best"].get(w["best"], 0) + 1
+            entry = paths.setdefault(w["path"], {"best": {}, "best_graph": {}, "max_saving_vs_installed_us": None})
+            for key in ("best", "best_graph"):   # fastest eagerly (CPU issue), inside a replayed graph (GPU stream)
+                if w.get(key):
+                    entry[key][w[key]] = entry[key].get(w[key], 0) + 1
             saving = w.get("saving_vs_installed_us")
             if saving is not None and (entry["max_saving_vs_installed_us"] is None
                                        or saving > entry["max_saving_vs_installed_us"]):

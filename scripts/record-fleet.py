@@ -165,8 +165,8 @@ def rebuild_workload(workload, job, split, behaviour, source):
     path_behaviour = behaviour.get(workload["path"]) or {}
     analysis.add_speedups(results)
     saving, baseline = analysis.saving_vs_installed(results, path_behaviour)
-    workload.update(best=analysis.best_strategy(results), saving_vs_installed_us=saving,
-                    installed_baseline=baseline)
+    workload.update(best=analysis.best_strategy(results), best_graph=analysis.best_strategy(results, "graph"),
+                    saving_vs_installed_us=saving, installed_baseline=baseline)
     return workload
 
 

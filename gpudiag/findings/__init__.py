@@ -37,7 +37,7 @@ from gpudiag.findings.copies import copy_path_text
 from gpudiag.findings.server_flags import command_line, server_args, servers_of
 from gpudiag.findings.commands import with_run_options
 from gpudiag.findings.group import merge_across_hosts, reproduce_command
-from gpudiag.findings.savings import path_saving
+from gpudiag.findings.savings import rank as rank_copies
 from gpudiag.findings.server_scope import release_of, scope
 from gpudiag.findings.serving import BUCKET_NAMES, bucket_text
 from gpudiag.findings.steps import order as step_order, step as next_step
@@ -64,7 +64,7 @@ __all__ = [
     "host_answers",
     "host_facts",
     "next_step",
-    "path_saving",
+    "rank_copies",
     "release_of",
     "reproduce_command",
     "scope",

@@ -16,10 +16,11 @@ from gpudiag.findings.answers import (
     probe_gap,
     with_scope,
 )
-from gpudiag.probe_view import as_dict, as_list, fmt_us, probe
+from gpudiag.probe_view import as_dict, as_list, fmt_us, number, probe
 from gpudiag.findings.savings import REPLAYS_PER_STEP, host_savings
 from gpudiag.probe_view import copy_gpus
 from gpudiag.findings.gpu_room import room
+from gpudiag.findings.hidden_states import hidden_states_verdict
 from gpudiag.findings.server_scope import scope
 from gpudiag.models import HostResult
 
@@ -43,53 +44,116 @@ def q5_copy_cost(host: HostResult) -> Answer:
         why = no_gpu_reason(host) or ("measured on CPU only" if data.get("device") == "cpu" else "no GPU measured")
         return _not_checked("Q5", why, command)
     savings = {s.gpu: s for s in host_savings(host)}
-    unmeasured = {str(g.get("index")): str(g.get("reason") or g.get("status")) for g in gpus if g.get("status") != "ok"}
+    unmeasured = {
+        str(g.get("index")): str(g.get("reason") or g.get("status"))
+        for g in gpus
+        if g.get("status") != "ok" or str(g.get("index")) not in savings
+    }
+    for gpu, why in list(unmeasured.items()):
+        if why == "ok":
+            unmeasured[gpu] = "no workload was timed on it"
     if not savings:
-        return _not_checked("Q5", "no workload was measured", command)
+        return _not_checked("Q5", "no workload was measured (" + _reasons(unmeasured) + ")", command)
     lost = [
-        {"gpu": str(g.get("index")), "field_sets": [str(f) for f in as_list(g.get("lost_field_sets"))]}
+        {
+            "gpu": str(g.get("index")),
+            "field_sets": [str(f) for f in as_list(g.get("lost_field_sets"))],
+            "needs_s": number(g.get("time_needed_s")),
+        }
         for g in gpus
         if as_list(g.get("lost_field_sets"))
     ]
-    value = {
+    needs = {str(g.get("index")): number(g.get("needs_s")) for g in gpus}
+    value: dict[str, Any] = {
         "gpus": [s.to_dict() for s in savings.values()],
-        "not_measured": [{"gpu": gpu, "reason": why} for gpu, why in unmeasured.items()],
+        "not_measured": [{"gpu": gpu, "reason": why, "needs_s": needs.get(gpu)} for gpu, why in unmeasured.items()],
         "lost_to_budget": lost,
         "replays_per_step": REPLAYS_PER_STEP,
         "step_time_measured": False,
+        "hidden_states": hidden_states_verdict(host),
     }
     data = probe(host, "copy_bench") or {}
     ran_in = as_dict(data.get("interpreter")).get("path") or data.get("python")
     value["scope"] = scope(host, str(ran_in) if ran_in else None, "timings") or None
     return Answer(
         "Q5",
-        PARTIAL if unmeasured or lost else ANSWERED,
+        PARTIAL if unmeasured or lost or any(s.saving is None for s in savings.values()) else ANSWERED,
         q5_text(value),
         command,
         value,
     )
 
 
+def _reasons(unmeasured: dict[str, str]) -> str:
+    return "; ".join(f"GPU {gpu}: {why}" for gpu, why in unmeasured.items()) or "copy_bench timed nothing"
+
+
+def _pair(pair: Any) -> str:
+    """'38.1 µs CPU issue / 4.1 µs GPU stream' from a {cpu_issue_us, gpu_stream_us} value."""
+    found = as_dict(pair)
+    return f"{fmt_us(found.get('cpu_issue_us'))} CPU issue / {fmt_us(found.get('gpu_stream_us'))} GPU stream"
+
+
+def _path_text(p: dict[str, Any], shared_gap: str | None) -> str:
+    where = f"{p['path']} bs {p['batch_size']}" + (f" h{p['hidden_size']}" if p.get("hidden_size") else "")
+    best = as_dict(p.get("best"))
+    cpu, gpu = as_dict(best.get("cpu_issue")), as_dict(best.get("gpu_stream"))
+    said = (
+        f"best {cpu.get('strategy') or '-'} {fmt_us(cpu.get('us'))} CPU issue / "
+        f"{gpu.get('strategy') or '-'} {fmt_us(gpu.get('us'))} GPU stream"
+    )
+    base = p.get("baseline")
+    if not isinstance(base, dict):
+        return f"{where}: {said}" + (
+            "" if p.get("no_baseline") == shared_gap else f", no baseline — {p['no_baseline']}"
+        )
+    name = "installed" if base.get("kind") == "installed" else f"sglang {base.get('release')}'s known strategy"
+    return (
+        f"{where}: {name} ({base.get('strategy')}) {_pair(base)}, {said}, saves {_pair(p.get('saving_us_per_replay'))}"
+    )
+
+
+def _gpu_text(gpu: dict[str, Any]) -> str:
+    """One GPU's clause: the step's saving when a baseline exists, each path's costs, the reason a baseline is
+    missing (said once when every path shares it) and the batch size read."""
+    paths = [as_dict(p) for p in as_list(gpu.get("paths"))]
+    gaps = {str(p.get("no_baseline")) for p in paths if not isinstance(p.get("baseline"), dict)}
+    shared = gaps.pop() if len(gaps) == 1 and all(not isinstance(p.get("baseline"), dict) for p in paths) else None
+    body = "; ".join(_path_text(p, shared) for p in paths)
+    saving = as_dict(gpu.get("saving_per_step"))
+    if gpu.get("saving_us_per_step") is not None:
+        head = (
+            f"saves {fmt_us(gpu['saving_us_per_step'])} per decode step of CPU issue "
+            f"({fmt_us(saving.get('gpu_stream_us'))} of GPU stream) ("
+        )
+    else:
+        head = "copy cost per replay, CPU issue / GPU stream ("
+    tail = f"; no baseline — {shared}" if shared else ""
+    return f"{head}{body}; {gpu.get('basis')}){tail}"
+
+
+def _need(gap: dict[str, Any], lead: str = "; ") -> str:
+    """'; about 12 s more would measure it' where the probe said how long the missing work takes."""
+    need = number(as_dict(gap).get("needs_s"))
+    return f"{lead}about {need:.0f} s more would measure it" if need else ""
+
+
 def q5_text(value: dict[str, Any]) -> str:
     """Q5's sentence, rendered from its value: GPUs with the same figures share one clause."""
     same: dict[str, list[str]] = {}
     for gpu in as_list(value.get("gpus")):
-        paths = ", ".join(
-            f"{p['path']} bs {p['batch_size']}: installed {fmt_us(p['installed_us'])}, {p['best']} "
-            f"{fmt_us(p['best_us'])}, saves {fmt_us(p['saving_us_per_replay'])}"
-            for p in gpu["paths"]
-        )
-        same.setdefault(
-            f"saves {fmt_us(gpu['saving_us_per_step'])} per decode step ({paths}; {gpu['basis']})", []
-        ).append(gpu["gpu"])
+        same.setdefault(_gpu_text(as_dict(gpu)), []).append(str(as_dict(gpu).get("gpu")))
     for gap in as_list(value.get("not_measured")):
-        same.setdefault(f"not checked — {gap['reason']}", []).append(gap["gpu"])
+        same.setdefault(f"not checked — {gap['reason']}{_need(gap)}", []).append(gap["gpu"])
     for gap in as_list(value.get("lost_to_budget")):  # each GPU's rotated order loses different sets
-        same.setdefault(f"{', '.join(gap['field_sets'])} not measured (time budget spent)", []).append(gap["gpu"])
+        text = f"{', '.join(gap['field_sets'])} not measured (time budget spent{_need(gap, ', ')})"
+        same.setdefault(text, []).append(gap["gpu"])
     parts = [f"GPU{'s' if len(ids) > 1 else ''} {','.join(ids)}: {text}" for text, ids in same.items()]
+    hidden = as_dict(value.get("hidden_states"))
     return with_scope(
         "; ".join(parts)
-        + f" ({value.get('replays_per_step', 1)} replay per path per decode step; step time not measured)",
+        + f" ({value.get('replays_per_step', 1)} replay per path per decode step; step time not measured)"
+        + (f"; {hidden['text']}" if hidden.get("text") else ""),
         value,
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpudiag.findings.common import source, source_evidence
+from gpudiag.findings.savings import Cost, installed_section, rank
 from gpudiag.probe_view import as_dict, as_list, copy_gpus, dig, fmt_us, number, probe, workloads
 from gpudiag.models import Evidence, Finding, HostResult
 from probes.copybench import strategies as strategy_facts
@@ -21,21 +22,29 @@ def ok_timing(workload: dict[str, Any], strategy: str) -> dict[str, Any] | None:
     return None
 
 
-def _cost_table(gpu: dict[str, Any]) -> tuple[tuple[str, ...], ...] | None:
-    rows = [("workload", "fields", "per-tensor loop", "installed", "best", "best time")]
+def _cost_table(gpu: dict[str, Any], installed: dict[str, Any]) -> tuple[tuple[str, ...], ...] | None:
+    """Per workload: the per-tensor loop, the installed function and the best sglang can run, each in both clocks
+    (CPU issue / GPU stream), from the one ranking (gpudiag/findings/savings.py)."""
+    rows = [("workload", "fields", "per-tensor loop", "installed", "best (CPU issue / GPU stream)", "best time")]
     for w in workloads(gpu):
-        best = str(w.get("best") or "-")
+        ranked = rank(w, installed)
+        if not any(ranked.best):
+            continue
         rows.append(
             (
                 str(w.get("name")),
                 str(len(as_list(w.get("fields")))),
-                fmt_us(dig(ok_timing(w, strategy_facts.LOOP), "median_us")),
-                fmt_us(dig(ok_timing(w, strategy_facts.INSTALLED), "median_us")),
-                best,
-                fmt_us(dig(ok_timing(w, best), "median_us")),
+                _cost_text(ranked.costs.get(strategy_facts.LOOP)),
+                _cost_text(ranked.costs.get(strategy_facts.INSTALLED)),
+                " / ".join(str(b or "-") for b in ranked.best),
+                ranked.best_cost.text(),
             )
         )
     return tuple(rows) if len(rows) > 1 else None
+
+
+def _cost_text(cost: Cost | None) -> str:
+    return cost.text() if cost else "-"
 
 
 def _pair_failures(caps: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -104,7 +113,7 @@ def _missing_foreach(host: HostResult, version: str) -> Finding:
         evidence.append(source_evidence(host, flag, "sglang falls back to a per-tensor copy_ loop here"))
         sources.append(source(host, "sglang_source"))
     gpus = copy_gpus(host, cuda_only=True)
-    table = _cost_table(gpus[0]) if gpus else None
+    table = _cost_table(gpus[0], installed_section(host)) if gpus else None
     if table:
         evidence.append(
             Evidence(

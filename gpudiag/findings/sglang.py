@@ -41,8 +41,8 @@ def _eagle_finding(host: HostResult, sglang: dict[str, Any], slow: dict[str, dic
         evidence.append(_saving_evidence(host, saving))
         sources.append(source(host, "copy_bench"))
         said = (
-            f"measured on GPU {saving.gpu}, batching saves {fmt_us(saving.us_per_step)} per decode step "
-            f"(Q5; at {saving.basis})"
+            f"measured on GPU {saving.gpu}, batching saves {fmt_us(saving.us_per_step)} per decode step of CPU "
+            f"issue ({fmt_us(saving.saving.gpu_us if saving.saving else None)} of GPU stream; Q5; at {saving.basis})"
         )
     else:
         said = f"upstream measured about {UPSTREAM_SAVING_US} µs per decode step (sglang PR #28465); " + _measure_here(
@@ -150,18 +150,21 @@ def _path_evidence(host: HostResult, name: str, fact: dict[str, Any]) -> list[Ev
 
 
 def _saving_evidence(host: HostResult, saving: GpuSaving) -> Evidence:
-    """The figures the saving is the sum of: per path, the installed copy against the best usable strategy."""
-    rows = [("GPU", "path", "batch size", "installed", "best usable strategy", "best", "saving per replay")]
-    for p in saving.paths:
+    """The figures the saving is the sum of: per path, the baseline against the best usable strategy by each clock
+    (gpudiag/findings/savings.py ranks and prices)."""
+    rows = [
+        ("GPU", "path", "batch size", "installed", "best usable (CPU issue / GPU stream)", "best", "saving per replay")
+    ]
+    for p in saving.priced:
         rows.append(
             (
                 saving.gpu,
                 p.path,
                 str(p.batch_size),
-                fmt_us(p.baseline_us),
-                p.best,
-                fmt_us(p.best_us),
-                fmt_us(p.saving_us),
+                p.baseline.cost.text() if p.baseline else "-",
+                " / ".join(str(b or "-") for b in p.best),
+                p.best_cost.text(),
+                p.saving.text() if p.saving else "-",
             )
         )
     method = dig(probe(host, "copy_bench"), "method") or "copy_bench"
@@ -169,8 +172,8 @@ def _saving_evidence(host: HostResult, saving: GpuSaving) -> Evidence:
         kind="measurement",
         host=host.name,
         table=tuple(rows),
-        text=f"installed replay copies vs the fastest strategy sglang can run, medians ({method}); one replay per "
-        f"path per decode step: {fmt_us(saving.us_per_step)} per step",
+        text=f"installed replay copies vs the fastest strategy sglang can run by each clock, medians ({method}); one "
+        f"replay per path per decode step: {saving.saving.text() if saving.saving else '-'} per step",
     )
 
 

@@ -26,9 +26,15 @@ def said_once(gpus: list[dict[str, Any]], text_of: Any) -> list[str]:
     return [f"- {', '.join(cols)}: {text}" for text, cols in groups.items()] + [""]
 
 
+CLOCK_NAMES = {"graph": "GPU stream", "eager": "CPU issue"}
+
+
 def split_text(gpu: dict[str, Any]) -> str:
+    clock = CLOCK_NAMES.get(str(gpu.get("crossover_clock")))
     return (
-        f"Split: crossover {fmt_bytes(gpu.get('crossover_bytes'))}, recommended split "
+        f"Split: crossover {fmt_bytes(gpu.get('crossover_bytes'))}"
+        + (f" ({clock})" if clock else "")
+        + f", recommended split "
         f"{fmt_bytes(gpu.get('recommended_split_bytes'))}"
         + (f" — {md(gpu['split_reason'])}" if gpu.get("split_reason") else "")
         + "."
@@ -38,13 +44,23 @@ def split_text(gpu: dict[str, Any]) -> str:
 def sweep(gpus: list[dict[str, Any]]) -> list[str]:
     """Rows by size, a column per device: copy_() / foreach and which wins with room to spare."""
     sizes: dict[Any, dict[int, str]] = {}
+    replayed = False
     for i, gpu in enumerate(gpus):
         for s in (s for s in as_list(gpu.get("sweep")) if isinstance(s, dict)):
+            if s.get("status") == "skipped":
+                sizes.setdefault(number(s.get("bytes")), {})[i] = f"skipped: {md(s.get('reason') or '-')}"
+                continue
             copy, foreach = _sweep_side(s, "copy"), _sweep_side(s, "foreach")
-            sizes.setdefault(s.get("bytes"), {})[i] = f"{spread(copy)} / {spread(foreach)} ({_faster(copy, foreach)})"
+            text = f"{spread(copy)} / {spread(foreach)} ({_faster(copy, foreach)})"
+            graph_copy, graph_foreach = as_dict(copy.get("graph")), as_dict(foreach.get("graph"))
+            if graph_copy or graph_foreach:
+                replayed = True
+                text += f" · {spread(graph_copy)} / {spread(graph_foreach)} ({_faster(graph_copy, graph_foreach)})"
+            sizes.setdefault(number(s.get("bytes")), {})[i] = text
     if not sizes:
         return []
-    rows: list[tuple[Any, ...]] = [("bytes: copy_() / foreach",) + tuple(column(g) for g in gpus)]
+    head = "bytes: copy_() / foreach" + (", eager · in a replayed graph" if replayed else "")
+    rows: list[tuple[Any, ...]] = [(head,) + tuple(column(g) for g in gpus)]
     rows += [(fmt_bytes(b),) + tuple(per.get(i, "-") for i in range(len(gpus))) for b, per in sizes.items()]
     return table(merge_columns(rows, 1))
 

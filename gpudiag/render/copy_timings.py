@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from gpudiag.probe_view import as_dict, as_list, dig, fmt_bytes, fmt_us, number, probe
-from gpudiag.findings import NOISY_CV, path_saving
+from gpudiag.probe_view import as_dict, as_list, dig, fmt_bytes, number, probe
+from gpudiag.findings import NOISY_CV, rank_copies
 from gpudiag.probe_view import copy_gpus, device_label, workloads
 from gpudiag.models import HostResult
 from gpudiag.render.blocks import merge_columns, table
@@ -40,7 +40,7 @@ def copy_section(host: HostResult, charts: Mapping[str, str]) -> list[str]:
         f"{NOISY_MARK} marks a noisy timing (cv > {NOISY_CV:.0%} or flagged by the probe).",
         "",
     ]
-    lines += _installed_line(as_dict(data.get("installed"))) + _paths_line(as_dict(dig(data, "summary", "paths")))
+    lines += _installed_line(as_dict(data.get("installed"))) + _paths_line(gpus, as_dict(data.get("installed")))
     measured = [g for g in gpus if g.get("status", "ok") == "ok"]
     lines += [
         f"- {md(device_label(g))}: **{md(g.get('status'))}** — {md(g.get('reason') or 'no reason recorded')}"
@@ -48,7 +48,7 @@ def copy_section(host: HostResult, charts: Mapping[str, str]) -> list[str]:
         if g not in measured
     ]
     if measured:
-        lines += ([""] if len(measured) < len(gpus) else []) + _devices(measured)
+        lines += ([""] if len(measured) < len(gpus) else []) + _devices(measured, as_dict(data.get("installed")))
     lines += outlier_lines(as_list(data.get("outliers")))
     if charts.get(f"copy:{host.name}"):
         lines += [
@@ -117,18 +117,28 @@ def _installed_line(installed: dict[str, Any]) -> list[str]:
     ]
 
 
-def _paths_line(paths: dict[str, Any]) -> list[str]:
-    """Per path, across devices: how often each strategy was best and the largest saving vs installed."""
+def _paths_line(gpus: list[dict[str, Any]], installed: dict[str, Any]) -> list[str]:
+    """Per path, across devices: how often each strategy was fastest by each clock (the one ranking)."""
+    counts: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+    for gpu in gpus:
+        if gpu.get("status", "ok") != "ok":
+            continue
+        for w in workloads(gpu):
+            ranked = rank_copies(w, installed)
+            if not any(ranked.fastest):
+                continue
+            both = counts.setdefault(ranked.path, ({}, {}))
+            for clock, name in zip(both, ranked.fastest):
+                if name:
+                    clock[name] = clock.get(name, 0) + 1
     parts = []
-    for path, entry in sorted(paths.items()):
-        best = ", ".join(
-            f"{name} ×{count}"
-            for name, count in sorted(
-                as_dict(dig(entry, "best")).items(), key=lambda kv: (-(number(kv[1]) or 0), kv[0])
-            )
-        )
+    for path, both in sorted(counts.items()):
+        said = [
+            ", ".join(f"{name} ×{n}" for name, n in sorted(clock.items(), key=lambda kv: (-kv[1], kv[0]))) or "-"
+            for clock in both
+        ]
         # Savings are stated once, over the strategies sglang can run (Q5); here only which strategy won.
-        parts.append(f"{path}: fastest {best or '-'}")
+        parts.append(f"{path}: fastest by CPU issue {said[0]}; by GPU stream {said[1]}")
     return [f"Across devices — {'; '.join(parts)}.", ""] if parts else []
 
 
@@ -139,7 +149,29 @@ def _pair(name: str, pair: Any) -> str:
     return f"{name} {pair}"
 
 
-def _devices(gpus: list[dict[str, Any]]) -> list[str]:
+def _by_clock(pair: tuple[str | None, str | None]) -> str:
+    """'X (both clocks)' or 'X (CPU issue) / Y (GPU stream)'."""
+    if pair[0] == pair[1]:
+        return f"{pair[0] or '-'} (both clocks)"
+    return f"{pair[0] or '-'} (CPU issue) / {pair[1] or '-'} (GPU stream)"
+
+
+def _best_text(ranked: Any, notes: Notes) -> str:
+    """The one ranking (gpudiag/findings/savings.py) in a cell: the fastest by each clock, the best sglang can run
+    against the baseline, or why there is no baseline."""
+    fastest = f"fastest {_by_clock(ranked.fastest)}"
+    if ranked.baseline is None:
+        usable = f"; of what sglang runs, {_by_clock(ranked.best)}" if ranked.best != ranked.fastest else ""
+        return f"{fastest}{usable}; no baseline {notes.cite(str(ranked.no_baseline))}"
+    base, saving = ranked.baseline, ranked.saving
+    said = f" {notes.cite(base.said)}" if base.kind != "installed" else ""
+    return (
+        f"{fastest}; of what sglang runs, {_by_clock(ranked.best)} saves {saving.text() if saving else '-'} "
+        f"against {base.strategy} ({base.kind}{said})"
+    )
+
+
+def _devices(gpus: list[dict[str, Any]], installed: dict[str, Any]) -> list[str]:
     """One timing table and one workload table with a column per device, then the sweep, split and host→device
     lines, each said once for the devices that agree."""
     notes = Notes()
@@ -159,13 +191,7 @@ def _devices(gpus: list[dict[str, Any]]) -> list[str]:
                 name,
                 {"fields": len(as_list(w.get("fields"))), "bytes": fmt_bytes(w.get("total_bytes")), "casts": _casts(w)},
             )
-            usable = path_saving(w)
-            entry[i] = (
-                f"fastest {w.get('best')}; of what sglang runs, {usable.best} is "
-                f"{fmt_us(usable.saving_us)} below installed"
-                if usable
-                else f"fastest {w.get('best')}"
-            ) + f" ({_baseline(as_dict(w.get('installed_baseline')), notes)})"
+            entry[i] = _best_text(rank_copies(w, installed), notes)
     columns = tuple(column(g) for g in gpus)
     rows: list[tuple[Any, ...]] = [("workload", "strategy") + columns]
     previous = None
@@ -241,12 +267,3 @@ def _casts(workload: dict[str, Any]) -> str:
         if isinstance(f, dict) and f.get("src_dtype") and f.get("src_dtype") != f.get("dtype")
     ]
     return ", ".join(casts) or "none"
-
-
-def _baseline(baseline: dict[str, Any], notes: Notes) -> str:
-    if not baseline:
-        return "-"
-    if baseline.get("reason") or number(baseline.get("median_us")) is None:
-        return f"{baseline.get('kind') or 'unknown'} {notes.cite(str(baseline.get('reason') or 'no timing'))}"
-    exact = "" if baseline.get("exact", True) else ", approximated"
-    return f"{baseline.get('kind')}: {baseline.get('strategy')} {fmt_us(baseline.get('median_us'))}{exact}"

@@ -9,9 +9,10 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from gpudiag.probe_view import as_dict, as_list, number, safe_stem
+from gpudiag.probe_view import as_list, number, safe_stem
 from gpudiag.probe_view import copy_gpus, device_label, workloads
 from gpudiag.probe_view import cells
+from gpudiag.findings import rank_copies
 from gpudiag.run_records import LoadedRun
 from probes.copybench import strategies as strategy_facts
 
@@ -23,9 +24,10 @@ def charts_available() -> bool:
 
 
 COPY_CAPTION = (
-    "Left: one tensor copied by copy_() (DMA) and by the foreach kernel, by size — where the lines "
-    "cross is the split point. Right: one replay's copies per strategy, one series per workload — the "
-    "lowest point of each series is that workload's best strategy."
+    "Left: one tensor copied by copy_() (DMA) and by the foreach kernel, by size, eager (solid, CPU issue) and "
+    "inside a replayed graph (dashed, GPU stream) — where the dashed lines cross is the split point. Middle and "
+    "right: one replay's copies per strategy, one series per workload, eager and replayed — each series' lowest "
+    "point is that workload's best strategy in that clock."
 )
 REPRO_CAPTION = (
     "Each cell is one capture-and-replay in its own process: green ok, yellow skipped, red failed; "
@@ -71,19 +73,16 @@ def chart_device(gpu: dict[str, Any]) -> str:
     return device_label(gpu)
 
 
-def copy_series(gpu: dict[str, Any]) -> dict[str, list[tuple[str, float]]]:
-    """{workload: [(strategy, median µs), …]}: each workload its own series over the strategies drawn."""
+def copy_series(gpu: dict[str, Any], clock: str = "cpu_us") -> dict[str, list[tuple[str, float]]]:
+    """{workload: [(strategy, median µs), …]}: each workload its own series over the strategies drawn, in one clock
+    (`cpu_us` eager, `gpu_us` inside a replayed graph), from the one ranking's costs."""
     series: dict[str, list[tuple[str, float]]] = {}
     for w in workloads(gpu):
-        strategies = as_dict(w.get("strategies"))
-        points = [
-            (s, number(as_dict(strategies.get(s)).get("median_us")))
-            for s in DRAWN_STRATEGIES
-            if as_dict(strategies.get(s)).get("status", "ok") == "ok"
-        ]
-        points = [(s, y) for s, y in points if y is not None]
-        if points:
-            series[str(w.get("name"))] = points  # type: ignore[assignment]
+        costs = rank_copies(w, {}).costs
+        points = [(s, getattr(costs[s], clock)) for s in DRAWN_STRATEGIES if s in costs]
+        found = [(s, float(y)) for s, y in points if y is not None]
+        if found:
+            series[str(w.get("name"))] = found
     return series
 
 
@@ -101,30 +100,41 @@ def _save(fig: Any, path: Path) -> None:
 
 
 def _copy_chart(gpu: dict[str, Any], host: str, path: Path) -> None:
-    """Left: one tensor, copy_() vs foreach by size (the sweep). Right: each workload's replay by strategy."""
+    """Left: one tensor, copy_() vs foreach by size (the sweep), both clocks. Middle and right: each workload's
+    replay by strategy, eager (CPU issue) and inside a replayed graph (GPU stream); a workload keeps its colour."""
     import matplotlib.pyplot as plt
 
-    fig, (sweep_ax, replay_ax) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (sweep_ax, eager_ax, graph_ax) = plt.subplots(1, 3, figsize=(17, 4.5))
     sweep = _sweep(gpu)
-    for key, label in (("copy_us", "copy_() (DMA)"), ("foreach_us", "foreach copy kernel")):
-        sweep_ax.plot([s["bytes"] for s in sweep], [number(s.get(key)) for s in sweep], marker="o", label=label)
+    for key, label, style in (
+        ("copy_us", "copy_() (DMA), eager", "-"),
+        ("foreach_us", "foreach kernel, eager", "-"),
+        ("copy_graph_us", "copy_() (DMA), replayed", "--"),
+        ("foreach_graph_us", "foreach kernel, replayed", "--"),
+    ):
+        values = [number(s.get(key)) for s in sweep]
+        if any(v is not None for v in values):
+            sweep_ax.plot([s["bytes"] for s in sweep], values, style, marker="o", label=label)
     sweep_ax.set(
         title="one tensor (size sweep)", xlabel="tensor size (bytes, log scale)", ylabel="time per copy (µs, median)"
     )
     if sweep_ax.has_data():
         sweep_ax.set_xscale("log", base=2)
+        sweep_ax.set_yscale("log")
         sweep_ax.legend(fontsize=8)
     positions = {s: i for i, s in enumerate(DRAWN_STRATEGIES)}
-    for workload, points in copy_series(gpu).items():
-        replay_ax.plot([positions[s] for s, _ in points], [y for _, y in points], marker="o", label=workload)
-    replay_ax.set_xticks(
-        range(len(DRAWN_STRATEGIES)), [s.replace("grouped_foreach", "grouped") for s in DRAWN_STRATEGIES], fontsize=8
-    )
-    replay_ax.set(
-        title="one replay's copies, by strategy", xlabel="strategy", ylabel="time per replay (µs, median, eager)"
-    )
-    if replay_ax.has_data():
-        replay_ax.legend(fontsize=7)
+    for ax, clock, said in ((eager_ax, "cpu_us", "eager (CPU issue)"), (graph_ax, "gpu_us", "replayed (GPU stream)")):
+        for workload, points in copy_series(gpu, clock).items():
+            ax.plot([positions[s] for s, _ in points], [y for _, y in points], marker="o", label=workload)
+        ax.set_xticks(
+            range(len(DRAWN_STRATEGIES)),
+            [s.replace("grouped_foreach", "grouped") for s in DRAWN_STRATEGIES],
+            fontsize=8,
+        )
+        ax.set(title=f"one replay's copies, {said}", xlabel="strategy", ylabel="time per replay (µs, median)")
+    legend_ax = graph_ax if graph_ax.has_data() else eager_ax
+    if legend_ax.has_data():
+        legend_ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(f"copy time, {host}, {chart_device(gpu)}")
     fig.tight_layout()
     _save(fig, path)

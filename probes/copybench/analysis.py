@@ -2,49 +2,70 @@
 against what the installed sglang does, and GPUs whose figures stray from their siblings'.
 """
 from probes.copybench import strategies as names
+from probes.copybench.records import BUDGET_SPENT
 from probes.copybench.timing import percentile
 
 OUTLIER_TOLERANCE = 0.20
 
 
-def crossover_bytes(sweep):
+CLOCKS = ("graph", "eager")   # GPU stream (inside a replayed graph) first: the split is a GPU-time question
+
+
+def sweep_clock(sweep):
+    """'graph' when the sweep timed both kernels inside replayed graphs at some size, else 'eager'."""
+    for row in sweep:
+        if row.get("copy_graph_us") is not None and row.get("foreach_graph_us") is not None:
+            return "graph"
+    return "eager"
+
+
+def _side(row, kind, clock):
+    """(median, p10, p90) of one kernel of a sweep row in one clock; None where it was not timed."""
+    timing = row.get(kind) if isinstance(row.get(kind), dict) else {}
+    if clock == "graph":
+        timing = timing.get("graph") if isinstance(timing.get("graph"), dict) else {}
+        median = row.get(kind + "_graph_us")
+    else:
+        median = row.get(kind + "_us")
+    if median is None:
+        return None
+    return median, timing.get("p10_us", median), timing.get("p90_us", median)
+
+
+def crossover_bytes(sweep, clock="eager"):
     """Smallest swept size from which copy_() clearly beats the foreach kernel at every larger size, or None.
 
-    Clearly: copy_()'s p90 below the foreach kernel's p10, so noise cannot make a crossover up.
+    Clearly: copy_()'s p90 below the foreach kernel's p10, so noise cannot make a crossover up. `clock` is
+    'eager' (CPU issue: each launch on its own) or 'graph' (GPU stream: inside a replayed graph).
     """
-    rows = sorted((r for r in sweep if r.get("copy_us") is not None and r.get("foreach_us") is not None),
-                  key=lambda r: r["bytes"])
+    rows = sorted(((r["bytes"], _side(r, "copy", clock), _side(r, "foreach", clock)) for r in sweep
+                   if _side(r, "copy", clock) is not None and _side(r, "foreach", clock) is not None),
+                  key=lambda r: r[0])
     found = None
-    for row in reversed(rows):
-        if _clearly_faster(row):
-            found = row["bytes"]
+    for size, copy, foreach in reversed(rows):
+        if copy[2] < foreach[1]:
+            found = size
         else:
             break
     return found
 
 
-def _clearly_faster(row):
-    """copy_()'s slow samples (p90) faster than the foreach kernel's fast ones (p10); medians when a row
-    carries no spread."""
-    copy_slow = (row.get("copy") or {}).get("p90_us", row["copy_us"])
-    foreach_fast = (row.get("foreach") or {}).get("p10_us", row["foreach_us"])
-    return copy_slow < foreach_fast
-
-
 NO_COPY_ENGINE = ("no split on the CPU: there is no copy engine, copy_() and the foreach kernel both run on "
                   "the CPU cores")
+CLOCK_WORDS = {"graph": "GPU stream time, inside replayed graphs", "eager": "eager time (no graph replay was timed)"}
 
 
-def recommended_split(crossover, override=None, cuda=True):
+def recommended_split(crossover, override=None, cuda=True, clock="eager"):
     """(bytes, why): the threshold above which a contiguous tensor should leave the foreach group."""
     if override is not None:
         return int(override), "set by the copy_bench.split_bytes option"
     if not cuda:
         return None, NO_COPY_ENGINE
     if crossover is None:
-        return None, ("copy_() never clearly overtook the foreach kernel in the sweep (its p90 below the "
-                      "kernel's p10 at every larger size): keep every tensor in the group")
-    return crossover, "copy_() clearly beats the foreach kernel (p90 below its p10) from this size on in the sweep"
+        return None, ("copy_() never clearly overtook the foreach kernel in the sweep (%s; its p90 below the "
+                      "kernel's p10 at every larger size): keep every tensor in the group" % CLOCK_WORDS[clock])
+    return crossover, ("copy_() clearly beats the foreach kernel (p90 below its p10) from this size on in the sweep, "
+                       "by %s" % CLOCK_WORDS[clock])
 
 
 def _median(entry):
@@ -70,9 +91,10 @@ def _mode(entry, mode):
     return entry if mode is None else entry.get(mode)
 
 
-def best_strategy(strategies):
-    """The strategy with the lowest eager median among those that copied right."""
-    timed = [(m, name) for name, entry in strategies.items() for m in [_median(entry)] if m is not None]
+def best_strategy(strategies, mode=None):
+    """The strategy with the lowest median among those that copied right: eager (mode None) or inside a replayed
+    graph (mode 'graph')."""
+    timed = [(m, name) for name, entry in strategies.items() for m in [_median(_mode(entry, mode))] if m is not None]
     return min(timed)[1] if timed else None
 
 
@@ -159,7 +181,7 @@ def find_outliers(gpus, tolerance=OUTLIER_TOLERANCE):
 def budget_losses(workloads, offset):
     """What a device's time budget cost it: the workloads skipped for time and their field sets (replay
     paths), with where its rotated order began."""
-    lost = [w["name"] for w in workloads if w.get("reason") == "time budget spent"]
+    lost = [w["name"] for w in workloads if w.get("reason") == BUDGET_SPENT]
     return {"workload_order": {"offset": offset, "first": workloads[0]["name"] if workloads else None},
             "lost_to_budget": lost,
             "lost_field_sets": sorted(set(w["path"] for w in workloads if w["name"] in lost))}

@@ -7,7 +7,7 @@ import functools
 import os
 import time
 
-from probes.copybench import analysis, strategies, workloads
+from probes.copybench import analysis, records, strategies, workloads
 from probes.copybench.timing import CpuTimer, CudaEventTimer, capture_graph, measure
 
 MIB = 1024 * 1024
@@ -29,6 +29,40 @@ class Budget(object):
         return self.left() <= 0
 
 
+class UnitClock(object):
+    """What one unit of a kind costs on this device: the declared estimate until one was measured, then the
+    mean of the measured ones. `fits` never refuses the first unit of a device while any time is left, so a
+    short budget measures one workload rather than none."""
+
+    def __init__(self, device, budget):
+        self.device = device
+        self.budget = budget
+        self.spent = {}
+        self.started = 0
+
+    def need(self, kind):
+        done = self.spent.get(kind)
+        return done[0] / done[1] if done else records.unit_s(self.device, kind)
+
+    def fits(self, kind):
+        left = self.budget.left()
+        if left <= 0:
+            return False
+        return self.started == 0 or left >= self.need(kind)
+
+    def skip(self, kind):
+        return records.budget_skip(self.need(kind), self.budget.left())
+
+    def timed(self, kind, run):
+        start = time.monotonic()
+        self.started += 1
+        try:
+            return run()
+        finally:
+            total, count = self.spent.get(kind, (0.0, 0))
+            self.spent[kind] = (total + time.monotonic() - start, count + 1)
+
+
 class DeviceBench(object):
     """One device's benchmark: a timer, the job's settings, and the tensors it allocates (freed by owner)."""
 
@@ -42,6 +76,7 @@ class DeviceBench(object):
         self.cuda = device.startswith("cuda")
         self.timer = CudaEventTimer(torch) if self.cuda else CpuTimer()
         self.cap_bytes = int(job["max_mem_mib"]) * MIB
+        self.units = UnitClock("cuda" if self.cuda else "cpu", budget)
 
     # --- helpers ---------------------------------------------------------------------------------------
     def _sync(self):
@@ -127,8 +162,10 @@ class DeviceBench(object):
             del graph
 
     # --- the sweep ---------------------------------------------------------------------------------------
-    def sweep(self):
-        """[{bytes, copy_us, foreach_us, copy, foreach}]: one contiguous tensor, copy_() vs the foreach kernel."""
+    def sweep(self, until=None):
+        """[{bytes, copy_us, foreach_us, copy_graph_us, foreach_graph_us, copy, foreach}]: one contiguous tensor,
+        copy_() vs the foreach kernel, eagerly and (on CUDA) inside a replayed graph; `until` (a Budget) ends
+        the sweep early, each size not timed saying the time it would have needed."""
         job, torch = self.job, self.torch
         sweep_job = job["sweep"]
         itemsize = workloads.dtype_size(sweep_job["dtype"])
@@ -136,28 +173,22 @@ class DeviceBench(object):
         rows = []
         for size in workloads.sweep_sizes(sweep_job["min_bytes"], sweep_job["max_bytes"],
                                           sweep_job["factor"], self.cap_bytes):
-            if self.budget.spent():
-                rows.append({"bytes": size, "status": "skipped", "reason": "time budget spent"})
+            if not self.units.fits("sweep_row") or (until is not None and until.spent()):
+                rows.append(records.sweep_row(size, status="skipped", **self.units.skip("sweep_row")))
                 continue
-            src = self.source(sweep_job["dtype"], (max(1, size // itemsize),))
-            dst, refs = torch.empty_like(src), [src.clone()]
-            row = {"bytes": size}
-            copy = self.run_strategy(["tensor"], lambda dst=dst, src=src: dst.copy_(src), [dst], [src], refs,
-                                     graph=False)
-            row["copy"] = copy
-            row["copy_us"] = copy.get("median_us") if copy["status"] == "ok" else None
-            if foreach is not None:
-                fe = self.run_strategy(["tensor"], lambda dst=dst, src=src: foreach([dst], [src]), [dst], [src], refs,
-                                       graph=False)
-                row["foreach"] = fe
-                row["foreach_us"] = fe.get("median_us") if fe["status"] == "ok" else None
-            else:
-                row["foreach_us"] = None
-                row["foreach"] = {"status": "skipped", "reason": "torch %s has no _foreach_copy_"
-                                  % torch.__version__}
-            rows.append(row)
-            del src, dst, refs
+            rows.append(self.units.timed("sweep_row", lambda size=size: self._sweep_row(size, itemsize, foreach)))
         return rows
+
+    def _sweep_row(self, size, itemsize, foreach):
+        torch, dtype = self.torch, self.job["sweep"]["dtype"]
+        src = self.source(dtype, (max(1, size // itemsize),))
+        dst, refs = torch.empty_like(src), [src.clone()]
+        copy = self.run_strategy(["tensor"], lambda: dst.copy_(src), [dst], [src], refs)
+        if foreach is not None:
+            fe = self.run_strategy(["tensor"], lambda: foreach([dst], [src]), [dst], [src], refs)
+        else:
+            fe = {"status": "skipped", "reason": "torch %s has no _foreach_copy_" % torch.__version__}
+        return records.sweep_row(size, copy, fe)
 
     # --- workloads -----------------------------------------------------------------------------------------
     def workload(self, path, batch_size, hidden_size, threshold):
@@ -166,17 +197,21 @@ class DeviceBench(object):
                                       job["draft_tokens"], job["hidden_dtype"],
                                       names=(job.get("field_names") or {}).get(path), release=job.get("release"))
         total = sum(s["bytes"] for s in specs)
-        out = {"name": workloads.workload_name(path, batch_size, hidden_size), "path": path,
-               "batch_size": batch_size, "hidden_size": hidden_size, "total_bytes": total,
-               "fields": [dict(s, **mark) for s, mark in zip(specs, strategies.split_marks(
-                   [s["name"] for s in specs], [s["bytes"] for s in specs], threshold))]}
+        fields = records.marked_fields(specs, threshold)
+        name = workloads.workload_name(path, batch_size, hidden_size)
+
+        def record(status, **more):
+            return records.workload_record(name, path, batch_size, hidden_size, status, fields,
+                                           total_bytes=total, **more)
         if WORKLOAD_COPIES * total > self.cap_bytes:
-            out.update(status="skipped", reason="needs about %d MiB, over max_mem_mib=%d"
-                       % (WORKLOAD_COPIES * total // MIB + 1, job["max_mem_mib"]))
-            return out
-        if self.budget.spent():
-            out.update(status="skipped", reason="time budget spent")
-            return out
+            return record("skipped", reason="needs about %d MiB, over max_mem_mib=%d"
+                          % (WORKLOAD_COPIES * total // MIB + 1, job["max_mem_mib"]))
+        if not self.units.fits("workload"):
+            return record("skipped", **self.units.skip("workload"))
+        return self.units.timed("workload", lambda: self._measure(record, specs, path, threshold))
+
+    def _measure(self, record, specs, path, threshold):
+        job = self.job
         names = [s["name"] for s in specs]
         srcs = [self.source(s.get("src_dtype") or s["dtype"], tuple(s["shape"]), n) for n, s in enumerate(specs)]
         refs = [src.clone() for src in srcs]   # what every strategy is checked against, saved once
@@ -184,15 +219,16 @@ class DeviceBench(object):
                 for s in specs]
         behaviour = (job.get("behaviour") or {}).get(path) or {}
         results = {}
+        # The installed function first: it is the baseline the report prices every other strategy against.
+        self._installed(results, names, dsts, srcs, refs, behaviour)
         for name, (fn, out_dsts) in self._runners(names, dsts, srcs, threshold, behaviour):
             if name in job["strategies"] or name in self.extra:
                 results[name] = self.run_strategy(names, fn, out_dsts, srcs, refs)
-        self._installed(results, names, dsts, srcs, refs, behaviour)
         analysis.add_speedups(results)
         saving, baseline = analysis.saving_vs_installed(results, behaviour)
-        out.update(status="ok", strategies=results, best=analysis.best_strategy(results),
-                   saving_vs_installed_us=saving, installed_baseline=baseline)
-        return out
+        return record("ok", strategies=results, best=analysis.best_strategy(results),
+                      best_graph=analysis.best_strategy(results, "graph"), saving_vs_installed_us=saving,
+                      installed_baseline=baseline)
 
     def _runners(self, names, dsts, srcs, threshold, behaviour):
         for item in strategies.runners(names, dsts, srcs, threshold,
@@ -281,16 +317,29 @@ class _SyncedCpuTimer(CpuTimer):
 
 
 def run_device(bench):
-    """The whole result for one device (status ok): sweep, threshold, workloads, h2d."""
+    """The whole result for one device (status ok). Most informative first: the workloads Q5 reads (at the live
+    server's batch size, else the largest, on every path), then the size sweep (copy_() against the foreach kernel
+    in both clocks, at most half the time then left), then the other workloads in this device's rotated order,
+    then host→device copies. What the time did not reach is listed with the time it would have needed."""
     job = bench.job
-    sweep = bench.sweep()
-    crossover = analysis.crossover_bytes(sweep)
-    split, why = analysis.recommended_split(crossover, job.get("split_bytes"), cuda=bench.cuda)
-    result = {"status": "ok", "sweep": sweep, "crossover_bytes": crossover,
-              "recommended_split_bytes": split, "split_reason": why, "workloads": []}
     grid, offset = workloads.device_grid(job)
-    result["workloads"] = [bench.workload(path, bs, hidden, split) for path, bs, hidden in grid]
-    result.update(analysis.budget_losses(result["workloads"], offset))
+    first = workloads.priority_cells(grid, job.get("live_batch_size"))
+    split = job.get("split_bytes")
+    done = {cell: bench.workload(cell[0], cell[1], cell[2], split) for cell in first}
+    sweep = bench.sweep(until=Budget(max(0.0, bench.budget.left()) / 2.0))
+    clock = analysis.sweep_clock(sweep)
+    crossover = analysis.crossover_bytes(sweep, clock)
+    split, why = analysis.recommended_split(crossover, job.get("split_bytes"), cuda=bench.cuda, clock=clock)
+    for cell in grid:
+        if cell not in done:
+            done[cell] = bench.workload(cell[0], cell[1], cell[2], split)
+    order = first + [cell for cell in grid if cell not in first]
+    result = {"status": "ok", "sweep": sweep, "crossover_bytes": crossover, "crossover_clock": clock,
+              "recommended_split_bytes": split, "split_reason": why,
+              "workloads": [done[cell] for cell in order]}
+    result.update(analysis.budget_losses([done[cell] for cell in grid], offset))
+    needs = [w.get("needs_s") or 0.0 for w in result["workloads"]] + [r.get("needs_s") or 0.0 for r in sweep]
+    result["time_needed_s"] = round(sum(needs), 1)
     if bench.cuda and job.get("h2d", True) and not bench.budget.spent():
         result["h2d"] = bench.h2d()
     else:

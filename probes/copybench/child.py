@@ -8,13 +8,20 @@ import time
 
 from probes import events
 from probes.child import DIED, TIMEOUT, ChildSession, FramedWriter, flush_std, watch_parent
+from probes.copybench import records
 
 MARK = "COPYBENCH-DEVICE "
 # Past its share of the time, a device gets this much longer before the parent calls it hung: a workload
 # in progress finishes past the budget, and the first device also pays for importing torch and sglang.
 GRACE_S = 20.0
-# The child's own budget ends this long before the parent's deadline, so its last line still arrives.
+# The child's own budget ends this long before the parent's deadline, so its last line still arrives: at most
+# CHILD_MARGIN_S, a fifth of the time there is when that is less (a short deadline still measures something).
 CHILD_MARGIN_S = 8.0
+MIN_MARGIN_S = 1.5
+
+
+def margin_s(available):
+    return min(CHILD_MARGIN_S, max(MIN_MARGIN_S, 0.2 * available))
 
 
 def child_main(payload):
@@ -37,12 +44,20 @@ def run_isolated(job, modules, deadline, python=None):
         remaining = [t for t in targets if _key(t) not in results]
         if not remaining:
             break
-        if deadline - time.monotonic() < 5:
+        left = deadline - time.monotonic()
+        if left < margin_s(left) + 1.0:
             for t in remaining:
-                results[_key(t)] = {"index": t, "status": "skipped", "reason": "time budget spent"}
+                results[_key(t)] = _unmeasured(job, t, "skipped", "%s: %.1f s left, too little to start a "
+                                               "benchmark process" % (records.BUDGET_SPENT, max(0.0, left)))
             break
         _run_child(job, modules, deadline, python, remaining, results)
-    return [results.get(_key(t), {"index": t, "status": "error", "reason": "no result"}) for t in targets]
+    return [results.get(_key(t)) or _unmeasured(job, t, "error", "no result") for t in targets]
+
+
+def _unmeasured(job, index, status, reason):
+    """A device's record on a path where it has no measurement, with the time it would have needed."""
+    from probes.copybench.devices import device_needs_s, gpu_name
+    return records.unmeasured_device(index, status, reason, needs_s=device_needs_s(job), name=gpu_name(job, index))
 
 
 class DeviceSteps(dict):
@@ -76,7 +91,8 @@ def _label(index):
 
 def _run_child(job, modules, deadline, python, remaining, results):
     """One child for the `remaining` devices; every line it sends is kept in `results` as it arrives."""
-    budget = max(1.0, deadline - time.monotonic() - CHILD_MARGIN_S)
+    available = deadline - time.monotonic()
+    budget = max(1.0, available - margin_s(available))
     # A wall-clock deadline, so the child's own start-up (torch, sglang imports) counts against it.
     # all_gpus: a restarted child keeps each GPU's place in the workload rotation (devices.rotated_grid).
     sub = dict(job, gpus=[t for t in remaining if t is not None], budget_s=budget,
@@ -96,26 +112,25 @@ def _run_child(job, modules, deadline, python, remaining, results):
             share = max(0.0, child_deadline - now) / len(waiting)   # as the child's bench_all divides it
             got = session.next(min(share + GRACE_S, deadline - 1.0 - now))
             if got.kind == TIMEOUT:
-                results[_key(waiting[0])] = {
-                    "index": waiting[0], "status": "timeout",
-                    "reason": "no result within %.0f s (its share of the time and %.0f s grace): the benchmark "
-                              "process was killed and the devices after it get a new one" % (share, GRACE_S)}
+                results[_key(waiting[0])] = _unmeasured(
+                    job, waiting[0], "timeout",
+                    "no result within %.0f s (its share of the time and %.0f s grace): the benchmark process was "
+                    "killed and the devices after it get a new one" % (share, GRACE_S))
                 return
             if got.kind == DIED:
-                _blame_death(got, session.stderr.last(3), waiting, results)
+                _blame_death(job, got, session.stderr.last(3), waiting, results)
                 return
             results[_key(got.frame.get("index"))] = got.frame
     finally:
         session.kill()
 
 
-def _blame_death(ended, tail, waiting, results):
+def _blame_death(job, ended, tail, waiting, results):
     if ended.exit_code in (0, 3):
         return   # 3: the child stopped on purpose after a CUDA fault it already reported
     # The child died or was killed: the first device without a result is the one it was on.
-    results[_key(waiting[0])] = {"index": waiting[0], "status": "error",
-                                 "reason": "benchmark process failed: exit %s%s"
-                                           % (ended.exit_code, "; " + " | ".join(tail) if tail else "")}
+    results[_key(waiting[0])] = _unmeasured(job, waiting[0], "error", "benchmark process failed: exit %s%s"
+                                            % (ended.exit_code, "; " + " | ".join(tail) if tail else ""))
 
 
 def _key(index):

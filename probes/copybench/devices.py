@@ -4,7 +4,7 @@ everything freed after. Used in-process on the CPU and inside the isolated child
 import gc
 import time
 
-from probes.copybench import strategies
+from probes.copybench import records, strategies, workloads
 from probes.copybench.bench import MIB, Budget, DeviceBench, run_device
 from probes import gpu_layer
 
@@ -25,13 +25,35 @@ def bench_all(job, emit=None, extra_strategies=None):
             result = bench_one(torch, dict(job, rotation=rotation_of(job, index)), index, share, installed,
                                extra_strategies)
         except Exception as exc:
-            result = {"index": index, "status": "error", "reason": "%s: %s" % (type(exc).__name__, str(exc)[:400])}
+            result = records.unmeasured_device(index, "error", "%s: %s" % (type(exc).__name__, str(exc)[:400]),
+                                               needs_s=device_needs_s(job), name=gpu_name(job, index))
         results.append(result)
         if emit is not None:
             emit(result)
         if result.get("status") == "error" and "CUDA" in result.get("reason", ""):
             break   # the context may be poisoned: the caller starts a fresh process for the rest
     return results
+
+
+def device_needs_s(job):
+    """About how long one device's whole benchmark takes: every workload and sweep size at its declared unit cost."""
+    device = job.get("device") or "cuda"
+    try:
+        cells = len(workloads.workload_grid(job["paths"], job["batch_sizes"], job["hidden_sizes"]))
+        sweep = job["sweep"]
+        sizes = len(workloads.sweep_sizes(sweep["min_bytes"], sweep["max_bytes"], sweep["factor"],
+                                          int(job["max_mem_mib"]) * MIB))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return cells * records.unit_s(device, "workload") + sizes * records.unit_s(device, "sweep_row")
+
+
+def gpu_name(job, index):
+    """The device's name as the GPU list (env) gave it, for a record written before torch opened the device."""
+    if index is None:
+        return "cpu"
+    names = job.get("gpu_names") or {}
+    return names.get(str(index))
 
 
 def rotation_of(job, index):
@@ -65,17 +87,18 @@ def bench_one(torch, job, index, budget, installed, extra):
         torch.set_num_threads(int(job.get("cpu_threads") or 1))
         try:
             bench = DeviceBench(torch, "cpu", job, budget, installed, extra)
-            head = {"index": None, "name": "cpu", "device": "cpu", "threads": torch.get_num_threads()}
-            return dict(head, **run_device(bench))
+            measured = run_device(bench)
+            return records.device_record(None, measured.pop("status"), name="cpu", device="cpu",
+                                         threads=torch.get_num_threads(), torch=torch_facts(torch), **measured)
         finally:
             torch.set_num_threads(threads)
     props = torch.cuda.get_device_properties(index)
-    head = {"index": index, "name": props.name, "uuid": str(getattr(props, "uuid", "") or ""),
-            "device": "cuda", "torch_device": "cuda:%d" % index,
-            "compute_capability": "sm_%d%d" % (props.major, props.minor)}
+    head = {"uuid": str(getattr(props, "uuid", "") or ""), "device": "cuda", "torch_device": "cuda:%d" % index,
+            "compute_capability": "sm_%d%d" % (props.major, props.minor), "torch": torch_facts(torch)}
     head["idle_check"] = gpu_verdict(job, index, head["uuid"])
     if not head["idle_check"]["use"]:
-        return dict(head, status="skipped", reason=gpu_layer.refusal(head["idle_check"]))
+        return records.device_record(index, "skipped", gpu_layer.refusal(head["idle_check"]), name=props.name,
+                                     **head)
     torch.cuda.set_device(index)
     cap = int(job["max_mem_mib"]) * MIB
     # The allocator refuses past the cap: a wrong estimate fails a workload, it cannot crowd a server out.
@@ -83,7 +106,8 @@ def bench_one(torch, job, index, budget, installed, extra):
     torch.cuda.reset_peak_memory_stats(index)
     bench = DeviceBench(torch, "cuda:%d" % index, job, budget, installed, extra)
     try:
-        result = dict(head, **run_device(bench))
+        measured = run_device(bench)
+        result = records.device_record(index, measured.pop("status"), name=props.name, **dict(head, **measured))
     finally:
         del bench
         gc.collect()
@@ -93,6 +117,13 @@ def bench_one(torch, job, index, budget, installed, extra):
                         "peak_allocated_mib": round(torch.cuda.max_memory_allocated(index) / float(MIB), 1),
                         "left_allocated_mib": round(torch.cuda.memory_allocated(index) / float(MIB), 1)}
     return result
+
+
+def torch_facts(torch):
+    """The torch that measured: its version and whether it has _foreach_copy_ (so the probe needs no child of its
+    own to learn them)."""
+    return {"version": str(getattr(torch, "__version__", "") or "") or None,
+            "has_foreach_copy": hasattr(torch, "_foreach_copy_")}
 
 
 def gpu_verdict(job, index, uuid):

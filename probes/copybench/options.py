@@ -79,7 +79,36 @@ def resolve(raw, device, results=None):
             settings[key], sources[key] = server[flag], "server"
     for key, value in raw.items():
         settings[key], sources[key] = value, "option"
-    return _validate(settings), sources
+    settings = _validate(settings)
+    live = live_batch_size(server)
+    if live is not None:
+        settings["live_batch_size"], sources["live_batch_size"] = live, "server"
+        if "batch_sizes" not in raw and live not in settings["batch_sizes"]:
+            # the size the live server replays at is the one its cost per decode step is read at
+            settings["batch_sizes"] = sorted(settings["batch_sizes"] + [live])
+            sources["batch_sizes"] = "server"
+    return settings, sources
+
+
+def live_batch_size(args):
+    """The largest decode batch size the live server captures graphs for, from its flags; None when unset."""
+    for key in ("cuda_graph_max_bs_decode", "cuda_graph_max_bs"):
+        try:
+            value = int(args.get(key))
+        except (TypeError, ValueError):
+            continue
+        if value > 0:
+            return value
+    for key in ("cuda_graph_bs_decode", "cuda_graph_bs"):
+        raw = args.get(key)
+        items = raw if isinstance(raw, list) else str(raw or "").replace(",", " ").split()
+        try:
+            sizes = [int(v) for v in items]
+        except (TypeError, ValueError):
+            continue
+        if sizes and max(sizes) > 0:
+            return max(sizes)
+    return None
 
 
 def _validate(s):

@@ -46,6 +46,17 @@ def device_grid(job):
     return rotated_grid(workload_grid(job["paths"], job["batch_sizes"], job["hidden_sizes"]), job.get("rotation"))
 
 
+def priority_cells(cells, live_batch_size=None):
+    """The cells the report's cost per decode step reads, one per path in PATHS order: at the live server's batch
+    size when the grid has it, else the largest batch size; the largest hidden size of that batch size."""
+    out = []
+    for path in sorted(set(c[0] for c in cells), key=lambda p: (PATHS.index(p) if p in PATHS else len(PATHS), p)):
+        mine = [c for c in cells if c[0] == path]
+        at_live = [c for c in mine if live_batch_size is not None and c[1] == live_batch_size]
+        out.append(max(at_live or mine, key=lambda c: (c[1], c[2] or 0)))
+    return out
+
+
 def workload_name(path, batch_size, hidden_size):
     return "%s/bs%d" % (path, batch_size) + ("/h%d" % hidden_size if hidden_size else "")
 

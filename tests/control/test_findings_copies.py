@@ -31,7 +31,7 @@ def test_missing_foreach_copy_names_torch_version_and_measured_cost():
     files = [e.file for e in finding.evidence if e.file]
     assert files == [flag["file"]] and finding.evidence[1].line == 12
     table = [e.table for e in finding.evidence if e.table][0]
-    assert table[1][2] == "40.0 µs"    # per-tensor loop cost per replay, from copy_bench
+    assert table[1][2] == "40.0 µs CPU issue / - GPU stream"    # per-tensor loop cost per replay, from copy_bench
 
 
 def test_foreach_copy_present_and_working_is_silent():
@@ -80,7 +80,7 @@ def test_measured_split_slower_than_one_group_recommends_the_measured_split():
                                                      "crossover_bytes": 256 * 1024}]})
     [finding] = hidden_states.hidden_states_split([h])
     assert finding.id == "copies.split_wrong_for_gpu"
-    assert finding.evidence[0].table[1:] == (("0", "draft_bs32", "448 KiB", "10.0 µs", "15.0 µs"),)
+    assert finding.evidence[0].table[1:] == (("0", "draft_bs32", "448 KiB", "10.0 µs", "15.0 µs", "CPU issue"),)
     assert "at least 1.75 MiB" in finding.recommendation and "up to 448 KiB" in finding.recommendation
     assert "256 KiB" in finding.recommendation      # the sweep's crossover, named as what it is
 
@@ -157,3 +157,38 @@ def test_a_batched_replay_that_copies_no_hidden_states_is_not_flagged():
     assert hidden_states._large_field_in_group(host) == []
     eagle["grouped_fields"] = ["seq_lens", "hidden_states"]
     assert [f.id for f in hidden_states._large_field_in_group(host)] == ["copies.hidden_states_in_foreach"]
+
+
+def replayed(eager, graph):
+    return dict(timing(eager), graph=dict(timing(graph), method="cuda_graph_replay"))
+
+
+def hidden_workload(inside_gpu, own_gpu):
+    """An EAGLE draft workload timed with hidden_states inside the foreach kernel and on its own copy_()."""
+    w = workload(grouped_foreach=38.0)
+    w["fields"] = [{"name": "seq_lens", "bytes": 64}, {"name": "hidden_states", "bytes": 65536}]
+    w["strategies"] = {"grouped_foreach": replayed(38.0, inside_gpu),
+                       "grouped_foreach_dma_split": replayed(41.0, own_gpu)}
+    return w
+
+
+def test_the_hidden_states_advice_follows_this_hosts_gpu_stream_time():
+    site = {"qualname": "Runner.replay", "file": "sglang/x.py", "line": 7, "fields": ["seq_lens", "hidden_states"]}
+    source = {"grouped_foreach_copy": {"call_sites": [site]}}
+    slower_inside = {"device": "cuda", "gpus": [{"index": 0, "workloads": [hidden_workload(10.0, 4.0)]}]}
+    [finding] = hidden_states.hidden_states_split([host(sglang_source=source, copy_bench=slower_inside)])
+    assert finding.id == "copies.hidden_states_in_foreach" and finding.severity == "warning"
+    assert "Measured here: keep hidden_states on its own copy_(), as sglang PR #28465 (0.5.14+) does: inside a " \
+           "replayed graph the foreach kernel takes 2.5x the GPU time of hidden_states on its own copy_() (64 KiB of " \
+           "hidden_states, 1 workload)" in finding.recommendation
+    assert "eagerly its own copy_() adds 3.0 µs of CPU issue (one more launch)" in finding.recommendation
+    # Measured the other way round on this host: the advice says so instead of repeating the PR.
+    faster_inside = {"device": "cuda", "gpus": [{"index": 0, "workloads": [hidden_workload(3.0, 4.0)]}]}
+    [finding] = hidden_states.hidden_states_split([host(sglang_source=source, copy_bench=faster_inside)])
+    assert finding.severity == "info" and "measured as the faster way" in finding.title
+    assert "hidden_states copies faster inside the foreach kernel, unlike sglang PR #28465" in finding.recommendation
+    # Without source facts the measured verdict stands alone; with equal GPU time nothing is said.
+    [alone] = hidden_states.hidden_states_split([host(copy_bench=slower_inside)])
+    assert alone.id == "copies.hidden_states_measured"
+    even = {"device": "cuda", "gpus": [{"index": 0, "workloads": [hidden_workload(4.0, 4.1)]}]}
+    assert hidden_states.hidden_states_split([host(copy_bench=even)]) == []

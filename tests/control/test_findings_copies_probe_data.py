@@ -2,6 +2,7 @@
 case under test, so a key the probe and the finding spell differently cannot hide a finding."""
 import copy
 import json
+import sys
 
 import pytest
 
@@ -20,7 +21,9 @@ TINY = {"device": "cpu", "paths": ["eagle_draft"], "batch_sizes": [2, 4], "hidde
 
 @pytest.fixture(scope="module")
 def probe_data():
-    data = copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY)}))
+    # This Python chosen as deployment would choose it: a live server elsewhere on the machine is not this test's.
+    chosen = {"deployment": {"interpreter": {"path": sys.executable, "why": "default"}}}
+    data = copy_bench.collect(ProbeContext(options={"copy_bench": dict(TINY)}, results=chosen))
     return json.loads(json.dumps(data))   # as stored
 
 
@@ -38,11 +41,12 @@ def as_cuda_host(data, split_us):
 
 
 def test_a_split_slower_than_one_group_is_found_in_real_probe_data(probe_data):
-    split_off = [f for f in probe_data["gpus"][0]["workloads"][0]["fields"] if f.get("size_split") != "foreach"]
+    [bs2] = [w for w in probe_data["gpus"][0]["workloads"] if w["batch_size"] == 2]
+    split_off = [f for f in bs2["fields"] if f.get("size_split") != "foreach"]
     assert [f["name"] for f in split_off] == ["hidden_states"]
     [finding] = hidden_states.hidden_states_split([as_cuda_host(probe_data, {2: 15.0, 4: 8.0})])
     assert finding.id == "copies.split_wrong_for_gpu"
-    assert finding.evidence[0].table[1:] == (("0", "eagle_draft/bs2/h64", "256 B", "10.0 µs", "15.0 µs"),)
+    assert finding.evidence[0].table[1:] == (("0", "eagle_draft/bs2/h64", "256 B", "10.0 µs", "15.0 µs", "CPU issue"),)
     assert "at least 512 B" in finding.recommendation
 
 

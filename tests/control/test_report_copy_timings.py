@@ -53,7 +53,7 @@ def gpu(index, **extra):
     installed["module"] = "sglang.x.buffers"
     installed["not_loaded"] = [{"module": "sglang.x.old", "reason": "ImportError: no module named sglang.x.old"}]
     installed["env"] = {GATE: {"host_value": "1", "on": timing(9.5, graph=3.1), "off": timing(11.5, graph=4.1)}}
-    workload = {"name": "eagle_draft/bs128/h7168", "status": "ok", "total_bytes": 3670016, "best": "grouped_foreach_dma_split",
+    workload = {"name": "eagle_draft/bs128/h7168", "path": "eagle_draft", "batch_size": 128, "status": "ok", "total_bytes": 3670016, "best": "grouped_foreach_dma_split",
                 "saving_vs_installed_us": 4.0,
                 "installed_baseline": {"kind": "grouped", "strategy": "installed", "exact": True, "median_us": 11.0},
                 "fields": [{"name": "seq_lens", "dtype": "int32", "src_dtype": "int64"},
@@ -103,12 +103,14 @@ def test_installed_variants_gates_baseline_and_casts_are_shown():
     assert f"| installed, {GATE}=0 (host: 1) | 11.5 µs (10.3–12.7) / 4.1 µs (3.7–4.5) |" in text
     assert "| installed variant sglang.x.old | not loaded [1] |" in text
     assert "[1] ImportError: no module named sglang.x.old" in text
-    assert "| eagle_draft/bs128/h7168 | 2 | 3.5 MiB | seq_lens int64 → int32 | fastest grouped_foreach_dma_split; of " \
-           "what sglang runs, grouped_foreach_dma_split is 4.0 µs below installed (grouped: installed 11.0 µs) |" in text
+    assert "| eagle_draft/bs128/h7168 | 2 | 3.5 MiB | seq_lens int64 → int32 | fastest grouped_foreach_dma_split " \
+           "(both clocks); of what sglang runs, grouped_foreach_dma_split (both clocks) saves 4.0 µs CPU issue / " \
+           "1.1 µs GPU stream against installed (installed) |" in text
     assert "Installed sglang 0.5.20: `_grouped_foreach_copy_` timed from `sglang.x.buffers`" in text
     assert "seq_lens int64 → int32." in text
     # Which strategy won; savings are stated once, over what sglang can run (Q5), not here.
-    assert "Across devices — eagle_draft: fastest grouped_foreach_dma_split ×3, grouped_foreach ×1." in text
+    assert "Across devices — eagle_draft: fastest by CPU issue grouped_foreach_dma_split ×1; by GPU stream " \
+           "grouped_foreach_dma_split ×1." in text
 
 
 def test_sweep_split_h2d_outliers_and_failed_devices():
@@ -187,3 +189,17 @@ def test_every_strategy_table_reads_the_one_declaration():
     assert plots.DRAWN_STRATEGIES is strategies.DRAWN
     assert savings.USABLE_STRATEGIES is strategies.USABLE
     assert "packed" not in strategies.USABLE and "grouped_foreach_size_split" not in strategies.USABLE
+
+
+def test_the_sweep_shows_both_clocks_and_the_split_names_its_clock():
+    replayed = gpu(0, crossover_clock="graph",
+                   sweep=[{"bytes": 1 << 20, "copy_us": 10.0, "foreach_us": 10.5, "copy_graph_us": 3.0,
+                           "foreach_graph_us": 6.0, "copy": timing(10.0, graph=3.0), "foreach": timing(10.5, graph=6.0)},
+                          {"bytes": 4 << 20, "copy_us": None, "foreach_us": None, "status": "skipped",
+                           "reason": "time budget spent", "needs_s": 0.15}])
+    text = render(copy_host([replayed]))
+    assert "| bytes: copy_() / foreach, eager · in a replayed graph | GPU 0 |" in text
+    assert "| 1 MiB | 10.0 µs (9.0–11.0) / 10.5 µs (9.4–11.6) (overlap) · 3.0 µs (2.7–3.3) / 6.0 µs (5.4–6.6) " \
+           "(copy_()) |" in text
+    assert "| 4 MiB | skipped: time budget spent |" in text
+    assert "Split: crossover 1 MiB (GPU stream), recommended split 1 MiB" in text

@@ -62,10 +62,13 @@ def test_q5_names_the_field_sets_each_gpus_time_budget_did_not_reach(tmp_path):
     from tests.control.test_report_verdict_cli import answers_of, host_doc, write_run
     a = host_doc("gpu-a")
     gpus = a["probes"]["copy_bench"]["data"]["gpus"]
-    gpus[1].update(lost_to_budget=["eagle_draft_extend/bs32/h7168"], lost_field_sets=["eagle_draft_extend"])
+    gpus[1].update(lost_to_budget=["eagle_draft_extend/bs32/h7168"], lost_field_sets=["eagle_draft_extend"],
+                   time_needed_s=12.4)
     write_run(tmp_path, [a])
     _, answers = answers_of(invoke("report", "--reports-dir", tmp_path, "--json").output)
     [q5] = answers["Q5"]
     assert q5["status"] == "partial"
-    assert q5["value"]["lost_to_budget"] == [{"gpu": str(gpus[1]["index"]), "field_sets": ["eagle_draft_extend"]}]
-    assert f"GPU {gpus[1]['index']}: eagle_draft_extend not measured (time budget spent)" in q5["answer"]
+    assert q5["value"]["lost_to_budget"] == [{"gpu": str(gpus[1]["index"]), "field_sets": ["eagle_draft_extend"],
+                                              "needs_s": 12.4}]
+    assert f"GPU {gpus[1]['index']}: eagle_draft_extend not measured (time budget spent, about 12 s more would " \
+           "measure it)" in q5["answer"]

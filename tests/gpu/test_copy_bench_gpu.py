@@ -93,6 +93,24 @@ def test_dma_copy_beats_the_foreach_kernel_on_64_mib(measured):
         assert gpu["h2d"]["pinned_us"] > 0 and gpu["h2d"]["pageable_us"] > 0
 
 
+def test_the_sweep_and_every_workload_are_timed_in_both_clocks_and_the_split_read_in_gpu_time(measured):
+    for gpu in (g for g in measured["gpus"] if g["status"] == "ok"):
+        assert gpu["crossover_clock"] == "graph" and "GPU stream time" in gpu["split_reason"]
+        for row in gpu["sweep"]:
+            assert row["copy_graph_us"] > 0 and row["foreach_graph_us"] > 0, row
+        assert all(w["best_graph"] for w in gpu["workloads"])
+
+
+def test_a_short_deadline_measures_the_step_cost_workloads_first_and_lists_the_rest():
+    data = collect(dict(SETTINGS, gpus=[0]), seconds=25)
+    (gpu,) = data["gpus"]
+    assert gpu["status"] == "ok", gpu
+    first = gpu["workloads"][0]
+    assert first["status"] == "ok" and first["batch_size"] == 128, first   # what the step cost reads
+    later = [w for w in gpu["workloads"] + gpu["sweep"] if w.get("status") == "skipped"]
+    assert all(w["needs_s"] > 0 for w in later) and gpu["time_needed_s"] == round(sum(w["needs_s"] for w in later), 1)
+
+
 def test_a_gpu_with_another_process_is_refused():
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, torch\nx = torch.empty(3 << 30, dtype=torch.uint8, device='cuda:0')\n"

@@ -238,6 +238,20 @@ def test_options_validate_with_one_line_errors_and_take_server_flags():
         options.resolve({"samples": "many"}, "cpu")
 
 
+def test_the_live_servers_batch_size_is_measured_and_measured_first():
+    results = {"deployment": {"servers": [{"args": {"cuda_graph_max_bs": 48}}]}}
+    settings, sources = options.resolve({}, "cuda", results)
+    assert settings["live_batch_size"] == 48 and settings["batch_sizes"] == [1, 8, 32, 48, 128]
+    assert sources == {"live_batch_size": "server", "batch_sizes": "server"}
+    given, _ = options.resolve({"batch_sizes": "1,8"}, "cuda", results)   # an explicit list is kept as given
+    assert given["batch_sizes"] == [1, 8] and given["live_batch_size"] == 48
+    listed = {"deployment": {"servers": [{"args": {"cuda_graph_bs": [1, 2, 4, 16]}}]}}
+    assert options.resolve({}, "cuda", listed)[0]["live_batch_size"] == 16
+    grid = workloads.workload_grid(["eagle_draft", "dflash_verify"], settings["batch_sizes"], [4096, 7168])
+    assert workloads.priority_cells(grid, 48) == [("eagle_draft", 48, 7168), ("dflash_verify", 48, None)]
+    assert workloads.priority_cells(grid, None) == [("eagle_draft", 128, 7168), ("dflash_verify", 128, None)]
+
+
 def test_child_lines_are_read_from_noisy_output():
     out = "torch warning\n%s{\"index\": 0, \"status\": \"ok\"}\nnoise\n%s{broken\n" % (MARK, MARK)
     assert [r for r in (parse_frame(MARK, line) for line in out.splitlines()) if r is not None] == [{"index": 0, "status": "ok"}]

@@ -197,7 +197,7 @@ def test_a_crashing_child_becomes_an_error_result_not_a_crash():
     assert died["index"] is None and died["status"] == "error"
     assert died["reason"].startswith("benchmark process failed: ") and "KeyError: 'strategies'" in died["reason"]
     (failed,) = run_isolated({"device": "cpu", "strategies": ["loop"]}, None, deadline)  # fails on the device
-    assert failed == {"index": None, "status": "error", "reason": "KeyError: 'max_mem_mib'"}
+    assert failed == {"index": None, "name": "cpu", "status": "error", "reason": "KeyError: 'max_mem_mib'"}
 
 
 class FakeCuda(object):

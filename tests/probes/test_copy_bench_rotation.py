@@ -1,6 +1,7 @@
-"""copy_bench on 8 GPUs with a budget too short for every workload: each GPU walks the grid from its own
-place, so different GPUs lose different field sets, every workload is measured somewhere, and each GPU's
-result says what it lost. Driven with a fake torch.cuda and a fake clock (no GPU, no tensors)."""
+"""copy_bench on 8 GPUs with a budget too short for every workload: each GPU first measures the workloads the
+cost per decode step reads (one per path), then walks the rest of the grid from its own place, so different GPUs
+lose different field sets, every workload is measured somewhere, and each GPU's result says what it lost and the
+time it would have needed. Driven with a fake torch.cuda and a fake clock (no GPU, no tensors)."""
 import types
 
 from probes import copy_bench
@@ -58,19 +59,17 @@ def drive(monkeypatch, seconds):
     monkeypatch.setattr(bench.time, "monotonic", clock.monotonic)
     monkeypatch.setattr(devices.time, "time", lambda: clock.now)
 
-    def workload(self, path, batch_size, hidden_size, threshold):
-        out = {"name": workloads.workload_name(path, batch_size, hidden_size), "path": path}
-        if self.budget.spent():   # the real workload's own check, in its own words
-            return dict(out, status="skipped", reason="time budget spent")
+    def measure(self, record, specs, path, threshold):
         clock.now += 1.0
-        return dict(out, status="ok")
+        return record("ok")
 
-    monkeypatch.setattr(bench.DeviceBench, "workload", workload)
-    monkeypatch.setattr(bench.DeviceBench, "sweep", lambda self: [])
+    monkeypatch.setattr(bench.DeviceBench, "_measure", measure)
+    monkeypatch.setattr(bench.DeviceBench, "sweep", lambda self, until=None: [])
     fake_torch = types.SimpleNamespace(cuda=FakeCuda())
     monkeypatch.setitem(__import__("sys").modules, "torch", fake_torch)
     idle = [{"index": i, "uuid": "GPU-" + UUIDS[i], "memory_used_mib": 1, "processes": []} for i in range(GPUS)]
     job = {"device": "cuda", "gpus": list(range(GPUS)), "budget_s": seconds, "strategies": ["loop"],
+           "topk": 4, "steps": 3, "draft_tokens": 8, "hidden_dtype": "bfloat16",
            "paths": list(workloads.PATHS), "batch_sizes": [1, 32], "hidden_sizes": [4096], "h2d": False,
            "max_mem_mib": 2048, "busy_memory_mib": 1024, "force": False,
            "gpu_policy": copy_bench.gpu_policy({"devices": idle, "source": "env"}, [], False, 1024, GPUS)}
@@ -80,19 +79,36 @@ def drive(monkeypatch, seconds):
 
 
 def test_a_short_budget_loses_different_field_sets_on_different_gpus(monkeypatch):
-    results, grid = drive(monkeypatch, seconds=GPUS * 2.0)   # each GPU has time for 2 workloads
-    assert len(grid) > 3 and [r["status"] for r in results] == ["ok"] * GPUS
+    results, grid = drive(monkeypatch, seconds=GPUS * 5.0)   # each GPU: the 3 priority workloads and 2 more
+    assert len(grid) > 5 and [r["status"] for r in results] == ["ok"] * GPUS
+    first = [workloads.workload_name(*cell) for cell in workloads.priority_cells(grid)]
+    assert first == ["eagle_draft/bs32/h4096", "eagle_draft_extend/bs32/h4096", "dflash_verify/bs32"]
     measured = [set(w["name"] for w in r["workloads"] if w["status"] == "ok") for r in results]
-    assert all(len(m) == 2 for m in measured)
-    assert len(set(frozenset(m) for m in measured)) > 1                 # not the same two everywhere
+    assert all(len(m) == 5 and set(first) <= m for m in measured)        # Q5's workloads on every GPU
+    assert all([w["name"] for w in r["workloads"]][:3] == first for r in results)
+    assert len(set(frozenset(m) for m in measured)) > 1                 # not the same others everywhere
     names = set(workloads.workload_name(*cell) for cell in grid)
     assert set().union(*measured) == names                               # every workload measured on some GPU
     lost_sets = set(tuple(r["lost_field_sets"]) for r in results)
     assert len(lost_sets) > 1                                            # different GPUs lose different sets
     for result, kept in zip(results, measured):
         assert set(result["lost_to_budget"]) == names - kept             # each GPU says what it lost
+        lost = [w for w in result["workloads"] if w["status"] == "skipped"]
+        assert all(w["needs_s"] == 1.0 and w["reason"] == "time budget spent" for w in lost)   # the measured unit
+        assert result["time_needed_s"] == len(lost)
         assert result["workload_order"]["first"] == workloads.workload_name(*grid[result["workload_order"]["offset"]])
     assert [r["workload_order"]["offset"] for r in results] == [i * len(grid) // GPUS for i in range(GPUS)]
+
+
+def test_a_budget_shorter_than_one_workload_still_measures_one(monkeypatch):
+    results, grid = drive(monkeypatch, seconds=0.3)   # under the declared 0.5 s of one workload
+    first, rest = results[0], results[1:]
+    assert [w["status"] for w in first["workloads"]].count("ok") == 1 and first["workloads"][0]["status"] == "ok"
+    # The first GPU's workload ran past the budget: the others measure nothing and say what it would take, at
+    # the declared cost of a workload (nothing was measured on them).
+    for result in rest:
+        assert {w["status"] for w in result["workloads"]} == {"skipped"}
+        assert {w["needs_s"] for w in result["workloads"]} == {0.5} and result["time_needed_s"] == 0.5 * len(grid)
 
 
 def test_enough_budget_loses_nothing_and_one_gpu_keeps_the_plain_order(monkeypatch):
