@@ -22,6 +22,7 @@ PROBE = {
     "order": 1,
     "needs": ("sglang_source",),
     "timeout_s": 900,
+    "unit_s": {"workload on one GPU": 0.5, "sweep size on one GPU": 0.15},
     "summary": "copy strategies timed on the release's replay field sets, eager and in graphs",
     "gpu": "optional",
     "torch": "yes",

@@ -7,7 +7,8 @@ done says how long it would have needed.
 # What one unit costs, in seconds, before any was measured on the device (the device's own figures replace these
 # as it goes): one workload (every strategy eagerly and inside a replayed graph), one size of the sweep (copy_() and
 # the foreach kernel, both clocks), and starting the benchmark child (torch, CUDA context, sglang import).
-UNIT_S = {"cuda": {"workload": 0.5, "sweep_row": 0.15}, "cpu": {"workload": 0.3, "sweep_row": 0.05}}
+CPU_UNIT_S = {"workload": 0.3, "sweep_row": 0.05}
+GPU_UNIT_NAMES = {"workload": "workload on one GPU", "sweep_row": "sweep size on one GPU"}  # copy_bench.PROBE
 BUDGET_SPENT = "time budget spent"
 
 
@@ -19,7 +20,13 @@ def marked_fields(specs, threshold_bytes):
 
 
 def unit_s(device, kind):
-    return UNIT_S["cpu" if device == "cpu" else "cuda"][kind]
+    """One unit's estimated cost: on a GPU as copy_bench declares it (the host's runner reads the same figure),
+    on the CPU this module's own."""
+    if device == "cpu":
+        return CPU_UNIT_S[kind]
+    from probes.copy_bench import PROBE  # imported here: copy_bench imports this package
+
+    return float(PROBE["unit_s"][GPU_UNIT_NAMES[kind]])
 
 
 def device_record(index, status, reason=None, name=None, **more):
