@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudiag.decode.collectives import step_collectives
-from gpudiag.decode.model_bytes import Model, step_bytes
+from gpudiag.decode.model_bytes import Model
+from gpudiag.decode.step_bytes import step_bytes
 
 BW_EFF_OF_DATASHEET = 0.8  # copy kernels reach about 0.88 of datasheet; decode kernels less
 P_EFF_OF_PEAK = 0.6

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudiag.decode import hardware
-from gpudiag.decode.model_bytes import ConfigError, Model, step_bytes
+from gpudiag.decode.config_fields import ConfigError
+from gpudiag.decode.model_bytes import Model
 from gpudiag.decode.roofline import (
     BW_EFF_OF_DATASHEET,
     P_EFF_OF_PEAK,
@@ -29,6 +30,7 @@ from gpudiag.decode.roofline import (
 )
 from gpudiag.decode.sourced import ASSUMED, CONFIG, DATASHEET, MEASURED, fig, rounded
 from gpudiag.decode.speculation import acceptance_rate, break_even, fitted_overhead, predicted_step, speedup, tau_at
+from gpudiag.decode.step_bytes import step_bytes
 from gpudiag.findings.serving import ServerFigures, serving_figures
 from gpudiag.findings.server_flags import graphs_disabled, server_args
 from gpudiag.models import HostResult

@@ -28,9 +28,11 @@ import pytest
 
 from gpudiag.decode import hardware
 from gpudiag.decode.collectives import ALL_GATHER, ALL_REDUCE, bus_factor, seconds, step_collectives
-from gpudiag.decode.model_bytes import ConfigError, Model, busiest_rank_experts, experts_touched, step_bytes
+from gpudiag.decode.config_fields import ConfigError
+from gpudiag.decode.model_bytes import Model
 from gpudiag.decode.roofline import Setup, step
 from gpudiag.decode.speculation import acceptance_rate, tau_at
+from gpudiag.decode.step_bytes import busiest_rank_experts, experts_touched, step_bytes
 
 CACHE = Path(__file__).resolve().parents[1] / "fixtures" / "hf_cache"
 
