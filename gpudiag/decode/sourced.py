@@ -14,6 +14,16 @@ def fig(value: Any, src: str, note: str = "") -> dict[str, Any]:
     return out
 
 
+def mix(*sources: str) -> str:
+    """'config+measured': the sources a derived figure rests on, each named once."""
+    seen = []
+    for src in sources:
+        for part in src.split("+"):
+            if part and part not in seen:
+                seen.append(part)
+    return "+".join(sorted(seen))
+
+
 def rounded(value: float, digits: int = 3) -> float:
     """Significant figures, so reports neither print 17 digits nor lose small quantities."""
     if value == 0:

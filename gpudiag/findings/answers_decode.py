@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from gpudiag.findings.answers import ANSWERED, PARTIAL, Answer, _not_checked, probe_gap
-from gpudiag.findings.decode_view import ServerDecode, host_decode
+from gpudiag.findings.decode_server import ServerDecode
+from gpudiag.findings.decode_view import host_decode
 from gpudiag.models import HostResult
 
 COMMAND = "gpudiag scan HOST --probes env,deployment"

@@ -10,7 +10,8 @@ from typing import Any
 
 from gpudiag.decode.roofline import BANDWIDTH, COMMUNICATION
 from gpudiag.findings.common import source
-from gpudiag.findings.decode_view import SPEC_CAPPED, SPEC_RUNNING_CAP, ServerDecode, host_decode
+from gpudiag.findings.decode_server import SPEC_CAPPED, SPEC_RUNNING_CAP, ServerDecode
+from gpudiag.findings.decode_view import host_decode
 from gpudiag.findings.server_flags import command_line, server_args
 from gpudiag.models import Evidence, Finding, HostResult
 
