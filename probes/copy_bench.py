@@ -111,6 +111,7 @@ def build_job(settings, device, results):
         "samples", "target_us", "max_iters", "max_mem_mib", "busy_memory_mib", "graph", "graph_copies", "h2d",
         "split_bytes", "cpu_threads")}
     job["device"] = device
+    job["unit_s"] = dict(PROBE["unit_s"])  # the declared unit costs, one place for the runner and the bench
     job["live_batch_size"] = settings.get("live_batch_size")
     job["sweep"] = {"min_bytes": settings["sweep_min_bytes"], "max_bytes": settings["sweep_max_bytes"],
                     "factor": settings["sweep_factor"], "dtype": settings["sweep_dtype"]}

@@ -34,15 +34,16 @@ class UnitClock(object):
     mean of the measured ones. `fits` never refuses the first unit of a device while any time is left, so a
     short budget measures one workload rather than none."""
 
-    def __init__(self, device, budget):
+    def __init__(self, device, budget, job):
         self.device = device
         self.budget = budget
+        self.job = job
         self.spent = {}
         self.started = 0
 
     def need(self, kind):
         done = self.spent.get(kind)
-        return done[0] / done[1] if done else records.unit_s(self.device, kind)
+        return done[0] / done[1] if done else records.unit_s(self.job, self.device, kind)
 
     def fits(self, kind):
         left = self.budget.left()
@@ -76,7 +77,7 @@ class DeviceBench(object):
         self.cuda = device.startswith("cuda")
         self.timer = CudaEventTimer(torch) if self.cuda else CpuTimer()
         self.cap_bytes = int(job["max_mem_mib"]) * MIB
-        self.units = UnitClock("cuda" if self.cuda else "cpu", budget)
+        self.units = UnitClock("cuda" if self.cuda else "cpu", budget, job)
 
     # --- helpers ---------------------------------------------------------------------------------------
     def _sync(self):

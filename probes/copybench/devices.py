@@ -45,7 +45,7 @@ def device_needs_s(job):
                                           int(job["max_mem_mib"]) * MIB))
     except (KeyError, TypeError, ValueError):
         return None
-    return cells * records.unit_s(device, "workload") + sizes * records.unit_s(device, "sweep_row")
+    return cells * records.unit_s(job, device, "workload") + sizes * records.unit_s(job, device, "sweep_row")
 
 
 def gpu_name(job, index):

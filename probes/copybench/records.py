@@ -19,14 +19,12 @@ def marked_fields(specs, threshold_bytes):
     return [dict(f, **mark) for f, mark in zip(specs, marks)]
 
 
-def unit_s(device, kind):
-    """One unit's estimated cost: on a GPU as copy_bench declares it (the host's runner reads the same figure),
-    on the CPU this module's own."""
+def unit_s(job, device, kind):
+    """One unit's estimated cost: on a GPU as copy_bench's PROBE declares it (the host's runner reads the same
+    figure; build_job hands it over as job["unit_s"]), on the CPU this module's own."""
     if device == "cpu":
         return CPU_UNIT_S[kind]
-    from probes.copy_bench import PROBE  # imported here: copy_bench imports this package
-
-    return float(PROBE["unit_s"][GPU_UNIT_NAMES[kind]])
+    return float(job["unit_s"][GPU_UNIT_NAMES[kind]])
 
 
 def device_record(index, status, reason=None, name=None, **more):

@@ -8,6 +8,7 @@ import time
 
 import torch
 
+from probes import copy_bench
 from probes.copybench import analysis, bench
 from probes.copybench.bench import Budget, DeviceBench, run_device
 
@@ -63,7 +64,7 @@ class FakeGraph(object):
 
 JOB = {"device": "cuda", "paths": ["eagle_draft", "dflash_verify"], "batch_sizes": [1, 4], "hidden_sizes": [64],
        "topk": 2, "steps": 2, "draft_tokens": 4, "hidden_dtype": "float32", "samples": 3, "target_us": 20.0,
-       "max_iters": 4, "max_mem_mib": 64, "graph": True, "graph_copies": 2, "h2d": False, "split_bytes": None,
+       "max_iters": 4, "max_mem_mib": 64, "unit_s": copy_bench.PROBE["unit_s"], "graph": True, "graph_copies": 2, "h2d": False, "split_bytes": None,
        "strategies": ["loop", "grouped_foreach", "grouped_foreach_dma_split"], "behaviour": {}, "field_names": {},
        "sweep": {"min_bytes": 1024, "max_bytes": 16384, "factor": 4, "dtype": "float32"}}
 

@@ -225,7 +225,7 @@ def test_a_busy_gpu_is_refused_before_anything_is_allocated():
     uuid = "GPU-6513270e-269e-4d37-b2a7-4de452e6b438"
     busy = [{"index": 0, "uuid": uuid, "memory_used_mib": 61000,
              "processes": [{"pid": 3141, "name": "python3", "used_memory_mib": 61000}]}]
-    job = {"busy_memory_mib": 1024, "max_mem_mib": 2048, "force": False,
+    job = {"busy_memory_mib": 1024, "max_mem_mib": 2048, "unit_s": copy_bench.PROBE["unit_s"], "force": False,
            "gpu_policy": copy_bench.gpu_policy({"devices": busy, "source": "env"}, [], False, 1024, 1)}
     result = bench_one(fake, job, 0, None, None, None)
     assert result["status"] == "skipped" and result["device"] == "cuda" and result["compute_capability"] == "sm_90"
@@ -239,7 +239,7 @@ def test_a_live_servers_gpu_is_never_benchmarked_even_forced_and_unknown_idlenes
     fake = types.SimpleNamespace(cuda=FakeCuda())
     idle = [{"index": 0, "uuid": "GPU-6513270e-269e-4d37-b2a7-4de452e6b438", "memory_used_mib": 2, "processes": []}]
     servers = [{"pid": 77, "cuda_visible_devices": "0", "args": {"port": 30000}}]
-    job = {"busy_memory_mib": 1024, "max_mem_mib": 2048, "force": True,
+    job = {"busy_memory_mib": 1024, "max_mem_mib": 2048, "unit_s": copy_bench.PROBE["unit_s"], "force": True,
            "gpu_policy": copy_bench.gpu_policy({"devices": idle, "source": "env"}, servers, True, 1024, 1)}
     result = bench_one(fake, job, 0, None, None, None)
     assert result["status"] == "skipped"

@@ -66,7 +66,7 @@ def bench_all(job, emit=None, extra_strategies=None):
     return out
 '''
 JOB = {"device": "cuda", "gpus": [0, 1], "gpu_names": {"0": "NVIDIA H200", "1": "NVIDIA H200"},
-       "paths": ["eagle_draft"], "batch_sizes": [8], "hidden_sizes": [4096], "max_mem_mib": 2048,
+       "paths": ["eagle_draft"], "batch_sizes": [8], "hidden_sizes": [4096], "max_mem_mib": 2048, "unit_s": copy_bench.PROBE["unit_s"],
        "sweep": {"min_bytes": 1024, "max_bytes": 4096, "factor": 4, "dtype": "bfloat16"}}
 
 
@@ -89,7 +89,7 @@ def refused(monkeypatch):
     from probes.copybench.devices import bench_one
     busy = [{"index": 0, "uuid": "GPU-6513270e-269e-4d37-b2a7-4de452e6b438", "memory_used_mib": 61000,
              "processes": [{"pid": 3141, "name": "python3", "used_memory_mib": 61000}]}]
-    job = {"busy_memory_mib": 1024, "max_mem_mib": 2048, "force": False,
+    job = {"busy_memory_mib": 1024, "max_mem_mib": 2048, "unit_s": copy_bench.PROBE["unit_s"], "force": False,
            "gpu_policy": copy_bench.gpu_policy({"devices": busy, "source": "env"}, [], False, 1024, 1)}
     return [bench_one(types.SimpleNamespace(cuda=BusyCuda()), job, 0, None, None, None)]
 
@@ -133,7 +133,7 @@ def test_workload_and_sweep_records_fit_on_every_path():
     import torch
     job = {"device": "cpu", "paths": ["eagle_draft"], "batch_sizes": [2], "hidden_sizes": [64], "topk": 2,
            "steps": 2, "draft_tokens": 4, "hidden_dtype": "float32", "samples": 3, "target_us": 20.0,
-           "max_iters": 3, "max_mem_mib": 64, "strategies": ["loop", "grouped_foreach"], "graph": True,
+           "max_iters": 3, "max_mem_mib": 64, "unit_s": copy_bench.PROBE["unit_s"], "strategies": ["loop", "grouped_foreach"], "graph": True,
            "sweep": {"min_bytes": 1024, "max_bytes": 4096, "factor": 4, "dtype": "float32"}}
     timed = DeviceBench(torch, "cpu", job, Budget(30.0))
     ok_rows, ok_workload = timed.sweep(), timed.workload("eagle_draft", 2, 64, None)

@@ -71,7 +71,7 @@ def drive(monkeypatch, seconds):
     job = {"device": "cuda", "gpus": list(range(GPUS)), "budget_s": seconds, "strategies": ["loop"],
            "topk": 4, "steps": 3, "draft_tokens": 8, "hidden_dtype": "bfloat16",
            "paths": list(workloads.PATHS), "batch_sizes": [1, 32], "hidden_sizes": [4096], "h2d": False,
-           "max_mem_mib": 2048, "busy_memory_mib": 1024, "force": False,
+           "max_mem_mib": 2048, "unit_s": copy_bench.PROBE["unit_s"], "busy_memory_mib": 1024, "force": False,
            "gpu_policy": copy_bench.gpu_policy({"devices": idle, "source": "env"}, [], False, 1024, GPUS)}
     results = devices.bench_all(job)
     assert fake_torch.cuda.devices_set == list(range(GPUS))
