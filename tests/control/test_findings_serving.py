@@ -80,11 +80,18 @@ def test_spec_vs_baseline_on_two_hosts_names_where_speculation_stops_paying():
     assert [b["ratio"] for b in value["buckets"]] == [1.323, 0.768]
     [finding] = serving_fleet.spec_vs_baseline([spec, base])
     assert finding.id == "serving.speculation_loses" and finding.hosts == ("gpu-a", "gpu-b")
-    assert finding.title.endswith("from #running-req 128+: 1146 vs 1493 tok/s")
-    assert "--max-running-requests" in finding.recommendation and "without CUDA graphs" in finding.recommendation
+    assert finding.title == ("speculative decoding (DFLASH) loses from #running-req 128+: 0.77× the baseline "
+                             "(1146 vs 1493 tok/s); CUDA graphs also differ (off vs on)")
+    assert "graphs alone can explain the gap" in finding.recommendation
+    assert "--max-running-requests" in finding.recommendation
+    [graphs] = value["differences"]
+    assert (graphs["what"], graphs["spec"], graphs["baseline"]) == ("CUDA graphs", "off", "on")
     wins = host("gpu-a", [(7, SPEC)], {"7": log(figures(decode(1, 3.81, 86, True)))})
     [info] = serving_fleet.spec_vs_baseline([wins, base])
-    assert info.severity == "info" and "1.32× the baseline" in info.title
+    assert info.severity == "info" and info.title == ("speculative decoding (DFLASH) pays where judged (1, up to "
+                                                      "1.32× the baseline); not judged: 128+")
+    assert "128+: baseline's" not in info.evidence[1].text
+    assert info.evidence[1].text == "not judged — 128+: DFLASH logged no line at this concurrency"
     other = host("gpu-b", [(9, {"model_path": "/models/Llama-3-8B"})], {"9": log(figures(decode(1, None, 65, True)))})
     assert serving_fleet.spec_vs_baseline([spec, other]) == []
 
