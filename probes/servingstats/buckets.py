@@ -79,7 +79,7 @@ def summarize(records, interval=cadence.DEFAULT_INTERVAL, max_bs=None):
     decode, prefill, buckets, running = [], [], {}, {}
     graph = {True: 0, False: 0, None: 0}
     on_max = off_min = None
-    backends, accepts, rates, after_idle = set(), [], [], 0
+    backends, rates, after_idle = set(), [], 0
     for r in records:
         if r["kind"] != "decode":
             prefill.append(r)
