@@ -150,22 +150,26 @@ def dp_sum(decode, interval=cadence.DEFAULT_INTERVAL):
     sample = [r for r in usable if r["state"] == cadence.STEADY]
     few = not sample
     sample = sample or [r for r in usable if r["state"] == cadence.FIRST]
-    held, sums, running, seconds = {}, [], [], []
+    held, sums, running, seconds = {}, [], [], []   # held: DP rank -> (its latest line, when it stops holding)
     for r in sample:
-        held[r["ranks"]["DP"]] = r
         now = r["t"]
-        current = [h for h in held.values()
-                   if now - h["t"] <= (cadence.expected_gap(h, interval) or 0.0) + 1.0]
-        if len(current) == len(dp_ranks):
-            if seconds and seconds[-1] == now:
-                sums[-1] = sum(h["gen_throughput"] for h in current)
-                running[-1] = sum(h["running_req"] for h in current)
-                continue
+        held[r["ranks"]["DP"]] = (r, now + (cadence.expected_gap(r, interval) or 0.0) + 1.0)
+        if len(held) < len(dp_ranks):
+            continue
+        current = [line for line, until in held.values() if now <= until]
+        if len(current) < len(dp_ranks):
+            continue
+        total, busy = sum(h["gen_throughput"] for h in current), sum(h["running_req"] for h in current)
+        if seconds and seconds[-1] == now:
+            sums[-1], running[-1] = total, busy
+        else:
             seconds.append(now)
-            sums.append(sum(h["gen_throughput"] for h in current))
-            running.append(sum(h["running_req"] for h in current))
-    per_rank = [_median(r["gen_throughput"] for r in sample if r["ranks"]["DP"] == rank) for rank in dp_ranks]
-    per_rank = [m for m in per_rank if m is not None]
+            sums.append(total)
+            running.append(busy)
+    by_rank = {}
+    for r in sample:
+        by_rank.setdefault(r["ranks"]["DP"], []).append(r["gen_throughput"])
+    per_rank = [_median(values) for values in by_rank.values()]
     out = {"how": "sum of the DP ranks' gen throughput, each rank's latest line while it is current",
            "dp_ranks": len(dp_ranks), "seconds_with_all_ranks": len(seconds), "median_gen_throughput": _median(sums),
            "median_running_req": _median(running),
