@@ -295,7 +295,9 @@ def _title(comparison: Comparison) -> str:
     confounds = comparison.confounds
     tail = ""
     if confounds:
-        tail = "; " + ", ".join(f"{d.what} also differ ({d.spec} vs {d.base})" for d in confounds[:2])
+        tail = "; " + ", ".join(
+            f"{d.what} also differ{'' if d.what.endswith('s') else 's'} ({d.spec} vs {d.base})" for d in confounds[:2]
+        )
     if loses is not None and loses.ratio is not None:
         return (
             f"speculative decoding ({spec.algorithm}) loses from #running-req {loses.bucket}: {loses.ratio:.2f}× "
