@@ -160,6 +160,23 @@ def eager_lines(item: ServerFigures) -> tuple[int, str] | None:
     )
 
 
+def cadence_note(item: ServerFigures) -> str:
+    """A note when the server's --decode-log-interval differs from the interval its idle lines were judged by
+    (a log window without the launch line is judged at sglang's default); '' otherwise."""
+    cadence = as_dict((item.figures or {}).get("cadence"))
+    used, flag = cadence.get("decode_log_interval"), server_args(item.server).get("decode_log_interval")
+    try:
+        flag = int(flag) if flag not in (None, "", True, False) else None
+    except (TypeError, ValueError):
+        flag = None
+    if not isinstance(used, int) or flag is None or flag == used:
+        return ""
+    return (
+        f"{item.label}: its idle lines were judged at a line every {used} decode steps ({cadence.get('from')}) while "
+        f"it runs with --decode-log-interval {flag}: the log window lacks its launch line"
+    )
+
+
 def disable_graph_flag(item: ServerFigures) -> str:
     """The release's switch for decode graphs: --disable-decode-cuda-graph from 0.5.14, --disable-cuda-graph before."""
     release = item.release

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpudiag.findings.common import source
 from gpudiag.findings.dflash import server_gpus
-from gpudiag.findings.serving import ServerFigures, eager_lines, graph_state, serving_figures
+from gpudiag.findings.serving import ServerFigures, cadence_note, eager_lines, graph_state, serving_figures
 from gpudiag.findings.server_flags import server_args
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.probe_view import as_dict
@@ -286,6 +286,9 @@ def _evidence(comparison: Comparison) -> list[Evidence]:
         eager = eager_lines(item)
         if eager:
             evidence.append(Evidence(kind="measurement", host=item.host.name, text=f"{item.label}: {eager[1]}"))
+        note = cadence_note(item)
+        if note:
+            evidence.append(Evidence(kind="flag", host=item.host.name, text=note))
     return evidence
 
 

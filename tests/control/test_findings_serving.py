@@ -158,3 +158,24 @@ def test_no_acceptance_from_the_endpoint_when_the_log_is_missing():
     assert "not read (no log found: stdout is pipe)" in finding.evidence[0].text
     h.probes["deployment"].data["serving_endpoints"]["7"]["avg_spec_accept_length"] = [1.0, 2.5]
     assert serving.accept_len_one([h]) == []     # one DP rank accepts: not "all rejected"
+
+
+def test_lines_above_the_captured_batch_size_get_an_eager_note():
+    # sglang PR #13023's lines (graphs off from 36 running requests) on a server capturing up to 24.
+    h = host("h1", [(7, dict(BASE, cuda_graph_max_bs="24"))],
+             {"7": log(fixture("sglang_13023_trailing_comma_graph_off.log"))})
+    [note] = [f for f in serving.graphs_off_in_log([h]) if f.id == "serving.eager_above_max_bs"]
+    assert note.severity == "info" and note.title.startswith("3 decode lines ran above the largest captured")
+    assert "largest captured batch size 24 (--cuda-graph-max-bs): eager by sglang's rule" in note.evidence[0].text
+    off = host("h1", [(7, dict(BASE, cuda_graph_max_bs="24", disable_cuda_graph=True))],
+               {"7": log(fixture("sglang_13023_trailing_comma_graph_off.log"))})
+    assert not [f for f in serving.graphs_off_in_log([off]) if f.id == "serving.eager_above_max_bs"]
+
+
+def test_a_comparison_says_when_the_servers_interval_was_not_the_one_judged_by():
+    spec = host("gpu-a", [(7, dict(SPEC, decode_log_interval="20"))],
+                {"7": log(figures(decode(1, 3.81, 86, False) + decode(128, 3.52, 1146, False)))})
+    base = host("gpu-b", [(9, BASE)], {"9": log(figures(decode(1, None, 65, True) + decode(128, None, 1493, True)))})
+    [finding] = serving_fleet.spec_vs_baseline([spec, base])
+    [note] = [e.text for e in finding.evidence if "--decode-log-interval" in e.text]
+    assert "judged at a line every 40 decode steps (sglang's default" in note and "--decode-log-interval 20" in note
