@@ -26,13 +26,17 @@ MAX_PREFIXES = 4096
 
 # The figures read per kind of line: (key as printed, its length, name, type). Everything else in a line is
 # skipped unconverted.
-DECODE_KEYS = tuple((k, len(k), n, t) for k, n, t in (
-    ("#running-req: ", "running_req", int), ("gen throughput (token/s): ", "gen_throughput", float),
-    ("accept len: ", "accept_len", float), ("accept rate: ", "accept_rate", float), ("cap len: ", "cap_len", float)))
-PREFILL_KEYS = tuple((k, len(k), n, t) for k, n, t in (
-    ("#running-req: ", "running_req", int), ("#new-token: ", "new_token", int),
-    ("input throughput (token/s): ", "input_throughput", float)))
-BLOCK = "block accept len: "
+def _keys(*keys):
+    return tuple((key, len(key), name, kind) for key, name, kind in keys)
+
+
+DECODE_KEYS = _keys(("gen throughput (token/s): ", "gen_throughput", float),)  # #running-req is read first
+# Read only when a line says "accept " (speculation on): a baseline's line costs no search for them.
+SPEC_KEYS = _keys(("accept len: ", "accept_len", float), ("accept rate: ", "accept_rate", float))
+BLOCK_KEYS = _keys(("cap len: ", "cap_len", float), ("block accept len: ", "block_accept_len", float))
+PREFILL_KEYS = _keys(("#running-req: ", "running_req", int), ("#new-token: ", "new_token", int),
+                     ("input throughput (token/s): ", "input_throughput", float))
+BLOCK = "block accept len: "  # 0.5.23 prints it, and cap len, after accept rate and only when non-zero
 GRAPH = " graph: "  # "<backend> graph: True|False" (cuda, cpu, npu, musa, ...)
 # Every launch prints its resolved arguments first (`logger.info(f"{server_args=}")`, 0.2.15-0.5.23): that
 # line starts a server run. The capture line names the decode batch sizes captured as graphs.
@@ -50,35 +54,29 @@ def parse_line(raw, prefixes=None):
     return _record(raw, {} if prefixes is None else prefixes)
 
 
-def _head(line):
-    """(kind, where the head starts, where the fields start, forward counter) or None."""
-    at = line.find("Decode batch")
-    kind = "decode"
-    if at < 0:
-        at = line.find("Prefill batch")
-        kind = "prefill"
+def _numbers(line, start, keys, record):
+    """Sets record[name] for each (key, length, name, type) found in line[start:]; False when none was."""
+    find, found = line.find, False
+    for key, length, name, convert in keys:
+        at = find(key, start)
         if at < 0:
-            return None
-    end = at + (12 if kind == "decode" else 13)
-    counter = None
-    if line.startswith(" [", end):
-        close = line.find("]", end)
-        if close < 0 or not line[end + 2:close].isdigit():
-            return None
-        counter, end = int(line[end + 2:close]), close + 1
-    while line.startswith(" ", end):
-        end += 1
-    if not (line.startswith(",", end) or line.startswith(".", end)):
-        return None
-    return kind, at, end + 1, counter
-
-
-def _value(rest, key):
-    """The text after `key` up to the next comma."""
-    at = rest.find(key)
-    at += len(key)
-    end = rest.find(",", at)
-    return rest[at:end] if end >= 0 else rest[at:]
+            continue
+        if name == "accept_len" and line[at - 6:at] == "block ":
+            at = find(key, at + length)  # "block accept len" came first: the next one
+            if at < 0:
+                continue
+        at += length
+        end = find(",", at)
+        try:
+            number = convert(line[at:end] if end >= 0 else line[at:])
+        except ValueError:
+            continue
+        if number - number:  # nan or inf (x - x is nan for both, 0 for every finite number)
+            record["nonfinite"] += 1
+            number = None
+        record[name] = number
+        found = True
+    return found
 
 
 def _record(line, prefixes):
@@ -86,46 +84,50 @@ def _record(line, prefixes):
         line = line[:MAX_LINE]
     if "\x1b" in line:
         line = ANSI.sub("", line)
-    head = _head(line)
-    if head is None:
+    find = line.find
+    begins = find("Decode batch")
+    if begins >= 0:
+        decode, end = True, begins + 12
+    else:
+        begins = find("Prefill batch")
+        if begins < 0:
+            return None
+        decode, end = False, begins + 13
+    counter = None
+    if line.startswith(" [", end):
+        close = find("]", end)
+        if close < 0 or not line[end + 2:close].isdigit():
+            return None
+        counter, end = int(line[end + 2:close]), close + 1
+    while line.startswith(" ", end):
+        end += 1
+    if line[end:end + 1] not in (",", "."):
         return None
-    kind, begins, start, counter = head
-    rest = line[start:]
-    record = {"kind": kind, "forward_ct": counter, "nonfinite": 0}
-    find = rest.find
-    for key, length, name, convert in DECODE_KEYS if kind == "decode" else PREFILL_KEYS:
-        at = find(key)
+    start = end + 1
+    record = {"kind": "decode" if decode else "prefill", "forward_ct": counter, "nonfinite": 0}
+    if decode:
+        at = find("#running-req: ", start)
         if at < 0:
-            continue
-        if name == "accept_len" and at >= 6 and rest.startswith("block ", at - 6):
-            at = find(key, at + length)  # "block accept len" came first: the next one
-            if at < 0:
-                continue
-        at += length
-        end = find(",", at)
+            return None  # a sentence that merely mentions a batch is no stats line
+        end = find(",", at + 14)
         try:
-            number = convert(rest[at:end] if end >= 0 else rest[at:])
+            record["running_req"] = int(line[at + 14:end] if end >= 0 else line[at + 14:])
         except ValueError:
-            continue
-        if number - number:  # nan or inf (x - x is nan for both, 0 for every finite number)
-            record["nonfinite"] += 1
-            number = None
-        record[name] = number
-    if kind == "decode" and BLOCK in rest:
-        try:
-            record["block_accept_len"] = float(_value(rest, BLOCK))
-        except ValueError:
-            pass
-    graph = rest.find(GRAPH)
+            return None
+        _numbers(line, start, DECODE_KEYS, record)
+        if "accept " in line and _numbers(line, start, SPEC_KEYS, record) and BLOCK in line:
+            _numbers(line, start, BLOCK_KEYS, record)
+    else:
+        _numbers(line, start, PREFILL_KEYS, record)
+        # Prefill lines of NPU builds (or a terminal's overwrite) may print no #running-req: known by new tokens.
+        if "running_req" not in record and "new_token" not in record:
+            return None
+    graph = find(GRAPH, start)
     if graph > 0:
-        flag = rest[graph + 8:graph + 13]
+        flag = line[graph + 8:graph + 13]
         if flag.startswith("True") or flag.startswith("False"):
-            record["graph"] = flag.startswith("True")
-            record["graph_backend"] = rest[max(rest.rfind(" ", 0, graph), rest.rfind(",", 0, graph)) + 1:graph]
-    # A sentence that merely mentions a batch is no stats line. Prefill lines of NPU builds print no
-    # #running-req: a prefill is known by its new tokens.
-    if "running_req" not in record and (kind == "decode" or "new_token" not in record):
-        return None
+            record["graph"] = flag[0] == "T"
+            record["graph_backend"] = line[max(line.rfind(" ", 0, graph), line.rfind(",", 0, graph)) + 1:graph]
     prefix = line[:begins]
     parsed = prefixes.get(prefix)
     if parsed is None:
