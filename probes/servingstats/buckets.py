@@ -39,22 +39,6 @@ class _Bucket(object):
         self.count = self.steady = self.idle = self.no_rate = 0
         self.steady_tput, self.first_tput, self.accept = [], [], []
 
-    def add(self, record, state):
-        self.count += 1
-        tput, accept = record.get("gen_throughput"), record.get("accept_len")
-        if accept is not None:
-            self.accept.append(accept)
-        if state == cadence.STEADY:
-            self.steady += 1
-        elif state == cadence.IDLE:
-            self.idle += 1
-        if tput is None:
-            self.no_rate += 1
-        elif state == cadence.STEADY:
-            self.steady_tput.append(tput)
-        elif state == cadence.FIRST:
-            self.first_tput.append(tput)
-
     def figures(self):
         """The median over the steady lines; with none, over the ranks' first lines (no gap to judge them by),
         marked few-sample; with neither, no figure and why."""
@@ -89,7 +73,20 @@ def summarize(records, interval=cadence.DEFAULT_INTERVAL, max_bs=None):
         bucket = buckets.get(r["bucket"])
         if bucket is None:
             bucket = buckets[r["bucket"]] = _Bucket()
-        bucket.add(r, state)
+        bucket.count += 1  # _Bucket.add, inline: this loop runs once per decode line
+        tput, accept = r.get("gen_throughput"), r.get("accept_len")
+        if accept is not None:
+            bucket.accept.append(accept)
+        if state == cadence.STEADY:
+            bucket.steady += 1
+            if tput is not None:
+                bucket.steady_tput.append(tput)
+        elif state == cadence.IDLE:
+            bucket.idle += 1
+        elif tput is not None:
+            bucket.first_tput.append(tput)
+        if tput is None:
+            bucket.no_rate += 1
         after_idle += state != cadence.STEADY
         if n in running or len(running) < MAX_RUNNING_VALUES:
             running[n] = running.get(n, 0) + 1
@@ -151,21 +148,21 @@ def dp_sum(decode, interval=cadence.DEFAULT_INTERVAL):
     few = not sample
     sample = sample or [r for r in usable if r["state"] == cadence.FIRST]
     held, sums, running, seconds = {}, [], [], []   # held: DP rank -> (its latest line, when it stops holding)
-    for r in sample:
+    wanted = len(dp_ranks)
+
+    def moment(now):
+        """One sum at second `now` when every DP rank's latest line still holds."""
+        current = [line for line, until in held.values() if now <= until]
+        if len(current) == wanted:
+            seconds.append(now)
+            sums.append(sum(h["gen_throughput"] for h in current))
+            running.append(sum(h["running_req"] for h in current))
+
+    for n, r in enumerate(sample):
         now = r["t"]
         held[r["ranks"]["DP"]] = (r, now + (cadence.expected_gap(r, interval) or 0.0) + 1.0)
-        if len(held) < len(dp_ranks):
-            continue
-        current = [line for line, until in held.values() if now <= until]
-        if len(current) < len(dp_ranks):
-            continue
-        total, busy = sum(h["gen_throughput"] for h in current), sum(h["running_req"] for h in current)
-        if seconds and seconds[-1] == now:
-            sums[-1], running[-1] = total, busy
-        else:
-            seconds.append(now)
-            sums.append(total)
-            running.append(busy)
+        if len(held) == wanted and (n + 1 == len(sample) or sample[n + 1]["t"] != now):
+            moment(now)  # the last line of its second: every rank that printed in it is in
     by_rank = {}
     for r in sample:
         by_rank.setdefault(r["ranks"]["DP"], []).append(r["gen_throughput"])

@@ -7,8 +7,8 @@ gen throughput is the tokens since the rank's previous line over the wall time s
 So the gap expected between two lines of a rank is interval x running x accept / throughput: 16 s for a
 DFLASH line at 128 requests, accept 3.6 and 1,146 tok/s; 0.4 s for a small model at concurrency 1.
 
-A line is after idle when its gap is well beyond the cadence its rank had just shown (the previous steady
-line of the same #running-req bucket; else the line's own), or when it follows a prefill into an empty
+A line is after idle when its gap is well beyond the cadence its rank had just shown (the faster of the previous
+steady line of the same #running-req bucket and the line's own rate), or when it follows a prefill into an empty
 server (#running-req 0 on the prefill line). A rank's first line in the window has no gap to judge: it is
 "first", kept out of the throughput median unless its bucket has nothing better (then few-sample).
 """
@@ -33,36 +33,35 @@ def expected_gap(record, interval, throughput=None):
 
 
 def mark(records, interval, bucket_of):
-    """Sets record["state"] (steady | idle | first), record["after_idle"] and record["bucket"] on every
-    decode line."""
+    """Sets record["state"] (steady | idle | first) and record["bucket"] on every decode line."""
     last, steady_last, emptied = {}, {}, set()
+    limit = FACTOR * interval  # gap > FACTOR x interval x running x accept / rate + SLACK_S: after idle
     for record in records:
         key = record["rank"]
         if record["kind"] == "prefill":
             if record.get("running_req") == 0:
                 emptied.add(key)
             continue
-        bucket = record["bucket"] = bucket_of(record["running_req"])
+        running = record["running_req"]
+        bucket = record["bucket"] = bucket_of(running)
         previous = last.get(key)
-        if key in emptied:
-            state = IDLE
-            emptied.discard(key)
-        elif previous is None:
-            state = FIRST
-        else:
-            state = _judge(record, previous, steady_last.get((key, bucket)), interval)
-        record["state"] = state
-        record["after_idle"] = state != STEADY
         last[key] = record
-        if state == STEADY and record.get("gen_throughput"):
+        tput = record.get("gen_throughput")
+        if key in emptied:
+            emptied.discard(key)
+            record["state"] = IDLE
+            continue
+        if previous is None:
+            record["state"] = FIRST
+            continue
+        now, then = record["t"], previous["t"]
+        if now is None or then is None or not tput or tput <= 0:
+            record["state"] = STEADY  # no stamps or no rate: no gap to judge, and no prefill said it emptied
+            continue
+        reference = steady_last.get((key, bucket))
+        rate = reference["gen_throughput"] if reference is not None and reference["gen_throughput"] > tput else tput
+        if now - then > limit * (running if running > 1 else 1) * (record.get("accept_len") or 1.0) / rate + SLACK_S:
+            record["state"] = IDLE
+        else:
+            record["state"] = STEADY
             steady_last[(key, bucket)] = record
-
-
-def _judge(record, previous, reference, interval):
-    now, then, tput = record["t"], previous["t"], record.get("gen_throughput")
-    if now is None or then is None or not tput or tput <= 0:
-        return STEADY  # no stamps or no rate: no gap to judge, and no prefill said the server emptied
-    if reference is not None and reference["gen_throughput"] > tput:
-        tput = reference["gen_throughput"]  # the faster cadence: the shorter gap expected
-    expected = interval * max(record["running_req"], 1) * (record.get("accept_len") or 1.0) / tput
-    return IDLE if now - then > FACTOR * expected + SLACK_S else STEADY
