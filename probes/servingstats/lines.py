@@ -30,7 +30,6 @@ def _keys(*keys):
     return tuple((key, len(key), name, kind) for key, name, kind in keys)
 
 
-DECODE_KEYS = _keys(("gen throughput (token/s): ", "gen_throughput", float),)  # #running-req is read first
 # Read only when a line says "accept " (speculation on): a baseline's line costs no search for them.
 SPEC_KEYS = _keys(("accept len: ", "accept_len", float), ("accept rate: ", "accept_rate", float))
 BLOCK_KEYS = _keys(("cap len: ", "cap_len", float), ("block accept len: ", "block_accept_len", float))
@@ -114,7 +113,17 @@ def _record(line, prefixes):
             record["running_req"] = int(line[at + 14:end] if end >= 0 else line[at + 14:])
         except ValueError:
             return None
-        _numbers(line, start, DECODE_KEYS, record)
+        at = find("gen throughput (token/s): ", start)
+        if at >= 0:
+            end = find(",", at + 26)
+            try:
+                number = float(line[at + 26:end] if end >= 0 else line[at + 26:])
+                if number - number:  # nan or inf (x - x is nan for both, 0 for every finite number)
+                    record["nonfinite"] += 1
+                    number = None
+                record["gen_throughput"] = number
+            except ValueError:
+                pass
         if "accept " in line and _numbers(line, start, SPEC_KEYS, record) and BLOCK in line:
             _numbers(line, start, BLOCK_KEYS, record)
     else:
@@ -127,7 +136,8 @@ def _record(line, prefixes):
         flag = line[graph + 8:graph + 13]
         if flag.startswith("True") or flag.startswith("False"):
             record["graph"] = flag[0] == "T"
-            record["graph_backend"] = line[max(line.rfind(" ", 0, graph), line.rfind(",", 0, graph)) + 1:graph]
+            record["graph_backend"] = "cuda" if line[graph - 5:graph] == " cuda" else \
+                line[max(line.rfind(" ", 0, graph), line.rfind(",", 0, graph)) + 1:graph]
     prefix = line[:begins]
     parsed = prefixes.get(prefix)
     if parsed is None:
