@@ -116,11 +116,16 @@ def bucket_text(figures: dict[str, Any], limit: int = 9) -> str:
     return "; ".join(parts[:limit])
 
 
+def _count(value: Any) -> int:
+    """A count from host data: a non-negative int, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def graph_state(item: ServerFigures) -> tuple[str, str]:
     """('on' | 'off' | 'mixed' | 'unknown', what shows it): the flags first, then the server's own decode lines."""
     figures = item.figures or {}
     graph = as_dict(figures.get("graph"))
-    on, off = int(graph.get("true") or 0), int(graph.get("false") or 0)
+    on, off = _count(graph.get("true")), _count(graph.get("false"))
     lines = f"{off} of {on + off} decode lines say graph False" if on + off else "its lines do not say"
     disabled, flag = decode_graph_switch(server_args(item.server))
     if disabled:
@@ -143,7 +148,7 @@ def eager_lines(item: ServerFigures) -> tuple[int, str] | None:
     figures = item.figures or {}
     logged = as_dict(figures.get("eager_by_rule"))
     if logged:
-        count, size, where = int(logged.get("lines") or 0), logged.get("max_bs"), str(logged.get("from"))
+        count, size, where = _count(logged.get("lines")), logged.get("max_bs"), str(logged.get("from"))
     else:
         flag = graph_max_bs(server_args(item.server))
         if flag is None:

@@ -179,3 +179,16 @@ def test_a_comparison_says_when_the_servers_interval_was_not_the_one_judged_by()
     [finding] = serving_fleet.spec_vs_baseline([spec, base])
     [note] = [e.text for e in finding.evidence if "--decode-log-interval" in e.text]
     assert "judged at a line every 40 decode steps (sglang's default" in note and "--decode-log-interval 20" in note
+
+
+def test_odd_figures_from_a_host_never_raise():
+    odd = {"decode_lines": 3, "buckets": {"128+": {"count": "x", "why": 5, "median_gen_throughput": "fast"}},
+           "graph": {"true": "a", "false": True}, "eager_by_rule": {"lines": "z", "max_bs": None},
+           "decode_running": [["a", 1], 5, [200, "b"]], "cadence": {"decode_log_interval": "q"},
+           "median_accept_len": float("nan")}
+    spec = host("gpu-a", [(7, dict(SPEC, cuda_graph_max_bs="8", decode_log_interval="x"))], {"7": log(odd)})
+    base = host("gpu-b", [(9, BASE)], {"9": log(figures(decode(128, None, 1493, True)))})
+    for rule in (serving.accept_len_one, serving.graphs_off_in_log, serving_fleet.spec_vs_baseline):
+        assert isinstance(rule([spec, base]), list)
+    assert serving_fleet.compare([spec, base]) == []          # no bucket with a figure on both sides
+    assert "128+: no figure from x lines" in q10_speculation(spec).text
