@@ -4,10 +4,10 @@ pass over the text, with the start-up lines that split it into windows (one per 
 Formats differ per release (read from the wheels' scheduler / metrics_reporter modules): the head is
 `Decode batch.` up to 0.5.3, `Decode batch [N],` in 0.5.4 and with SGLANG_LOG_FORWARD_ITERS, `Decode batch,`
 from 0.5.5; the fields after it are `key: value` pairs joined by ", " whose set and order change. Each figure
-is found by its key in one match over the line's rest, wherever it stands: a key glued to the previous field by
-the terminal (`token usaccept rate: 0.32`) is still found, `block accept len` is never read as `accept len`,
-and a new field never breaks a line. Keys are found with str.find (C speed, about twice a regex alternation
-over the line), the text is split into lines once, and a line without "batch" costs one substring test.
+is found by its key (str.find: C speed, about twice a regex alternation over the line) wherever it stands: a
+key glued to the previous field by the terminal (`token usaccept rate: 0.32`) is still found, `block accept
+len` is never read as `accept len`, and a new field never breaks a line. The text is split into lines once; a
+line without "batch" costs one substring test.
 
 What comes before the head is the logging prefix: sglang's "[%(asctime)s{.ms}{ DPn}{ PPn}{ TPn}{ EPn}] "
 (rank tags read by shape: DP, PP, TP, EP, ATTN_CP, MOE_DP, ...), a custom format such as "[DP3 TP3 EP3
@@ -24,18 +24,17 @@ RANK = re.compile(r"(?<![\w.])([A-Z][A-Z_]{0,10}[A-Z])(\d{1,4})(?![\w.:])")
 MAX_LINE = 4096
 MAX_PREFIXES = 4096
 
-# The figures read per kind of line: (key as printed, its length, name, type). Everything else in a line is
-# skipped unconverted.
 def _keys(*keys):
+    """(key as printed, its length, name, type) per figure read; everything else in a line is skipped."""
     return tuple((key, len(key), name, kind) for key, name, kind in keys)
 
 
-# Read only when a line says "accept " (speculation on): a baseline's line costs no search for them.
+# #running-req and gen throughput of decode lines are read inline (every decode line has them). Read only when a line says "accept " (speculation on): a baseline's line costs no search for them.
 SPEC_KEYS = _keys(("accept len: ", "accept_len", float), ("accept rate: ", "accept_rate", float))
 BLOCK_KEYS = _keys(("cap len: ", "cap_len", float), ("block accept len: ", "block_accept_len", float))
 PREFILL_KEYS = _keys(("#running-req: ", "running_req", int), ("#new-token: ", "new_token", int),
                      ("input throughput (token/s): ", "input_throughput", float))
-BLOCK = "block accept len: "  # 0.5.23 prints it, and cap len, after accept rate and only when non-zero
+BLOCK = "block accept len: "  # 0.5.23 prints it and cap len after accept rate, each only when non-zero
 GRAPH = " graph: "  # "<backend> graph: True|False" (cuda, cpu, npu, musa, ...)
 # Every launch prints its resolved arguments first (`logger.info(f"{server_args=}")`, 0.2.15-0.5.23): that
 # line starts a server run. The capture line names the decode batch sizes captured as graphs.
@@ -124,7 +123,7 @@ def _record(line, prefixes):
                 record["gen_throughput"] = number
             except ValueError:
                 pass
-        if "accept " in line and _numbers(line, start, SPEC_KEYS, record) and BLOCK in line:
+        if "accept " in line and _numbers(line, start, SPEC_KEYS, record) and ("cap len: " in line or BLOCK in line):
             _numbers(line, start, BLOCK_KEYS, record)
     else:
         _numbers(line, start, PREFILL_KEYS, record)
