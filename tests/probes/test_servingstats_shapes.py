@@ -133,3 +133,11 @@ def test_the_default_interval_is_the_releases_own():
     if not seen:
         pytest.skip("no sglang wheel in the cache")
     assert all(value == cadence.DEFAULT_INTERVAL for _, value in seen), seen
+
+
+def test_cap_len_alone_and_block_accept_len_are_kept_apart_from_accept_len():
+    line = real(NPU, 1)
+    alone = parse_line(line.replace("accept rate: 0.68", "accept rate: 0.68, cap len: 7.50"))
+    assert alone["cap_len"] == 7.5 and "block_accept_len" not in alone and alone["accept_len"] == 3.05
+    both = parse_line(line.replace("accept len: 3.05", "block accept len: 9.25, accept len: 3.05"))
+    assert both["accept_len"] == 3.05 and both["block_accept_len"] == 9.25   # the block figure is its own
