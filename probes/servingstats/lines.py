@@ -17,6 +17,8 @@ A prefix is parsed once and cached: lines of one second and rank share it.
 """
 import re
 
+from probes.crashlog.classify import READY
+
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 STAMP = re.compile(r"(?:(\d{4}-\d\d-\d\d)[ T])?(\d\d):(\d\d):(\d\d)")
@@ -37,7 +39,8 @@ PREFILL_KEYS = _keys(("#running-req: ", "running_req", int), ("#new-token: ", "n
 BLOCK = "block accept len: "  # 0.5.23 prints it and cap len after accept rate, each only when non-zero
 GRAPH = " graph: "  # "<backend> graph: True|False" (cuda, cpu, npu, musa, ...)
 # Every launch prints its resolved arguments first (`logger.info(f"{server_args=}")`, 0.2.15-0.5.23): that
-# line starts a server run. The capture line names the decode batch sizes captured as graphs.
+# line starts a server run, as does the crash reader's "server is up" line (READY) when a log lost the first.
+# The capture line names the decode batch sizes captured as graphs.
 START = "server_args=ServerArgs("
 CAPTURE = re.compile(r"Capture (?:cuda|cpu|npu) graph bs \[([\d,\s]*)\]")
 MAX_ARGS_LINE = 100000
@@ -179,7 +182,7 @@ def scan(text):
             record = _record(line, prefixes)
             if record is not None:
                 records.append(record)
-        elif START in line or "graph bs [" in line:
+        elif START in line or "graph bs [" in line or READY.search(line):
             _event(line[:MAX_ARGS_LINE], windows, len(records))
     return records, windows
 
@@ -191,13 +194,14 @@ def _event(line, windows, count):
         sizes = [int(v) for v in re.findall(r"\d+", captured.group(1))]
         window["captured_max_bs"] = max(sizes) if sizes else window["captured_max_bs"]
         return
-    if START not in line:
+    if START not in line and not READY.search(line):
         return
     if window["first"] < count:  # stats lines since the last start-up: a new server run
         window = {"first": count, "args": {}, "captured_max_bs": None, "started": True}
         windows.append(window)
     window["started"] = True
-    window["args"].update(_args(line))
+    if START in line:
+        window["args"].update(_args(line))
 
 
 def _args(line):

@@ -141,3 +141,11 @@ def test_cap_len_alone_and_block_accept_len_are_kept_apart_from_accept_len():
     assert alone["cap_len"] == 7.5 and "block_accept_len" not in alone and alone["accept_len"] == 3.05
     both = parse_line(line.replace("accept len: 3.05", "block accept len: 9.25, accept len: 3.05"))
     assert both["accept_len"] == 3.05 and both["block_accept_len"] == 9.25   # the block figure is its own
+
+
+def test_a_restart_whose_launch_line_was_lost_is_split_at_its_ready_line():
+    off = [l for l in body("sglang_13023_trailing_comma_graph_off.log").splitlines() if "graph: False" in l]
+    log = "\n".join(off + ["[2026-05-07 13:00:00] The server is fired up and ready to roll!"] + body(DP).splitlines())
+    out = figures(log)
+    assert out["runs"] == 2 and out["graph"]["false"] == 0 and out["earlier_runs"][0]["decode_lines"] == 2
+    assert figures("\n".join(off + ["[2025-11-11 04:07:00] a note on graph bs [unknown]"] + off))["runs"] == 1
