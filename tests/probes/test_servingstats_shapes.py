@@ -77,6 +77,8 @@ def test_new_real_logs():
     assert mangled["prefill_lines"] == 7 and mangled["decode_lines"] == 0
     dp = figures(body("sglang_6017_dp_ranks_one_second.log"))["dp_sum"]
     assert dp["dp_ranks"] == 7 and dp["seconds_with_all_ranks"] == 1 and dp["median_gen_throughput"] == 2694.43
+    steady = figures(body("sglang_22331_steady_cadence_5_running.log"))["buckets"]["4-7"]
+    assert (steady["count"], steady["steady"], steady["median_gen_throughput"]) == (8, 7, 144.1)  # all but the first
     eagle = figures(body("sglang_11948_eagle3_first_line_after_empty_prefill.log"))
     assert eagle["after_idle"] == 1 and eagle["buckets"]["1"]["steady"] == 4
     assert eagle["buckets"]["1"]["median_gen_throughput"] == 172.225     # the 0.39 tok/s line is left out
@@ -149,3 +151,15 @@ def test_a_restart_whose_launch_line_was_lost_is_split_at_its_ready_line():
     out = figures(log)
     assert out["runs"] == 2 and out["graph"]["false"] == 0 and out["earlier_runs"][0]["decode_lines"] == 2
     assert figures("\n".join(off + ["[2025-11-11 04:07:00] a note on graph bs [unknown]"] + off))["runs"] == 1
+
+
+def test_a_real_log_keeps_the_cadence_the_rule_assumes():
+    # sglang issue #3909: 8 running requests at ~186 tok/s; #token grows 320 = 40 steps x 8 requests a line, and
+    # the stamps are 1-2 s apart where 40 x 8 / 186 = 1.7 s is expected.
+    text = body("sglang_3909_tp0_running_8.log")
+    tokens = [int(t) for t in re.findall(r"#token: (\d+)", text)]
+    assert {b - a for a, b in zip(tokens, tokens[1:])} == {cadence.DEFAULT_INTERVAL * 8}
+    records = [parse_line(l) for l in text.splitlines()]
+    gaps = [b["t"] - a["t"] for a, b in zip(records, records[1:])]
+    expected = [cadence.expected_gap(r, cadence.DEFAULT_INTERVAL) for r in records[1:]]
+    assert all(abs(gap - want) <= 1 for gap, want in zip(gaps, expected)), (gaps, expected)
