@@ -36,6 +36,19 @@ def corpus(mib):
     return (block * (mib * 1024 * 1024 // len(block) + 1))[: mib * 1024 * 1024]
 
 
+def spaced(mib):
+    """A high-concurrency window: one real 0.5.x decode line (sglang PR #22166) stamped 16 s apart, as a server at
+    128 requests prints it, so no two lines share a logging prefix (the fixture corpus repeats its stamps)."""
+    path = ROOT / "tests" / "fixtures" / "serving" / "sglang_22166_prefill_input_throughput.log"
+    line = next(text for text in path.read_text().splitlines() if "Decode batch" in text)
+    body = line[line.index("]") + 2:]
+    out, second = [], 0
+    while (len(out[-1]) + 1 if out else 1) * len(out) < mib * 1024 * 1024:
+        out.append("[2026-04-05 %02d:%02d:%02d] %s" % (second // 3600 % 24, second // 60 % 60, second % 60, body))
+        second += 16
+    return "\n".join(out) + "\n"
+
+
 def baseline(text):
     return [(int(n), float(t)) for n, t in BASELINE.findall(text)]
 
@@ -56,11 +69,16 @@ def main():
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--mib", type=int, default=8)
     args = parser.parse_args()
-    text = corpus(args.mib)
+    for name, text in (("fixture corpus", corpus(args.mib)), ("lines 16 s apart", spaced(args.mib))):
+        print("== %s" % name)
+        measure(text, args)
+
+
+def measure(text, args):
     out = figures(text)
     found = len(baseline(text))
     print("text: %d MiB, %d lines; decode lines: parser %d, regex %d; prefill lines %d" % (
-        args.mib, text.count("\n"), out["decode_lines"], found, out["prefill_lines"]))
+        len(text) // (1024 * 1024), text.count("\n"), out["decode_lines"], found, out["prefill_lines"]))
     functions = {"figures": figures, "scan": scan, "regex": baseline}
     # CPU time of this process first: other work on a shared machine steals wall time, not CPU time.
     for clock, what in ((time.process_time, "CPU time"), (time.perf_counter, "wall time")):

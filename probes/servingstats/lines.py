@@ -140,15 +140,48 @@ def _record(line, prefixes):
             record["graph"] = flag[0] == "T"
             record["graph_backend"] = "cuda" if line[graph - 5:graph] == " cuda" else \
                 line[max(line.rfind(" ", 0, graph), line.rfind(",", 0, graph)) + 1:graph]
-    prefix = line[:begins]
-    parsed = prefixes.get(prefix)
-    if parsed is None:
-        parsed = _prefix(prefix)
-        if len(prefixes) > MAX_PREFIXES:
-            prefixes.clear()
-        prefixes[prefix] = parsed
-    record.update(parsed)  # date, ts, t, ranks, rank: shared by the lines of one second and rank
+    if begins > 21 and line[0] == "[" and line[5] == "-" and line[11] == " " and line[14] == ":" and \
+            line[17] == ":" and line[13].isdigit():
+        # sglang's own "[YYYY-MM-DD HH:MM:SS<.ms><tags>] ": the stamp sliced, the date and the tags cached.
+        tags = _cached(prefixes, "tags", line[20:begins], _tags)
+        try:
+            seconds = _cached(prefixes, "day", line[1:11], _day) + int(line[12:14]) * 3600 + int(line[15:17]) * 60 + \
+                int(line[18:20])
+        except (TypeError, ValueError):
+            seconds = None
+        record["date"], record["ts"], record["t"] = line[1:11], line[12:20], seconds
+        record["ranks"], record["rank"] = tags
+        return record
+    record.update(_cached(prefixes, "prefix", line[:begins], _prefix))  # date, ts, t, ranks, rank
     return record
+
+
+def _cached(cache, kind, text, parse):
+    """parse(text), remembered per kind: a prefix, a date or a tag string recurs on every line of its second,
+    day or rank."""
+    found = cache.get((kind, text))
+    if found is None:
+        found = parse(text)
+        if len(cache) > MAX_PREFIXES:
+            cache.clear()
+        cache[(kind, text)] = found
+    return found
+
+
+def _day(date):
+    """Seconds at the start of a YYYY-MM-DD date, monotone in the date (enough to order and to tell a gap)."""
+    try:
+        y, mo, d = (int(x) for x in date.split("-"))
+    except ValueError:
+        return None
+    return (y * 372 + mo * 31 + d) * 86400
+
+
+def _tags(tail):
+    """(ranks, rank) of what follows the stamp in sglang's bracket: ".123 DP0 TP0] " -> ({DP: 0, TP: 0}, "DP0 TP0")."""
+    close = tail.find("]")
+    pairs = RANK.findall(tail[:close] if close >= 0 else tail)
+    return dict((k, int(v)) for k, v in pairs), " ".join(k + v for k, v in pairs)
 
 
 def _prefix(prefix):
@@ -162,8 +195,7 @@ def _prefix(prefix):
         date, ts = stamp.group(1), "%s:%s:%s" % stamp.group(2, 3, 4)
         seconds = int(stamp.group(2)) * 3600 + int(stamp.group(3)) * 60 + int(stamp.group(4))
         if date:
-            y, mo, d = (int(x) for x in date.split("-"))
-            seconds += (y * 372 + mo * 31 + d) * 86400  # monotone in the date: enough to order and to tell a gap
+            seconds += _day(date) or 0
         if stamp.re is STAMP and stamp.string is tagged:
             tagged = tagged[stamp.end():]
     pairs = RANK.findall(tagged)
