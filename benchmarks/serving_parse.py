@@ -2,9 +2,10 @@
 
     python benchmarks/serving_parse.py [--repeat N] [--mib M]
 
-The text is the decode and prefill lines of tests/fixtures/serving (real lines quoted in public sglang issues,
-every format from 0.2 to 0.5.x, with the access-log lines between them), repeated to M MiB (default 8, the
-window the probe reads). The probe side: probes.servingstats.figures (one pass finding every stats line and
+Two texts of M MiB (default 8, the window the probe reads): the decode and prefill lines of tests/fixtures/serving
+(real lines quoted in public sglang issues, every format from 0.2 to 0.5.x, with the access-log lines between
+them) repeated, and one real 0.5.x decode line stamped 16 s apart (a high-concurrency window: no two lines
+share a logging prefix). The probe side: probes.servingstats.figures (one pass finding every stats line and
 its fields by key, then buckets, cadence, medians), and its reading part alone (probes.servingstats.lines.scan).
 The baseline: one compiled regex that pulls #running-req and gen throughput out of each decode line and nothing
 else, over the same text. The runs alternate (parser, scan, regex, parser, ...) so a machine shared with other
