@@ -89,7 +89,11 @@ def _sentence(value: dict[str, Any]) -> str:
         return f"{head}: not checked — {value['reason']}"
     buckets = bucket_text(value) or "no steady decode line"
     if not value.get("algorithm"):
-        return f"{head}: not checked — speculation off (no --speculative-algorithm); tok/s by #running-req {buckets}"
+        # A baseline's own figures are said too: they are what a speculative twin is judged against.
+        return (
+            f"{head}: not checked — speculation off (no --speculative-algorithm); tok/s by #running-req {buckets}; "
+            f"{_graphs_text(value)}"
+        )
     accept = value.get("median_accept_len")
     said = (
         f"accept len {accept:.2f}" + (" — no draft token accepted" if accept <= NO_ACCEPTANCE else "")

@@ -12,6 +12,7 @@ from gpudiag.findings.common import source, version_tuple
 from gpudiag.findings.server_flags import (
     algorithm_of,
     command_line,
+    decode_graph_switch,
     graph_max_bs,
     graphs_disabled,
     server_args,
@@ -98,7 +99,8 @@ def window_text(item: ServerFigures) -> str:
 
 
 def bucket_text(figures: dict[str, Any], limit: int = 9) -> str:
-    """'1: 86.1 tok/s (accept 3.81); 128+: 1146 tok/s (accept 3.52)' from the steady medians."""
+    """'1: 86.1 tok/s (accept 3.81); 128+: 1146 tok/s (accept 3.52)' from the steady medians; a bucket with lines
+    but no figure says why, a figure resting on fewer than three lines says few-sample."""
     parts = []
     for name in BUCKET_NAMES:
         bucket = as_dict(as_dict(figures.get("buckets")).get(name))
@@ -106,9 +108,78 @@ def bucket_text(figures: dict[str, Any], limit: int = 9) -> str:
             continue
         tput = bucket.get("median_gen_throughput")
         accept = bucket.get("median_accept_len")
-        text = f"{name}: " + (f"{tput:g} tok/s" if isinstance(tput, (int, float)) else "no steady line")
+        if isinstance(tput, (int, float)):
+            text = f"{name}: {tput:g} tok/s" + (" few-sample" if bucket.get("few_sample") else "")
+        else:
+            text = f"{name}: no figure from {bucket.get('count', 0)} lines ({bucket.get('why') or 'no steady line'})"
         parts.append(text + (f" (accept {accept:.2f})" if isinstance(accept, (int, float)) else ""))
     return "; ".join(parts[:limit])
+
+
+def _count(value: Any) -> int:
+    """A count from host data: a non-negative int, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def graph_state(item: ServerFigures) -> tuple[str, str]:
+    """('on' | 'off' | 'mixed' | 'unknown', what shows it): the flags first, then the server's own decode lines."""
+    figures = item.figures or {}
+    graph = as_dict(figures.get("graph"))
+    on, off = _count(graph.get("true")), _count(graph.get("false"))
+    lines = f"{off} of {on + off} decode lines say graph False" if on + off else "its lines do not say"
+    disabled, flag = decode_graph_switch(server_args(item.server))
+    if disabled:
+        return "off", f"off ({flag}; {lines})"
+    if on + off == 0:
+        return ("on" if item.figures is not None else "unknown"), "on (the flags leave them on; " + lines + ")"
+    if off and not on:
+        return "off", f"off in the log ({lines}) though the flags leave them on"
+    above = graph_max_bs(server_args(item.server))
+    lowest_off = figures.get("graph_off_min_running")
+    if off and not (above and isinstance(lowest_off, int) and lowest_off > above[0]):
+        return "mixed", f"mixed ({lines})"
+    return "on", f"on ({lines})"
+
+
+def eager_lines(item: ServerFigures) -> tuple[int, str] | None:
+    """(lines, a note) for decode lines above the largest captured batch size: sglang replays a graph only for a
+    batch no larger than the largest size it captured, so these ran eagerly. The size is read from the log's own
+    capture or server_args line when it has one, else from the flags; None when neither says or no line is above."""
+    figures = item.figures or {}
+    logged = as_dict(figures.get("eager_by_rule"))
+    if logged:
+        count, size, where = _count(logged.get("lines")), logged.get("max_bs"), str(logged.get("from"))
+    else:
+        flag = graph_max_bs(server_args(item.server))
+        if flag is None:
+            return None
+        size, where = flag[0], flag[1]
+        pairs = [p for p in figures.get("decode_running") or [] if isinstance(p, list) and len(p) == 2]
+        count = sum(int(n) for r, n in pairs if isinstance(r, int) and isinstance(n, int) and r > size)
+    if not count or graphs_disabled(server_args(item.server)):
+        return None
+    return count, (
+        f"{count} of {figures.get('decode_lines')} decode lines ran above the largest captured batch size {size} "
+        f"({where}): eager by sglang's rule (a graph replays only batches up to the largest size captured), so "
+        "their throughput is eager decode's"
+    )
+
+
+def cadence_note(item: ServerFigures) -> str:
+    """A note when the server's --decode-log-interval differs from the interval its idle lines were judged by
+    (a log window without the launch line is judged at sglang's default); '' otherwise."""
+    cadence = as_dict((item.figures or {}).get("cadence"))
+    used, flag = cadence.get("decode_log_interval"), server_args(item.server).get("decode_log_interval")
+    try:
+        flag = int(flag) if flag not in (None, "", True, False) else None
+    except (TypeError, ValueError):
+        flag = None
+    if not isinstance(used, int) or flag is None or flag == used:
+        return ""
+    return (
+        f"{item.label}: its idle lines were judged at a line every {used} decode steps ({cadence.get('from')}) while "
+        f"it runs with --decode-log-interval {flag}: the log window lacks its launch line"
+    )
 
 
 def disable_graph_flag(item: ServerFigures) -> str:
@@ -196,6 +267,26 @@ def graphs_off_in_log(hosts: list[HostResult]) -> list[Finding]:
     findings = []
     for host in hosts:
         for item in serving_figures(host):
+            eager = eager_lines(item)
+            if eager:
+                findings.append(
+                    _finding(
+                        "serving.eager_above_max_bs",
+                        "info",
+                        f"{eager[0]} decode lines ran above the largest captured batch size: eager decode",
+                        item,
+                        [
+                            Evidence(
+                                kind="measurement",
+                                host=host.name,
+                                text=f"{item.label}: {eager[1]} — {window_text(item)}",
+                                snippet=command_line(item.server) or None,
+                            )
+                        ],
+                        "As configured: raise the largest captured size (--cuda-graph-max-bs) if this load is the "
+                        "one to serve fast, at the cost of capture memory; read their figures as eager ones.",
+                    )
+                )
             figures = item.figures or {}
             off = int(as_dict(figures.get("graph")).get("false") or 0)
             lowest_off = figures.get("graph_off_min_running")

@@ -1,6 +1,11 @@
 """Speculation against its baseline: live servers of the same model, some with speculative decoding and some
 without, compared bucket by bucket (#running-req) on the median steady gen throughput of their own decode
-lines. The comparison is computed once (`compare`) and the finding renders from it."""
+lines. The comparison is computed once (`compare`) and the finding renders from it.
+
+A comparison is only as honest as its twins are alike: what differs besides speculation (CUDA graphs on or off,
+TP, DP, the sglang release, --max-running-requests, the GPU model) is named beside the verdict, and a bucket
+where either server has lines but no figure (every line after idle, or no line at that concurrency) is said to
+be not judged, never counted as paid."""
 
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudiag.findings.common import source
-from gpudiag.findings.serving import ServerFigures, serving_figures
+from gpudiag.findings.dflash import server_gpus
+from gpudiag.findings.serving import ServerFigures, cadence_note, eager_lines, graph_state, serving_figures
 from gpudiag.findings.server_flags import server_args
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.probe_view import as_dict
@@ -18,16 +24,66 @@ from probes.servingstats.buckets import BUCKET_NAMES
 MAX_PAIRS = 8
 
 
+def _tok_s(bucket: dict[str, Any]) -> float | None:
+    value = bucket.get("median_gen_throughput")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
 @dataclass(frozen=True)
-class BucketComparison:
+class BucketRow:
+    """One #running-req bucket where either server logged decode lines; the two figures, or why not judged."""
+
     bucket: str
-    spec_tok_s: float
-    baseline_tok_s: float
-    accept_len: float | None
+    spec: dict[str, Any]
+    base: dict[str, Any]
 
     @property
-    def ratio(self) -> float:
-        return self.spec_tok_s / self.baseline_tok_s
+    def spec_tok_s(self) -> float | None:
+        return _tok_s(self.spec)
+
+    @property
+    def baseline_tok_s(self) -> float | None:
+        return _tok_s(self.base)
+
+    @property
+    def accept_len(self) -> float | None:
+        value = self.spec.get("median_accept_len")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    @property
+    def ratio(self) -> float | None:
+        spec, base = self.spec_tok_s, self.baseline_tok_s
+        return spec / base if spec is not None and base is not None else None
+
+    @property
+    def few_sample(self) -> bool:
+        return bool(self.spec.get("few_sample") or self.base.get("few_sample"))
+
+    def why_not(self, spec_name: str) -> str:
+        """Why this bucket has no ratio ('' when it has one)."""
+        if self.ratio is not None:
+            return ""
+        parts = []
+        for name, figures in ((spec_name, self.spec), ("baseline", self.base)):
+            if not figures:
+                parts.append(f"{name} logged no line at this concurrency")
+            elif _tok_s(figures) is None:
+                parts.append(
+                    f"{name}'s {figures.get('count', 0)} lines give no figure ({figures.get('why') or 'no rate'})"
+                )
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Something other than speculation that differs between the two servers; `explains` says how it can
+    account for a throughput gap on its own ('' when it cannot)."""
+
+    what: str
+    spec: str
+    base: str
+    explains: str
+    detail: str = ""  # what shows each side's value, when more than the value itself
 
 
 @dataclass(frozen=True)
@@ -35,12 +91,25 @@ class Comparison:
     model: str
     spec: ServerFigures
     baseline: ServerFigures
-    rows: tuple[BucketComparison, ...]
+    rows: tuple[BucketRow, ...]
+    differences: tuple[Difference, ...]
 
     @property
-    def stops_paying(self) -> BucketComparison | None:
-        """The first bucket (by concurrency) where speculation is slower than the baseline."""
-        return next((row for row in self.rows if row.ratio < 1.0), None)
+    def judged(self) -> tuple[BucketRow, ...]:
+        return tuple(r for r in self.rows if r.ratio is not None)
+
+    @property
+    def not_judged(self) -> tuple[BucketRow, ...]:
+        return tuple(r for r in self.rows if r.ratio is None)
+
+    @property
+    def stops_paying(self) -> BucketRow | None:
+        """The first bucket (by concurrency) judged where speculation is slower than the baseline."""
+        return next((r for r in self.judged if (r.ratio or 0) < 1.0), None)
+
+    @property
+    def confounds(self) -> tuple[Difference, ...]:
+        return tuple(d for d in self.differences if d.explains)
 
     def to_value(self) -> dict[str, Any]:
         loses = self.stops_paying
@@ -53,12 +122,24 @@ class Comparison:
                     "bucket": r.bucket,
                     "spec_tok_s": r.spec_tok_s,
                     "baseline_tok_s": r.baseline_tok_s,
-                    "ratio": round(r.ratio, 3),
+                    "ratio": round(r.ratio, 3) if r.ratio is not None else None,
                     "accept_len": r.accept_len,
+                    "few_sample": r.few_sample,
+                    "not_judged": r.why_not(self.spec.algorithm) or None,
                 }
                 for r in self.rows
             ],
             "stops_paying_at": loses.bucket if loses else None,
+            "differences": [
+                {
+                    "what": d.what,
+                    "spec": d.spec,
+                    "baseline": d.base,
+                    "explains": d.explains or None,
+                    "detail": d.detail or None,
+                }
+                for d in self.differences
+            ],
         }
 
 
@@ -72,29 +153,90 @@ def model_of(item: ServerFigures) -> str:
     return os.path.basename(path.rstrip("/")) or ""
 
 
-def _steady(item: ServerFigures, bucket: str) -> tuple[float | None, float | None]:
-    found = as_dict(as_dict((item.figures or {}).get("buckets")).get(bucket))
-    tput, accept = found.get("median_gen_throughput"), found.get("median_accept_len")
-    return (
-        float(tput) if isinstance(tput, (int, float)) and tput > 0 else None,
-        float(accept) if isinstance(accept, (int, float)) else None,
+def _bucket(item: ServerFigures, name: str) -> dict[str, Any]:
+    return as_dict(as_dict((item.figures or {}).get("buckets")).get(name))
+
+
+def _parallel(item: ServerFigures, *keys: str) -> str:
+    args = server_args(item.server)
+    for key in keys:
+        if args.get(key) not in (None, ""):
+            return str(args[key])
+    return "1"
+
+
+def _release(item: ServerFigures) -> str:
+    return ".".join(str(n) for n in item.release) if item.release else ""
+
+
+def _gpu_model(item: ServerFigures) -> str:
+    names = sorted({str(d.get("name")) for d in server_gpus(item.host, item.server) if d.get("name")})
+    return " + ".join(names)
+
+
+def differences(spec: ServerFigures, base: ServerFigures) -> tuple[Difference, ...]:
+    """What differs between the two servers besides speculation, with how each can explain a gap."""
+    out = []
+    spec_graphs, base_graphs = graph_state(spec), graph_state(base)
+    if spec_graphs[0] != base_graphs[0] and "unknown" not in (spec_graphs[0], base_graphs[0]):
+        out.append(
+            Difference(
+                "CUDA graphs",
+                spec_graphs[0],
+                base_graphs[0],
+                "decode without graphs pays a kernel launch per op per step (speculation's draft and verify "
+                "steps most of all): the server without them can lose on that alone",
+                f"{spec.algorithm} server {spec_graphs[1]}; baseline {base_graphs[1]}",
+            )
+        )
+    pairs = (
+        (
+            "tensor parallel size",
+            _parallel(spec, "tp_size", "tensor_parallel_size"),
+            _parallel(base, "tp_size", "tensor_parallel_size"),
+            "a different TP splits each step over a different number of GPUs",
+        ),
+        (
+            "data parallel size",
+            _parallel(spec, "dp_size", "data_parallel_size"),
+            _parallel(base, "dp_size", "data_parallel_size"),
+            "each DP rank logs its own share of the load",
+        ),
+        ("sglang release", _release(spec), _release(base), "releases ship different kernels and schedulers"),
+        ("GPU model", _gpu_model(spec), _gpu_model(base), "different GPUs decode at different speeds"),
+        (
+            "--max-running-requests",
+            str(server_args(spec.server).get("max_running_requests") or "not set"),
+            str(server_args(base.server).get("max_running_requests") or "not set"),
+            "a cap changes how the load queues at high concurrency",
+        ),
     )
+    for what, a, b, why in pairs:
+        if a and b and a != b:
+            out.append(Difference(what, a, b, why))
+    return tuple(out)
 
 
 def compare(hosts: list[HostResult]) -> list[Comparison]:
-    """Every (speculative, baseline) pair of one model with at least one bucket both measured."""
+    """Every (speculative, baseline) pair of one model where both logged decode lines."""
     items = [i for h in hosts for i in serving_figures(h) if i.figures and model_of(i)]
     out = []
     for spec in (i for i in items if i.algorithm):
         for base in (i for i in items if not i.algorithm and model_of(i) == model_of(spec)):
-            rows = []
-            for bucket in BUCKET_NAMES:
-                (spec_tput, accept), (base_tput, _) = _steady(spec, bucket), _steady(base, bucket)
-                if spec_tput is not None and base_tput is not None:
-                    rows.append(BucketComparison(bucket, spec_tput, base_tput, accept))
-            if rows:
-                out.append(Comparison(model_of(spec), spec, base, tuple(rows)))
+            rows = tuple(
+                BucketRow(name, _bucket(spec, name), _bucket(base, name))
+                for name in BUCKET_NAMES
+                if _bucket(spec, name) or _bucket(base, name)
+            )
+            if any(r.ratio is not None for r in rows):
+                out.append(Comparison(model_of(spec), spec, base, rows, differences(spec, base)))
     return out[:MAX_PAIRS]
+
+
+def _cell(tok_s: float | None, figures: dict[str, Any]) -> str:
+    if tok_s is None:
+        return "-" if not figures else f"no figure ({figures.get('count', 0)} lines)"
+    return f"{tok_s:g}" + (" (few)" if figures.get("few_sample") else "")
 
 
 def _table(comparison: Comparison) -> tuple[tuple[str, ...], ...]:
@@ -102,69 +244,137 @@ def _table(comparison: Comparison) -> tuple[tuple[str, ...], ...]:
     return (header,) + tuple(
         (
             r.bucket,
-            f"{r.spec_tok_s:g}",
-            f"{r.baseline_tok_s:g}",
-            f"{r.ratio:.2f}×",
+            _cell(r.spec_tok_s, r.spec),
+            _cell(r.baseline_tok_s, r.base),
+            f"{r.ratio:.2f}×" if r.ratio is not None else "not judged",
             f"{r.accept_len:.2f}" if r.accept_len is not None else "-",
         )
         for r in comparison.rows
     )
 
 
+def _not_judged_text(comparison: Comparison) -> str:
+    return "; ".join(f"{r.bucket}: {r.why_not(comparison.spec.algorithm)}" for r in comparison.not_judged)
+
+
+def _evidence(comparison: Comparison) -> list[Evidence]:
+    spec, base = comparison.spec, comparison.baseline
+    who = (
+        f"{spec.host.name} {spec.label} ({spec.algorithm}) against {base.host.name} {base.label} "
+        f"(no speculation), model {comparison.model}"
+    )
+    evidence = [
+        Evidence(
+            kind="measurement",
+            host=spec.host.name,
+            text=who + ": median steady gen throughput of each server's own decode lines, by #running-req",
+            table=_table(comparison),
+        )
+    ]
+    if comparison.not_judged:
+        evidence.append(Evidence(kind="text", text="not judged — " + _not_judged_text(comparison)))
+    for d in comparison.differences:
+        evidence.append(
+            Evidence(
+                kind="flag",
+                text=f"differs besides speculation: {d.what} — "
+                + (d.detail or f"{spec.algorithm} server {d.spec}, baseline {d.base}")
+                + (f" ({d.explains})" if d.explains else ""),
+            )
+        )
+    for item in (spec, base):
+        eager = eager_lines(item)
+        if eager:
+            evidence.append(Evidence(kind="measurement", host=item.host.name, text=f"{item.label}: {eager[1]}"))
+        note = cadence_note(item)
+        if note:
+            evidence.append(Evidence(kind="flag", host=item.host.name, text=note))
+    return evidence
+
+
+def _title(comparison: Comparison) -> str:
+    spec = comparison.spec
+    loses = comparison.stops_paying
+    confounds = comparison.confounds
+    tail = ""
+    if confounds:
+        tail = "; " + ", ".join(
+            f"{d.what} also differ{'' if d.what.endswith('s') else 's'} ({d.spec} vs {d.base})" for d in confounds[:2]
+        )
+    if loses is not None and loses.ratio is not None:
+        return (
+            f"speculative decoding ({spec.algorithm}) loses from #running-req {loses.bucket}: {loses.ratio:.2f}× "
+            f"the baseline ({loses.spec_tok_s:g} vs {loses.baseline_tok_s:g} tok/s)" + tail
+        )
+    judged = comparison.judged
+    best = max((r.ratio or 0.0) for r in judged)
+    if comparison.not_judged:
+        return (
+            f"speculative decoding ({spec.algorithm}) pays where judged ({', '.join(r.bucket for r in judged)}, "
+            f"up to {best:.2f}× the baseline); not judged: {', '.join(r.bucket for r in comparison.not_judged)}" + tail
+        )
+    return f"speculative decoding ({spec.algorithm}) pays in every bucket logged, up to {best:.2f}× the baseline" + tail
+
+
+def _advice(comparison: Comparison) -> tuple[str, str]:
+    """(recommendation, action)."""
+    loses = comparison.stops_paying
+    graphs = next((d for d in comparison.confounds if d.what == "CUDA graphs"), None)
+    others = [d for d in comparison.confounds if d is not graphs]
+    alike = ""
+    if graphs is not None:
+        spec_off = graph_state(comparison.spec)[0] == "off"
+        alike = (
+            "The two servers differ in CUDA graphs as well as in speculation, and graphs alone can explain the gap: "
+            + (
+                "run the speculative server with graphs on (drop the flag that disables them) and compare again"
+                if spec_off
+                else "run the baseline with graphs on and compare again"
+            )
+        )
+    if others:
+        alike += (
+            ("; " if alike else "")
+            + "they also differ in "
+            + ", ".join(d.what for d in others)
+            + (": a like-for-like pair differs only in --speculative-algorithm")
+        )
+    if loses is None:
+        text = "Speculation pays where both servers have figures" + (
+            f"; buckets not judged ({_not_judged_text(comparison)}) need steady lines from both"
+            if comparison.not_judged
+            else ""
+        )
+        return (text + (". " + alike if alike else "") + ".", "")
+    advice = (
+        f"Speculation stops paying from #running-req {loses.bucket}: keep that load on the baseline, or cap the "
+        "speculative server below it with --max-running-requests"
+    )
+    if alike:
+        action = "Rerun the speculative server with CUDA graphs on, then compare" if graphs is not None else ""
+        return (alike + ". Until then: " + advice[0].lower() + advice[1:] + ".", action)
+    return advice + ".", f"Cap the speculative server below {loses.bucket} running requests (--max-running-requests)"
+
+
 def spec_vs_baseline(hosts: list[HostResult]) -> list[Finding]:
-    """The table for every pair, as info where speculation wins everywhere, as a warning where it loses."""
+    """The table for every pair: info where speculation pays where judged, a warning where it loses."""
     findings = []
     for comparison in compare(hosts):
         spec, base = comparison.spec, comparison.baseline
-        who = (
-            f"{spec.host.name} {spec.label} ({spec.algorithm}) against {base.host.name} {base.label} "
-            f"(no speculation), model {comparison.model}"
-        )
-        evidence = [
-            Evidence(
-                kind="measurement",
-                host=spec.host.name,
-                text=who + ": median steady gen throughput of each server's own decode lines, by #running-req",
-                table=_table(comparison),
-            )
-        ]
-        eager = int(as_dict((spec.figures or {}).get("graph")).get("false") or 0)
-        loses = comparison.stops_paying
         hosts_named = tuple(dict.fromkeys((spec.host.name, base.host.name)))
         sources = tuple(dict.fromkeys(source(h, "deployment") for h in (spec.host, base.host)))
-        if loses is None:
-            findings.append(
-                Finding(
-                    id="serving.spec_vs_baseline",
-                    severity="info",
-                    title=f"speculative decoding ({spec.algorithm}) pays in every bucket measured, up to "
-                    f"{max(r.ratio for r in comparison.rows):.2f}× the baseline",
-                    hosts=hosts_named,
-                    evidence=tuple(evidence),
-                    recommendation="Nothing to change; the table is the evidence.",
-                    sources=sources,
-                )
-            )
-            continue
-        advice = (
-            f"Speculation stops paying from #running-req {loses.bucket}: keep that load on the baseline, or cap "
-            f"the speculative server below it with --max-running-requests"
-        )
-        if eager:
-            advice += (
-                f"; {eager} of its decode lines ran without CUDA graphs, which costs most at high "
-                "concurrency: get graphs working first"
-            )
+        advice, action = _advice(comparison)
+        loses = comparison.stops_paying is not None
         findings.append(
             Finding(
-                id="serving.speculation_loses",
-                severity="warning",
-                title=f"speculative decoding ({spec.algorithm}) is slower than the baseline from #running-req "
-                f"{loses.bucket}: {loses.spec_tok_s:g} vs {loses.baseline_tok_s:g} tok/s",
+                id="serving.speculation_loses" if loses else "serving.spec_vs_baseline",
+                severity="warning" if loses else "info",
+                title=_title(comparison),
                 hosts=hosts_named,
-                evidence=tuple(evidence),
-                recommendation=advice + ".",
+                evidence=tuple(_evidence(comparison)),
+                recommendation=advice,
                 sources=sources,
+                action=action,
             )
         )
     return findings

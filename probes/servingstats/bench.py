@@ -8,6 +8,7 @@ import re
 
 HEAD = "Serving Benchmark Result"
 ROW = re.compile(r"^\s*([^:]+?):\s+(\S.*?)\s*$")
+QUOTE = re.compile(r"^\s*(?:>\s?)+")  # a block quoted in markdown ("> ", "> > ") reads as the block
 # Row title (as printed; "reqeuest" is the spelling of older releases) -> key.
 KEYS = {"Backend": "backend", "Traffic request rate": "request_rate", "Max request concurrency": "concurrency",
         "Max reqeuest concurrency": "concurrency", "Successful requests": "successful_requests",
@@ -27,6 +28,8 @@ def parse_bench_blocks(lines):
     """[{output_throughput, concurrency, accept_length, ...}] for every block in `lines` (an iterable)."""
     blocks, current, rows = [], None, 0
     for line in lines:
+        if line.lstrip().startswith(">"):
+            line = QUOTE.sub("", line)
         if HEAD in line:
             current, rows = {}, 0
             blocks.append(current)

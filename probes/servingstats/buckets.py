@@ -1,61 +1,30 @@
-"""Parsed decode/prefill lines -> the server's figures: per-concurrency buckets, graph counts, time span,
-ranks, and (with DP attention) the DP ranks' throughput summed at the same second.
+"""Parsed decode/prefill lines of one server run -> its figures: per-concurrency buckets, graph counts, time
+span, ranks, and (with DP attention) the DP ranks' throughput summed over the same moment.
 
 Semantics (sglang's metrics code, per release): `accept len` = accepted tokens / verify steps over the
 log interval and counts the bonus token, so 1.00 means no draft token accepted. `gen throughput` = tokens
-since the previous decode line / wall time since it: idle time counts, so the first decode line after an
-idle stretch is no sample of steady decode and stays out of the throughput median (it is counted).
-`accept rate` changed meaning between releases: kept as a median of this log only, never compared.
+since the previous decode line / wall time since it: idle time counts, so a line after an idle stretch is
+no sample of steady decode and stays out of the throughput median (it is counted); which lines those are is
+judged from the server's own cadence (cadence.py). `accept rate` changed meaning between releases: kept as
+a median of this log only, never compared.
 """
 import statistics
+
+from probes.servingstats import cadence
 
 BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2-3", 2, 3), ("4-7", 4, 7), ("8-15", 8, 15), ("16-31", 16, 31),
            ("32-63", 32, 63), ("64-127", 64, 127), ("128+", 128, None))
 BUCKET_NAMES = tuple(name for name, _, _ in BUCKETS)
-# A decode line more than this far after the previous one of its rank follows an idle stretch.
-IDLE_GAP_S = 10.0
 MAX_RANKS = 64
+MAX_RUNNING_VALUES = 512
+FEW = 3  # a figure resting on fewer steady lines than this is marked few-sample
+
+
+_SMALL = tuple(next(name for name, low, high in BUCKETS if low <= n <= (n if high is None else high)) for n in range(128))
 
 
 def bucket_of(running):
-    for name, low, high in BUCKETS:
-        if running >= low and (high is None or running <= high):
-            return name
-    return None
-
-
-def _seconds(record):
-    ts = record.get("ts")
-    if not ts:
-        return None
-    h, m, s = (int(x) for x in ts.split(":"))
-    day = 0
-    if record.get("date"):
-        y, mo, d = (int(x) for x in record["date"].split("-"))
-        day = (y * 372 + mo * 31 + d)  # monotone in the date, enough to order and to tell a gap
-    return day * 86400 + h * 3600 + m * 60 + s
-
-
-def _rank_key(record):
-    return tuple(sorted((record.get("ranks") or {}).items()))
-
-
-def mark_after_idle(records):
-    """Sets record["after_idle"] on decode lines: the first of its rank, the first after a prefill that
-    found the server empty (#running-req: 0), or one more than IDLE_GAP_S after its rank's previous line."""
-    last, emptied = {}, set()
-    for record in records:
-        key = _rank_key(record)
-        if record["kind"] == "prefill":
-            if record.get("running_req") == 0:
-                emptied.add(key)
-            continue
-        now = _seconds(record)
-        previous = last.get(key)
-        gap = None if previous is None or now is None or previous is None else now - previous
-        record["after_idle"] = key not in last or key in emptied or (gap is not None and gap > IDLE_GAP_S)
-        last[key] = now if now is not None else last.get(key)
-        emptied.discard(key)
+    return _SMALL[running] if 0 <= running < 128 else ("128+" if running >= 128 else None)
 
 
 def _median(values):
@@ -63,43 +32,98 @@ def _median(values):
     return round(statistics.median(values), 3) if values else None
 
 
-def summarize(records):
-    """The figures of one log window (see docs/serving.md for the shape)."""
-    mark_after_idle(records)
-    decode = [r for r in records if r["kind"] == "decode"]
-    prefill = [r for r in records if r["kind"] == "prefill"]
-    by_bucket = {}
-    for r in decode:
-        by_bucket.setdefault(bucket_of(r["running_req"]), []).append(r)
-    buckets = {}
-    for name in BUCKET_NAMES:
-        inside = by_bucket.get(name)
-        if not inside:
+class _Bucket(object):
+    __slots__ = ("count", "steady", "idle", "no_rate", "steady_tput", "first_tput", "accept")
+
+    def __init__(self):
+        self.count = self.steady = self.idle = self.no_rate = 0
+        self.steady_tput, self.first_tput, self.accept = [], [], []
+
+    def figures(self):
+        """The median over the steady lines; with none, over the ranks' first lines (no gap to judge them by),
+        marked few-sample; with neither, no figure and why."""
+        sample = self.steady_tput or self.first_tput
+        out = {"count": self.count, "steady": self.steady, "median_gen_throughput": _median(sample),
+               "median_accept_len": _median(self.accept)}
+        if sample and len(sample) < FEW:
+            out["few_sample"] = True
+        if not self.steady_tput and self.first_tput:
+            out["from_first_lines"] = len(self.first_tput)
+        if not sample:
+            out["why"] = ("%d of %d lines follow an idle stretch (a gap well beyond the server's cadence, or a "
+                          "prefill into an empty server)" % (self.idle, self.count)) if self.idle else \
+                "%d of %d lines print no gen throughput" % (self.no_rate, self.count)
+        return out
+
+
+def summarize(records, interval=cadence.DEFAULT_INTERVAL, max_bs=None):
+    """The figures of one server run's lines (see docs/serving.md for the shape); `max_bs` is the largest
+    captured decode batch size when known ((size, where it was read)): lines above it are counted as eager."""
+    cadence.mark(records, interval, bucket_of)
+    decode, prefill, buckets, running = [], [], {}, {}
+    graph = {True: 0, False: 0, None: 0}
+    on_max = off_min = None
+    backends, rates, after_idle = set(), [], 0
+    for r in records:
+        if r["kind"] != "decode":
+            prefill.append(r)
             continue
-        steady = [r for r in inside if not r.get("after_idle")]
-        buckets[name] = {"count": len(inside), "steady": len(steady),
-                         "median_gen_throughput": _median(r.get("gen_throughput") for r in steady),
-                         "median_accept_len": _median(r.get("accept_len") for r in inside)}
-    stamped = [r for r in records if r.get("ts")]
-    return {
-        "decode_lines": len(decode), "prefill_lines": len(prefill), "buckets": buckets,
-        "median_accept_len": _median(r.get("accept_len") for r in decode),
+        decode.append(r)
+        n, state = r["running_req"], r["state"]
+        bucket = buckets.get(r["bucket"])
+        if bucket is None:
+            bucket = buckets[r["bucket"]] = _Bucket()
+        bucket.count += 1  # _Bucket.add, inline: this loop runs once per decode line
+        tput, accept = r.get("gen_throughput"), r.get("accept_len")
+        if accept is not None:
+            bucket.accept.append(accept)
+        if state == cadence.STEADY:
+            bucket.steady += 1
+            if tput is not None:
+                bucket.steady_tput.append(tput)
+        elif state == cadence.IDLE:
+            bucket.idle += 1
+        elif tput is not None:
+            bucket.first_tput.append(tput)
+        if tput is None:
+            bucket.no_rate += 1
+        after_idle += state != cadence.STEADY
+        if n in running or len(running) < MAX_RUNNING_VALUES:
+            running[n] = running.get(n, 0) + 1
+        on = r.get("graph")
+        graph[on] += 1
+        if on is True and (on_max is None or n > on_max):
+            on_max = n
+        elif on is False and (off_min is None or n < off_min):
+            off_min = n
+        if on is not None:
+            backends.add(r["graph_backend"])
+        if "accept_rate" in r:
+            rates.append(r["accept_rate"])
+    first = next((r for r in records if r.get("ts")), None)
+    last = next((r for r in reversed(records) if r.get("ts")), None)
+    out = {
+        "decode_lines": len(decode), "prefill_lines": len(prefill),
+        "buckets": dict((name, buckets[name].figures()) for name in BUCKET_NAMES if name in buckets),
+        "median_accept_len": _median(a for b in buckets.values() for a in b.accept),
         "median_input_throughput": _median(r.get("input_throughput") for r in prefill),
-        "accept_len_lines": sum(1 for r in decode if r.get("accept_len") is not None),
-        "median_accept_rate": _median(r.get("accept_rate") for r in decode),
-        "graph": {"true": sum(1 for r in decode if r.get("graph") is True),
-                  "false": sum(1 for r in decode if r.get("graph") is False),
-                  "absent": sum(1 for r in decode if "graph" not in r)},
-        "graph_on_max_running": max((r["running_req"] for r in decode if r.get("graph") is True), default=None),
-        "graph_off_min_running": min((r["running_req"] for r in decode if r.get("graph") is False), default=None),
-        "graph_backends": sorted(set(r["graph_backend"] for r in decode if r.get("graph_backend"))),
-        "after_idle": sum(1 for r in decode if r.get("after_idle")),
-        "nonfinite": sum(r.get("nonfinite", 0) for r in records),
-        "first_ts": _stamp(stamped[0]) if stamped else None,
-        "last_ts": _stamp(stamped[-1]) if stamped else None,
+        "accept_len_lines": sum(len(b.accept) for b in buckets.values()),
+        "median_accept_rate": _median(rates),
+        "graph": {"true": graph[True], "false": graph[False], "absent": graph[None]},
+        "graph_on_max_running": on_max, "graph_off_min_running": off_min, "graph_backends": sorted(backends),
+        "after_idle": after_idle,
+        "nonfinite": sum(r["nonfinite"] for r in records),
+        "first_ts": _stamp(first) if first else None,
+        "last_ts": _stamp(last) if last else None,
         "ranks": _ranks(records),
-        "dp_sum": dp_sum(decode),
+        "dp_sum": dp_sum(decode, interval),
+        "decode_running": [[n, running[n]] for n in sorted(running)],
     }
+    if max_bs is not None:
+        above = [r for r in decode if r["running_req"] > max_bs[0]]
+        out["eager_by_rule"] = {"max_bs": max_bs[0], "from": max_bs[1], "lines": len(above),
+                                "logged_graph_true": sum(1 for r in above if r.get("graph") is True)}
+    return out
 
 
 def _stamp(record):
@@ -107,27 +131,46 @@ def _stamp(record):
 
 
 def _ranks(records):
-    seen = sorted(set(" ".join("%s%d" % kv for kv in (r.get("ranks") or {}).items()) for r in records))
-    return [name for name in seen if name][:MAX_RANKS]
+    return sorted(set(r["rank"] for r in records if r["rank"]))[:MAX_RANKS]
 
 
-def dp_sum(decode):
-    """With DP attention each DP rank logs its own decode line: the server's rate is their sum. Lines of
-    the same second are summed per DP rank (one line per rank and second); None without DP rank tags."""
-    tagged = [r for r in decode if "DP" in (r.get("ranks") or {})]
+def dp_sum(decode, interval=cadence.DEFAULT_INTERVAL):
+    """With DP attention each DP rank logs its own decode line: the server's rate is their sum. Each rank's
+    latest steady line holds until its next one is due (its expected gap, +1 s for whole-second stamps); every
+    second at which all DP ranks hold a line gives one sum. A short window whose ranks have only their first
+    lines is summed from those, marked few-sample. None without DP rank tags."""
+    tagged = [r for r in decode if "DP" in r["ranks"]]
     if not tagged:
         return None
     dp_ranks = sorted(set(r["ranks"]["DP"] for r in tagged))
-    with_dp = [r for r in tagged if r.get("ts") and r.get("gen_throughput") is not None and not r.get("after_idle")]
-    by_second = {}
-    for r in with_dp:
-        by_second.setdefault(_stamp(r), {})[r["ranks"]["DP"]] = r
-    full = [lines for lines in by_second.values() if len(lines) == len(dp_ranks)]
-    sums = [sum(r["gen_throughput"] for r in lines.values()) for lines in full]
-    running = [sum(r["running_req"] for r in lines.values()) for lines in full]
-    per_rank = [_median(r["gen_throughput"] for r in with_dp if r["ranks"]["DP"] == rank) for rank in dp_ranks]
-    per_rank = [m for m in per_rank if m is not None]
-    return {"how": "sum of the DP ranks' gen throughput at the same second", "dp_ranks": len(dp_ranks),
-            "seconds_with_all_ranks": len(full), "median_gen_throughput": _median(sums),
-            "median_running_req": _median(running),
-            "sum_of_rank_medians": round(sum(per_rank), 3) if len(per_rank) == len(dp_ranks) else None}
+    usable = [r for r in tagged if r.get("t") is not None and r.get("gen_throughput") is not None]
+    sample = [r for r in usable if r["state"] == cadence.STEADY]
+    few = not sample
+    sample = sample or [r for r in usable if r["state"] == cadence.FIRST]
+    held, sums, running, seconds = {}, [], [], []   # held: DP rank -> (its latest line, when it stops holding)
+    wanted = len(dp_ranks)
+
+    def moment(now):
+        """One sum at second `now` when every DP rank's latest line still holds."""
+        current = [line for line, until in held.values() if now <= until]
+        if len(current) == wanted:
+            seconds.append(now)
+            sums.append(sum(h["gen_throughput"] for h in current))
+            running.append(sum(h["running_req"] for h in current))
+
+    for n, r in enumerate(sample):
+        now = r["t"]
+        held[r["ranks"]["DP"]] = (r, now + (cadence.expected_gap(r, interval) or 0.0) + 1.0)
+        if len(held) == wanted and (n + 1 == len(sample) or sample[n + 1]["t"] != now):
+            moment(now)  # the last line of its second: every rank that printed in it is in
+    by_rank = {}
+    for r in sample:
+        by_rank.setdefault(r["ranks"]["DP"], []).append(r["gen_throughput"])
+    per_rank = [_median(values) for values in by_rank.values()]
+    out = {"how": "sum of the DP ranks' gen throughput, each rank's latest line while it is current",
+           "dp_ranks": len(dp_ranks), "seconds_with_all_ranks": len(seconds), "median_gen_throughput": _median(sums),
+           "median_running_req": _median(running),
+           "sum_of_rank_medians": round(sum(per_rank), 3) if len(per_rank) == len(dp_ranks) else None}
+    if few and seconds:
+        out["few_sample"] = True
+    return out

@@ -1,97 +1,246 @@
-"""One `Decode batch` / `Prefill batch` line of an sglang scheduler log -> a dict of its figures.
+"""The `Decode batch` / `Prefill batch` lines of an sglang scheduler log -> one dict of figures per line, in one
+pass over the text, with the start-up lines that split it into windows (one per server run).
 
 Formats differ per release (read from the wheels' scheduler / metrics_reporter modules): the head is
 `Decode batch.` up to 0.5.3, `Decode batch [N],` in 0.5.4 and with SGLANG_LOG_FORWARD_ITERS, `Decode batch,`
-from 0.5.5; the fields after it are always `key: value` pairs joined by ", " (a trailing ", " in some
-releases), whose set and order change. So each figure is found by its exact key at a pair boundary:
-`accept len` is never confused with `cap len` or `block accept len`, and a new field never breaks a line.
-What comes before the head is the logging prefix ("[date time DP0 TP0 EP0] "), perhaps behind a docker
-compose ("svc-1  | "), Ray ("(SchedulerActor pid=12, ip=1.2.3.4) ") or journald prefix, or ANSI colour.
+from 0.5.5; the fields after it are `key: value` pairs joined by ", " whose set and order change. Each figure
+is found by its key (str.find: C speed, about twice a regex alternation over the line) wherever it stands: a
+key glued to the previous field by the terminal (`token usaccept rate: 0.32`) is still found, `block accept
+len` is never read as `accept len`, and a new field never breaks a line. The text is split into lines once; a
+line without "batch" costs one substring test.
+
+What comes before the head is the logging prefix: sglang's "[%(asctime)s{.ms}{ DPn}{ PPn}{ TPn}{ EPn}] "
+(rank tags read by shape: DP, PP, TP, EP, ATTN_CP, MOE_DP, ...), a custom format such as "[DP3 TP3 EP3
+scheduler_metrics_mixin.py:222] ", a line that lost its "[", or any of these behind a docker compose
+("svc-1  | "), Ray ("(SchedulerActor pid=12) "), journald or `> ` quoting prefix, with ANSI colour.
+A prefix is parsed once and cached: lines of one second and rank share it.
 """
-import math
 import re
 
+from probes.crashlog.classify import READY
+
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-HEAD = re.compile(r"(Decode|Prefill) batch(?: \[(\d+)\])?\s*[.,]\s*")
-# The logging prefix sglang configures: "[%(asctime)s{ DPn}{ TPn}{ EPn}{ PPn}] " (date since 0.3.x).
-PREFIX = re.compile(r"\[(?:(\d{4}-\d\d-\d\d)[ T])?(\d\d:\d\d:\d\d)(?:[.,]\d+)?((?:\s+[A-Z][A-Z_]{1,11}\d+)*)\]\s*$")
-# Plain python logging ("2025-01-01 10:00:00,123 - name - INFO - ") or an ISO stamp from `docker logs -t`.
-PLAIN_STAMP = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)")
-RANK = re.compile(r"([A-Z][A-Z_]{1,11}?)(\d+)")
+STAMP = re.compile(r"(?:(\d{4}-\d\d-\d\d)[ T])?(\d\d):(\d\d):(\d\d)")
+RANK = re.compile(r"(?<![\w.])([A-Z][A-Z_]{0,10}[A-Z])(\d{1,4})(?![\w.:])")
 MAX_LINE = 4096
+MAX_PREFIXES = 4096
 
-# The figures read (everything else in a line is skipped unconverted: that is most of the parsing time).
-FIELDS = {"#running-req": ("running_req", int), "#queue-req": ("queue_req", int), "#new-token": ("new_token", int),
-          "gen throughput (token/s)": ("gen_throughput", float),
-          "input throughput (token/s)": ("input_throughput", float), "accept len": ("accept_len", float),
-          "accept rate": ("accept_rate", float), "cap len": ("cap_len", float),
-          "block accept len": ("block_accept_len", float)}
+def _keys(*keys):
+    """(key as printed, its length, name, type) per figure read; everything else in a line is skipped."""
+    return tuple((key, len(key), name, kind) for key, name, kind in keys)
 
 
-_FIELD_PATTERNS = tuple((key, name, kind, re.compile(r"(?:^|,)\s*" + re.escape(key) + r"\s*:\s*([^,]*)"))
-                        for key, (name, kind) in FIELDS.items())
-GRAPH = re.compile(r"(?:^|,)\s*(\w+) graph: (True|False)\s*(?:,|$)")
+# #running-req and gen throughput of decode lines are read inline (every decode line has them). Read only when a line says "accept " (speculation on): a baseline's line costs no search for them.
+SPEC_KEYS = _keys(("accept len: ", "accept_len", float), ("accept rate: ", "accept_rate", float))
+BLOCK_KEYS = _keys(("cap len: ", "cap_len", float), ("block accept len: ", "block_accept_len", float))
+PREFILL_KEYS = _keys(("#running-req: ", "running_req", int), ("#new-token: ", "new_token", int),
+                     ("input throughput (token/s): ", "input_throughput", float))
+BLOCK = "block accept len: "  # 0.5.23 prints it and cap len after accept rate, each only when non-zero
+GRAPH = " graph: "  # "<backend> graph: True|False" (cuda, cpu, npu, musa, ...)
+# Every launch prints its resolved arguments first (`logger.info(f"{server_args=}")`, 0.2.15-0.5.23): that
+# line starts a server run, as does the crash reader's "server is up" line (READY) when a log lost the first.
+# The capture line names the decode batch sizes captured as graphs.
+START = "server_args=ServerArgs("
+CAPTURE = re.compile(r"Capture (?:cuda|cpu|npu) graph bs \[([\d,\s]*)\]")
+MAX_ARGS_LINE = 100000
+ARG = re.compile(r"\b(decode_log_interval|cuda_graph_max_bs|disable_cuda_graph)=(\w+)")
 
 
-def parse_line(raw):
-    """{kind, ts, date, ranks, running_req, gen_throughput, accept_len, graph, ...} or None when the line
-    is not a decode or prefill line. Non-finite numbers (nan, inf) are kept as None and counted."""
+def parse_line(raw, prefixes=None):
+    """{kind, ts, date, t, ranks, rank, running_req, gen_throughput, accept_len, graph, ...} or None when the
+    line is not a decode or prefill line. Non-finite numbers (nan, inf) are kept as None and counted."""
     if "batch" not in raw:
         return None
-    text = ANSI.sub("", raw[:MAX_LINE]) if "\x1b" in raw else raw[:MAX_LINE]
-    head = HEAD.search(text)
-    if head is None:
+    return _record(raw, {} if prefixes is None else prefixes)
+
+
+def _numbers(line, start, keys, record):
+    """Sets record[name] for each (key, length, name, type) found in line[start:]; False when none was."""
+    find, found = line.find, False
+    for key, length, name, convert in keys:
+        at = find(key, start)
+        if at < 0:
+            continue
+        if name == "accept_len" and line[at - 6:at] == "block ":
+            at = find(key, at + length)  # "block accept len" came first: the next one
+            if at < 0:
+                continue
+        at += length
+        end = find(",", at)
+        try:
+            number = convert(line[at:end] if end >= 0 else line[at:])
+        except ValueError:
+            continue
+        if number - number:  # nan or inf (x - x is nan for both, 0 for every finite number)
+            record["nonfinite"] += 1
+            number = None
+        record[name] = number
+        found = True
+    return found
+
+
+def _record(line, prefixes):
+    if len(line) > MAX_LINE:
+        line = line[:MAX_LINE]
+    if "\x1b" in line:
+        line = ANSI.sub("", line)
+    find = line.find
+    begins = find("Decode batch")
+    if begins >= 0:
+        decode, end = True, begins + 12
+    else:
+        begins = find("Prefill batch")
+        if begins < 0:
+            return None
+        decode, end = False, begins + 13
+    counter = None
+    if line.startswith(" [", end):
+        close = find("]", end)
+        if close < 0 or not line[end + 2:close].isdigit():
+            return None
+        counter, end = int(line[end + 2:close]), close + 1
+    while line.startswith(" ", end):
+        end += 1
+    if line[end:end + 1] not in (",", "."):
         return None
-    record = {"kind": head.group(1).lower(), "forward_ct": int(head.group(2)) if head.group(2) else None}
-    record.update(_prefix(text[:head.start()]))
-    fields, nonfinite = _fields(text[head.end():])
-    if "running_req" not in fields:
-        return None  # a sentence that merely mentions a batch, not a stats line
-    record.update(fields)
-    record["nonfinite"] = nonfinite
+    start = end + 1
+    record = {"kind": "decode" if decode else "prefill", "forward_ct": counter, "nonfinite": 0}
+    if decode:
+        at = find("#running-req: ", start)
+        if at < 0:
+            return None  # a sentence that merely mentions a batch is no stats line
+        end = find(",", at + 14)
+        try:
+            record["running_req"] = int(line[at + 14:end] if end >= 0 else line[at + 14:])
+        except ValueError:
+            return None
+        at = find("gen throughput (token/s): ", start)
+        if at >= 0:
+            end = find(",", at + 26)
+            try:
+                number = float(line[at + 26:end] if end >= 0 else line[at + 26:])
+                if number - number:  # nan or inf (x - x is nan for both, 0 for every finite number)
+                    record["nonfinite"] += 1
+                    number = None
+                record["gen_throughput"] = number
+            except ValueError:
+                pass
+        if "accept " in line and _numbers(line, start, SPEC_KEYS, record) and ("cap len: " in line or BLOCK in line):
+            _numbers(line, start, BLOCK_KEYS, record)
+    else:
+        _numbers(line, start, PREFILL_KEYS, record)
+        # Prefill lines of NPU builds (or a terminal's overwrite) may print no #running-req: known by new tokens.
+        if "running_req" not in record and "new_token" not in record:
+            return None
+    graph = find(GRAPH, start)
+    if graph > 0:
+        flag = line[graph + 8:graph + 13]
+        if flag.startswith("True") or flag.startswith("False"):
+            record["graph"] = flag[0] == "T"
+            record["graph_backend"] = "cuda" if line[graph - 5:graph] == " cuda" else \
+                line[max(line.rfind(" ", 0, graph), line.rfind(",", 0, graph)) + 1:graph]
+    if begins > 21 and line[0] == "[" and line[5] == "-" and line[11] == " " and line[14] == ":" and \
+            line[17] == ":" and line[13].isdigit():
+        # sglang's own "[YYYY-MM-DD HH:MM:SS<.ms><tags>] ": the stamp sliced, the date and the tags cached.
+        tags = _cached(prefixes, "tags", line[20:begins], _tags)
+        try:
+            seconds = _cached(prefixes, "day", line[1:11], _day) + int(line[12:14]) * 3600 + int(line[15:17]) * 60 + \
+                int(line[18:20])
+        except (TypeError, ValueError):
+            seconds = None
+        record["date"], record["ts"], record["t"] = line[1:11], line[12:20], seconds
+        record["ranks"], record["rank"] = tags
+        return record
+    record.update(_cached(prefixes, "prefix", line[:begins], _prefix))  # date, ts, t, ranks, rank
     return record
 
 
-def _prefix(prefix):
-    found = PREFIX.search(prefix)
-    if found:
-        ranks = dict((k, int(v)) for k, v in RANK.findall(found.group(3) or ""))
-        return {"date": found.group(1), "ts": found.group(2), "ranks": ranks}
-    plain = PLAIN_STAMP.search(prefix)
-    if plain:
-        return {"date": plain.group(1), "ts": plain.group(2), "ranks": {}}
-    return {"date": None, "ts": None, "ranks": {}}
+def _cached(cache, kind, text, parse):
+    """parse(text), remembered per kind: a prefix, a date or a tag string recurs on every line of its second,
+    day or rank."""
+    found = cache.get((kind, text))
+    if found is None:
+        found = parse(text)
+        if len(cache) > MAX_PREFIXES:
+            cache.clear()
+        cache[(kind, text)] = found
+    return found
 
 
-def _number(value, kind):
+def _day(date):
+    """Seconds at the start of a YYYY-MM-DD date, monotone in the date (enough to order and to tell a gap)."""
     try:
-        number = int(value) if kind is int else float(value)
+        y, mo, d = (int(x) for x in date.split("-"))
     except ValueError:
-        try:
-            number = float(value)
-        except ValueError:
-            return None, False
-    if isinstance(number, float) and not math.isfinite(number):
-        return None, True
-    return number, False
+        return None
+    return (y * 372 + mo * 31 + d) * 86400
 
 
-def _fields(rest):
-    """The FIELDS present in `rest`, each found by its exact key at a pair boundary (one C-level search per
-    field is several times faster than splitting every pair in Python)."""
-    out, nonfinite = {}, 0
-    for key, name, kind, pattern in _FIELD_PATTERNS:
-        if key not in rest:
-            continue
-        found = pattern.search(rest)
-        if found:
-            number, bad = _number(found.group(1).strip(), kind)
-            nonfinite += bad
-            if number is not None or bad:
-                out[name] = number
-    if " graph: " in rest:
-        graph = GRAPH.search(rest)
-        if graph:
-            out["graph"] = graph.group(2) == "True"
-            out["graph_backend"] = graph.group(1)
-    return out, nonfinite
+def _tags(tail):
+    """(ranks, rank) of what follows the stamp in sglang's bracket: ".123 DP0 TP0] " -> ({DP: 0, TP: 0}, "DP0 TP0")."""
+    close = tail.find("]")
+    pairs = RANK.findall(tail[:close] if close >= 0 else tail)
+    return dict((k, int(v)) for k, v in pairs), " ".join(k + v for k, v in pairs)
+
+
+def _prefix(prefix):
+    """{date, ts, t (seconds), ranks {tag: n}, rank "DP0 TP0"} of a logging prefix; the rank tags stand in the last bracket
+    (or before a "]" whose "[" was lost), after its time stamp."""
+    close = prefix.rfind("]")
+    tagged = prefix[prefix.rfind("[", 0, close) + 1:close] if close >= 0 else prefix
+    stamp = STAMP.search(tagged) or STAMP.search(prefix)
+    date = seconds = ts = None
+    if stamp:
+        date, ts = stamp.group(1), "%s:%s:%s" % stamp.group(2, 3, 4)
+        seconds = int(stamp.group(2)) * 3600 + int(stamp.group(3)) * 60 + int(stamp.group(4))
+        if date:
+            seconds += _day(date) or 0
+        if stamp.re is STAMP and stamp.string is tagged:
+            tagged = tagged[stamp.end():]
+    pairs = RANK.findall(tagged)
+    return {"date": date, "ts": ts, "t": seconds, "ranks": dict((k, int(v)) for k, v in pairs),
+            "rank": " ".join(k + v for k, v in pairs)}
+
+
+def scan(text):
+    """(records, windows) of a log text in one pass: the stats lines in order, and per server run found
+    (split at its start-up line) {first: index of its first record, args: {decode_log_interval, ...} from its
+    server_args line, captured_max_bs: from its `Capture cuda graph bs [...]` line}."""
+    records, prefixes = [], {}
+    windows = [{"first": 0, "args": {}, "captured_max_bs": None, "started": False}]
+    for line in text.splitlines():
+        if "batch" in line:
+            record = _record(line, prefixes)
+            if record is not None:
+                records.append(record)
+        elif START in line or "graph bs [" in line or READY.search(line):
+            _event(line[:MAX_ARGS_LINE], windows, len(records))
+    return records, windows
+
+
+def _event(line, windows, count):
+    window = windows[-1]
+    captured = CAPTURE.search(line)
+    if captured:
+        sizes = [int(v) for v in re.findall(r"\d+", captured.group(1))]
+        window["captured_max_bs"] = max(sizes) if sizes else window["captured_max_bs"]
+        return
+    if START not in line and not READY.search(line):
+        return
+    if window["first"] < count:  # stats lines since the last start-up: a new server run
+        window = {"first": count, "args": {}, "captured_max_bs": None, "started": True}
+        windows.append(window)
+    window["started"] = True
+    if START in line:
+        window["args"].update(_args(line))
+
+
+def _args(line):
+    out = {}
+    for key, value in ARG.findall(line):
+        if value.isdigit():
+            out[key] = int(value)
+        elif value in ("True", "False"):
+            out[key] = value == "True"
+    return out

@@ -3,9 +3,15 @@
 from probes.schemas import anything, b, i, lst, mapping, num, obj, s
 
 _BUCKET = obj({"count": i("decode lines whose #running-req falls in the bucket"),
-               "steady": i("of them, lines not right after idle (the throughput sample)"),
-               "median_gen_throughput": num("token/s, steady lines only").null(),
-               "median_accept_len": num("accepted tokens per verify step, bonus token included").null()})
+               "steady": i("of them, lines whose gap fits the server's cadence (the throughput sample)"),
+               "median_gen_throughput": num("token/s, steady lines only (else the ranks' first lines)").null(),
+               "median_accept_len": num("accepted tokens per verify step, bonus token included").null(),
+               "few_sample": b("the figure rests on fewer than 3 lines").opt(),
+               "from_first_lines": i("no steady line: the figure is the ranks' first lines' (no gap to judge)").opt(),
+               "why": s("lines but no figure: why (all after idle, or no gen throughput printed)").opt()})
+_EARLIER = obj({"decode_lines": i(), "prefill_lines": i(), "first_ts": s().null(), "last_ts": s().null(),
+                "buckets": mapping(_BUCKET), "graph": anything(), "median_accept_len": num().null()},
+               "a server run before the last restart in the log window")
 SERVING = obj({
     "decode_lines": i(), "prefill_lines": i(),
     "buckets": mapping(_BUCKET, "0 | 1 | 2-3 | 4-7 | 8-15 | 16-31 | 32-63 | 64-127 | 128+ -> figures"),
@@ -24,6 +30,16 @@ SERVING = obj({
     "ranks": lst(s("rank tags as logged, e.g. DP0 TP0")),
     "dp_sum": anything("with DP attention: the DP ranks' throughput summed at the same second").null().opt(),
     "bench": lst(anything("one bench_serving result block")).opt(),
+    "cadence": obj({"decode_log_interval": i("decode steps between two lines of a rank"),
+                    "from": s("the log's server_args line | --decode-log-interval | sglang's default")},
+                   "what the idle judgement assumed").opt(),
+    "runs": i("server runs in the window (split at each launch's server_args line); figures are the last's").opt(),
+    "earlier_runs": lst(_EARLIER, "up to 4 runs before the last restart, never mixed into the figures").opt(),
+    "started_in_log": b("the window holds this run's launch line").opt(),
+    "decode_running": lst(lst(i()), "[#running-req, decode lines] pairs (up to 512 values)").opt(),
+    "eager_by_rule": obj({"max_bs": i(), "from": s(), "lines": i("decode lines above max_bs: eager by sglang's rule"),
+                          "logged_graph_true": i("of them, lines that still say graph True")},
+                         "when the log says the largest captured batch size").opt(),
 }, "decode/prefill figures of the server's log window, by #running-req bucket")
 
 _METRIC = obj({"samples": lst(num()), "sum": num().null()})

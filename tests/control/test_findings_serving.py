@@ -80,11 +80,18 @@ def test_spec_vs_baseline_on_two_hosts_names_where_speculation_stops_paying():
     assert [b["ratio"] for b in value["buckets"]] == [1.323, 0.768]
     [finding] = serving_fleet.spec_vs_baseline([spec, base])
     assert finding.id == "serving.speculation_loses" and finding.hosts == ("gpu-a", "gpu-b")
-    assert finding.title.endswith("from #running-req 128+: 1146 vs 1493 tok/s")
-    assert "--max-running-requests" in finding.recommendation and "without CUDA graphs" in finding.recommendation
+    assert finding.title == ("speculative decoding (DFLASH) loses from #running-req 128+: 0.77× the baseline "
+                             "(1146 vs 1493 tok/s); CUDA graphs also differ (off vs on)")
+    assert "graphs alone can explain the gap" in finding.recommendation
+    assert "--max-running-requests" in finding.recommendation
+    [graphs] = value["differences"]
+    assert (graphs["what"], graphs["spec"], graphs["baseline"]) == ("CUDA graphs", "off", "on")
     wins = host("gpu-a", [(7, SPEC)], {"7": log(figures(decode(1, 3.81, 86, True)))})
     [info] = serving_fleet.spec_vs_baseline([wins, base])
-    assert info.severity == "info" and "1.32× the baseline" in info.title
+    assert info.severity == "info" and info.title == ("speculative decoding (DFLASH) pays where judged (1, up to "
+                                                      "1.32× the baseline); not judged: 128+")
+    assert "128+: baseline's" not in info.evidence[1].text
+    assert info.evidence[1].text == "not judged — 128+: DFLASH logged no line at this concurrency"
     other = host("gpu-b", [(9, {"model_path": "/models/Llama-3-8B"})], {"9": log(figures(decode(1, None, 65, True)))})
     assert serving_fleet.spec_vs_baseline([spec, other]) == []
 
@@ -151,3 +158,37 @@ def test_no_acceptance_from_the_endpoint_when_the_log_is_missing():
     assert "not read (no log found: stdout is pipe)" in finding.evidence[0].text
     h.probes["deployment"].data["serving_endpoints"]["7"]["avg_spec_accept_length"] = [1.0, 2.5]
     assert serving.accept_len_one([h]) == []     # one DP rank accepts: not "all rejected"
+
+
+def test_lines_above_the_captured_batch_size_get_an_eager_note():
+    # sglang PR #13023's lines (graphs off from 36 running requests) on a server capturing up to 24.
+    h = host("h1", [(7, dict(BASE, cuda_graph_max_bs="24"))],
+             {"7": log(fixture("sglang_13023_trailing_comma_graph_off.log"))})
+    [note] = [f for f in serving.graphs_off_in_log([h]) if f.id == "serving.eager_above_max_bs"]
+    assert note.severity == "info" and note.title.startswith("3 decode lines ran above the largest captured")
+    assert "largest captured batch size 24 (--cuda-graph-max-bs): eager by sglang's rule" in note.evidence[0].text
+    off = host("h1", [(7, dict(BASE, cuda_graph_max_bs="24", disable_cuda_graph=True))],
+               {"7": log(fixture("sglang_13023_trailing_comma_graph_off.log"))})
+    assert not [f for f in serving.graphs_off_in_log([off]) if f.id == "serving.eager_above_max_bs"]
+
+
+def test_a_comparison_says_when_the_servers_interval_was_not_the_one_judged_by():
+    spec = host("gpu-a", [(7, dict(SPEC, decode_log_interval="20"))],
+                {"7": log(figures(decode(1, 3.81, 86, False) + decode(128, 3.52, 1146, False)))})
+    base = host("gpu-b", [(9, BASE)], {"9": log(figures(decode(1, None, 65, True) + decode(128, None, 1493, True)))})
+    [finding] = serving_fleet.spec_vs_baseline([spec, base])
+    [note] = [e.text for e in finding.evidence if "--decode-log-interval" in e.text]
+    assert "judged at a line every 40 decode steps (sglang's default" in note and "--decode-log-interval 20" in note
+
+
+def test_odd_figures_from_a_host_never_raise():
+    odd = {"decode_lines": 3, "buckets": {"128+": {"count": "x", "why": 5, "median_gen_throughput": "fast"}},
+           "graph": {"true": "a", "false": True}, "eager_by_rule": {"lines": "z", "max_bs": None},
+           "decode_running": [["a", 1], 5, [200, "b"]], "cadence": {"decode_log_interval": "q"},
+           "median_accept_len": float("nan")}
+    spec = host("gpu-a", [(7, dict(SPEC, cuda_graph_max_bs="8", decode_log_interval="x"))], {"7": log(odd)})
+    base = host("gpu-b", [(9, BASE)], {"9": log(figures(decode(128, None, 1493, True)))})
+    for rule in (serving.accept_len_one, serving.graphs_off_in_log, serving_fleet.spec_vs_baseline):
+        assert isinstance(rule([spec, base]), list)
+    assert serving_fleet.compare([spec, base]) == []          # no bucket with a figure on both sides
+    assert "128+: no figure from x lines" in q10_speculation(spec).text

@@ -69,3 +69,31 @@ def test_unreadable_input_is_one_line(tmp_path):
         assert proc.stderr.count("\n") == 1 and why in proc.stderr and "Traceback" not in proc.stderr
     proc = gpudiag()
     assert proc.returncode == 2 and "--log" in proc.stderr
+
+
+def test_text_view_says_few_sample_no_figure_restarts_and_eager_lines(tmp_path):
+    body = lambda name: "\n".join(l for l in (FIXTURES / name).read_text().splitlines()  # noqa: E731
+                                  if not l.startswith("#fixture")) + "\n"
+    # sglang issue #11948's EAGLE3 window, relaunched with graphs captured up to 1, then PR #29853's one line.
+    log = tmp_path / "server.log"
+    log.write_text("[2025-10-22 10:27:00] server_args=ServerArgs(model_path='m', decode_log_interval=40)\n"
+                   + body("sglang_11948_eagle3_first_line_after_empty_prefill.log")
+                   + "[2026-07-01 15:00:00] server_args=ServerArgs(model_path='m', cuda_graph_max_bs=64)\n"
+                   + body("sglang_29853_npu_prefill_one_decode.log"))
+    proc = gpudiag("--log", str(log))
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "the log spans 2 server runs (split at each launch's server_args line): figures of the last; " \
+           "earlier runs: 5 decode lines, 2025-10-22 10:27:56 to 2025-10-22 10:27:58" in text
+    assert "few-sample (the ranks' first lines)" in text
+    assert "1 decode lines above the largest captured batch size 64 (cuda_graph_max_bs of the log's " \
+           "server_args line): eager by sglang's rule" in text
+    assert "idle judged from a line every 40 decode steps (sglang's default" in text
+    out = json.loads(gpudiag("--log", str(log), "--json", "--decode-log-interval", "20").stdout)
+    assert check(SERVING, out, "serving") is None
+    assert out["cadence"] == {"decode_log_interval": 20, "from": "--decode-log-interval"}
+    assert out["earlier_runs"][0]["buckets"]["1"]["median_gen_throughput"] == 172.225
+    idle = tmp_path / "idle.log"
+    idle.write_text(body("sglang_11948_eagle3_first_line_after_empty_prefill.log").splitlines()[0] + "\n"
+                    + body("sglang_11948_eagle3_first_line_after_empty_prefill.log").splitlines()[1] + "\n")
+    assert "no figure: 1 of 1 lines follow an idle stretch" in gpudiag("--log", str(idle)).stdout
