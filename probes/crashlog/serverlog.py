@@ -40,7 +40,7 @@ def read_one(server, proc_root, configured, run):
             continue
         result = classify(text, None, installed_release(server))
         result.update(meta)
-        result["serving"] = serving_figures(text)
+        result["serving"] = serving_figures(text, server.get("args"))  # the live flags: its log interval
         return result
     return {"source": None, "outcome": None,
             "reason": "no log found: " + "; ".join(tried) + "; name it with server_log: in the inventory"}

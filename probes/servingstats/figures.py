@@ -49,8 +49,8 @@ def _interval(window, args):
     logged = window["args"].get("decode_log_interval")
     if isinstance(logged, int) and logged > 0:
         return logged, "the server_args line of the log"
-    given = (args or {}).get("decode_log_interval")
-    if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+    given = _positive_int((args or {}).get("decode_log_interval"))
+    if given:
         return given, "--decode-log-interval"
     return cadence.DEFAULT_INTERVAL, cadence.DEFAULT_SOURCE
 
@@ -62,7 +62,17 @@ def _max_bs(window, args):
     logged = window["args"].get("cuda_graph_max_bs")
     if isinstance(logged, int) and logged > 0:
         return logged, "cuda_graph_max_bs of the log's server_args line"
-    given = (args or {}).get("cuda_graph_max_bs")
-    if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+    given = _positive_int((args or {}).get("cuda_graph_max_bs"))
+    if given:
         return given, "--cuda-graph-max-bs"
+    return None
+
+
+def _positive_int(value):
+    """A flag's value as a positive int: parsed flags keep ints for the flags they know and strings for the
+    rest (`--decode-log-interval 20` arrives as "20"); None for anything else."""
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
     return None

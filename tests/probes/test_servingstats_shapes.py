@@ -163,3 +163,16 @@ def test_a_real_log_keeps_the_cadence_the_rule_assumes():
     gaps = [b["t"] - a["t"] for a, b in zip(records, records[1:])]
     expected = [cadence.expected_gap(r, cadence.DEFAULT_INTERVAL) for r in records[1:]]
     assert all(abs(gap - want) <= 1 for gap, want in zip(gaps, expected)), (gaps, expected)
+
+
+def test_a_live_servers_own_flags_set_the_cadence_when_its_log_has_no_launch_line():
+    """The flags as the deployment probe parses a live server's argv (an unknown flag's value stays a string)
+    reach the reader: the log is judged at the server's own --decode-log-interval, not sglang's default."""
+    from probes.hostinfo.sglang_cmdline import parse_server_args
+
+    text = body(DP)
+    assert "server_args=" not in text
+    args, _ = parse_server_args(["--decode-log-interval", "20", "--cuda-graph-max-bs", "16"])
+    assert figures(text)["cadence"]["decode_log_interval"] == cadence.DEFAULT_INTERVAL
+    assert figures(text, args)["cadence"] == {"decode_log_interval": 20, "from": "--decode-log-interval"}
+    assert figures(text, {"decode_log_interval": "twenty"})["cadence"]["from"] == cadence.DEFAULT_SOURCE
