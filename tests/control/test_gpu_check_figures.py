@@ -54,7 +54,8 @@ def test_the_recorded_deep_scan_at_130_s_fails_its_figures():
     problems = figures.cuda_graph_problems(doc)
     assert problems and "cells[0].algorithm: missing" in problems[0]
     answers = figures.answer_problems(report("deep-timeout-130"))
-    assert [p.split(":")[0] for p in answers] == ["Q5", "Q6"]
+    # Q5 states the 20 workloads copy_bench timed there; Q6 is lost with the probe whose data misfit
+    assert [p.split(":")[0] for p in answers] == ["Q6"]
     assert figures.copy_bench_problems(doc) == []   # copy_bench did time its 20 workloads there
 
 
@@ -113,7 +114,8 @@ def test_the_user_path_step_fails_on_the_recorded_130_s_run_through_the_summary(
     check = subprocess.run([sys.executable, SUMMARY, "--check", "user-path", str(out)], capture_output=True,
                            text=True, timeout=60, env=env)
     assert check.returncode == 1, check.stdout
-    assert "FIGURES MISSING: cuda_graph: error" in check.stdout and "FIGURES MISSING: Q5: not checked" in check.stdout
+    assert "FIGURES MISSING: cuda_graph: error" in check.stdout and "FIGURES MISSING: Q6: not checked" in check.stdout
+    assert "Q5: not checked" not in check.stdout
     (tmp_path / "steps.tsv").write_text("user-path\t160\t24\t1\n")
     summary = subprocess.run([sys.executable, SUMMARY, str(tmp_path / "steps.tsv"), str(out)], capture_output=True,
                              text=True, timeout=60, env=env)
