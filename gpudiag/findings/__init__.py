@@ -117,6 +117,7 @@ RULES: tuple[Rule, ...] = (
     health.memory_errors,  # 23: uncorrected ECC, remapped rows, retired pages
     health.xid_since_boot,  # 24: Xid lines in this boot's kernel log
     kernel_libs.kernel_libs_mismatch,  # 25: kernel libraries against sglang's Requires-Dist
+    health.links_down,  # 26: NVLink links inactive, NVSwitch fabric not completed
 )
 
 

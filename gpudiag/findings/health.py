@@ -235,3 +235,40 @@ def xid_since_boot(hosts: list[HostResult]) -> list[Finding]:
             )
         )
     return findings
+
+
+def links_down(hosts: list[HostResult]) -> list[Finding]:
+    """NVLink links inactive beside active ones on the same GPU, or an NVSwitch fabric that did not complete."""
+    findings = []
+    for host in hosts:
+        rows = []
+        for gpu in _gpus(host):
+            active, inactive = _int(dig(gpu, "nvlink", "active")), _int(dig(gpu, "nvlink", "inactive"))
+            if active and inactive:
+                rows.append((_label(gpu), f"{inactive} of {active + inactive} NVLink links inactive"))
+            state, status = dig(gpu, "fabric", "state"), dig(gpu, "fabric", "status")
+            if (isinstance(state, str) and state != "Completed") or (isinstance(status, str) and status != "Success"):
+                rows.append((_label(gpu), f"fabric state {state or '?'}, status {status or '?'}"))
+        if rows:
+            findings.append(
+                Finding(
+                    id="health.links_down",
+                    severity="warning",
+                    title=f"GPU interconnect not fully up on {len({r[0] for r in rows})} GPU(s)",
+                    hosts=(host.name,),
+                    evidence=(
+                        Evidence(
+                            kind="measurement",
+                            host=host.name,
+                            text="nvidia-smi nvlink -s and nvidia-smi -q (Fabric)",
+                            table=(("GPU", "state"),) + tuple(rows),
+                        ),
+                    ),
+                    recommendation="Tensor-parallel traffic falls back to fewer links or PCIe: check the "
+                    "nvidia-fabricmanager service (`systemctl status nvidia-fabricmanager`) and the Xid lines, "
+                    "then reset the GPUs or reboot the host.",
+                    sources=(source(host, "env"),),
+                    action="Check nvidia-fabricmanager and the NVLink links of the GPU(s) listed",
+                )
+            )
+    return findings

@@ -153,3 +153,15 @@ def test_light_scan_reports_health_findings_through_the_cli(tmp_path, monkeypatc
     assert found["health.throttling"]["severity"] == "warning"
     assert found["health.xid"]["severity"] == "error"
     assert found["health.kernel_libs_mismatch"]["evidence"][0]["table"][1] == ["sgl-kernel", "==0.3.9.post2", "0.3.8"]
+
+
+def test_inactive_nvlink_links_and_an_unfinished_fabric():
+    gpus = recorded("h100x8-q-hw-slowdown.txt")["gpus"]
+    assert health.links_down([host({"gpus": gpus})]) == []          # fabric Completed/Success on all eight
+    gpus[0]["nvlink"] = {"links": 18, "active": 16, "inactive": 2}
+    gpus[1]["fabric"] = {"state": "In Progress", "status": None}
+    gpus[2]["nvlink"] = {"links": 18, "active": 0, "inactive": 18}   # NVLink unused on this board: no finding
+    found = health.links_down([host({"gpus": gpus})])
+    assert ids(found) == [("health.links_down", "warning")]
+    assert [row[1] for row in found[0].evidence[0].table[1:]] == [
+        "2 of 18 NVLink links inactive", "fabric state In Progress, status ?"]
