@@ -6,6 +6,8 @@ as notes for the command line to warn about, one line each."""
 
 from __future__ import annotations
 
+import fnmatch
+
 import os
 import socket
 from dataclasses import dataclass, field
@@ -106,6 +108,24 @@ class SshConfig:
 
         visit(self._root)
         return found
+
+    def configures(self, name: str) -> bool:
+        """Whether a `Host` line other than a bare `*` applies to `name`: the user set ssh up for it."""
+
+        def visit(config: ConfigFile) -> bool:
+            for directive in config.directives:
+                if directive.keyword == "host":
+                    negated = [a[1:] for a in directive.args if a.startswith("!")]
+                    plain = [a for a in directive.args if not a.startswith("!") and a != "*"]
+                    if any(fnmatch.fnmatchcase(name, p) for p in plain) and not any(
+                        fnmatch.fnmatchcase(name, n) for n in negated
+                    ):
+                        return True
+                if any(visit(sub) for sub in directive.included):
+                    return True
+            return False
+
+        return visit(self._root)
 
     def lookup(self, alias: str, user: str | None = None, port: int | None = None) -> SshSettings:
         """What `ssh -G [-l user] [-p port] alias` would use; user and port given here win, as on ssh's

@@ -104,6 +104,7 @@ class _Resolver:
         if self._selects_from_inventory(target):
             return self._pattern(target)
         self._refuse_unknown_subscript(target)
+        self._refuse_port_typo(target)
         if has_range(target):
             names = self._range_names(target)
             if names is not None:
@@ -139,14 +140,29 @@ class _Resolver:
 
     def _adhoc(self, target: str) -> Host:
         inv = self.inventory
-        if inv is not None and may_be_typo(target) and target not in self.ssh.aliases():
+        if inv is not None and may_be_typo(target) and not self.ssh.configures(target):
+            # Beside an inventory, a short name (no dot) means one of its hosts, and a name close to one is a
+            # typo: neither goes to DNS. A dotted name far from every inventory name is a host's address.
             hint = self._suggest(target, TYPO_CUTOFF)
-            if hint:
+            if hint or "." not in target:
                 raise InventoryError(
-                    f"target {target!r} is not a host or group in {inv.path}{hint}; "
-                    f"write {target}:22 to reach it as a plain ssh host"
+                    f"target {target!r} is not in {inv.path}{hint}; write {target}:22 to reach it as a plain ssh host"
                 )
         return parse_adhoc(target, ssh_config=self.ssh)
+
+    def _known(self, name: str) -> bool:
+        return name in LOCAL_NAMES or self._exact_names(name) is not None or self.ssh.configures(name)
+
+    def _refuse_port_typo(self, target: str) -> None:
+        """`gpu-01:abc`: a host and what should be its port. Read as a pattern it would be the union of two
+        hosts, the second one looked up in DNS; refused unless that word names a host or group."""
+        head, _, tail = target.rpartition(":")
+        if target.count(":") != 1 or not head or not tail or tail[0] in "!&~@" or tail.isdigit():
+            return
+        if is_wildcard(tail) or has_range(tail) or self._known(tail):
+            return
+        where = f"a host or group in {self.inventory.path}" if self.inventory is not None else "an inventory name"
+        raise InventoryError(f"target {target!r}: {tail!r} is not a port (write {head}:PORT), nor {where}")
 
     def _pattern(self, pattern: str) -> list[Host]:
         """Ansible's order: the union of the plain terms (or `all`), then `&` terms, then `!` terms.
