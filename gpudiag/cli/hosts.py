@@ -9,12 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.cli.common import (
-    ResultConsole,
     complete_targets,
     inventory_option,
     load_hosts,
     warn_ignored_ssh_settings,
 )
+from gpudiag.cli.run_list import table_console
 from gpudiag.models import Host
 from gpudiag.render.safe_text import console as console_text
 from gpudiag.inventory.sshconfig import config_path
@@ -58,4 +58,4 @@ def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | No
         # Every cell comes from the inventory or ssh config: plain Text, never parsed as rich markup.
         cells = (h.name, route(h), python_label(h), ",".join(h.groups) or "-", h.source)
         table.add_row(*(Text(console_text(cell)) for cell in cells))
-    ResultConsole().print(table)
+    table_console().print(table)
