@@ -141,8 +141,7 @@ class _Resolver:
     def _adhoc(self, target: str) -> Host:
         inv = self.inventory
         if inv is not None and may_be_typo(target) and not self.ssh.configures(target):
-            # Beside an inventory, a short name (no dot) means one of its hosts, and a name close to one is a
-            # typo: neither goes to DNS. A dotted name far from every inventory name is a host's address.
+            # A short name (no dot) or one close to an inventory name is never sent to DNS.
             hint = self._suggest(target, TYPO_CUTOFF)
             if hint or "." not in target:
                 raise InventoryError(
@@ -150,18 +149,14 @@ class _Resolver:
                 )
         return parse_adhoc(target, ssh_config=self.ssh)
 
-    def _known(self, name: str) -> bool:
-        return name in LOCAL_NAMES or self._exact_names(name) is not None or self.ssh.configures(name)
-
     def _refuse_port_typo(self, target: str) -> None:
-        """`gpu-01:abc`: a host and what should be its port. Read as a pattern it would be the union of two
-        hosts, the second one looked up in DNS; refused unless that word names a host or group."""
+        """`gpu-01:abc`, a host and what should be its port, would be a union with `abc` looked up in DNS."""
         head, _, tail = target.rpartition(":")
-        if target.count(":") != 1 or not head or not tail or tail[0] in "!&~@" or tail.isdigit():
+        plain = target.count(":") == 1 and head and tail and tail[0] not in "!&~@" and not tail.isdigit()
+        known = not plain or tail in LOCAL_NAMES or self._exact_names(tail) is not None or self.ssh.configures(tail)
+        if known or is_wildcard(tail) or has_range(tail):
             return
-        if is_wildcard(tail) or has_range(tail) or self._known(tail):
-            return
-        where = f"a host or group in {self.inventory.path}" if self.inventory is not None else "an inventory name"
+        where = f"a host or group in {self.inventory.path}" if self.inventory else "an inventory name"
         raise InventoryError(f"target {target!r}: {tail!r} is not a port (write {head}:PORT), nor {where}")
 
     def _pattern(self, pattern: str) -> list[Host]:
