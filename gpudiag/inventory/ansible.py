@@ -265,7 +265,12 @@ def read_vars_file(path: Path) -> dict[str, Any]:
     try:
         doc = YamlFile(path)
     except InventoryError as exc:
-        return {marker: Unhonoured(marker, str(exc).replace("inventory", "vars file"), blocking=True)}
+        message = (
+            str(exc)
+            .replace("the inventory must", "the vars file must")
+            .replace("cannot read inventory", "cannot read vars file")
+        )
+        return {marker: Unhonoured(marker, message, blocking=True)}
     try:
         return read_vars(doc, doc.root, str(path))
     except InventoryError as exc:  # a duplicate key, a bad merge key

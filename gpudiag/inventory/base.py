@@ -98,6 +98,8 @@ class YamlFile:
             raise InventoryError(f"{self.path}:{line}: YAML syntax error: {problem}") from None
         except yaml.YAMLError as exc:
             raise InventoryError(f"{self.path}:1: YAML error: {' '.join(str(exc).split())}") from None
+        if self.root is not None and _is_null(self.root):
+            self.root = None  # `---` and comments only, as Ansible reads it: an empty document
         if self.root is not None and not isinstance(self.root, yaml.MappingNode):
             raise self.error(self.root, f"the inventory must be a mapping, not {kind_of(self.root)}")
 
