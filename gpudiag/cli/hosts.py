@@ -17,7 +17,7 @@ from gpudiag.cli.common import (
 from gpudiag.cli.run_list import table_console
 from gpudiag.models import Host
 from gpudiag.render.safe_text import console as console_text
-from gpudiag.inventory.sshconfig import config_path
+from gpudiag.inventory.sshconfig import config_path, system_config_path
 
 
 def python_label(host: Host) -> str:
@@ -36,8 +36,9 @@ def route(host: Host) -> str:
 def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | None, as_json: bool) -> None:
     """Show what TARGETS (default: every inventory host) resolve to and how each is reached.
 
-    Nothing connects: the route is read from the inventory, ~/.ssh/config (or GPUDIAG_SSH_CONFIG,
-    resolved as `ssh -G` resolves it, `Match exec` commands included) and the target itself. TARGETS
+    Nothing connects: the route is read from the inventory, ~/.ssh/config then /etc/ssh/ssh_config (or
+    GPUDIAG_SSH_CONFIG alone, resolved as `ssh -G` resolves it, `Match exec` commands included) and the target
+    itself. TARGETS
     may be ranges (gpu-[01-08]) and Ansible patterns (gpus:!gpu-02, a:&b, gpu-0*).
     """
     resolved = load_hosts(targets or ("all",), inventory_path, python)
@@ -47,11 +48,11 @@ def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | No
             json.dumps([dict(h.to_dict(), route=route(h), skip_reason=h.skip_reason) for h in resolved], indent=2)
         )
         return
-    ssh_config = config_path()
-    table = Table(
-        title=f"gpudiag hosts ({len(resolved)})",
-        caption=Text(f"ssh config: {ssh_config}{'' if ssh_config.is_file() else ' (absent)'}"),
-    )
+    ssh_config, system = config_path(), system_config_path()
+    read = f"{ssh_config}{'' if ssh_config.is_file() else ' (absent)'}"
+    if system is not None and system.is_file():
+        read += f", then {system}"
+    table = Table(title=f"gpudiag hosts ({len(resolved)})", caption=Text(f"ssh config: {read}"))
     for column in ("name", "route", "python", "groups", "defined at"):
         table.add_column(column, overflow="fold", no_wrap=column in ("name", "defined at"))
     for h in resolved:

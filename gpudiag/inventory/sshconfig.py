@@ -1,5 +1,5 @@
-"""OpenSSH client config (~/.ssh/config, or the file env GPUDIAG_SSH_CONFIG names), resolved as
-`ssh -G` resolves it: `Include`, `Host` and `Match` blocks in file order, the first value obtained for
+"""OpenSSH client config (~/.ssh/config then the system's /etc/ssh/ssh_config, or only the file env
+GPUDIAG_SSH_CONFIG names, as `ssh -F` reads only its file), resolved as `ssh -G` resolves it: `Include`, `Host` and `Match` blocks in file order, the first value obtained for
 an option wins (IdentityFile accumulates), a second pass when a `Match final` asks for it, %-tokens.
 Yields HostName, User, Port, IdentityFile and ProxyJump; settings gpudiag cannot honour come back
 as notes for the command line to warn about, one line each."""
@@ -23,9 +23,12 @@ from gpudiag.inventory.sshconfig_match import (
     match_line,
 )
 
-__all__ = ["ENV_VAR", "SshConfig", "SshConfigError", "SshSettings", "config_path"]
+__all__ = ["ENV_VAR", "SshConfig", "SshConfigError", "SshSettings", "config_path", "system_config_path"]
 
 ENV_VAR = "GPUDIAG_SSH_CONFIG"
+# The system-wide file, read after the user's (first value wins); the variable moves it (tests, containers).
+SYSTEM_ENV_VAR = "GPUDIAG_SSH_SYSTEM_CONFIG"
+SYSTEM_CONFIG = "/etc/ssh/ssh_config"
 # Settings that change how a host is reached and that gpudiag's ssh transport does not implement.
 NOT_HONOURED = {
     "proxycommand": "ProxyCommand",
@@ -60,6 +63,13 @@ def config_path() -> Path:
     return Path(override).expanduser() if override else Path("~/.ssh/config").expanduser()
 
 
+def system_config_path() -> Path | None:
+    """The system-wide config ssh reads after the user's; None when GPUDIAG_SSH_CONFIG stands for `ssh -F`."""
+    if os.environ.get(ENV_VAR):
+        return None
+    return Path(os.environ.get(SYSTEM_ENV_VAR) or SYSTEM_CONFIG)
+
+
 @dataclass
 class _Options:
     """One resolution's state: first value per option, identity files in order."""
@@ -82,9 +92,17 @@ class _Options:
 class SshConfig:
     """A parsed config; a missing file is an empty config (as for OpenSSH)."""
 
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, system: str | Path | None = None):
+        """`path` alone is read as `ssh -F path` reads it; without it, the user's config and the system's."""
         self.path = Path(path) if path is not None else config_path()
         self._root: ConfigFile = read_config(self.path) if self.path.is_file() else ConfigFile(str(self.path), [])
+        found = Path(system) if system is not None else (system_config_path() if path is None else None)
+        self.system = found if found is not None and found.is_file() else None
+        if self.system is not None:
+            # Each file starts with every option applying (a `Host *`), whatever block ended the one before.
+            restart = Directive("host", ["*"], str(self.system), 0)
+            system_file = read_config(self.system, relative_to=self.system.parent)
+            self._root = ConfigFile(str(self.path), self._root.directives + [restart] + system_file.directives)
         self._cache: dict[tuple[str, str | None, int | None], SshSettings] = {}
         # Host name → what its own lookup could not honour (filled as hosts are built, warned once each)
         self.notes_by_host: dict[str, tuple[str, ...]] = {}

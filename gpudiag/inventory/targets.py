@@ -141,12 +141,12 @@ class _Resolver:
     def _adhoc(self, target: str) -> Host:
         inv = self.inventory
         if inv is not None and may_be_typo(target) and not self.ssh.configures(target):
-            # A short name (no dot) or one close to an inventory name is never sent to DNS.
-            hint = self._suggest(target, TYPO_CUTOFF)
-            if hint or "." not in target:
+            hint = self._suggest(target, TYPO_CUTOFF)  # close to an inventory name: a typo, never sent to DNS
+            if hint:
                 raise InventoryError(
                     f"target {target!r} is not in {inv.path}{hint}; write {target}:22 to reach it as a plain ssh host"
                 )
+            inv.notes.setdefault(target, []).append(f"not in {inv.path}: reached as an ssh host ({target}:22 says so)")
         return parse_adhoc(target, ssh_config=self.ssh)
 
     def _refuse_port_typo(self, target: str) -> None:

@@ -81,7 +81,7 @@ def test_explicit_user_and_port_are_what_match_and_tokens_see(home, tmp_path):
 
 
 def test_one_warning_per_host_names_every_setting_not_honoured(home, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)   # no inventory.yaml here: the bare names are ad-hoc hosts
+    monkeypatch.chdir(tmp_path)   # the checkout's inventory.yaml would add a warning for `other`
     path = config(tmp_path, "Host gpu-*\n  ProxyCommand nc %h %p\n  IdentityFile ~/.ssh/a\n"
                             "  IdentityFile ~/.ssh/b\n  CertificateFile ~/.ssh/a-cert.pub\n"
                             "Match originalhost gpu-1 localnetwork 10.0.0.0/8\n  User x\n")
@@ -110,8 +110,7 @@ def test_match_exec_runs_only_for_the_hosts_a_command_targets(home, tmp_path, mo
     assert sorted(p.name for p in marks.iterdir()) == ["gpu-01"]   # excluded or untargeted: never resolved
 
 
-def test_a_command_runs_each_match_exec_once_per_host(home, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)   # no inventory.yaml here: the bare names are ad-hoc hosts
+def test_a_command_runs_each_match_exec_once_per_host(home, tmp_path):
     marks = tmp_path / "marks"
     path = config(tmp_path, f'Match exec "echo %n >> {marks}"\n  ProxyCommand nc %h %p\n')
     result = CliRunner().invoke(cli, ["hosts", "gpu-1", "gpu-2", "--json"],

@@ -1,5 +1,6 @@
-"""Targets that would otherwise go to DNS: `host:word` where the word is no port, and a short name that is not
-in the inventory beside it; both refused in one line through `gpudiag hosts` and `gpudiag scan`."""
+"""Targets that would otherwise go to DNS unnoticed: `host:word` where the word is no port is refused in one
+line, a name close to an inventory name too, and any other name not in the inventory beside it is reached as an
+ssh host with a warning that says it is not in that inventory (`gpudiag hosts`, `gpudiag scan`)."""
 import json
 
 import pytest
@@ -48,11 +49,14 @@ def test_ports_names_ssh_config_knows_and_inventory_unions_still_resolve(here):
         assert [h["name"] for h in json.loads(result.stdout)] == names, target
 
 
-def test_a_short_name_not_in_the_inventory_says_so(here):
+def test_a_name_not_in_the_inventory_says_so(here):
     (here / "inventory.yaml").write_text("hosts:\n  gpu-01:\n    address: 10.0.0.1\n")
-    line = one_line_error(invoke("scan", "gpu-99", "--probes", "env"))
-    assert line == ("gpudiag: error: target 'gpu-99' is not in inventory.yaml; write gpu-99:22 to reach it as a "
-                    "plain ssh host")
-    assert invoke("hosts", "gpu-99:22").exit_code == 0
-    assert invoke("hosts", "lab-7").exit_code == 0                 # ssh config's `Host lab-*` is set up for it
-    assert invoke("hosts", "node.example.org").exit_code == 0      # a dotted address far from every name
+    result = invoke("hosts", "node-7", "--json")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.strip() == ("gpudiag: warning: node-7: not in inventory.yaml: reached as an ssh host "
+                                     "(node-7:22 says so)")
+    assert json.loads(result.stdout)[0]["address"] == "node-7"
+    line = one_line_error(invoke("scan", "gpu-1O", "--probes", "env"))   # a typo of gpu-01: refused
+    assert line.startswith("gpudiag: error: target 'gpu-1O' is not in inventory.yaml (did you mean gpu-01?)")
+    for quiet in ("gpu-99:22", "lab-7"):                             # a port says so; ssh config's `Host lab-*`
+        assert invoke("hosts", quiet).stderr == "", quiet
