@@ -80,11 +80,12 @@ def suggest(word: str, known: Iterable[str], cutoff: float = 0.6) -> str:
 class YamlFile:
     """A composed YAML document and the readers that turn its nodes into checked values."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, text: str | None = None):
+        """The file at `path`, or `text` given (a program's answer), named `path` in errors."""
         self.path = str(path)
         self._constructor = SafeConstructor()
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = Path(path).read_text(encoding="utf-8") if text is None else text
         except FileNotFoundError:
             raise InventoryError(f"{self.path}: inventory file not found") from None
         except (OSError, UnicodeDecodeError) as exc:
