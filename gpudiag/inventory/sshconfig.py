@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 
 import os
+import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -269,9 +270,20 @@ class _Resolution:
         )
 
     def _identity(self, written: str, hostname: str, user: str | None, port: int | None) -> str:
+        """~, `${VAR}` from the environment (as ssh expands it when it connects; `ssh -G` prints it as
+        written) and %-tokens."""
         try:
-            return expand_tokens(
-                os.path.expanduser(written), connection_tokens(hostname, self.alias, user, port), "IdentityFile"
-            )
+            expanded = _ENV_REF.sub(lambda m: _env_value(m.group(1)), os.path.expanduser(written))
+            return expand_tokens(expanded, connection_tokens(hostname, self.alias, user, port), "IdentityFile")
         except TokenError as exc:
             raise SshConfigError(f"cannot apply ssh config to {self.alias!r}: {exc}") from None
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _env_value(name: str) -> str:
+    value = os.environ.get(name)
+    if value is None:  # ssh refuses the connection the same way
+        raise TokenError(f"IdentityFile: environment variable {name} is not set")
+    return value

@@ -56,3 +56,15 @@ def test_the_table_names_both_files(system, tmp_path):
     result = CliRunner().invoke(cli, ["hosts", "gpu-3"], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
     assert f"then {tmp_path / 'etc' / 'ssh' / 'ssh_config'}" in result.output
+
+
+def test_environment_variables_in_identity_file_are_expanded_as_ssh_does_when_it_connects(tmp_path, monkeypatch):
+    from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
+
+    config = tmp_path / "config"
+    config.write_text("Host h1\n  IdentityFile ${KEYDIR}/id_%h\n")
+    monkeypatch.setenv("KEYDIR", str(tmp_path / "keys"))
+    assert SshConfig(config).lookup("h1").identity_file == str(tmp_path / "keys" / "id_h1")
+    monkeypatch.delenv("KEYDIR")
+    with pytest.raises(SshConfigError, match="environment variable KEYDIR is not set"):
+        SshConfig(config).lookup("h1")
