@@ -231,7 +231,9 @@ def xid_since_boot(hosts: list[HostResult]) -> list[Finding]:
                 "fallen-off-the-bus codes need the GPU drained and reset or the host rebooted; others (13, 31, 43) "
                 "are often a process's own fault and follow it.",
                 sources=(source(host, "env"),),
-                action="Look up the Xid codes listed and drain the GPU if they are hardware codes" if severe else "",
+                action="Look up the Xid codes listed and drain the GPU if they are hardware codes"
+                if severe
+                else "Look up the Xid codes listed in NVIDIA's Xid catalog",
             )
         )
     return findings
