@@ -13,6 +13,7 @@ import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from gpudiag.inventory.sshconfig_file import ConfigFile, Directive, SshConfigError, parse_text, read_config
 from gpudiag.inventory.sshconfig_match import (
@@ -128,23 +129,28 @@ class SshConfig:
         visit(self._root)
         return found
 
+    def _any(self, found: Callable[[Directive], bool]) -> bool:
+        """Whether a directive of the config, its Includes' included, satisfies `found`."""
+
+        def visit(config: ConfigFile) -> bool:
+            return any(found(d) or any(visit(sub) for sub in d.included) for d in config.directives)
+
+        return visit(self._root)
+
+    def runs_commands(self) -> bool:
+        """Whether a `Match exec` line runs a command when a host is resolved."""
+        return self._any(lambda d: d.keyword == "match" and any(a.lower() == "exec" for a in d.args))
+
     def configures(self, name: str) -> bool:
         """Whether a `Host` line other than a bare `*` applies to `name`: the user set ssh up for it."""
 
-        def visit(config: ConfigFile) -> bool:
-            for directive in config.directives:
-                if directive.keyword == "host":
-                    negated = [a[1:] for a in directive.args if a.startswith("!")]
-                    plain = [a for a in directive.args if not a.startswith("!") and a != "*"]
-                    if any(fnmatch.fnmatchcase(name, p) for p in plain) and not any(
-                        fnmatch.fnmatchcase(name, n) for n in negated
-                    ):
-                        return True
-                if any(visit(sub) for sub in directive.included):
-                    return True
-            return False
+        def applies(d: Directive) -> bool:
+            plain = [a for a in d.args if not a.startswith("!") and a != "*"]
+            negated = [a[1:] for a in d.args if a.startswith("!")]
+            matched = any(fnmatch.fnmatchcase(name, p) for p in plain)
+            return d.keyword == "host" and matched and not any(fnmatch.fnmatchcase(name, n) for n in negated)
 
-        return visit(self._root)
+        return self._any(applies)
 
     def lookup(self, alias: str, user: str | None = None, port: int | None = None) -> SshSettings:
         """What `ssh -G [-l user] [-p port] alias` would use; user and port given here win, as on ssh's
