@@ -4,6 +4,8 @@ nvidia-smi answers the GPU questions without initialising CUDA. torch is importe
 host's chosen interpreter (--python, else the live server's, else the probing one), never in the probes' own
 process, and only its build facts are read; `torch.interpreter` says which Python it was and why. Without
 nvidia-smi, the GPUs are read through torch.cuda in such a child too.
+GPU health counters (`nvidia-smi -q`, this boot's Xid lines) and the serving interpreter's kernel-library
+versions (package metadata, nothing imported) are read in every scan: probes/hostinfo/health.py, kernel_libs.py.
 Options (`--set env.KEY=VALUE`): command_timeout (s, default 10), torch (false: do not import torch).
 """
 import os
@@ -11,7 +13,7 @@ import platform
 import socket
 import sys
 
-from probes.hostinfo import interpreter, system, torch_child
+from probes.hostinfo import health, interpreter, kernel_libs, system, torch_child
 from probes.hostinfo.gpus import collect_gpus
 # The probe's pure parsers, re-exported so its tests feed recorded outputs to them through the probe.
 from probes.hostinfo.nvidia_smi import (NvidiaSmiError, parse_compute_apps, parse_cuda_version,  # noqa: F401
@@ -54,6 +56,13 @@ SHAPE = obj({
                      "matrix": mapping(anything(), "GPU → GPU → link as nvidia-smi topo -m prints it"),
                      "link_counts": mapping(anything()), "affinity": mapping(anything()),
                      "nics": lst(anything())}),
+    "health": health.SHAPE.opt("absent in results stored before it was read"),
+    "kernel_libs": obj({"status": enum(("ok", "skipped")), "reason": s().null(), "interpreter": s(),
+                        "packages": mapping(anything(), "normalised name → {version, dist_info}"),
+                        "sglang": obj({"version": s().null(), "dist_info": s(),
+                                       "requires": lst(s(), "its METADATA's Requires-Dist lines")}).null()},
+                       "the serving interpreter's kernel libraries and sglang's requirements, from package metadata"
+                       ).opt("absent in results stored before it was read"),
 }, "host, Python, torch build, GPUs and their topology; skipped sections keep every key, empty")
 NOTES = """
 `hostname, os, kernel, cpu_count, memory_total_mib, python{executable,version,prefix,venv}`, `torch{available,
@@ -69,6 +78,14 @@ architectures, read without starting CUDA); `gpus{nvidia_smi, count, processes_e
 `gpus.reason` says why compute capability is null (drivers before R510 reject the field); `devices[].processes`
 is `null` when the processes could not be listed (unknown never looks idle); `topology{link_counts, affinity,
 nics, reason}`. Skipped sections keep every key, empty.
+
+`health` holds per GPU (by PCI bus id) what `nvidia-smi -q` prints about its health: ECC counters since the last
+reset (`volatile`) and over its life (`aggregate`), retired pages, remapped rows, the clock event (throttle)
+reasons, the PCIe link (current against the maximum GPU and host allow, which idle GPUs lower on purpose),
+persistence and MIG mode, fabric state and NVLink links; `health.xid` holds the `NVRM: Xid` lines of this boot
+(`dmesg`, else `journalctl -k`; unreadable without the right: `reasons` says so). `kernel_libs` lists the
+versions of sgl-kernel, flashinfer, triton, deep_gemm, cuda-python, torch and every distribution the installed
+sglang requires, read from the serving interpreter's dist-info METADATA, with sglang's `Requires-Dist` lines.
 """
 
 # A hung command is cut this long before the probe's own limit, so env still answers with everything
@@ -88,6 +105,12 @@ def collect(ctx):
     chosen = interpreter.target(ctx)["path"] if want_torch else None
     data["gpus"], data["topology"] = collect_gpus(timeout, torch_fallback=want_torch, python=chosen,
                                                   modules=ctx.modules, run=ctx.results)
+    budget = lambda: max(0.5, min(cap, ctx.time_left() - ANSWER_MARGIN_S))  # noqa: E731
+    # A failing or absent nvidia-smi is asked nothing more; the Xid lines are read all the same (a GPU that
+    # fell off the bus is what they record).
+    smi = data["gpus"].get("nvidia_smi") if data["gpus"]["status"] == "ok" else None
+    data["health"] = health.collect_health(smi, budget, data["gpus"]["reason"])
+    data["kernel_libs"] = kernel_libs.collect_kernel_libs(chosen or interpreter.target(ctx)["path"], budget())
     return data
 
 

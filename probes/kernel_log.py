@@ -1,6 +1,7 @@
-"""The kernel's OOM-killer records on a host, read after the probe runner died of SIGKILL.
+"""The kernel's records a host keeps about its processes and GPUs: OOM-killer lines, read after the probe
+runner died of SIGKILL, and NVIDIA Xid lines, read by the env probe in every light scan (`xid_events`).
 
-Not a probe: the control side starts it on its own (gpudiag/oom_check.py) through the same transport, once,
+The OOM reader is not a probe: the control side starts it on its own (gpudiag/oom_check.py) through the same transport, once,
 after a killed runner. It reads the first kernel log it can (`dmesg`, then `journalctl -k`, then the syslog
 kernel files), each under a time and byte limit, keeps only the lines that speak of the OOM killer, and
 prints them in one frame. `parse_oom_kills` reads those lines; the control side runs it, here it only
@@ -71,6 +72,43 @@ def parse_oom_kills(lines):
     return list(kills.values())
 
 
+# `NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout after 6s ...`; drivers before R450
+# print the device without `PCI:`.
+XID_MARK = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d+)\s*,?\s*(?P<text>.*)")
+MAX_XIDS = 100  # Xid lines sent back, newest kept
+
+
+def parse_xids(lines):
+    """[{pci, xid, text, clock_s?}] of the Xid lines among `lines`, in log order, newest MAX_XIDS kept."""
+    found = []
+    for raw in lines:
+        line = str(raw)[:MAX_LINE]
+        match = XID_MARK.search(line)
+        if not match:
+            continue
+        event = {"pci": match.group("pci").lower(), "xid": int(match.group("xid")), "text": match.group("text").strip()}
+        clock = _CLOCK.match(line.strip())
+        if clock:
+            event["clock_s"] = float(clock.group(1))
+        found.append(event)
+    return found[-MAX_XIDS:]
+
+
+def xid_events(timeout=COMMAND_TIMEOUT):
+    """{"source", "events", "since": "boot"} from this boot's kernel log (`dmesg`, else `journalctl -k`, which
+    both hold this boot only), or {"source": None, "events": [], "reasons"} when neither could be read.
+    Log files are not read: they mix earlier boots, and an Xid fixed by a reboot is no finding."""
+    reasons = []
+    sources = [("dmesg", ["dmesg"]),
+               ("journalctl -k", ["journalctl", "-k", "--no-pager", "-o", "short-monotonic"])]
+    for label, argv in sources:
+        lines, why = _command_source(label, argv, timeout)
+        if lines is not None:
+            return {"source": label, "since": "boot", "events": parse_xids(lines), "reasons": reasons}
+        reasons.append(why)
+    return {"source": None, "since": None, "events": [], "reasons": reasons}
+
+
 def read_bounded(argv, timeout=COMMAND_TIMEOUT, max_bytes=MAX_BYTES):
     """(exit code or None, the newest `max_bytes` of stdout, an error line or None) of one command; never raises."""
     try:
@@ -119,8 +157,8 @@ def read_file_tail(path, max_bytes=MAX_BYTES):
         return None, "%s: %s" % (path, exc.strerror or exc)
 
 
-def _command_source(label, argv):
-    code, out, err = read_bounded(argv)
+def _command_source(label, argv, timeout=COMMAND_TIMEOUT):
+    code, out, err = read_bounded(argv, timeout)
     text = out.decode("utf-8", "replace")
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith(("-- ", "Hint: "))]
     if code == 0 and lines:

@@ -29,6 +29,14 @@ exit 2
 """
 
 
+# The recorded hosts' kernel logs were not recorded: the scratch host answers as an unprivileged container does,
+# so the env probe's Xid reading is exercised without reading this machine's log.
+NO_KERNEL_LOG = {
+    "dmesg": "#!/bin/sh\necho 'dmesg: read kernel buffer failed: Operation not permitted' >&2\nexit 1\n",
+    "journalctl": "#!/bin/sh\necho 'No journal files were found.' >&2\necho '-- No entries --'\nexit 0\n",
+}
+
+
 class RecordError(Exception):
     """A segment or a real probe run that cannot make a valid host document; the message says which."""
 
@@ -104,6 +112,11 @@ def make_smi(scratch, host_dir):
     with open(path, "w") as handle:
         handle.write(SMI % shlex.quote(os.path.join(host_dir, "nvidia-smi")))
     os.chmod(path, 0o755)
+    for name, body in NO_KERNEL_LOG.items():
+        tool = os.path.join(os.path.dirname(path), name)
+        with open(tool, "w") as handle:
+            handle.write(body)
+        os.chmod(tool, 0o755)
     return os.path.dirname(path)
 
 

@@ -80,6 +80,11 @@ def normalise(probes, spec, scratch):
     name = spec["document"]["name"]
     here = "python%d.%d" % sys.version_info[:2]
     theirs = "python" + ".".join(spec["python_version"].split(".")[:2])
+    # The scratch venv holds only the sglang wheel; the kernel libraries it would find are this machine's (the
+    # lent torch's site): the recorded hosts' were not recorded, and the section says so.
+    libs = probes["env"]["data"].get("kernel_libs")
+    if isinstance(libs, dict):
+        libs.update(status="skipped", reason="not recorded with this host's segments", packages={}, sglang=None)
     probes = drop_items(probes, {ROOT, torch_site()})
     probes = replace_strings(probes, scratch, "")
     probes = replace_strings(probes, sys.base_prefix, "/usr")

@@ -42,23 +42,40 @@ if [ "$missing" = 1 ]; then
 fi
 
 # torch: the tests need the CPU build of 2.13.0; an installed 2.13.0 is kept. Otherwise PyTorch's CPU wheel
-# index is asked first where it is reachable (PyPI's Linux wheel is the CUDA build: several GB of NVIDIA
-# libraries the tests never use), else pip's configured sources (these machines keep the CPU wheel in a local
-# find-links directory). The line printed says which build was installed, from where, and why.
+# index is asked first where it is reachable, else pip's configured sources for the CPU build by its local
+# version (`torch==2.13.0+cpu`: these machines keep that wheel in a local find-links directory). A plain
+# `torch==2.13.0` is never asked of them: on PyPI that is the CUDA build, several GB of NVIDIA libraries the
+# tests never use. Without either source the script stops with one line saying how to get the CPU build.
+# The line printed says which build was installed, from where, and why.
 TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu
 install_torch() {
-  local why
+  local why err
   if "$PY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null; then
     why="already installed"
-  elif ! "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/torch/", timeout=15)' \
-      "$TORCH_CPU_INDEX" 2>/dev/null; then
-    "${PIP[@]}" torch==2.13.0
-    why="from pip's configured sources: $TORCH_CPU_INDEX is not reachable from here"
-  elif "${PIP[@]}" --index-url "$TORCH_CPU_INDEX" torch==2.13.0; then
-    why="from PyTorch's CPU wheel index $TORCH_CPU_INDEX"
   else
-    "${PIP[@]}" torch==2.13.0
-    why="from pip's configured sources: installing from $TORCH_CPU_INDEX failed"
+    if ! "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/torch/", timeout=15)' \
+        "$TORCH_CPU_INDEX" 2>/dev/null; then
+      why="$TORCH_CPU_INDEX is not reachable from here"
+    elif "${PIP[@]}" --index-url "$TORCH_CPU_INDEX" torch==2.13.0; then
+      why=""
+    else
+      why="installing from $TORCH_CPU_INDEX failed"
+    fi
+    if [ -z "$why" ]; then
+      why="from PyTorch's CPU wheel index $TORCH_CPU_INDEX"
+    else
+      err=$(mktemp)
+      if ! "${PIP[@]}" "torch==2.13.0+cpu" 2>"$err"; then
+        echo "test.sh: no CPU build of torch 2.13.0 to install: $why, and pip's configured sources have no" \
+          "torch==2.13.0+cpu ($(grep -v '^\s*$' "$err" | tail -n 1 | cut -c1-160)); install it first:" \
+          "$PY -m pip install --index-url $TORCH_CPU_INDEX torch==2.13.0, or PIP_FIND_LINKS=<a folder holding" \
+          "torch-2.13.0+cpu-*.whl> scripts/test.sh" >&2
+        rm -f "$err"
+        exit 1
+      fi
+      rm -f "$err"
+      why="the CPU build from pip's configured sources: $why"
+    fi
   fi
   echo "test.sh: torch $("$PY" -c 'import torch; print(torch.__version__, "(CUDA build)" if torch.version.cuda \
     else "(CPU build)", "at", torch.__file__)'), $why"

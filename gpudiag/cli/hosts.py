@@ -9,15 +9,16 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.cli.common import (
-    ResultConsole,
     complete_targets,
     inventory_option,
     load_hosts,
     warn_ignored_ssh_settings,
 )
+from gpudiag.cli.run_list import table_console
 from gpudiag.models import Host
 from gpudiag.render.safe_text import console as console_text
-from gpudiag.inventory.sshconfig import config_path
+from gpudiag.inventory.ssh_oracle import Check, check_hosts
+from gpudiag.inventory.sshconfig import SshConfig, SshConfigError, config_path, system_config_path
 
 
 def python_label(host: Host) -> str:
@@ -36,26 +37,44 @@ def route(host: Host) -> str:
 def hosts(targets: tuple[str, ...], inventory_path: str | None, python: str | None, as_json: bool) -> None:
     """Show what TARGETS (default: every inventory host) resolve to and how each is reached.
 
-    Nothing connects: the route is read from the inventory, ~/.ssh/config (or GPUDIAG_SSH_CONFIG,
-    resolved as `ssh -G` resolves it, `Match exec` commands included) and the target itself. TARGETS
-    may be ranges (gpu-[01-08]) and Ansible patterns (gpus:!gpu-02, a:&b, gpu-0*).
+    Nothing connects: the route is read from the inventory, ~/.ssh/config then /etc/ssh/ssh_config (or
+    GPUDIAG_SSH_CONFIG alone, resolved as `ssh -G` resolves it, `Match exec` commands included) and the target
+    itself. Where ssh is installed, `ssh -G` is asked about the hosts the ssh config alone decides, and any
+    difference is a warning. TARGETS may be ranges (gpu-[01-08]) and Ansible patterns (gpus:!gpu-02, a:&b,
+    gpu-0*).
     """
     resolved = load_hosts(targets or ("all",), inventory_path, python)
     warn_ignored_ssh_settings(resolved)
+    oracle = _ask_openssh(resolved)
     if as_json:
         click.echo(
             json.dumps([dict(h.to_dict(), route=route(h), skip_reason=h.skip_reason) for h in resolved], indent=2)
         )
         return
-    ssh_config = config_path()
-    table = Table(
-        title=f"gpudiag hosts ({len(resolved)})",
-        caption=Text(f"ssh config: {ssh_config}{'' if ssh_config.is_file() else ' (absent)'}"),
-    )
+    ssh_config, system = config_path(), system_config_path()
+    read = f"{ssh_config}{'' if ssh_config.is_file() else ' (absent)'}"
+    if system is not None and system.is_file():
+        read += f", then {system}"
+    if oracle.checked:
+        read += f"; ssh -G agrees on {oracle.checked - len({d.split(':')[0] for d in oracle.differences})} of {oracle.checked}"
+    elif oracle.skipped.startswith("ssh -G failed"):
+        read += f"; {oracle.skipped}"
+    table = Table(title=f"gpudiag hosts ({len(resolved)})", caption=Text(f"ssh config: {read}"))
     for column in ("name", "route", "python", "groups", "defined at"):
         table.add_column(column, overflow="fold", no_wrap=column in ("name", "defined at"))
     for h in resolved:
         # Every cell comes from the inventory or ssh config: plain Text, never parsed as rich markup.
         cells = (h.name, route(h), python_label(h), ",".join(h.groups) or "-", h.source)
         table.add_row(*(Text(console_text(cell)) for cell in cells))
-    ResultConsole().print(table)
+    table_console().print(table)
+
+
+def _ask_openssh(resolved: list[Host]) -> Check:
+    """OpenSSH's `ssh -G` on the hosts the ssh config alone decides; each difference a warning on stderr."""
+    try:
+        oracle = check_hosts(resolved, SshConfig())
+    except SshConfigError:
+        return Check(skipped="the ssh config cannot be read")  # resolution already said why
+    for line in oracle.differences:
+        click.echo(f"gpudiag: warning: {console_text(line)}", err=True)
+    return oracle

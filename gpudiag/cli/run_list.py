@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,15 @@ from gpudiag.run_journal import merged_hosts, read_journal
 
 class _Unreadable(Exception):
     pass
+
+
+# Off a terminal (`gpudiag runs | grep finished`) a table row stays one line: no width to wrap or fold at.
+PIPED_WIDTH = 10_000
+
+
+def table_console() -> ResultConsole:
+    """The console a listing prints its table on: the terminal's width there, unlimited when piped."""
+    return ResultConsole() if sys.stdout.isatty() else ResultConsole(width=PIPED_WIDTH)
 
 
 def run_rows(reports_dir: Path) -> list[dict[str, Any]]:
@@ -88,5 +98,5 @@ def runs(as_json: bool, last: int | None, reports_dir: Path) -> int:
                 for v in (r["run_id"], r["kind"], r["hosts"], statuses, r["started_at"], r["state"])
             )
         )
-    ResultConsole().print(table)
+    table_console().print(table)
     return ExitCode.OK

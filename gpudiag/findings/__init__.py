@@ -20,8 +20,10 @@ from gpudiag.findings import (
     fast_path,
     fleet,
     graphs_off,
+    health,
     hidden_states,
     hosts,
+    kernel_libs,
     live_server,
     server_logs,
     serving,
@@ -110,6 +112,12 @@ RULES: tuple[Rule, ...] = (
     decode_step.bound_buckets,  # 18: what bounds each decode bucket (Q11/Q12's analysis)
     decode_step.speculation_costs,  # 19: verify cost, break-even, default running cap (Q13's)
     decode_step.kv_replicated,  # 20: MLA latent cache on every TP rank
+    health.pcie_degraded,  # 21: host health (env.health): PCIe link below its maximum
+    health.throttling,  # 22: clock event reasons active
+    health.memory_errors,  # 23: uncorrected ECC, remapped rows, retired pages
+    health.xid_since_boot,  # 24: Xid lines in this boot's kernel log
+    kernel_libs.kernel_libs_mismatch,  # 25: kernel libraries against sglang's Requires-Dist
+    health.links_down,  # 26: NVLink links inactive, NVSwitch fabric not completed
 )
 
 

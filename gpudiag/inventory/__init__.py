@@ -14,6 +14,7 @@ import yaml
 
 from gpudiag.inventory.ansible import GROUP_KEYS, parse_ansible
 from gpudiag.inventory.ansible_ini import looks_like_ini, read_ini
+from gpudiag.inventory.ansible_oracle import host_list_doc, is_host_list, through_ansible
 from gpudiag.inventory.adhoc import default_ssh_config, parse_adhoc
 from gpudiag.inventory.ansible_sources import MAX_SOURCES, inventory_files, unread_source, vars_basedir
 from gpudiag.inventory.base import HostSpec, Inventory, InventoryError, YamlFile
@@ -29,9 +30,11 @@ def load_inventory(path: str | Path | list[str], ssh_config: SshConfig | None = 
     """Read an inventory in either form; every host comes back resolved (ssh_config applied).
 
     `path` may be a directory of Ansible sources, or several sources (as ansible.cfg may name them)."""
+    if not isinstance(path, list) and is_host_list(str(path)):
+        return _inventory(str(path), *parse_ansible([host_list_doc(str(path))]), ssh_config, "ansible")
     sources = [Path(p) for p in path] if isinstance(path, list) else [Path(path)]
     shown = str(path) if not isinstance(path, list) else ",".join(path)
-    if len(sources) == 1 and not sources[0].is_dir():
+    if len(sources) == 1 and not sources[0].is_dir() and not unread_source(sources[0]):
         doc = _read(sources[0])
         if doc.root is None:
             raise InventoryError(f"{doc.path}:1: the inventory is empty (expected `hosts:` or Ansible's `all:`)")
@@ -68,6 +71,12 @@ def _ansible_docs(sources: list[Path], shown: str, skipped: list[str]) -> list[Y
             raise InventoryError(f"{source}: more than {MAX_SOURCES} inventory files")
         for file in files:
             why = unread_source(file)
+            if why:  # a script or a plugin: Ansible's own answer where ansible-core is installed
+                listed, failure = through_ansible(file)
+                if listed is not None:
+                    docs += [listed] if listed.root is not None else []
+                    continue
+                why = f"{why}; {failure}"
             if why and (source.is_dir() or len(sources) > 1):
                 skipped.append(f"{file}: {why}")
                 continue

@@ -25,7 +25,7 @@ from gpudiag.inventory.base import (
     suggest,
 )
 from gpudiag.inventory.ansible_ini import IniFile
-from gpudiag.inventory.ansible_sources import vars_files
+from gpudiag.inventory.ansible_sources import remote_user, vars_files
 from gpudiag.inventory.ansible_vars import CONTAINER_CONNECTIONS, FIELDS, SSH_CONNECTIONS, read_vars
 
 GROUP_KEYS = ("hosts", "vars", "children")
@@ -55,6 +55,7 @@ class AnsibleReader:
         self._depths: dict[str, int] = {}
         self._file_vars: dict[tuple[str, str], dict[str, Any]] = {}
         self._ini_top: set[str] = set()  # groups an INI file put under `all` only to declare them
+        self.remote_user = remote_user()  # ansible.cfg's, for hosts whose variables name no user
 
     def read(self) -> tuple[list[HostSpec], dict[str, list[str]]]:
         for doc in self.docs:
@@ -201,6 +202,8 @@ class AnsibleReader:
                 spec.connection = value
             elif value is not None:
                 setattr(spec, target, value)
+        if spec.user is None and not spec.local and spec.connection not in CONTAINER_CONNECTIONS:
+            spec.user = self.remote_user
         _apply_container_connection(spec, merged)
         return spec
 
@@ -265,7 +268,12 @@ def read_vars_file(path: Path) -> dict[str, Any]:
     try:
         doc = YamlFile(path)
     except InventoryError as exc:
-        return {marker: Unhonoured(marker, str(exc).replace("inventory", "vars file"), blocking=True)}
+        message = (
+            str(exc)
+            .replace("the inventory must", "the vars file must")
+            .replace("cannot read inventory", "cannot read vars file")
+        )
+        return {marker: Unhonoured(marker, message, blocking=True)}
     try:
         return read_vars(doc, doc.root, str(path))
     except InventoryError as exc:  # a duplicate key, a bad merge key

@@ -11,6 +11,8 @@
   (ANSIBLE_CONFIG, ./ansible.cfg, ~/.ansible.cfg, /etc/ansible/ansible.cfg), relative paths under
   the file's directory. Ansible's own fallback /etc/ansible/hosts is not read: gpudiag uses an
   inventory only when one is named.
+- The login Ansible uses where a host sets no ansible_user: ANSIBLE_REMOTE_USER, else `remote_user` in
+  `[defaults]` of that same ansible.cfg (Ansible passes it to ssh, so it wins over ssh config's User).
 """
 
 from __future__ import annotations
@@ -97,16 +99,31 @@ def default_sources() -> tuple[list[str], str] | None:
     env = os.environ.get("ANSIBLE_INVENTORY", "").strip()
     if env:
         return _split(env, Path.cwd()), "ANSIBLE_INVENTORY"
+    found = _config_default("inventory")
+    return (_split(found[0], found[1].parent), str(found[1])) if found else None
+
+
+def remote_user() -> str | None:
+    """The user Ansible logs in as where the inventory names none, or None (ssh's own choice)."""
+    env = os.environ.get("ANSIBLE_REMOTE_USER", "").strip()
+    if env:
+        return env
+    found = _config_default("remote_user")
+    return found[0] if found else None
+
+
+def _config_default(key: str) -> tuple[str, Path] | None:
+    """(value, file) of `key` in `[defaults]` of the ansible.cfg Ansible reads; None when unset or unreadable."""
     cfg = _config_file()
     if cfg is None:
         return None
     parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";",))
     try:
         parser.read(cfg, encoding="utf-8")
-        value = parser.get("defaults", "inventory", fallback="").strip()
+        value = parser.get("defaults", key, fallback="").strip()
     except (configparser.Error, OSError, UnicodeDecodeError):
         return None
-    return (_split(value, cfg.parent), str(cfg)) if value else None
+    return (value, cfg) if value else None
 
 
 def _split(value: str, base: Path) -> list[str]:

@@ -80,11 +80,12 @@ def suggest(word: str, known: Iterable[str], cutoff: float = 0.6) -> str:
 class YamlFile:
     """A composed YAML document and the readers that turn its nodes into checked values."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, text: str | None = None):
+        """The file at `path`, or `text` given (a program's answer), named `path` in errors."""
         self.path = str(path)
         self._constructor = SafeConstructor()
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = Path(path).read_text(encoding="utf-8") if text is None else text
         except FileNotFoundError:
             raise InventoryError(f"{self.path}: inventory file not found") from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -98,6 +99,8 @@ class YamlFile:
             raise InventoryError(f"{self.path}:{line}: YAML syntax error: {problem}") from None
         except yaml.YAMLError as exc:
             raise InventoryError(f"{self.path}:1: YAML error: {' '.join(str(exc).split())}") from None
+        if self.root is not None and _is_null(self.root):
+            self.root = None  # `---` and comments only, as Ansible reads it: an empty document
         if self.root is not None and not isinstance(self.root, yaml.MappingNode):
             raise self.error(self.root, f"the inventory must be a mapping, not {kind_of(self.root)}")
 

@@ -1,15 +1,19 @@
-"""OpenSSH client config (~/.ssh/config, or the file env GPUDIAG_SSH_CONFIG names), resolved as
-`ssh -G` resolves it: `Include`, `Host` and `Match` blocks in file order, the first value obtained for
+"""OpenSSH client config (~/.ssh/config then the system's /etc/ssh/ssh_config, or only the file env
+GPUDIAG_SSH_CONFIG names, as `ssh -F` reads only its file), resolved as `ssh -G` resolves it: `Include`, `Host` and `Match` blocks in file order, the first value obtained for
 an option wins (IdentityFile accumulates), a second pass when a `Match final` asks for it, %-tokens.
 Yields HostName, User, Port, IdentityFile and ProxyJump; settings gpudiag cannot honour come back
 as notes for the command line to warn about, one line each."""
 
 from __future__ import annotations
 
+import fnmatch
+
 import os
+import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from gpudiag.inventory.sshconfig_file import ConfigFile, Directive, SshConfigError, parse_text, read_config
 from gpudiag.inventory.sshconfig_match import (
@@ -21,9 +25,12 @@ from gpudiag.inventory.sshconfig_match import (
     match_line,
 )
 
-__all__ = ["ENV_VAR", "SshConfig", "SshConfigError", "SshSettings", "config_path"]
+__all__ = ["ENV_VAR", "SshConfig", "SshConfigError", "SshSettings", "config_path", "system_config_path"]
 
 ENV_VAR = "GPUDIAG_SSH_CONFIG"
+# The system-wide file, read after the user's (first value wins); the variable moves it (tests, containers).
+SYSTEM_ENV_VAR = "GPUDIAG_SSH_SYSTEM_CONFIG"
+SYSTEM_CONFIG = "/etc/ssh/ssh_config"
 # Settings that change how a host is reached and that gpudiag's ssh transport does not implement.
 NOT_HONOURED = {
     "proxycommand": "ProxyCommand",
@@ -58,6 +65,13 @@ def config_path() -> Path:
     return Path(override).expanduser() if override else Path("~/.ssh/config").expanduser()
 
 
+def system_config_path() -> Path | None:
+    """The system-wide config ssh reads after the user's; None when GPUDIAG_SSH_CONFIG stands for `ssh -F`."""
+    if os.environ.get(ENV_VAR):
+        return None
+    return Path(os.environ.get(SYSTEM_ENV_VAR) or SYSTEM_CONFIG)
+
+
 @dataclass
 class _Options:
     """One resolution's state: first value per option, identity files in order."""
@@ -80,9 +94,17 @@ class _Options:
 class SshConfig:
     """A parsed config; a missing file is an empty config (as for OpenSSH)."""
 
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, system: str | Path | None = None):
+        """`path` alone is read as `ssh -F path` reads it; without it, the user's config and the system's."""
         self.path = Path(path) if path is not None else config_path()
         self._root: ConfigFile = read_config(self.path) if self.path.is_file() else ConfigFile(str(self.path), [])
+        found = Path(system) if system is not None else (system_config_path() if path is None else None)
+        self.system = found if found is not None and found.is_file() else None
+        if self.system is not None:
+            # Each file starts with every option applying (a `Host *`), whatever block ended the one before.
+            restart = Directive("host", ["*"], str(self.system), 0)
+            system_file = read_config(self.system, relative_to=self.system.parent)
+            self._root = ConfigFile(str(self.path), self._root.directives + [restart] + system_file.directives)
         self._cache: dict[tuple[str, str | None, int | None], SshSettings] = {}
         # Host name → what its own lookup could not honour (filled as hosts are built, warned once each)
         self.notes_by_host: dict[str, tuple[str, ...]] = {}
@@ -106,6 +128,29 @@ class SshConfig:
 
         visit(self._root)
         return found
+
+    def _any(self, found: Callable[[Directive], bool]) -> bool:
+        """Whether a directive of the config, its Includes' included, satisfies `found`."""
+
+        def visit(config: ConfigFile) -> bool:
+            return any(found(d) or any(visit(sub) for sub in d.included) for d in config.directives)
+
+        return visit(self._root)
+
+    def runs_commands(self) -> bool:
+        """Whether a `Match exec` line runs a command when a host is resolved."""
+        return self._any(lambda d: d.keyword == "match" and any(a.lower() == "exec" for a in d.args))
+
+    def configures(self, name: str) -> bool:
+        """Whether a `Host` line other than a bare `*` applies to `name`: the user set ssh up for it."""
+
+        def applies(d: Directive) -> bool:
+            plain = [a for a in d.args if not a.startswith("!") and a != "*"]
+            negated = [a[1:] for a in d.args if a.startswith("!")]
+            matched = any(fnmatch.fnmatchcase(name, p) for p in plain)
+            return d.keyword == "host" and matched and not any(fnmatch.fnmatchcase(name, n) for n in negated)
+
+        return self._any(applies)
 
     def lookup(self, alias: str, user: str | None = None, port: int | None = None) -> SshSettings:
         """What `ssh -G [-l user] [-p port] alias` would use; user and port given here win, as on ssh's
@@ -231,9 +276,20 @@ class _Resolution:
         )
 
     def _identity(self, written: str, hostname: str, user: str | None, port: int | None) -> str:
+        """~, `${VAR}` from the environment (as ssh expands it when it connects; `ssh -G` prints it as
+        written) and %-tokens."""
         try:
-            return expand_tokens(
-                os.path.expanduser(written), connection_tokens(hostname, self.alias, user, port), "IdentityFile"
-            )
+            expanded = _ENV_REF.sub(lambda m: _env_value(m.group(1)), os.path.expanduser(written))
+            return expand_tokens(expanded, connection_tokens(hostname, self.alias, user, port), "IdentityFile")
         except TokenError as exc:
             raise SshConfigError(f"cannot apply ssh config to {self.alias!r}: {exc}") from None
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _env_value(name: str) -> str:
+    value = os.environ.get(name)
+    if value is None:  # ssh refuses the connection the same way
+        raise TokenError(f"IdentityFile: environment variable {name} is not set")
+    return value

@@ -38,27 +38,28 @@ class ConfigFile:
     directives: list[Directive]
 
 
-def read_config(path: str | Path) -> ConfigFile:
-    """The file and everything it includes; a missing top-level file is an empty config."""
+def read_config(path: str | Path, relative_to: Path | None = None) -> ConfigFile:
+    """The file and everything it includes; a missing top-level file is an empty config. Relative Include
+    paths are under `relative_to`: ~/.ssh for a user's config (the default), /etc/ssh for the system's."""
     path = Path(path)
     if not path.exists():
         return ConfigFile(str(path), [])
-    return _read(path, depth=0)
+    return _read(path, depth=0, base=relative_to)
 
 
 def parse_text(text: str, name: str = "<text>") -> ConfigFile:
     return ConfigFile(name, _directives(text, name, depth=0))
 
 
-def _read(path: Path, depth: int) -> ConfigFile:
+def _read(path: Path, depth: int, base: Path | None = None) -> ConfigFile:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SshConfigError(f"{path}: cannot read ssh config: {' '.join(str(exc).split())}") from None
-    return ConfigFile(str(path), _directives(text, str(path), depth))
+    return ConfigFile(str(path), _directives(text, str(path), depth, base))
 
 
-def _directives(text: str, name: str, depth: int) -> list[Directive]:
+def _directives(text: str, name: str, depth: int, base: Path | None = None) -> list[Directive]:
     out = []
     for number, raw in enumerate(text.splitlines(), start=1):
         stripped = raw.strip()
@@ -72,7 +73,7 @@ def _directives(text: str, name: str, depth: int) -> list[Directive]:
         if not args:  # OpenSSH refuses a keyword without a value
             raise SshConfigError(f"{name}:{number}: cannot read ssh config: {match.group('key')} has no value")
         if directive.keyword == "include":
-            directive.included = _include(directive, depth)
+            directive.included = _include(directive, depth, base)
         out.append(directive)
     return out
 
@@ -112,7 +113,7 @@ def split_args(text: str, where: str) -> list[str]:
     return words
 
 
-def _include(directive: Directive, depth: int) -> list[ConfigFile]:
+def _include(directive: Directive, depth: int, base: Path | None) -> list[ConfigFile]:
     if depth + 1 > MAX_INCLUDE_DEPTH:
         raise SshConfigError(f"{directive.where}: Include nested more than {MAX_INCLUDE_DEPTH} deep")
     if not directive.args:
@@ -122,9 +123,9 @@ def _include(directive: Directive, depth: int) -> list[ConfigFile]:
         # A user config's relative paths are under ~/.ssh (OpenSSH applies this to -F files too).
         expanded = os.path.expanduser(pattern)
         if not os.path.isabs(expanded):
-            expanded = str(Path.home() / ".ssh" / expanded)
+            expanded = str((base or Path.home() / ".ssh") / expanded)
         for found in sorted(glob.glob(expanded)):  # glob(3) order: lexical; no match is no error
             if os.path.isdir(found):
                 continue
-            files.append(_read(Path(found), depth + 1))
+            files.append(_read(Path(found), depth + 1, base))
     return files

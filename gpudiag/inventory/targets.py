@@ -104,6 +104,7 @@ class _Resolver:
         if self._selects_from_inventory(target):
             return self._pattern(target)
         self._refuse_unknown_subscript(target)
+        self._refuse_port_typo(target)
         if has_range(target):
             names = self._range_names(target)
             if names is not None:
@@ -139,14 +140,24 @@ class _Resolver:
 
     def _adhoc(self, target: str) -> Host:
         inv = self.inventory
-        if inv is not None and may_be_typo(target) and target not in self.ssh.aliases():
-            hint = self._suggest(target, TYPO_CUTOFF)
+        if inv is not None and may_be_typo(target) and not self.ssh.configures(target):
+            hint = self._suggest(target, TYPO_CUTOFF)  # close to an inventory name: a typo, never sent to DNS
             if hint:
                 raise InventoryError(
-                    f"target {target!r} is not a host or group in {inv.path}{hint}; "
-                    f"write {target}:22 to reach it as a plain ssh host"
+                    f"target {target!r} is not in {inv.path}{hint}; write {target}:22 to reach it as a plain ssh host"
                 )
+            inv.notes.setdefault(target, []).append(f"not in {inv.path}: reached as an ssh host ({target}:22 says so)")
         return parse_adhoc(target, ssh_config=self.ssh)
+
+    def _refuse_port_typo(self, target: str) -> None:
+        """`gpu-01:abc`, a host and what should be its port, would be a union with `abc` looked up in DNS."""
+        head, _, tail = target.rpartition(":")
+        plain = target.count(":") == 1 and head and tail and tail[0] not in "!&~@" and not tail.isdigit()
+        known = not plain or tail in LOCAL_NAMES or self._exact_names(tail) is not None or self.ssh.configures(tail)
+        if known or is_wildcard(tail) or has_range(tail):
+            return
+        where = f"a host or group in {self.inventory.path}" if self.inventory else "an inventory name"
+        raise InventoryError(f"target {target!r}: {tail!r} is not a port (write {head}:PORT), nor {where}")
 
     def _pattern(self, pattern: str) -> list[Host]:
         """Ansible's order: the union of the plain terms (or `all`), then `&` terms, then `!` terms.

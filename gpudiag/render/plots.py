@@ -30,9 +30,10 @@ COPY_CAPTION = (
     "point is that workload's best strategy in that clock."
 )
 REPRO_CAPTION = (
-    "Each cell is one capture-and-replay in its own process: green ok, yellow skipped, red failed; "
-    "look for where red starts along batch size and draft tokens."
+    "Each cell is one capture-and-replay in its own process: green ok, yellow skipped, red failed, grey not "
+    "run; look for where red starts along batch size and draft tokens."
 )
+NOT_RUN = "lightgrey"  # a cell of the grid no child ran (its path, size or draft tokens were not asked)
 # Strategies drawn (declared beside the strategies): those sglang can run, the per-tensor loop as the reference.
 DRAWN_STRATEGIES = strategy_facts.DRAWN
 
@@ -100,8 +101,14 @@ def _save(fig: Any, path: Path) -> None:
 
 
 def _copy_chart(gpu: dict[str, Any], host: str, path: Path) -> None:
-    """Left: one tensor, copy_() vs foreach by size (the sweep), both clocks. Middle and right: each workload's
-    replay by strategy, eager (CPU issue) and inside a replayed graph (GPU stream); a workload keeps its colour."""
+    _save(copy_figure(gpu, host), path)
+
+
+def copy_figure(gpu: dict[str, Any], host: str) -> Any:
+    """Left: one tensor, copy_() vs foreach by size (the sweep, a numeric axis: lines), both clocks. Middle and
+    right: each workload's replay by strategy, eager (CPU issue) and inside a replayed graph (GPU stream): the
+    strategies are categories, so each workload is points side by side, never a line; a workload keeps its
+    colour, and a strategy with no point says 'not run'."""
     import matplotlib.pyplot as plt
 
     fig, (sweep_ax, eager_ax, graph_ax) = plt.subplots(1, 3, figsize=(17, 4.5))
@@ -124,8 +131,22 @@ def _copy_chart(gpu: dict[str, Any], host: str, path: Path) -> None:
         sweep_ax.legend(fontsize=8)
     positions = {s: i for i, s in enumerate(DRAWN_STRATEGIES)}
     for ax, clock, said in ((eager_ax, "cpu_us", "eager (CPU issue)"), (graph_ax, "gpu_us", "replayed (GPU stream)")):
-        for workload, points in copy_series(gpu, clock).items():
-            ax.plot([positions[s] for s, _ in points], [y for _, y in points], marker="o", label=workload)
+        series = copy_series(gpu, clock)
+        for n, (workload, points) in enumerate(series.items()):
+            dodge = (n - (len(series) - 1) / 2) * min(0.1, 0.6 / max(1, len(series)))  # side by side, not stacked
+            xs = [positions[s] + dodge for s, _ in points]
+            ax.plot(xs, [y for _, y in points], marker="o", linestyle="none", label=workload)
+        drawn = {s for points in series.values() for s, _ in points}
+        for strategy in (s for s in DRAWN_STRATEGIES if s not in drawn):  # a category with no point says why
+            ax.text(
+                positions[strategy],
+                0.03,
+                "not run",
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                fontsize=8,
+                color="grey",
+            )
         ax.set_xticks(
             range(len(DRAWN_STRATEGIES)),
             [s.replace("grouped_foreach", "grouped") for s in DRAWN_STRATEGIES],
@@ -137,11 +158,18 @@ def _copy_chart(gpu: dict[str, Any], host: str, path: Path) -> None:
         legend_ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(f"copy time, {host}, {chart_device(gpu)}")
     fig.tight_layout()
-    _save(fig, path)
+    return fig
 
 
 def _repro_chart(found: list[dict[str, Any]], host: str, path: Path) -> None:
+    _save(repro_figure(found, host), path)
+
+
+def repro_figure(found: list[dict[str, Any]], host: str) -> Any:
+    """The cells as a grid (path and draft tokens × batch size), every colour named in the legend, cells no
+    child ran included."""
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     sizes = sorted({int(c["batch_size"]) for c in found if isinstance(c.get("batch_size"), int)})
     rows = sorted({(str(c.get("path")), str(c.get("draft_tokens", "-"))) for c in found})
@@ -150,8 +178,9 @@ def _repro_chart(found: list[dict[str, Any]], host: str, path: Path) -> None:
         key = (str(c.get("path")), str(c.get("draft_tokens", "-")))
         if c.get("batch_size") in sizes:
             grid[rows.index(key)][sizes.index(c["batch_size"])] = STATUS_CODES.get(str(c.get("status")), 2)
-    fig, ax = plt.subplots(figsize=(4 + 1.1 * len(sizes), 1.5 + 0.5 * len(rows)))
-    ax.imshow(grid, cmap="RdYlGn_r", vmin=0, vmax=2, aspect="auto")
+    fig, ax = plt.subplots(figsize=(6 + 1.1 * len(sizes), 1.5 + 0.5 * len(rows)))
+    cmap = plt.get_cmap("RdYlGn_r").with_extremes(bad=NOT_RUN)
+    ax.imshow(grid, cmap=cmap, vmin=0, vmax=2, aspect="auto")
     ax.set_xticks(range(len(sizes)), [str(s) for s in sizes])
     ax.set_yticks(range(len(rows)), [f"{p} ({d} draft tokens)" for p, d in rows])
     ax.set(xlabel="batch size (requests)", ylabel="path (draft tokens)")
@@ -167,6 +196,10 @@ def _repro_chart(found: list[dict[str, Any]], host: str, path: Path) -> None:
                 fontsize=8,
                 color="white",
             )
+    legend = [Patch(color=cmap(code / 2), label=label) for label, code in (("ok", 0), ("skipped", 1), ("failed", 2))]
+    if any(value != value for row in grid for value in row):  # NaN: a cell no child ran
+        legend.append(Patch(color=NOT_RUN, label="not run"))
+    ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     ax.set_title(f"CUDA-graph repro, {host}")
     fig.tight_layout()
-    _save(fig, path)
+    return fig

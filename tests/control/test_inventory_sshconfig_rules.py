@@ -80,7 +80,8 @@ def test_explicit_user_and_port_are_what_match_and_tokens_see(home, tmp_path):
     assert SshConfig(path).lookup("h", user="ops", port=2022).identity_file == str(home / ".ssh" / "ops-2022")
 
 
-def test_one_warning_per_host_names_every_setting_not_honoured(home, tmp_path):
+def test_one_warning_per_host_names_every_setting_not_honoured(home, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)   # the checkout's inventory.yaml would add a warning for `other`
     path = config(tmp_path, "Host gpu-*\n  ProxyCommand nc %h %p\n  IdentityFile ~/.ssh/a\n"
                             "  IdentityFile ~/.ssh/b\n  CertificateFile ~/.ssh/a-cert.pub\n"
                             "Match originalhost gpu-1 localnetwork 10.0.0.0/8\n  User x\n")

@@ -115,7 +115,8 @@ def test_a_broken_vars_file_skips_only_its_hosts(tmp_path):
     assert hosts["o1"]["skip_reason"] is None
 
 
-def test_scripts_and_plugin_configs_in_a_directory_are_skipped_with_a_warning(tmp_path):
+def test_scripts_and_plugin_configs_in_a_directory_are_skipped_with_a_warning(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")   # no ansible-inventory to run them (test_inventory_sources.py)
     write(tmp_path / "inv" / "10-static.ini", "[gpus]\ng1 ansible_host=10.0.0.1\n")
     script = tmp_path / "inv" / "20-cmdb.py"
     write(script, "#!/usr/bin/env python3\nprint('{}')\n")

@@ -90,3 +90,25 @@ def test_proxyjump_from_ansible_ssh_common_args(sshd_fleet, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert hosts["h2"]["status"] == "ok"
     assert accepted_logins(fleet, "h0") == before + 1
+
+
+def test_proxyjump_set_only_in_the_system_ssh_config(sshd_fleet, tmp_path):
+    """No inventory, no user ssh config: the route and key come from a system-wide config (GPUDIAG_SSH_SYSTEM_CONFIG
+    stands for /etc/ssh/ssh_config), its `Include` read from its own folder, as ssh reads them."""
+    fleet = sshd_fleet
+    h0, h1 = fleet.host("h0"), fleet.host("h1")
+    etc = tmp_path / "etc"
+    (etc / "ssh_config.d").mkdir(parents=True)
+    (etc / "ssh_config").write_text("Include ssh_config.d/*.conf\n")
+    (etc / "ssh_config.d" / "fleet.conf").write_text(
+        f"Host sysjumped\n    HostName {h1.address}\n    Port {h1.port}\n    User root\n"
+        f"    ProxyJump {h0.jump_spec}\nHost *\n    IdentityFile {fleet.client_key}\n")
+    reports = tmp_path / "reports"
+    env = fleet.env(GPUDIAG_SSH_CONFIG="", GPUDIAG_SSH_SYSTEM_CONFIG=str(etc / "ssh_config"),
+                    GPUDIAG_REPORTS=str(reports))
+    before = accepted_logins(fleet, "h0"), accepted_logins(fleet, "h1")
+    proc = fleet.run_gpudiag("scan", "sysjumped", "--python", fleet.system_python, *fleet.fast_scan_args,
+                             "--timeout", "60", "--json", env=env)
+    hosts = fleet.load_run(proc, reports)[1]
+    assert hosts["sysjumped"]["status"] == "ok", (hosts["sysjumped"]["reason"], proc.stderr[-2000:])
+    assert (accepted_logins(fleet, "h0"), accepted_logins(fleet, "h1")) == (before[0] + 1, before[1] + 1)

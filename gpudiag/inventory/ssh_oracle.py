@@ -1,0 +1,84 @@
+"""OpenSSH itself as a check on gpudiag's reading of the ssh config, where `ssh` is installed.
+
+For each host the ssh config alone decides (a bare name on the command line: no inventory entry whose own
+values win, no user or port written), `ssh -G [-F FILE] NAME` is asked what it would use, and HostName,
+User and Port are compared with gpudiag's resolution. gpudiag's own resolution is what is used (it also names the settings it
+cannot honour); this says whether OpenSSH agrees. Not asked when the config runs `Match exec` commands (ssh
+would run them a second time) or when GPUDIAG_SSH_SYSTEM_CONFIG moves the system file (ssh cannot be told).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from shutil import which
+
+from gpudiag.inventory.adhoc import COMMAND_LINE
+from gpudiag.inventory.sshconfig import ENV_VAR, SYSTEM_ENV_VAR, SshConfig
+from gpudiag.inventory.sshconfig_match import local_user
+from gpudiag.models import Host
+
+TIMEOUT_S = 10.0
+DEFAULT_PORT = 22
+_BARE = re.compile(r"[A-Za-z0-9_][\w.-]*")
+
+
+@dataclass(frozen=True)
+class Check:
+    """What `ssh -G` said of the hosts it was asked about: `checked` hosts, `differences` one line each, or
+    `skipped` saying why it was not asked at all."""
+
+    checked: int = 0
+    differences: tuple[str, ...] = ()
+    skipped: str = ""
+
+
+def check_hosts(hosts: list[Host], ssh: SshConfig) -> Check:
+    program = which("ssh")
+    if program is None:
+        return Check(skipped="ssh is not installed")
+    if os.environ.get(SYSTEM_ENV_VAR) and not os.environ.get(ENV_VAR):
+        return Check(skipped=f"{SYSTEM_ENV_VAR} names a system config ssh would not read")
+    if ssh.runs_commands():
+        return Check(skipped="the ssh config runs Match exec commands")
+    asked = [h for h in hosts if h.transport == "ssh" and h.source == COMMAND_LINE and _config_alone(h, ssh)]
+    differences: list[str] = []
+    for host in asked:
+        theirs, why = _ssh_g(program, host)
+        if theirs is None:  # a config ssh refuses (an option this ssh lacks): said once, no host blamed
+            return Check(skipped=f"ssh -G failed: {why}")
+        ours = {
+            "hostname": host.address.lower(),
+            "user": host.user or local_user(),
+            "port": str(host.port or DEFAULT_PORT),
+        }
+        for key, value in ours.items():
+            if theirs.get(key) != value:
+                differences.append(f"{host.name}: {key} is {value} here, {theirs.get(key)} for ssh -G")
+    return Check(checked=len(asked), differences=tuple(differences))
+
+
+def _config_alone(host: Host, ssh: SshConfig) -> bool:
+    """Whether the host is what the config gives its name alone (a bare name typed: no user@ or :port)."""
+    if not _BARE.fullmatch(host.name):
+        return False
+    settings = ssh.lookup(host.name)
+    return (settings.hostname, settings.user, settings.port) == (host.address, host.user, host.port)
+
+
+def _ssh_g(program: str, host: Host) -> tuple[dict[str, str] | None, str]:
+    """(ssh -G's settings, "") or (None, why: its last error line)."""
+    argv = [program, "-G"]
+    if os.environ.get(ENV_VAR):
+        argv += ["-F", os.path.expanduser(os.environ[ENV_VAR])]
+    try:
+        proc = subprocess.run(
+            argv + [host.name], capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, str(exc)[:200]
+    if proc.returncode != 0:
+        return None, (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:200]
+    return dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line), ""
