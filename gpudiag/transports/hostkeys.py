@@ -15,6 +15,7 @@ import base64
 import fcntl
 import hashlib
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -27,6 +28,7 @@ ENV_KNOWN_HOSTS = "GPUDIAG_KNOWN_HOSTS"
 USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
 _append_lock = threading.Lock()
+_BRACKETED = re.compile(r"\[(.*)\]:(\d+)")
 
 
 class KnownHostsPathError(Exception):
@@ -103,7 +105,7 @@ class HostKeyChecker:
         return [k for k in self.entries(name) if k.marker is None]
 
     def known_types(self, name: str) -> list[str]:
-        """Key types known for `name`, first preferred (so the server is asked for a key we can check)."""
+        """Key types known for `name` (plain lines), so the server is asked for a key we can check."""
         types: list[str] = []
         for known in self.known(name):
             if known.key.get_name() not in types:
@@ -111,7 +113,13 @@ class HostKeyChecker:
         return types
 
     def check(self, name: str, key: paramiko.PKey) -> None:
-        """Return when the key is trusted (maybe after recording it); raise HostKeyError otherwise."""
+        """Return when the key is trusted (maybe after recording it); raise HostKeyError otherwise.
+
+        As OpenSSH's check_hostkeys_by_key_or_type: the plain keys known for the host, of every type, are
+        considered together; one equal to the server's key trusts it, any other makes it a changed key
+        (a server offering a type not among them is one too); a matching @revoked line refuses it whatever
+        else is known. A host on another port with no plain key for `[host]:port` is trusted by a plain
+        key for the bare host, as ssh's "checking without port identifier"."""
         entries, unreadable = self._read(name)
         revoked = [k for k in entries if k.marker == "revoked" and k.key.asbytes() == key.asbytes()]
         if revoked:  # before anything else: a revoked key is refused even where a plain line trusts it
@@ -121,17 +129,12 @@ class HostKeyChecker:
                 f"marked @revoked at {revoked[0].where}; not accepted, not recorded",
             )
         known = [k for k in entries if k.marker is None]
-        same_type = [k for k in known if k.key.get_name() == key.get_name()]
-        if any(k.key.asbytes() == key.asbytes() for k in same_type):
+        if any(k.key.asbytes() == key.asbytes() for k in known):
             return
-        if same_type:
-            old = same_type[0]
-            raise HostKeyError(
-                HOST_KEY_CHANGED,
-                f"host key for {name} CHANGED: server offers {key.get_name()} {fingerprint(key)}, "
-                f"{old.where} has {fingerprint(old.key)}; not accepted (if the change is expected, "
-                f"remove that line)",
-            )
+        if known:
+            raise HostKeyError(HOST_KEY_CHANGED, _changed(name, key, known))
+        if self._known_without_port(name, key):
+            return
         if unreadable and self.accept_new:  # that line may hold this host's real key: never record over it
             odd = unreadable[0]
             raise HostKeyError(
@@ -141,11 +144,6 @@ class HostKeyChecker:
             )
         authorities = [k for k in entries if k.marker == "cert-authority"]
         if not self.accept_new or authorities:
-            other = (
-                f" (known with another key type: {', '.join(sorted({k.key.get_name() for k in known}))})"
-                if known
-                else ""
-            )
             ca = (
                 (
                     f"; {authorities[0].where} names a @cert-authority for it, but gpudiag cannot check host "
@@ -157,28 +155,49 @@ class HostKeyChecker:
             hint = "" if authorities else "; check it, then rerun with --accept-new to trust it"
             raise HostKeyError(
                 HOST_KEY_UNKNOWN,
-                f"host key for {name} is not known: {key.get_name()} {fingerprint(key)}{other}{ca}{hint}",
+                f"host key for {name} is not known: {key.get_name()} {fingerprint(key)}{ca}{hint}",
             )
         self.record(name, key)
 
+    def _known_without_port(self, name: str, key: paramiko.PKey) -> bool:
+        """sshconnect.c: a new `[host]:port` is checked once more as `host`; only a plain, unrevoked key
+        equal to the server's trusts it there."""
+        bare = _BRACKETED.fullmatch(name)
+        if bare is None or bare.group(2) == "22":
+            return False
+        entries = self._read(bare.group(1))[0]
+        same = [k for k in entries if k.key.asbytes() == key.asbytes()]
+        return any(k.marker is None for k in same) and not any(k.marker == "revoked" for k in same)
+
     def record(self, name: str, key: paramiko.PKey) -> None:
-        """Append `name keytype base64` to gpudiag's own file; safe across threads and processes."""
-        line = f"{name} {key.get_name()} {key.get_base64()}\n"
+        """Append `name keytype base64` to gpudiag's own file; safe across threads and processes. Lines are
+        compared as OpenSSH splits them (at `\\n` only), so a comment holding a form feed hides nothing."""
+        line = f"{name} {key.get_name()} {key.get_base64()}".encode()
         self.own_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with _append_lock, open(self.own_file, "a+", encoding="utf-8") as fh:
+        with _append_lock, open(self.own_file, "a+b") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 fh.seek(0)
-                if line not in fh.read().splitlines(keepends=True):
-                    if fh.tell() and not _ends_with_newline(self.own_file):
-                        fh.write("\n")
-                    fh.write(line)
+                text = fh.read()
+                if line not in text.split(b"\n"):
+                    fh.write((b"\n" if text and not text.endswith(b"\n") else b"") + line + b"\n")
                     fh.flush()
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        fh.seek(-1, os.SEEK_END)
-        return fh.read(1) == b"\n"
+def _changed(name: str, key: paramiko.PKey, known: list[KnownKey]) -> str:
+    """OpenSSH's "REMOTE HOST IDENTIFICATION HAS CHANGED", in one line, naming the offending line."""
+    same_type = [k for k in known if k.key.get_name() == key.get_name()]
+    old = (same_type or known)[0]
+    other = (
+        ""
+        if same_type
+        else f" (no {key.get_name()} key is known for it: a server offering another key type than the known "
+        f"ones is a changed key, as in OpenSSH)"
+    )
+    return (
+        f"host key for {name} CHANGED (REMOTE HOST IDENTIFICATION HAS CHANGED): server offers {key.get_name()} "
+        f"{fingerprint(key)}, offending {old.key.get_name()} key at {old.where} is {fingerprint(old.key)}{other}; "
+        f"not accepted (if the change is expected, remove that line)"
+    )

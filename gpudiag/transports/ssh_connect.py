@@ -180,7 +180,8 @@ class Connector:
             transport = paramiko.Transport(sock, disabled_algorithms=disabled_algorithms)
             options = transport.get_security_options()
             available = list(options.key_types)
-            first = [k for k in preferred if k in available]
+            # order_hostkeyalgs: the known types first, in the default order (ed25519 before ECDSA before RSA)
+            first = [k for k in available if k in preferred]
             options.key_types = first + [k for k in available if k not in first]
             return transport
 

@@ -182,3 +182,64 @@ def test_the_lines_naming_a_host_are_the_ones_ssh_keygen_finds(tmp_path, keys, c
                       [u.line for u in unreadable if not u.why.startswith("invalid marker")])
         assert ours == theirs, (name, ours, theirs)
     assert f"{path}:13: known_hosts line not read: fewer fields" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\x0c", "\x85", "\r", "\x0b", "\u2029", "\x1c"])
+def test_a_comment_holding_a_character_python_splits_lines_at_stays_one_comment(tmp_path, keys, char):
+    text = f"# fleet{char}gpu1 {keys[0].get_name()} {keys[0].get_base64()}\n"
+    with pytest.raises(HostKeyError) as caught:
+        checker(tmp_path, user_text=text).check("gpu1", keys[0])
+    assert caught.value.status == "host_key_unknown"
+    checker(tmp_path, accept_new=True, user_text=text).check("gpu1", keys[0])   # recorded, as ssh records it
+    assert (tmp_path / "own_known_hosts").read_text() == line("gpu1", keys[0])
+
+
+@pytest.mark.parametrize("where", ["host", "type"])
+def test_only_space_and_tab_separate_fields(tmp_path, keys, where):
+    name, blob = keys[0].get_name(), keys[0].get_base64()
+    text = f"gpu1\u00a0{name} {blob}\n" if where == "host" else f"gpu1 {name}\u00a0{blob}\n"
+    with pytest.raises(HostKeyError) as caught:
+        checker(tmp_path, user_text=text).check("gpu1", keys[0])
+    assert caught.value.status == "host_key_unknown"
+
+
+def test_a_known_key_of_another_type_makes_a_new_type_a_changed_key(tmp_path, keys):
+    rsa = paramiko.RSAKey.generate(1024)
+    with pytest.raises(HostKeyError) as caught:
+        checker(tmp_path, user_text=line("gpu1", keys[0]), accept_new=True).check("gpu1", rsa)
+    assert caught.value.status == "host_key_changed"
+    assert "REMOTE HOST IDENTIFICATION HAS CHANGED" in caught.value.reason and "another key type" in caught.value.reason
+    assert (tmp_path / "own_known_hosts").read_text() == ""
+    checker(tmp_path, user_text=line("gpu1", keys[0]) + line("gpu1", rsa)).check("gpu1", rsa)
+
+
+@pytest.mark.parametrize("salt", ["AAAA", "!!", "", "A" * 2000])
+def test_a_malformed_hashed_salt_is_a_warning_and_other_lines_still_count(tmp_path, keys, capsys, salt):
+    text = f"|1|{salt}|AAAA {keys[0].get_name()} {keys[0].get_base64()}\n" + line("gpu1", keys[0])
+    checker(tmp_path, user_text=text).check("gpu1", keys[0])
+    assert f"{tmp_path / 'user_known_hosts'}:1: known_hosts line not read: a hashed host name with a malformed salt" \
+        in capsys.readouterr().err
+
+
+def test_a_hashed_name_is_the_whole_host_field_and_commas_do_not_split_it(tmp_path, keys):
+    text = line(paramiko.HostKeys.hash_host("other") + ",gpu1", keys[0])
+    with pytest.raises(HostKeyError):
+        checker(tmp_path, user_text=text).check("gpu1", keys[0])
+
+
+def test_a_host_on_another_port_is_trusted_by_its_bare_name_as_ssh_does(tmp_path, keys):
+    check = checker(tmp_path, user_text=line("gpu1", keys[0]) + f"@revoked gpu2 {keys[1].get_name()} "
+                    f"{keys[1].get_base64()}\n" + line("gpu2", keys[1]))
+    check.check("[gpu1]:2222", keys[0])
+    for name, key in (("[gpu1]:2222", keys[1]), ("[gpu2]:2222", keys[1])):
+        with pytest.raises(HostKeyError) as caught:
+            check.check(name, key)
+        assert caught.value.status == "host_key_unknown"
+
+
+def test_the_line_type_must_be_the_blobs(tmp_path, keys):
+    rsa = paramiko.RSAKey.generate(1024)
+    text = f"gpu1 ecdsa-sha2-nistp384 {keys[0].get_base64()}\ngpu1 ssh-ed25519 {rsa.get_base64()}\n"
+    with pytest.raises(HostKeyError) as caught:
+        checker(tmp_path, user_text=text).check("gpu1", keys[0])
+    assert caught.value.status == "host_key_unknown"
