@@ -19,6 +19,7 @@ from typing import Any
 from probes.boot import child_argv
 
 from gpudiag.jsonfile import DocumentError, decode_document
+from gpudiag.valid_text import may_hold_surrogates, valid_unicode
 
 # The probe catalog (names, sets, what each reads from) is shared with the runner; reading it is part
 # of choosing what to pack.
@@ -163,7 +164,7 @@ def extract_frame(stdout: bytes, nonce: str) -> dict[str, Any]:
         raise FrameError(f"the frame is not readable: {exc}") from None
     if not isinstance(doc, dict):
         raise FrameError("the frame is not a JSON object")
-    return doc
+    return valid_unicode(doc) if may_hold_surrogates(frame) else doc
 
 
 def tail(data: bytes, limit: int = 2000) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from gpudiag.engines import clush
 from gpudiag.jsonfile import DocumentError, decode_document
+from gpudiag.valid_text import may_hold_surrogates, valid_unicode
 
 _BEGIN = re.compile(r"^(?P<prefix>.*?)GPUDIAG-BEGIN (?P<nonce>\S+)\s*$")
 _END = re.compile(r"^GPUDIAG-END (?P<nonce>\S+)\s*$")
@@ -267,5 +268,5 @@ def _decode(body: list[str]) -> dict[str, Any] | None:
         except DocumentError:
             continue
         if isinstance(doc, dict):
-            return doc
+            return valid_unicode(doc) if may_hold_surrogates(candidate) else doc
     return None
