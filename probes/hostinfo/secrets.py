@@ -19,12 +19,15 @@ SHELLS = ("sh", "bash", "dash", "zsh", "ash", "ksh", "mksh", "fish", "tcsh", "cs
 # --watermark-config (an inline JSON object may hold the watermark keys).
 SECRET_FLAGS = frozenset(("api_key", "admin_api_key", "ssl_keyfile_password", "watermark_config",
                           "watermark_key", "watermark_key_b"))
+# Flags of their own that are also prefixes of a secret flag.
+NOT_ABBREVIATIONS = frozenset(("ssl_keyfile",))
 # A name part that is a secret wherever it stands.
 SECRET_PARTS = frozenset(("secret", "secrets", "password", "passwords", "passwd", "passphrase", "credential",
                           "credentials", "cookie", "cookies", "auth", "hmac", "apikey", "privatekey", "private",
                           "pat", "license", "licence", "licensekey", "sk", "authorization", "bearer", "jwt"))
 # Secrets as the last part only: `--db-pass`, `SGLANG_DB_PASS`, but `--forward-pass-metrics-...`.
-LAST_PART_SECRETS = frozenset(("pass", "pw", "pwd", "key", "token", "session", "sessionid"))
+LAST_PART_SECRETS = frozenset(("pass", "pw", "pwd", "key", "token", "session", "sessionid", "sig",
+                               "signature"))
 # ... unless they count or place something: `bucket_time_to_first_token`, `experts_per_token`.
 NOT_SECRET_BEFORE_LAST = frozenset(("first", "last", "per", "next", "each", "special", "eos", "bos", "pad", "stop",
                                     "end", "start", "draft", "max", "min", "num", "image", "video", "audio",
@@ -74,6 +77,18 @@ def looks_secret(name):
     return False
 
 
+def secret_flag(name):
+    """A flag name whose value is a secret, abbreviated or not: argparse takes any unique prefix of a long
+    option (`--admin-api X` is `--admin-api-key X`), so a prefix of a secret flag counts too, except a
+    flag of its own that it names exactly (`--ssl-keyfile` is a path)."""
+    if looks_secret(name):
+        return True
+    short = "_".join(name_parts(name.lstrip("-")))
+    if len(short) < 3 or short in NOT_ABBREVIATIONS:
+        return False
+    return any(flag.startswith(short) for flag in SECRET_FLAGS)
+
+
 def looks_secret_env(name):
     """Stricter for environment variables, which are dropped (not shown redacted): any key, token or
     session part counts, wherever it stands."""
@@ -89,7 +104,18 @@ def without_credentials(value):
 # Credentials by shape, whatever their name. Hex digests are left alone: commit and snapshot hashes in
 # model paths and versions are identifiers that diagnostics need.
 _PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)", re.S)
-_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][\w+.-]*://)[^/\s@]+@")
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][\w+.-]*://)[^/\s@]*@")
+# `Authorization: Token X`, `"authorization": "ApiKey X"`: whatever the scheme, the header's value goes.
+_AUTH_HEADER = re.compile(r"""(?i)(?P<head>\b(?:proxy-)?authori[sz]ation["']?\s*(?:[:=]|,)\s*["']?)"""
+                          r"""(?P<value>(?:[A-Za-z][\w-]*[ \t]+)?[^\s"',;]+)""")
+# `--api-key X`, `--admin-api=X` anywhere in a text (an environment value, a log line).
+_FLAG_IN_TEXT = re.compile(r"""(?<![\w-])(?P<flag>--?[A-Za-z][\w.-]*)(?P<sep>=|[ \t]+)"""
+                           r"""(?P<value>"[^"]*"|'[^']*'|[^\s"',;]+)""")
+# `password X`, `passphrase: X` in prose: the next word, unless it is one of prose's own.
+_PASSWORD_WORD = re.compile(r"(?i)\b(?P<name>password|passwd|passphrase)(?P<sep>\s*[:=]?\s+)(?P<value>[^\s,;]+)")
+_PROSE = frozenset(("for", "of", "is", "was", "to", "the", "a", "an", "and", "or", "not", "in", "on", "must",
+                    "cannot", "can", "has", "have", "does", "did", "will", "should", "with", "from", "by", "set",
+                    "changed", "required", "incorrect", "wrong", "invalid", "expired", "authentication", REDACTED))
 _AUTH_SCHEME = re.compile(r"(?i)\b(?P<scheme>bearer|basic|digest|negotiate)(?P<sep>\s+|%20)[A-Za-z0-9._~+/=:-]{6,}")
 _TOKEN_SHAPES = re.compile(
     r"\b(?:(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
@@ -106,6 +132,8 @@ def redact_value(value):
     """A value from a host with credentials hidden: strings by shape, JSON text key by key, lists and
     dicts item by item (a dict's secret-named keys lose their values)."""
     if isinstance(value, list):
+        if len(value) == 2 and all(isinstance(item, str) for item in value) and _names_secret(value[0]):
+            return [value[0], REDACTED]  # a header as a [name, value] pair: ["Authorization", "Bearer x"]
         return [redact_value(item) for item in value]
     if isinstance(value, dict):
         return {key: REDACTED if _secret_entry(key, item) else redact_value(item) for key, item in value.items()}
@@ -116,6 +144,10 @@ def redact_value(value):
         redacted = redact_value(parsed)
         return value if redacted == parsed else json.dumps(redacted)
     return _redact_text(value)
+
+
+def _names_secret(name):
+    return looks_secret(name) or name_parts(name)[-1:] in (["authorization"], ["signature"])
 
 
 def _secret_entry(key, item):
@@ -141,11 +173,25 @@ def _redact_text(text):
 
 
 def redact_shapes(text):
-    """Private keys, `Bearer`/`Basic` credentials, known token shapes and random-looking tokens hidden."""
+    """Private keys, URL userinfo, `Authorization` values of any scheme, `Bearer`/`Basic` credentials, the
+    values of secret flags (`--api-key X`, abbreviated too) and of `password X`, known token shapes and
+    random-looking tokens hidden."""
     text = _PRIVATE_KEY.sub(REDACTED, text)
+    text = _URL_USERINFO.sub(lambda m: m.group("scheme") + REDACTED + "@", text)
+    text = _AUTH_HEADER.sub(lambda m: m.group("head") + REDACTED, text)
+    text = _FLAG_IN_TEXT.sub(_hide_flag_value, text)
+    text = _PASSWORD_WORD.sub(lambda m: m.group(0) if m.group("value").lower().strip("\"'") in _PROSE
+                              else m.group("name") + m.group("sep") + REDACTED, text)
     text = _AUTH_SCHEME.sub(lambda m: m.group("scheme") + m.group("sep") + REDACTED, text)
     text = _TOKEN_SHAPES.sub(REDACTED, text)
     return _CANDIDATE.sub(lambda m: REDACTED if random_looking(m.group(0)) else m.group(0), text)
+
+
+def _hide_flag_value(match):
+    value = match.group("value")
+    if not secret_flag(match.group("flag")) or value.startswith("-") or value == REDACTED:
+        return match.group(0)
+    return match.group("flag") + match.group("sep") + REDACTED
 
 
 def random_looking(word):
@@ -166,7 +212,7 @@ def _is_long_flag(word):
     return word.startswith("--") and len(word) > 2 and word[2] != "-"
 
 
-def redact_argv(argv):
+def redact_argv(argv, depth=0):
     """The command line with secret values replaced: `--api-key X`, `--hf-token=X`, `--db-pass -x y`
     (every word up to the next `--flag`), `HF_TOKEN=x`, and shell command strings (`bash -c "…"`)."""
     out, hiding = [], False
@@ -177,9 +223,9 @@ def redact_argv(argv):
             continue
         hiding = False
         if shell and index and _shell_command_follows(argv[index - 1]):
-            out.append(redact_shell_command(word))
+            out.append(redact_shell_command(word, depth + 1))
             continue
-        if _is_long_flag(word) and looks_secret(word[2:].partition("=")[0]):
+        if _is_long_flag(word) and secret_flag(word[2:].partition("=")[0]):
             name, eq, _ = word.partition("=")
             if eq:
                 out.append(name + "=" + REDACTED)
@@ -191,11 +237,14 @@ def redact_argv(argv):
         if assignment and looks_secret_env(assignment.group("name")):
             out.append(assignment.group("name") + "=" + REDACTED)
             continue
+        if depth < 4 and re.search(r"\s-", word):  # one word holding a command line: `exec -a "x --api-key K"`
+            out.append(redact_shell_command(word, depth + 1))
+            continue
         out.append(without_credentials(word))
     return out
 
 
-def redact_shell_command(text):
+def redact_shell_command(text, depth=0):
     """A shell command string with every word redacted as argv is; a string the shell lexer cannot
     split is hidden whole when it names anything secret-looking."""
     try:
@@ -207,7 +256,7 @@ def redact_shell_command(text):
     if words is None:
         names = re.findall(r"[A-Za-z_][A-Za-z0-9_-]*", text)
         return REDACTED if any(looks_secret_env(n) for n in names) else without_credentials(text)
-    redacted = redact_argv(words)
+    redacted = redact_argv(words, depth)
     if redacted == words:
         return without_credentials(text)
     return " ".join(w if w and set(w) <= set(";&|()<>") else shlex.quote(w) for w in redacted)

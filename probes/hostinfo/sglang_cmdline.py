@@ -10,7 +10,7 @@ import shlex
 
 # The redaction rules live in one place; these names are part of this module's interface too.
 from probes.hostinfo.secrets import (REDACTED, looks_secret, looks_secret_env, redact_argv,  # noqa: F401
-                                     without_credentials)
+                                     secret_flag, without_credentials)
 
 SERVER_MODULES = ("sglang.launch_server", "sglang.srt.server", "sglang.srt.entrypoints.http_server")
 SHELLS = ("sh", "bash", "dash", "zsh", "ash", "ksh")
@@ -144,7 +144,7 @@ def split_flags(args):
             flags[key] = value
             continue
         values = []
-        secret = looks_secret(key)   # its value may start with "-": take every word up to the next --flag
+        secret = secret_flag(key)   # its value may start with "-": take every word up to the next --flag
         while key not in KNOWN_SWITCHES and i < len(args) and not (
                 _FLAG.match(args[i]) and (not secret or args[i].startswith("--"))):
             values.append(args[i])
@@ -199,7 +199,7 @@ def parse_server_args(args):
         parsed[key] = _typed(key, flags[key]) if key in flags else False
     for key, raw in flags.items():
         if key not in parsed:
-            parsed[key] = REDACTED if looks_secret(key) and raw is not True else raw
+            parsed[key] = REDACTED if secret_flag(key) and raw is not True else raw
     return {key: without_credentials(value) for key, value in parsed.items()}, \
         [without_credentials(word) for word in positional]
 

@@ -12,11 +12,14 @@ import statistics
 import threading
 import time
 
+from probes.hostinfo.secrets import REDACTED, redact_shapes
+
 MAX_LINE = 1024 * 1024    # one event; a streamed event holds the text so far and meta_info
 MAX_EVENTS = 100000       # events of one response
 MAX_ERRORS = 3            # distinct error texts kept per level
 MAX_GAPS = 4096           # event gaps kept per request for the ITL median
 MIN_TIMEOUT_S = 1.0
+MAX_MESSAGE = 2000        # a server's error message, read before the key is hidden in it and it is cut
 
 
 def payload(rng, input_len, output_len, vocab):
@@ -41,11 +44,25 @@ def post(address, port, body, key, deadline):
         if response.status != 200:
             return None, "HTTP %d%s" % (response.status,
                                         " (the api key was refused)" if response.status == 401 else "")
-        return read_events(response, sent, deadline)
+        answer, why = read_events(response, sent, deadline)
     except (OSError, http.client.HTTPException) as exc:
-        return None, "%s: %s" % (type(exc).__name__, getattr(exc, "strerror", None) or exc)
+        answer, why = None, "%s: %s" % (type(exc).__name__, getattr(exc, "strerror", None) or exc)
     finally:
         connection.close()
+    return answer, None if why is None else without_key(why, key)[:200]
+
+
+def without_key(text, key):
+    """An error text with the api key hidden (a server may echo the request's header or body back), a cut-off
+    start of it too, and every other credential shape."""
+    if key:
+        for form in (key, json.dumps(key)[1:-1]):
+            text = text.replace(form, REDACTED)
+        for size in range(min(len(key), len(text)) - 1, 3, -1):
+            if text.endswith(key[:size]):
+                text = text[:-size] + REDACTED
+                break
+    return redact_shapes(text)
 
 
 def read_events(response, sent, deadline):
@@ -69,7 +86,7 @@ def read_events(response, sent, deadline):
         except ValueError:
             return None, "an event is not JSON"
         if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
-            return None, "server error: %s" % str(doc["error"].get("message"))[:160]
+            return None, "server error: %s" % str(doc["error"].get("message"))[:MAX_MESSAGE]
         times.append(time.monotonic() - sent)
         meta = doc.get("meta_info") if isinstance(doc, dict) else None
     if not isinstance(meta, dict):

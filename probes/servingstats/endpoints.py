@@ -8,6 +8,7 @@ Which info route a release serves is read from its own entrypoints/http_server.p
 0.5.6 among the releases read; `/get_server_info` stays, deprecated, through 0.5.23).
 """
 import http.client
+import ipaddress
 import json
 import math
 import os
@@ -48,11 +49,13 @@ def read_endpoints(servers, proc_root="/proc", budget_s=10.0):
 def loopback_address(args):
     """The loopback address the server listens on, or None when --host names another interface."""
     host = str(args.get("host") or "").strip()
-    if host in WILDCARD or host.startswith("127."):
-        return "127.0.0.1" if not host.startswith("127.") else host
-    if host in ("::1", "[::1]"):
-        return "::1"
-    return None
+    if host in WILDCARD:
+        return "127.0.0.1"
+    try:  # a literal loopback address only: a name (`127.0.0.1.nip.io`) would be resolved through DNS
+        address = ipaddress.ip_address(host[1:-1] if host.startswith("[") and host.endswith("]") else host)
+    except ValueError:
+        return None
+    return str(address) if address.is_loopback else None
 
 
 def api_key_of(proc_root, pid):

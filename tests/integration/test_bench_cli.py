@@ -176,16 +176,19 @@ def test_ctrl_c_stops_sending_at_once_and_keeps_the_run(tmp_path, standin):
     assert json.loads((run / "run.json").read_text())["interrupted"] is True
 
 
-@pytest.mark.parametrize("standin", ["192.0.2.7"], indirect=True)
-def test_a_server_bound_to_another_interface_is_not_loaded_and_its_row_says_why(tmp_path, standin):
+@pytest.mark.parametrize("standin", ["192.0.2.7", "127.0.0.1.nip.io"], indirect=True)
+def test_a_server_bound_to_another_interface_is_not_loaded_and_its_row_says_why(tmp_path, standin, request):
+    """Only a literal loopback address is loaded: a name that starts like one is resolved through DNS, and
+    whatever it resolves to would receive the Bearer key."""
     proc, _ = standin
+    bound = request.node.callspec.params["standin"]
     reports = str(tmp_path / "reports")
     bench = gpudiag("bench", "localhost", "--concurrency", "1", "--requests", "2", "--reports-dir", reports, "--json")
     [row] = [r for r in json.loads(bench.stdout)["rows"] if r["pid"] == proc.pid]
-    assert row["reason"] == "listens on 192.0.2.7, not on loopback: not loaded" and "concurrency" not in row
+    assert row["reason"] == f"listens on {bound}, not on loopback: not loaded" and "concurrency" not in row
     assert (tmp_path / "server" / "server.log").read_text() == ""      # not one request reached it
     markdown = gpudiag("report", json.loads(bench.stdout)["run_id"], "--reports-dir", reports, "--markdown").stdout
-    assert "not loaded — listens on 192.0.2.7, not on loopback" in markdown
+    assert f"not loaded — listens on {bound}, not on loopback" in markdown
 
 
 def test_a_host_without_a_live_server_is_incomplete(tmp_path):

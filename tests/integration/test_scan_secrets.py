@@ -206,3 +206,82 @@ def test_no_credential_shape_leaves_the_host_whatever_its_name(sshd_fleet, tmp_p
     everything = "\n".join(outputs + stored)
     leaked = sorted(marker for marker in SHAPE_MARKERS if marker in everything)
     assert leaked == [], f"{len(leaked)} of {len(SHAPE_MARKERS)} planted credential shapes left the host: {leaked}"
+
+
+def new_mark(i):
+    return f"Nw{i:02d}kP3z"
+
+
+def new_shape_argv():
+    """Shapes a first round of redaction missed: argparse abbreviations, an `exec -a` argv0 holding flags,
+    [name, value] header pairs, a SAS signature, other Authorization schemes, userinfo with an empty user."""
+    m = new_mark
+    py = sys.executable
+    direct = [py, "-m", "sglang.launch_server", "--admin-api", m(1), "--api=" + m(2), "--ssl-keyfile-pass", m(3),
+              "--model-loader-extra-config", json.dumps({"headers": [["Authorization", f"Bearer {m(4)}"]]}),
+              "--endpoint", f"https://a.blob.core.windows.net/c/m?sv=2022-11-02&sig={m(5)}%2Bx%3D",
+              "--chat-template", f"Authorization: Token {m(6)}", "--upstream-url", f"redis://:{m(7)}@127.0.0.1:6379",
+              "--port", "30997"]
+    exec_a = ["bash", "-c", f"exec -a 'sglang-srv --api-key {m(8)}' {py} -m sglang.launch_server --port 30998"]
+    return [direct, exec_a]
+
+
+NEW_SHAPE_ENV = {"SGLANG_ARGS": f"--api-key {new_mark(9)} --log-level info",
+                 "SGLANG_LAUNCH": f"serve --admin-api-key={new_mark(10)}",
+                 "SGLANG_HEADERS": json.dumps([["X-Api-Key", new_mark(11)]]),
+                 "SGLANG_AUTH": f"Authorization: ApiKey {new_mark(12)}",
+                 "SGLANG_CACHE_URL": f"redis://:{new_mark(13)}@cache:6379/0"}
+NEW_SHAPE_MARKERS = [new_mark(i) for i in range(1, 14)]
+
+
+@pytest.fixture
+def new_shape_servers(tmp_path):
+    package = tmp_path / "standin" / "sglang"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "launch_server.py").write_text("import time\ntime.sleep(120)\n")
+    env = dict(os.environ, PYTHONPATH=str(package.parent), NCCL_DEBUG="WARN", **NEW_SHAPE_ENV)
+    procs = [subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for argv in new_shape_argv()]
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _count_cmdlines(b"kP3z") < 2:
+        time.sleep(0.1)
+    yield procs
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
+def _count_cmdlines(marker):
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                count += marker in Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+    return count
+
+
+def test_no_new_secret_shape_leaves_the_host(sshd_fleet, tmp_path, new_shape_servers):
+    reports = tmp_path / "reports"
+    env = sshd_fleet.env(GPUDIAG_REPORTS=str(reports))
+    inventory = sshd_fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"], python=sshd_fleet.system_python)
+    scan = sshd_fleet.run_gpudiag("scan", "-i", str(inventory), "all", "--probes", "deployment,env",
+                                  "--set", "env.torch=false", env=env, timeout=120)
+    assert scan.returncode in (0, 1), scan.stderr
+    outputs = [scan.stdout, scan.stderr]
+    for args in ((), ("--markdown",), ("--json",)):
+        shown = sshd_fleet.run_gpudiag("report", *args, env=env)
+        assert shown.returncode in (0, 1), shown.stderr
+        outputs += [shown.stdout, shown.stderr]
+    stored = [p.read_text(errors="replace") for p in reports.rglob("*") if p.is_file()]
+    host = json.loads(next(reports.glob("runs/*/hosts/h0.json")).read_text())
+    servers = host["probes"]["deployment"]["data"]["servers"]
+    assert {30997, 30998} <= {s["args"].get("port") for s in servers}, servers   # both seen, flags read
+    everything = "\n".join(outputs + stored)
+    leaked = sorted(marker for marker in NEW_SHAPE_MARKERS if marker in everything)
+    assert leaked == [], f"{len(leaked)} of {len(NEW_SHAPE_MARKERS)} planted shapes left the host: {leaked}"

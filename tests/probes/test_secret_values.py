@@ -72,3 +72,58 @@ def test_quoted_log_lines_lose_credential_shapes_too():
     shown = redact_line(line)
     assert "Ab3dEf5g" not in shown and "eyJzdWIi" not in shown
     assert shown.startswith("ERROR 401 for key <redacted>") and shown.endswith("GPU-5f3a9c2e-1b7d-4e8a-9f0c-2d6b8e4a1c3f")
+
+
+# Shapes that once left the host: argparse abbreviations, an `exec -a` argv0 holding flags, flags inside
+# environment values and log lines, [name, value] header pairs, SAS signatures, any Authorization scheme,
+# URL userinfo with an empty user, and `password X` in prose.
+NEW_SECRET = "Qx7newSecretV4lue"
+
+
+@pytest.mark.parametrize("argv", [
+    ["python3", "-m", "sglang.launch_server", "--admin-api", NEW_SECRET, "--port", "1"],
+    ["python3", "-m", "sglang.launch_server", "--api=" + NEW_SECRET],
+    ["python3", "-m", "sglang.launch_server", "--ssl-keyfile-pass", NEW_SECRET],
+    [f"sglang-srv --api-key {NEW_SECRET} --port 1", "-m", "sglang.launch_server"],
+    ["bash", "-c", f"exec -a 'srv --admin-api-key {NEW_SECRET}' python3 -m sglang.launch_server"],
+])
+def test_argv_shapes_argparse_and_exec_accept_are_hidden(argv):
+    from probes.hostinfo.secrets import redact_argv
+    assert NEW_SECRET not in " ".join(redact_argv(argv))
+
+
+def test_a_path_flag_that_prefixes_a_secret_flag_keeps_its_value():
+    from probes.hostinfo.secrets import redact_argv
+    assert redact_argv(["x", "--ssl-keyfile", "/etc/k.pem"]) == ["x", "--ssl-keyfile", "/etc/k.pem"]
+
+
+@pytest.mark.parametrize("value", [
+    f"--api-key {NEW_SECRET} --port 1", f"--log-level info --admin-api={NEW_SECRET}",
+    json.dumps({"headers": [["Authorization", f"Bearer {NEW_SECRET}"], ["Accept", "json"]]}),
+    json.dumps([["X-Api-Key", NEW_SECRET]]),
+    f"https://acct.blob.core.windows.net/c/model.bin?sv=2022-11-02&se=2026-01-01&sig={NEW_SECRET}%2Bx%3D",
+    f"Authorization: Token {NEW_SECRET}", f"authorization=ApiKey {NEW_SECRET}", f'{{"authorization": "Digest {NEW_SECRET}"}}',
+    f"redis://:{NEW_SECRET}@127.0.0.1:6379/0", f"amqp://guest:{NEW_SECRET}@mq/",
+])
+def test_value_shapes_are_hidden_in_environment_values(value):
+    from probes.hostinfo.sglang_cmdline import parse_environ
+    kept = parse_environ(f"SGLANG_EXTRA={value}\0".encode())
+    assert "SGLANG_EXTRA" in kept and NEW_SECRET not in kept["SGLANG_EXTRA"]
+
+
+@pytest.mark.parametrize("line", [
+    f"[2026-01-01 00:00:00] connecting to 'redis://:{NEW_SECRET}@127.0.0.1:6379/0'",
+    f"ERROR login failed: password {NEW_SECRET} rejected",
+    f"INFO server_args: 'launch_server --api-key {NEW_SECRET} --port 30000'",
+    f"INFO args=\"python -m sglang.launch_server --admin-api {NEW_SECRET}\"",
+    f"WARNING header Authorization: Token {NEW_SECRET}",
+])
+def test_quoted_log_lines_hide_the_new_shapes(line):
+    from probes.crashlog.redact import redact_line
+    redacted = redact_line(line)
+    assert NEW_SECRET not in redacted and "<redacted>" in redacted
+
+
+def test_prose_around_a_password_is_kept():
+    from probes.crashlog.redact import redact_line
+    assert redact_line("Wrong password for user root") == "Wrong password for user root"
