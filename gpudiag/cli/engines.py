@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 import click
 
@@ -12,7 +13,8 @@ from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.cli.scan import selected_probes
 from gpudiag.engines import zipapp
-from gpudiag.engines.ingest import FORMATS, IngestError, Source, ingest as ingest_sources
+from gpudiag.engines.ingest import FORMATS, MAX_TOTAL_BYTES, IngestError, Source, read_bounded
+from gpudiag.engines.ingest import ingest as ingest_sources
 from gpudiag.models import OK
 from gpudiag.render.console import summary_table
 from gpudiag.store import RunWriter, StoreError
@@ -43,11 +45,14 @@ def bundle_cmd(output: Path, probes: str | None, deep: bool) -> None:
 
 
 def read_sources(paths: tuple[str, ...]) -> list[Source]:
-    """Files, every file of a directory (one file per host), or `-` for stdin."""
+    """Files, every file of a directory (one file per host), or `-` for stdin; each read within ingest's
+    bounds (read_bounded)."""
     sources: list[Source] = []
+    left = MAX_TOTAL_BYTES
     for spec in paths:
         if spec == "-":
-            sources.append(Source("-", "stdin", sys.stdin.read()))
+            sources.append(Source("-", "stdin", _bounded(sys.stdin.buffer, "-", left)))
+            left -= len(sources[-1].text)
             continue
         path = Path(spec)
         if path.is_dir():
@@ -60,14 +65,23 @@ def read_sources(paths: tuple[str, ...]) -> list[Source]:
             raise UserError(f"{path}: no such file or directory")
         for file in files:
             try:
-                text = file.read_bytes().decode("utf-8", "replace")
+                with open(file, "rb") as stream:
+                    text = _bounded(stream, str(file), left)
             except OSError as exc:
                 raise UserError(f"{file}: cannot read: {exc.strerror or exc}") from None
+            left -= len(text)
             sources.append(Source(str(file), file.name.split(".")[0] or file.name, text))
     if sources and not any(s.text.strip() for s in sources):
         names = ", ".join(s.name for s in sources)
         raise UserError(f"{names}: empty input (no output of any host in it); nothing to ingest")
     return sources
+
+
+def _bounded(stream: BinaryIO, name: str, left: int) -> str:
+    try:
+        return read_bounded(stream, name, max(0, left))
+    except IngestError as exc:
+        raise UserError(str(exc)) from None
 
 
 @click.command("ingest")

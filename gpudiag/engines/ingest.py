@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, BinaryIO
 
 from gpudiag.engines import ansible_json, frames
 from gpudiag.engines.clush import GatheredFormError
 from gpudiag.engines.failures import one_line, status_from_message
 from gpudiag.models import FRAME_ERROR, PYTHON_MISSING, UNREACHABLE, CommandResult, Host, HostResult
 from gpudiag.host_status import classify
+from gpudiag.jsonfile import DocumentError, check_budget
 
 FORMATS = ("auto", "ansible-json", "frames")
+# Bounds on what ingest reads, as a scan bounds one host's output (transports/capture.py): a source over
+# MAX_SOURCE_BYTES (one file, or stdin) is refused after reading that much, and all sources together are
+# bounded by MAX_TOTAL_BYTES; a JSON document (Ansible's) is held to a frame's value and depth limits.
+MAX_SOURCE_BYTES = 64 * 2**20
+MAX_TOTAL_BYTES = 512 * 2**20
 TRANSPORT_BY_LABEL = {"host": "pdsh", "task": "srun", "": "file"}
 
 
@@ -38,6 +44,29 @@ class IngestOutcome:
     engines: list[str] = field(default_factory=list)  # per source: ansible | pdsh | clush | srun | file
 
 
+def read_bounded(stream: BinaryIO, name: str, budget: int) -> str:
+    """At most `budget` bytes (and MAX_SOURCE_BYTES) of `stream` as text; a longer stream (`/dev/zero`, a
+    file of GiBs) is refused with one line after reading just past the bound."""
+    limit = min(budget, MAX_SOURCE_BYTES)
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        what = "this source" if limit == MAX_SOURCE_BYTES else "the sources together"
+        raise IngestError(
+            f"{name}: over {limit / 2**20:.0f} MiB ({what}'s bound; ingest reads at most "
+            f"{MAX_SOURCE_BYTES // 2**20} MiB a source, {MAX_TOTAL_BYTES // 2**20} MiB in all): split it, "
+            f"one file per host in a directory"
+        )
+    return data.decode("utf-8", "replace")
+
+
+def _check_json_budget(source: Source) -> None:
+    if source.text.lstrip()[:1] in ("{", "["):
+        try:
+            check_budget(source.text)
+        except DocumentError as exc:
+            raise IngestError(f"{source.name}: {exc}") from None
+
+
 def detect_format(source: Source, requested: str) -> str:
     if requested != "auto":
         return requested
@@ -49,6 +78,7 @@ def ingest(sources: list[Source], requested: str = "auto") -> IngestOutcome:
     outcome = IngestOutcome()
     found_frames = False
     for source in sources:
+        _check_json_budget(source)
         fmt = detect_format(source, requested)
         if fmt == "ansible-json":
             try:
