@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from gpudiag.repro.signatures import classify_log
+from probes.log_window import last_lines
 
 TAIL_BYTES = 8 * 1024 * 1024
 RUN_KIND = "log"
@@ -21,7 +22,8 @@ def read_tail(source: str, stdin: BinaryIO | None = None) -> tuple[str, int, boo
     """(text, bytes read, whether older lines were cut): the last TAIL_BYTES of a file, or of stdin."""
     if source == "-":
         data = _tail_of_stream(stdin or sys.stdin.buffer)
-        return _decode(data[-TAIL_BYTES:]), min(len(data), TAIL_BYTES), len(data) > TAIL_BYTES
+        text, fewer = last_lines(_decode(data[-TAIL_BYTES:]))
+        return text, min(len(data), TAIL_BYTES), len(data) > TAIL_BYTES or fewer
     path = Path(source)
     try:
         with path.open("rb") as fh:
@@ -35,7 +37,8 @@ def read_tail(source: str, stdin: BinaryIO | None = None) -> tuple[str, int, boo
     cut = size > TAIL_BYTES
     if cut and b"\n" in data:
         data = data[data.index(b"\n") + 1 :]  # the first line is a fragment
-    return _decode(data), len(data), cut
+    text, fewer = last_lines(_decode(data))  # bounded by lines too: 8 MiB of empty lines is nothing to read
+    return text, len(data), cut or fewer
 
 
 def _tail_of_stream(stream: BinaryIO) -> bytes:

@@ -14,6 +14,7 @@ import time
 
 from probes import events
 from probes.context import Skip
+from probes.log_window import last_lines
 from probes.schemas import anything, i, mapping, num, obj, s, lst
 from probes.servingstats.endpoints import DEFAULT_PORT, api_key_of, loopback_address
 from probes.servingstats.figures import figures as serving_figures
@@ -150,9 +151,9 @@ def log_during(log_record, start):
         with open(path, "rb") as handle:
             size = handle.seek(0, 2)
             handle.seek(max(start, size - LOG_TAIL))
-            text = handle.read(LOG_TAIL).decode("utf-8", "replace")
+            raw = handle.read(LOG_TAIL).decode("utf-8", "replace")
     except OSError as exc:
         return {"reason": "log not read during the load: %s" % (exc.strerror or exc)}
-    found = serving_figures(text)
-    found["bytes_read"] = len(text)
+    found = serving_figures(last_lines(raw)[0])  # bounded by lines too: empty lines cost nothing
+    found["bytes_read"] = len(raw)
     return found

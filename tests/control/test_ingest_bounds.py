@@ -70,3 +70,23 @@ def test_a_json_document_over_a_frames_value_limit_is_refused(tmp_path):
     proc, _ = ingest(dense, "--reports-dir", tmp_path / "r")
     assert one_line_error(proc), proc.stderr[-2000:]
     assert "values" in proc.stderr or "limit" in proc.stderr
+
+
+def test_a_log_whose_tail_is_empty_lines_is_cheap_in_repro_log(tmp_path):
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        out.write(b"[2026-01-01 00:00:00] INFO server started\n" + b"\n" * (12 * 2**20))
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "gpudiag", "repro", "cuda-graph-crash", "--log", str(log),
+                           "--reports-dir", str(tmp_path / "r")], capture_output=True, text=True, timeout=120,
+                          preexec_fn=limited, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    took = time.monotonic() - started
+    assert "Traceback" not in proc.stderr and proc.returncode in (0, 1, 2, 4), proc.stderr[-2000:]
+    assert took < 20, f"{took:.1f} s for a log of empty lines"
+
+
+def test_last_lines_keeps_the_newest_non_blank_lines():
+    from probes.log_window import last_lines
+    assert last_lines("a\n\n \t\nb\r\n\r\nc\n") == ("a\nb\nc\n", False)
+    assert last_lines("\n" * 1000 + "x") == ("x", False)
+    assert last_lines("".join(f"{n}\n" for n in range(10)), 3) == ("7\n8\n9\n", True)
