@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from typing import Any, NoReturn
 
-import click
+try:  # Ctrl-C while the command's modules load ends it as Ctrl-C anywhere else does: 130, no traceback
+    import click
 
-from gpudiag import __version__
-from gpudiag.exit_codes import ExitCode
+    from gpudiag import __version__
+    from gpudiag.exit_codes import ExitCode
+except KeyboardInterrupt:
+    sys.exit(130)
 
 
 class UserError(click.ClickException):
@@ -27,7 +31,16 @@ class UserError(click.ClickException):
     exit_code = ExitCode.USAGE
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"gpudiag: error: {self.format_message()}", err=True)
+        click.echo(f"gpudiag: error: {visible(self.format_message())}", err=True)
+
+
+# Terminal controls and bidi overrides from the operator's own input (a file name, a flag value) are shown
+# escaped in an error line, never obeyed by the terminal.
+_CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    return _CONTROLS.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
 
 
 class _PipeClosed(Exception):
@@ -122,7 +135,7 @@ def _exit(code: int) -> NoReturn:
 def _usage_error(exc: click.UsageError) -> NoReturn:
     """One line, as for every other input error, with where to read more."""
     where = f" (see {exc.ctx.command_path if exc.ctx is not None else 'gpudiag'} --help)"
-    message = " ".join(exc.format_message().split())
+    message = visible(" ".join(exc.format_message().split()))
     click.echo(f"gpudiag: error: {message}{where}", err=True)
     _exit(ExitCode.USAGE)
 

@@ -130,7 +130,8 @@ def scan(
         console.print(f"gpudiag: {planned}", markup=False, highlight=False)
     if any(h.transport == "ssh" for h in hosts):  # host keys concern ssh hosts only (paramiko stays unloaded)
         check_known_hosts_path(known_hosts, accept_new)
-    check_remote_command_lines(hosts)
+    for warning in check_remote_command_lines(hosts):
+        console.print(f"gpudiag: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     # What the user asked for by name is recorded: a requested check that cannot run makes the host incomplete.
     run = StoredRun(
         reports_dir,
@@ -257,12 +258,14 @@ def _stored_run(run_dir: Path, console: Console) -> LoadedRun | None:
         return None
 
 
-def check_remote_command_lines(hosts: list[Host]) -> None:
-    """Every ssh host's command line must read the same under every login shell: a value that would
-    not (a quote or backslash in `python`) is a usage error naming the host, before anything runs."""
+def check_remote_command_lines(hosts: list[Host]) -> list[str]:
+    """Every ssh host's command line must read the same under every login shell: a host whose value would
+    not (a quote or backslash in `python`) is named here, before anything runs, and its transport refuses
+    it (status unreachable, "refused to run"); the other hosts are scanned."""
     from gpudiag.transports.container import exec_prefix
     from gpudiag.transports.shell import UnsafeWord, command_line
 
+    warnings = []
     for host in hosts:
         if host.transport != "ssh":
             continue
@@ -270,7 +273,8 @@ def check_remote_command_lines(hosts: list[Host]) -> None:
             command_line((exec_prefix(host.container) if host.container else []) + bundle.bootstrap_argv(host.python))
         except UnsafeWord as exc:
             where = f"{host.source}: " if host.source else ""
-            raise UserError(f"{where}host {host.name!r}: python or container {exc}") from None
+            warnings.append(f"{where}host {host.name!r}: python or container {exc}; that host is not scanned")
+    return warnings
 
 
 def check_known_hosts_path(path: str | None, accept_new: bool) -> None:

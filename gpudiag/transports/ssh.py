@@ -57,6 +57,10 @@ class SSHTransport:
         events: EventReader | None = None,
     ) -> CommandResult:
         started = time.monotonic()
+        try:  # before connecting: a host whose command line no login shell reads alike is not contacted
+            command_line(argv)
+        except UnsafeWord as exc:
+            raise TransportError(UNREACHABLE, f"refused to run: python or container {exc}") from None
         self._output_limit = output_limit
         self._events = events
         deadline = started + timeout
