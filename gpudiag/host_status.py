@@ -43,7 +43,7 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
         return HostResult(
             status=FRAME_ERROR, reason=f"{command.overflow}; the connection was closed there", output_tail=tails, **base
         )
-    if command.timed_out:
+    if command.timed_out and not _holds_frame(command, nonce):  # a frame written before a hang is the answer
         return HostResult(
             status=TIMEOUT, reason=f"no answer within the {deadline:.0f} s deadline", output_tail=tails, **base
         )
@@ -56,6 +56,14 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
         engine_failure = _container_failure(host, command)
         if engine_failure:
             return HostResult(status=UNREACHABLE, reason=engine_failure, output_tail=tails, **base)
+        if b"Unknown option: -I" in command.stderr[:4096]:  # Python 2 stops at the bootstrap's first flag
+            return HostResult(
+                status=PYTHON_MISSING,
+                output_tail=tails,
+                reason=f"{host.python}: Python 2 (it has no -I option); the probes need Python 3.9 or newer "
+                "(set `python:` for this host)",
+                **base,
+            )
         if _python_missing(command, host.python):
             return HostResult(
                 status=PYTHON_MISSING,
@@ -86,6 +94,14 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
     if failed:
         return HostResult(status=PROBE_ERROR, reason="; ".join(failed + misfits), probes=probes, **base)
     return HostResult(status=OK, reason="; ".join(misfits), probes=probes, **base)
+
+
+def _holds_frame(command: CommandResult, nonce: str) -> bool:
+    try:
+        bundle.extract_frame(command.stdout, nonce)
+    except bundle.FrameError:
+        return False
+    return True
 
 
 def _read_frame(doc: dict[str, Any]) -> tuple[dict[str, ProbeResult], str | None]:

@@ -16,6 +16,7 @@ DEFAULT_OUTPUT_LIMIT = 64 * 2**20
 STDERR_TAIL = 64 * 2**10
 NOISE_TAIL = 64 * 2**10  # stdout kept from before the frame starts
 FRAME_MARKER = b"GPUDIAG-BEGIN "  # the framing line (gpudiag.bundle); noise before it is not kept
+FRAME_END = b"GPUDIAG-END "
 PROCESS_MARK = b"GPUDIAG-PROCESS "
 MAX_ANNOUNCED = 32  # announcement lines kept apart from the tail
 MAX_ANNOUNCEMENT = 1024  # bytes of one (the host writes fewer)
@@ -54,6 +55,10 @@ class BoundedCapture:
         if len(self._noise) > NOISE_TAIL + len(FRAME_MARKER):
             del self._noise[: len(self._noise) - NOISE_TAIL - len(FRAME_MARKER)]
         return True
+
+    def frame_ended(self) -> bool:
+        """The output holds a frame's end line (classify checks it is this run's)."""
+        return self._frame is not None and FRAME_END in self._frame
 
     def _frame_start(self) -> int | None:
         at = self._noise.find(FRAME_MARKER)

@@ -14,7 +14,7 @@ import logging
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import paramiko
 
@@ -32,6 +32,9 @@ from gpudiag.transports.ssh_support import drain, feed, shutdown
 # paramiko logs handshake failures at ERROR; without a handler Python would print them on stderr,
 # in the middle of the progress output. Every failure becomes a host status instead.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
+# After the command's exit status, how long its output may stay open with nothing arriving before the
+# session is closed: a grandchild holding stdout open would otherwise cost the whole deadline.
+EXIT_GRACE_S = 2.0
 
 
 class SSHTransport:
@@ -127,8 +130,16 @@ class SSHTransport:
         ]
         for thread in threads:
             thread.start()
-        for reader in threads[1:]:
-            reader.join(max(0.0, deadline - time.monotonic()))
+        readers = threads[1:]
+        if self._wait_for_readers(channel, readers, deadline, lambda: capture.total):
+            # The command exited but something it started still holds its output open (a grandchild): what
+            # it wrote is all there is, so the session is closed instead of waiting for the deadline.
+            _close_quietly(channel)
+            for reader in readers:
+                reader.join(1.0)
+            if exit_signal:
+                return killed_result(exit_signal, capture.stdout, capture.stderr, time.monotonic() - started)
+            return CommandResult(channel.exit_status, capture.stdout, capture.stderr, time.monotonic() - started)
         if overflowed.is_set():
             return CommandResult(
                 None, capture.stdout, capture.stderr, time.monotonic() - started, overflow=capture.describe_overflow()
@@ -144,11 +155,32 @@ class SSHTransport:
                 return CommandResult(channel.exit_status, capture.stdout, capture.stderr, time.monotonic() - started)
         if self._closed.is_set():
             raise TransportError(INTERRUPTED, "the run was interrupted")
+        if not self._expired.is_set() and capture.frame_ended():
+            # The output ended with a frame in it but no exit status came (the probe closed its output and
+            # kept running, or the connection went): the frame is the answer; classify reads it.
+            _close_quietly(channel)
+            return CommandResult(None, capture.stdout, capture.stderr, time.monotonic() - started)
         if not self._expired.is_set() and time.monotonic() < deadline:
             # The connection dropped without an exit status (sshd killed, network gone).
             raise TransportError(UNREACHABLE, f"{self._where()}: the connection closed before the command finished")
         _close_quietly(channel)  # the deadline timer may be closing the same channel at this moment
         return CommandResult(None, capture.stdout, capture.stderr, time.monotonic() - started, timed_out=True)
+
+    def _wait_for_readers(
+        self, channel: paramiko.Channel, readers: list[threading.Thread], deadline: float, received: Callable[[], int]
+    ) -> bool:
+        """Wait for both output streams to end, up to the deadline; True when the command's exit status came
+        and no output has arrived for EXIT_GRACE_S while a stream is still open."""
+        quiet_since, seen = time.monotonic(), -1
+        while any(reader.is_alive() for reader in readers) and time.monotonic() < deadline:
+            for reader in readers:
+                reader.join(min(0.1, max(0.0, deadline - time.monotonic())))
+            if channel.status_event.is_set() and not self._stopped():
+                if received() != seen:  # output still flowing after the exit status: not stuck yet
+                    quiet_since, seen = time.monotonic(), received()
+                if time.monotonic() - quiet_since >= EXIT_GRACE_S and any(r.is_alive() for r in readers):
+                    return True
+        return False
 
     def _stopped_result(self, started: float, exc: BaseException) -> CommandResult:
         if self._closed.is_set():
