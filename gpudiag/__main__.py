@@ -1,10 +1,11 @@
 """`python -m gpudiag`: the same command as the `gpudiag` console script."""
 
-import sys
+import signal
 
-try:  # Ctrl-C during the imports exits as Ctrl-C does later (130), without a traceback
-    from gpudiag.cli import main
-except KeyboardInterrupt:
-    sys.exit(130)
+# Until main() takes Ctrl-C over, SIGINT ends the process as the signal does (shells report 130), instead of
+# a KeyboardInterrupt traceback from whichever import it landed in.
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+from gpudiag.cli import main  # noqa: E402
 
 main()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import signal
 import sys
 from typing import Any, NoReturn
 
@@ -106,6 +107,7 @@ def main() -> NoReturn:
     # standalone_mode=False: click's own mode turns Ctrl-C and a stray EOFError into "Aborted!" with exit 1,
     # and a closed pipe into exit 1, which a CI job would read as "error findings".
     try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # `python -m gpudiag` left it at SIG_DFL
         code = cli.main(prog_name="gpudiag", standalone_mode=False)
         sys.stdout.flush()  # a pipe closed by now shows here, not at interpreter exit
     except click.exceptions.NoArgsIsHelpError as exc:

@@ -28,17 +28,18 @@ def test_escape_sequences_from_operator_input_are_shown_escaped(args):
 
 
 def test_ctrl_c_while_modules_load_exits_130_without_a_traceback(tmp_path):
-    """SIGINT at many moments of a scan's start: once gpudiag's code runs, every stop is 130, quietly."""
+    """SIGINT at many moments of a scan's start: every stop is 130 (exit 130, or the signal itself while the
+    modules load, which shells report as 130), quietly."""
     codes = []
     env = dict(os.environ, PYTHONPATH=str(ROOT), GPUDIAG_REPORTS=str(tmp_path))
     for delay in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8):
-        proc = subprocess.Popen([sys.executable, "-c", "import gpudiag; from gpudiag.__main__ import *",
-                                 "scan", "localhost", "--probes", "env"], cwd=ROOT, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "gpudiag", "scan", "localhost", "--probes", "env"], cwd=ROOT,
+                                env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         codes.append(proc.returncode)
         assert "Traceback" not in err, (delay, err[-2000:])
-        assert proc.returncode in (130, 0, 1, 3, 4), (delay, proc.returncode, err[-500:])
-    assert 130 in codes, codes
+        assert proc.returncode in (130, -signal.SIGINT, 0, 1, 3, 4), (delay, proc.returncode, err[-500:])
+    assert set(codes) & {130, -signal.SIGINT}, codes
