@@ -19,7 +19,7 @@ from gpudiag import findings as rules
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, inventory_option, load_hosts, reports_dir_option
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
-from gpudiag.cli.scan import _stored_run, check_known_hosts_path, check_remote_command_lines
+from gpudiag.cli.scan import _stored_run, check_known_hosts_path, skip_unsafe_command_lines
 from gpudiag.models import INTERNAL_ERROR, OK
 from gpudiag.orchestrator import DEFAULT_TIMEOUT, ScanRequest
 from gpudiag.render.bench_block import bench_rows, console_table
@@ -87,7 +87,7 @@ def bench(
     console = Console(stderr=True)
     if any(h.transport == "ssh" for h in hosts):
         check_known_hosts_path(known_hosts, accept_new)
-    check_remote_command_lines(hosts)
+    hosts = skip_unsafe_command_lines(hosts, console)
     run = StoredRun(
         reports_dir,
         "bench",

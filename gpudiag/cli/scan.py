@@ -130,8 +130,7 @@ def scan(
         console.print(f"gpudiag: {planned}", markup=False, highlight=False)
     if any(h.transport == "ssh" for h in hosts):  # host keys concern ssh hosts only (paramiko stays unloaded)
         check_known_hosts_path(known_hosts, accept_new)
-    for warning in check_remote_command_lines(hosts):
-        console.print(f"gpudiag: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    hosts = skip_unsafe_command_lines(hosts, console)
     # What the user asked for by name is recorded: a requested check that cannot run makes the host incomplete.
     run = StoredRun(
         reports_dir,
@@ -258,23 +257,31 @@ def _stored_run(run_dir: Path, console: Console) -> LoadedRun | None:
         return None
 
 
-def check_remote_command_lines(hosts: list[Host]) -> list[str]:
+def skip_unsafe_command_lines(hosts: list[Host], console: Console) -> list[Host]:
     """Every ssh host's command line must read the same under every login shell: a host whose value would
-    not (a quote or backslash in `python`) is named here, before anything runs, and its transport refuses
-    it (status unreachable, "refused to run"); the other hosts are scanned."""
+    not (a quote or backslash in `python`) is not scanned, as any host with an inventory value gpudiag
+    cannot honour: one warning line naming it and file:line, never contacted, the other hosts scanned."""
     from gpudiag.transports.container import exec_prefix
     from gpudiag.transports.shell import UnsafeWord, command_line
 
-    warnings = []
+    checked = []
     for host in hosts:
-        if host.transport != "ssh":
-            continue
-        try:
-            command_line((exec_prefix(host.container) if host.container else []) + bundle.bootstrap_argv(host.python))
-        except UnsafeWord as exc:
-            where = f"{host.source}: " if host.source else ""
-            warnings.append(f"{where}host {host.name!r}: python or container {exc}; that host is not scanned")
-    return warnings
+        if host.transport == "ssh" and not host.skip_reason:
+            try:
+                command_line(
+                    (exec_prefix(host.container) if host.container else []) + bundle.bootstrap_argv(host.python)
+                )
+            except UnsafeWord as exc:
+                where = f"{host.source}: " if host.source else ""
+                host = host.with_(skip_reason=f"{where}host {host.name!r}: python or container {exc}")
+                console.print(
+                    f"gpudiag: warning: {host.name}: not scanned: {host.skip_reason}",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
+        checked.append(host)
+    return checked
 
 
 def check_known_hosts_path(path: str | None, accept_new: bool) -> None:

@@ -71,15 +71,19 @@ def test_every_login_shell_runs_the_probes(sshd_fleet, tmp_path, shell_users):
 ])
 def test_values_that_shells_read_differently_are_refused_before_anything_runs(sshd_fleet, tmp_path,
                                                                                shell_users, python):
+    # That host's problem alone: not scanned (never contacted), file:line said, the others scanned.
     marker = tmp_path / "pwned"
     python = python.replace("MARKER", str(marker))
-    variants = {"fish": ("h0", {"user": shell_users["fish"], "python": python})}
-    proc, inventory, reports = scan(sshd_fleet, tmp_path, variants)
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"gpudiag: error: {inventory}:")
-    assert "read differently" in lines[0] and "host 'fish'" in lines[0]
-    assert not marker.exists() and not reports.exists()
+    variants = {"fish": ("h0", {"user": shell_users["fish"], "python": python}), "plain": ("h1", {})}
+    proc, inventory, reports = scan(sshd_fleet, tmp_path, variants, "--json")
+    assert proc.returncode == 3, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("gpudiag: warning:")]
+    assert len(warnings) == 1 and warnings[0].startswith(f"gpudiag: warning: fish: not scanned: {inventory}:")
+    assert "read differently" in warnings[0] and "host 'fish'" in warnings[0]
+    hosts = sshd_fleet.load_run(proc, reports)[1]
+    assert hosts["fish"]["status"] == "unreachable" and "not scanned" in hosts["fish"]["reason"]
+    assert hosts["plain"]["status"] == "ok"
+    assert not marker.exists()
 
 
 def test_a_container_name_beginning_with_a_dash_skips_that_host_with_file_line(sshd_fleet, tmp_path):
