@@ -9,7 +9,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 MAX_DEPTH = 100  # probe data nests about ten levels; far deeper is a hostile or broken document
 # A real host's document holds about 12,000 values and its longest string is a log tail of a few KiB:
@@ -48,6 +48,50 @@ def read_json(path: Path, error: type[Exception] = ValueError) -> Any:
         raise error(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     except (ValueError, RecursionError) as exc:  # an int of 5000 digits, nesting past the recursion limit
         raise error(f"{path}: not readable JSON: {type(exc).__name__}: {str(exc)[:120]}") from None
+
+
+# json's own C scanner, a string and a value at a time (typeshed does not declare them).
+_SCAN_STRING: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_SCAN_VALUE: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, at: int) -> int:
+    found = _WHITESPACE.match(text, at)
+    return found.end() if found else at
+
+
+def object_with_spans(text: str) -> tuple[dict[str, Any], dict[str, tuple[int, int]]] | None:
+    """(the JSON object `text` holds, {key: (start, end) of its value's text}), decoded once by json's own
+    scanner, or None when `text` is not one JSON object (json.loads then names the error). The spans let a
+    caller key a value by its text without encoding it again."""
+    doc: dict[str, Any] = {}
+    spans: dict[str, tuple[int, int]] = {}
+    try:
+        at = _skip(text, 0)
+        if text[at] != "{":
+            return None
+        at = _skip(text, at + 1)
+        while text[at] != "}":
+            if text[at] != '"':
+                return None
+            key, at = _SCAN_STRING(text, at + 1)
+            at = _skip(text, at)
+            if text[at] != ":":
+                return None
+            at = _skip(text, at + 1)
+            doc[key], end = _SCAN_VALUE(text, at)
+            spans[key] = (at, end)
+            at = _skip(text, end)
+            if text[at] == ",":
+                at = _skip(text, at + 1)
+                if text[at] == "}":
+                    return None  # a trailing comma
+            elif text[at] != "}":
+                return None
+    except (StopIteration, IndexError, ValueError, RecursionError):
+        return None
+    return (doc, spans) if _skip(text, at + 1) == len(text) else None
 
 
 def _finite(text: str) -> float:
