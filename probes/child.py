@@ -24,7 +24,7 @@ from probes.child_logs import StderrTail
 # After its output ends, a child gets this long to exit before it is reported as it is (exit None).
 DEATH_WAIT_S = 10.0
 # Every session not yet killed: the runner reaps them before it exits (`reap_all`).
-_live = set()
+_live = set()  # type: set
 _live_lock = threading.Lock()
 
 
