@@ -1,10 +1,13 @@
 """Control-process memory for a dense, valid frame under the output cap: ~60 MB of tiny JSON objects.
 
-    python benchmarks/dense_frame.py [--hosts 1,16,64] [--mb 60] [--baseline DIR]
+    python benchmarks/dense_frame.py [--hosts 1,16,64] [--mb 60] [--item '{}'] [--baseline DIR]
 
 Each host of the real sshd fleet (loopback) runs a stand-in interpreter that answers the payload with one
-frame of `{}` objects, `--mb` megabytes of it (under the 64 MiB cap). The peak RSS (VmHWM) of the
-`gpudiag scan` process is sampled from /proc and printed as a ratio to the frame's bytes times the hosts
+frame of `--item` values (default `{}`, empty objects), `--mb` megabytes of it (under the 64 MiB cap). Frames
+just under the decoded-size limit (gpudiag/jsonfile.py): `--item '{}' --mb 0.33` (8 MiB of objects, the floor)
+and `--item '"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"' --mb 10` (40-character strings, estimated at 2.35x their
+text, under the 2.5x limit; 28-character ones, at 2.9x, are refused).
+The peak RSS (VmHWM) of the `gpudiag scan` process is sampled from /proc and printed as a ratio to the frame's bytes times the hosts
 whose frames the control side held at once (the pool, --forks, is the fleet size here), less the floor:
 the same scan's peak for one host with an empty frame. `--baseline DIR`
 runs the same scan with another gpudiag checkout (e.g. `git archive` of an older commit) side by side.
@@ -27,14 +30,16 @@ from fleet_support import ROOT, load_fleet_module
 DENSE = """exec {python} -c '
 import sys, json
 nonce = json.loads(sys.stdin.readline())["nonce"]
-body = "{{\\"schema\\": 1, \\"probes\\": {{}}, \\"dense\\": [" + ",".join(["{{}}"] * {count}) + "]}}"
+body = "{{\\"schema\\": 1, \\"probes\\": {{}}, \\"dense\\": [" + ",".join([{item}] * {count}) + "]}}"
 sys.stdout.write("GPUDIAG-BEGIN " + nonce + "\\n" + body + "\\nGPUDIAG-END " + nonce + "\\n")
 '"""
 
 
-def dense_scan(fleet, hosts: int, megabytes: float, code_root: Path, work: Path, floor: float = 0.0) -> dict:
-    count = max(1, int(megabytes * 10**6 // 3))
-    stand_in = fleet.script(f"dense-{megabytes}-python", DENSE.format(python=fleet.system_python, count=count))
+def dense_scan(fleet, hosts: int, megabytes: float, code_root: Path, work: Path, floor: float = 0.0,
+               item: str = "{}") -> dict:
+    count = max(1, int(megabytes * 10**6 // (len(item) + 1)))
+    stand_in = fleet.script(f"dense-{megabytes}-{len(item)}-python",
+                            DENSE.format(python=fleet.system_python, count=count, item=json.dumps(item)))
     variants = {f"dense{i:02d}": (fleet.hosts[i % len(fleet.hosts)].name, {"python": str(stand_in)})
                 for i in range(hosts)}
     inventory = fleet.write_inventory(work / f"inventory-{hosts}.yaml", [], variants=variants)
@@ -56,7 +61,7 @@ def dense_scan(fleet, hosts: int, megabytes: float, code_root: Path, work: Path,
     except (ValueError, KeyError):
         statuses = {"unreadable output": 1}
     stored = sum(p.stat().st_size for p in (work / "reports").rglob("*.json"))
-    frame_mib = count * 3 / 2**20
+    frame_mib = count * (len(item) + 1) / 2**20
     return {"hosts": hosts, "frame_mib": round(frame_mib, 1), "peak_rss_mib": round(peak, 1),
             "per_host_ratio": round((peak - floor) / (frame_mib * hosts), 2), "wall_s": round(time.monotonic() - started, 1),
             "stored_mib": round(stored / 2**20, 2), "exit": proc.returncode, "statuses": statuses}
@@ -66,6 +71,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", default="1,16,64", help="comma-separated fleet sizes")
     parser.add_argument("--mb", type=float, default=60, help="frame size, megabytes")
+    parser.add_argument("--item", default="{}", help="the JSON value the frame repeats")
     parser.add_argument("--baseline", type=Path, help="another gpudiag checkout to compare with")
     args = parser.parse_args()
     sizes = [int(n) for n in args.hosts.split(",")]
@@ -79,7 +85,7 @@ def main() -> None:
                     floor_work = work / "floor"
                     floor_work.mkdir()
                     floor = dense_scan(fleet, 1, 0, root, floor_work)["peak_rss_mib"]
-                    result = dense_scan(fleet, hosts, args.mb, root, work, floor)
+                    result = dense_scan(fleet, hosts, args.mb, root, work, floor, args.item)
                     print(f"{label}: floor {floor} MiB (an empty frame), {result}", flush=True)
     finally:
         fleet.stop()

@@ -169,12 +169,25 @@ def waited(argv: list[str], cwd: Path) -> tuple[float, float, float, int]:
             os.waitstatus_to_exitcode(status))
 
 
+DECODE_AND_DROP = """import json, pathlib, sys
+for path in sorted(pathlib.Path(sys.argv[1]).iterdir()):
+    json.loads(path.read_text(encoding="utf-8"))
+"""
+
+
+def lines_of(argv: list[str], cwd: Path) -> int:
+    """How many lines a command prints on stdout (a console report 120 columns wide)."""
+    out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=dict(os.environ, COLUMNS="120"))
+    return len(out.stdout.splitlines())
+
+
 def replay(sizes: list[int], forks_list: list[int]) -> int:
     from fleet_support import write_inventory
     work = Path(tempfile.mkdtemp(prefix="gpudiag-replay-"))
     print(f"replayed frame: tests/fixtures/runs/fleet3/hosts/gpu-a.json; cpu_count {os.cpu_count()}")
     print(f"{'hosts':>6} {'forks':>5} | scan: {'wall_s':>7} {'cpu_s':>7} {'ms/host':>7} {'peak_MiB':>8} | "
-          f"before read-back: {'wall_s':>7} {'peak_MiB':>8} | report: {'wall_s':>7} {'cpu_s':>7} {'peak_MiB':>8}")
+          f"before read-back: {'wall_s':>7} {'peak_MiB':>8} | report: {'wall_s':>7} {'cpu_s':>7} {'peak_MiB':>8} | "
+          f"decode-and-drop: {'wall_s':>7} {'peak_MiB':>8} | lines: {'console':>7} {'md':>5}")
     try:
         for n in sizes:
             inventory = write_inventory(work / f"inv-{n}.yaml", n)
@@ -184,13 +197,20 @@ def replay(sizes: list[int], forks_list: list[int]) -> int:
                          str(inventory), str(reports), str(forks), str(stats)]
                 wall, cpu, peak, code = waited(child, work)
                 phase = json.loads(stats.read_text()) if stats.exists() else {}
-                report = (0.0, 0.0, 0.0, -1)
+                report, dropped, console, markdown = (0.0, 0.0, 0.0, -1), (0.0, 0.0, 0.0, -1), 0, 0
                 if phase.get("run_dir"):
+                    md = work / f"report-{n}-{forks}.md"
                     report = waited([sys.executable, "-m", "gpudiag", "report", phase["run_dir"], "--no-charts",
-                                     "-o", str(work / f"report-{n}-{forks}.md")], ROOT)
+                                     "-o", str(md)], ROOT)
+                    # The floor: each host file decoded and dropped, nothing kept.
+                    dropped = waited([sys.executable, "-c", DECODE_AND_DROP, str(Path(phase["run_dir"]) / "hosts")],
+                                     ROOT)
+                    console = lines_of([sys.executable, "-m", "gpudiag", "report", phase["run_dir"]], ROOT)
+                    markdown = len(md.read_text().splitlines()) if md.exists() else 0
                 print(f"{n:6d} {forks:5d} | scan: {wall:7.1f} {cpu:7.1f} {1000 * cpu / n:7.2f} {peak:8.0f} | "
                       f"before read-back: {phase.get('scan_wall_s', 0):7.1f} {phase.get('scan_peak_mib', 0):8.0f} | "
-                      f"report: {report[0]:7.1f} {report[1]:7.1f} {report[2]:8.0f}"
+                      f"report: {report[0]:7.1f} {report[1]:7.1f} {report[2]:8.0f} | "
+                      f"decode-and-drop: {dropped[0]:7.1f} {dropped[2]:8.0f} | lines: {console:7d} {markdown:5d}"
                       + ("" if code == 0 and report[3] in (0, 1, 3, 4) else f"  (exit {code}, report {report[3]})"),
                       flush=True)
                 shutil.rmtree(reports, ignore_errors=True)

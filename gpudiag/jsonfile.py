@@ -9,13 +9,24 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 MAX_DEPTH = 100  # probe data nests about ten levels; far deeper is a hostile or broken document
 # A real host's document holds about 12,000 values and its longest string is a log tail of a few KiB:
 # the limits leave wide room and bound what a document may cost once parsed (about 100 bytes a value).
 MAX_VALUES = 1_000_000
 MAX_STRING_CHARS = 8 * 2**20
+# What the values would cost once built, estimated per token (CPython, 64-bit), may not pass this many bytes
+# per byte of text, nor MIN_DECODED_BYTES for a small document: a dense frame of tiny objects (`{}` is 3 bytes of
+# text and ~72 bytes built) is refused before it is built. Real host documents build to 1.7-3.7x their bytes
+# (estimated at 3-6x) and stay under the floor; with the frame's own bytes and text, an accepted frame past the
+# floor costs under 5x its size.
+DECODED_PER_BYTE = 2.5
+MIN_DECODED_BYTES = 8 * 2**20
+_COST = {"{": 64, "[": 64, ":": 40, ",": 8}  # a container's header; a dict entry; a reference to an element
+_STRING_COST = 50  # a str object's header; its characters count with the text's length
+_NUMBER_COST = 24  # a float (ints of this size or more; small ones are shared)
+_NUMBER = re.compile(r"-?[0-9][0-9.eE+-]*")
 CHUNK_CHARS = 2**22  # the tokenizer's working copies: 4 Mi characters, under MAX_STRING_CHARS
 _STRING = re.compile('"[^"]*"')
 _NOT_BACKSLASH = re.compile(r"[^\\]")
@@ -39,6 +50,50 @@ def read_json(path: Path, error: type[Exception] = ValueError) -> Any:
         raise error(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     except (ValueError, RecursionError) as exc:  # an int of 5000 digits, nesting past the recursion limit
         raise error(f"{path}: not readable JSON: {type(exc).__name__}: {str(exc)[:120]}") from None
+
+
+# json's own C scanner, a string and a value at a time (typeshed does not declare them).
+_SCAN_STRING: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_SCAN_VALUE: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, at: int) -> int:
+    found = _WHITESPACE.match(text, at)
+    return found.end() if found else at
+
+
+def object_with_spans(text: str) -> tuple[dict[str, Any], dict[str, tuple[int, int]]] | None:
+    """(the JSON object `text` holds, {key: (start, end) of its value's text}), decoded once by json's own
+    scanner, or None when `text` is not one JSON object (json.loads then names the error). The spans let a
+    caller key a value by its text without encoding it again."""
+    doc: dict[str, Any] = {}
+    spans: dict[str, tuple[int, int]] = {}
+    try:
+        at = _skip(text, 0)
+        if text[at] != "{":
+            return None
+        at = _skip(text, at + 1)
+        while text[at] != "}":
+            if text[at] != '"':
+                return None
+            key, at = _SCAN_STRING(text, at + 1)
+            at = _skip(text, at)
+            if text[at] != ":":
+                return None
+            at = _skip(text, at + 1)
+            doc[key], end = _SCAN_VALUE(text, at)
+            spans[key] = (at, end)
+            at = _skip(text, end)
+            if text[at] == ",":
+                at = _skip(text, at + 1)
+                if text[at] == "}":
+                    return None  # a trailing comma
+            elif text[at] != "}":
+                return None
+    except (StopIteration, IndexError, ValueError, RecursionError):
+        return None
+    return (doc, spans) if _skip(text, at + 1) == len(text) else None
 
 
 def _finite(text: str) -> float:
@@ -73,12 +128,14 @@ def decode_document(text: str) -> Any:
 def check_budget(text: str) -> None:
     """Refuse a document over a limit before any of it is built.
 
+    Also refused: a document whose values would cost more than decoded_budget(len(text)) bytes once built.
+
     A bounded tokenizer: the text is read in chunks of CHUNK_CHARS with C-speed string operations (no Python
     loop per token, no tree). Escapes are dropped so that quotes pair up, each string is replaced by one
     character, the structural characters left are counted, and the brackets kept are peeled one nesting
     level a pass at the end. Its working copies are a chunk or two, whatever the document's size, and a
     document over the value limit is refused at the chunk that passes it."""
-    scan = _BudgetScan()
+    scan = _BudgetScan(decoded_budget(len(text)))
     start = 0
     while start < len(text):
         end = min(start + CHUNK_CHARS, len(text))
@@ -90,14 +147,22 @@ def check_budget(text: str) -> None:
     scan.finish()
 
 
+def decoded_budget(chars: int) -> int:
+    """The bytes a document of `chars` characters may cost once decoded."""
+    return max(MIN_DECODED_BYTES, int(DECODED_PER_BYTE * chars))
+
+
 class _BudgetScan:
-    def __init__(self) -> None:
+    def __init__(self, decoded_budget: int) -> None:
+        self.decoded_budget = decoded_budget
+        self.decoded = 0  # the estimate so far: objects built and the characters of their strings
         self.values = 1
         self.brackets: list[str] = []
         self.bracket_chars = 0
         self.open_string: int | None = None  # characters so far of a string a chunk left open
 
     def feed(self, chunk: str) -> None:
+        chars = len(chunk)
         chunk = chunk.replace("\\\\", "").replace('\\"', "")  # the same object when nothing is escaped
         if self.open_string is not None:
             close = chunk.find('"')
@@ -112,14 +177,30 @@ class _BudgetScan:
             chunk = chunk[:last]
         stripped = _STRING.sub("S", chunk)  # a string within one chunk is shorter than the limit
         del chunk
-        self.values += sum(stripped.count(char) for char in ",:[{")
+        counts = {char: stripped.count(char) for char in ",:[{"}
+        self.values += sum(counts.values())
         if self.values > MAX_VALUES:
             raise DocumentError(f"more than {MAX_VALUES:,} values (the limit)")
+        self._cost(chars, counts, stripped)
         brackets = _NOT_BRACKET.sub("", stripped).translate(_AS_SQUARE)
         self.bracket_chars += len(brackets)
         if self.bracket_chars > 2 * MAX_VALUES:  # opening ones are values: these are closing ones
             raise DocumentError("not valid JSON: brackets do not pair")
         self.brackets.append(brackets)
+
+    def _cost(self, chars: int, counts: dict[str, int], stripped: str) -> None:
+        """Add a chunk's estimated cost: containers, entries and references by their tokens, a string object
+        per string that is not a key (keys repeat and are shared), a number object per number, and the
+        chunk's characters for the strings' contents."""
+        strings = max(0, stripped.count("S") - counts[":"])
+        numbers = _NUMBER.subn("", stripped)[1]
+        self.decoded += chars + sum(_COST[c] * n for c, n in counts.items())
+        self.decoded += _STRING_COST * strings + _NUMBER_COST * numbers
+        if self.decoded > self.decoded_budget:
+            raise DocumentError(
+                f"its values would take more than {self.decoded_budget // 2**20} MiB once decoded "
+                f"(the limit: {DECODED_PER_BYTE}x the document's size, at least {MIN_DECODED_BYTES // 2**20} MiB)"
+            )
 
     def _grow(self, chars: int) -> None:
         self.open_string = (self.open_string or 0) + chars

@@ -10,6 +10,7 @@ incomplete. Temp files a killed run left are removed by the next run. `reports/l
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import secrets
 import threading
@@ -19,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from gpudiag import __version__
-from gpudiag.jsonfile import cycle_collector_paused, dumps_strict, read_json
-from gpudiag.models import NEVER_FINISHED, OK, RESULT_MISSING, UNREADABLE, HostResult, safe_file_name
+from gpudiag.jsonfile import cycle_collector_paused, dumps_strict, object_with_spans, read_json
+from gpudiag.models import NEVER_FINISHED, OK, RESULT_MISSING, UNREADABLE, HostResult, ProbeResult, safe_file_name
 from gpudiag.schema import SchemaError
 from gpudiag.run_records import LoadedRun, RunManifest, UnreadableFile
 from gpudiag.probe_data import judged
@@ -233,9 +234,10 @@ def load_run(run_dir: Path) -> LoadedRun:
         files = sorted(p for p in (run_dir / "hosts").iterdir() if not p.name.startswith("."))
     except OSError:
         files = []
+    shared: dict[bytes, dict[str, ProbeResult]] = {}
     with cycle_collector_paused():
         for path in files:
-            _load_host(path, by_file, hosts, unreadable)
+            _load_host(path, by_file, hosts, unreadable, shared)
     have = {h.name for h in hosts}
     for entry in manifest.hosts:
         name = str(entry.get("name"))
@@ -267,21 +269,52 @@ def load_run(run_dir: Path) -> LoadedRun:
     return LoadedRun(path=run_dir, manifest=manifest, hosts=tuple(hosts), unreadable=tuple(unreadable))
 
 
-def _load_host(path: Path, by_file: dict[str, str], hosts: list[HostResult], unreadable: list[UnreadableFile]) -> None:
-    """One host file read into `hosts`, or carried as unreadable (and its owner so marked)."""
+def _load_host(
+    path: Path,
+    by_file: dict[str, str],
+    hosts: list[HostResult],
+    unreadable: list[UnreadableFile],
+    shared: dict[bytes, dict[str, ProbeResult]],
+) -> None:
+    """One host file read into `hosts`, or carried as unreadable (and its owner so marked). Hosts whose probe
+    data is the same text share one checked copy of it (`shared`, by a digest of that text): the copies of
+    the others are dropped as they are read, so a fleet that agrees costs what one host does."""
     relative = f"hosts/{path.name}"
     owner = by_file.get(path.stem) if path.suffix == ".json" else None
     try:
         if path.suffix != ".json" or not path.is_file():
             raise StoreError("not a host result (only <host>.json files belong in hosts/)")
-        doc = _read_json(path)
+        doc, digest = _read_host_doc(path)
+        known = shared.get(digest) if digest else None
+        if known is not None:
+            doc["probes"] = {}  # checked once already, as the same text
         result = HostResult.from_dict(doc, str(path))
         if owner is not None and result.name != owner:
             raise StoreError(f"names host {result.name!r}, but run.json gives this file to {owner!r}")
-        # Data that does not fit its probe's declaration is that probe's error, never the host's.
-        hosts.append(replace(result, probes=judged(result.probes)))
+        if known is None:
+            # Data that does not fit its probe's declaration is that probe's error, never the host's.
+            known = judged(result.probes)
+            if digest:
+                shared[digest] = known
+        hosts.append(replace(result, probes=known))
     except (StoreError, SchemaError) as exc:
         reason = str(exc).replace(str(path) + ": ", "").replace(str(path), relative)
         unreadable.append(UnreadableFile(relative, reason[:300], owner))
         if owner is not None:
             hosts.append(HostResult(name=owner, status=UNREADABLE, reason=f"{relative}: {reason[:300]}"))
+
+
+def _read_host_doc(path: Path) -> tuple[dict[str, Any], bytes | None]:
+    """The host document, and a digest of its probes' text (None when it has none)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return _read_json(path), None  # names the error as every read does
+    found = object_with_spans(text)
+    if found is None:
+        return _read_json(path), None  # not one JSON object: json.loads says where
+    doc, spans = found
+    if "probes" not in spans:
+        return doc, None
+    start, end = spans["probes"]
+    return doc, hashlib.blake2b(text[start:end].encode("utf-8", "surrogatepass"), digest_size=20).digest()

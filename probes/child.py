@@ -23,6 +23,9 @@ from probes.child_logs import StderrTail
 
 # After its output ends, a child gets this long to exit before it is reported as it is (exit None).
 DEATH_WAIT_S = 10.0
+# Every session not yet killed: the runner reaps them before it exits (`reap_all`).
+_live = set()  # type: set
+_live_lock = threading.Lock()
 
 
 # -- child side ------------------------------------------------------------------------------------------
@@ -189,6 +192,8 @@ class ChildSession(object):
         self.stderr = log if log is not None else StderrTail(self.proc)
         self.ended = None      # the Outcome that ended the child, once one did
         self._killed = False
+        with _live_lock:
+            _live.add(self)
         self._frames = queue.Queue()
         threading.Thread(target=self._read, name="child-frames", daemon=True).start()
 
@@ -256,10 +261,43 @@ class ChildSession(object):
         if self._killed:
             return
         self._killed = True
+        with _live_lock:
+            _live.discard(self)
         kill_group(self.proc, grace=self.kill_grace)
         if isinstance(self.stderr, StderrTail):
             self.stderr.reader.join(2.0)
         close_streams(self.proc)
+
+
+def reap_all(within_s):
+    """Before the runner exits: every child still alive has its stdin closed (a serving child ends on it),
+    gets until `within_s` seconds from now to exit, and then its whole group is killed and its leader
+    reaped, so no child outlives the runner and the runner's own accounting (wait4) counts them."""
+    with _live_lock:
+        sessions = list(_live)
+    ends = time.monotonic() + max(0.0, within_s)
+    for session in sessions:
+        try:
+            session.proc.stdin.close()
+        except Exception:
+            pass
+    for session in sessions:
+        while time.monotonic() < ends and not _exited(session.proc):
+            time.sleep(0.02)
+        session.kill_grace = 0.0
+        session.kill()   # TERM then KILL the group (grandchildren too), then reap the leader
+
+
+def _exited(proc):
+    """Whether the leader has exited, leaving it unreaped where the system allows: a zombie leader keeps its
+    process group's id taken, so killing the group next cannot reach a process that reused the id."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:
+        return proc.poll() is not None
+    try:
+        return waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True   # reaped already (by the session's own wait)
 
 
 def run_once(python, entry, modules, timeout, mark, env=None, **fields):

@@ -13,7 +13,7 @@ import threading
 import time
 import traceback
 
-from probes import events, timeshare
+from probes import child, events, timeshare
 from probes.catalog import ALL_PROBES, DEEP_PROBES, LIGHT_PROBES, plan, with_needs  # noqa: F401
 from probes.catalog import declarations, timeouts as declared_limits
 from probes.context import ProbeContext, Skip
@@ -21,6 +21,7 @@ from probes.context import ProbeContext, Skip
 SCHEMA = 1
 DEFAULT_PROBE_TIMEOUT = 120.0
 MIN_PYTHON = (3, 9)
+REAP_S = 5.0   # how long children get to exit once the frame is written, before their groups are killed
 
 
 def error_data(exc, frames=6):
@@ -149,6 +150,7 @@ def write_frame(document, nonce, fd, width=0):
 def main(payload):
     """Entry point used by the bootstrap: run, frame, return the exit code."""
     nonce = str(payload.get("nonce") or "0")
+    begun = time.monotonic()
     if sys.version_info < MIN_PYTHON:
         document = {"schema": SCHEMA, "fatal": "python %s is older than 3.9" % platform.python_version(),
                     "python": {"executable": sys.executable, "version": platform.python_version()},
@@ -173,5 +175,8 @@ def main(payload):
     # Engines such as pdsh cut long lines: a bundle run asks for wrapped JSON lines (ingest joins them).
     write_frame(document, nonce, frame_fd, int(payload.get("line_width") or 0))
     os.close(frame_fd)
+    # Children (the torch child, a GPU worker) end before the runner, within the host's deadline.
+    budget = float(payload.get("budget_s") or 0) or None
+    child.reap_all(min(REAP_S, budget - (time.monotonic() - begun)) if budget else REAP_S)
     # Hung probe threads (timed out) must not keep the process alive.
     os._exit(0)

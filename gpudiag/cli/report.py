@@ -20,7 +20,7 @@ from gpudiag.render.host_appendix import appendix_document, appendix_path
 from gpudiag.render.markdown import render_markdown
 from gpudiag.render import plots
 from gpudiag.run_records import LoadedRun
-from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, host_list
+from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, host_list, hosts_label
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.jsonfile import cycle_collector_paused
 from gpudiag.store import StoreError, load_run, resolve_run_dir
@@ -157,23 +157,41 @@ def _console_summary(run: LoadedRun, findings: Sequence[Finding], verdict: Verdi
     )
     for column in ("host", "status", "GPUs", "torch", "sglang", "speculative", "CUDA graphs (decode)"):
         hosts.add_column(column, overflow="fold")
-    status = {h.name: h for h in verdict.hosts}
-    for h in run.hosts:
-        f = host_facts(h)
-        torch = f"{f.torch} (another Python than sglang's)" if f.torch_elsewhere else f.torch
-        shown = status[h.name].status if h.name in status else f.status
-        # Host-provided text is plain, cleaned text: a name or version holding "[...]" is not rich markup.
-        hosts.add_row(
-            *(Text(console_text(v)) for v in (f.name, shown, f.gpus, torch, f.sglang, f.speculative, f.cuda_graphs))
-        )
+    # Host-provided text is plain, cleaned text: a name or version holding "[...]" is not rich markup.
+    for names, row in console_host_rows(run, verdict):
+        hosts.add_row(*(Text(console_text(v, 2000)) for v in (hosts_label(names),) + row))
     console.print(hosts)
-    for host in verdict.incomplete:
+    for names, reasons in incomplete_groups(verdict):
         console.print(
-            Text(f"{console_text(host.name)} incomplete: {console_text('; '.join(host.reasons), 1200)}"), style="yellow"
+            Text(f"{console_text(hosts_label(names), 2000)} incomplete: {console_text(reasons, 1200)}"), style="yellow"
         )
     print_verdict(console, findings, verdict, answers)
     if hidden:
         console.print(hidden, style="dim")
+
+
+def console_host_rows(run: LoadedRun, verdict: Verdict) -> list[tuple[list[str], tuple[str, ...]]]:
+    """(host names, row) per distinct row: hosts that agree in status, GPUs, torch, sglang, speculation and
+    graphs are one row with their count and names, as the markdown fleet table folds them."""
+    status = {h.name: h.status for h in verdict.hosts}
+    rows: dict[tuple[str, ...], list[str]] = {}
+    for h in run.hosts:
+        f = host_facts(h)
+        torch = f"{f.torch} (another Python than sglang's)" if f.torch_elsewhere else f.torch
+        row = (status.get(h.name, f.status), f.gpus, torch, f.sglang, f.speculative, f.cuda_graphs)
+        rows.setdefault(tuple(str(v) for v in row), []).append(f.name)
+    return [(names, row) for row, names in rows.items()]
+
+
+def incomplete_groups(verdict: Verdict) -> list[tuple[list[str], str]]:
+    """(host names, reasons) for incomplete hosts, those whose reasons read the same (their own name as
+    HOST) folded into one."""
+    groups: dict[str, list[str]] = {}
+    for host in verdict.incomplete:
+        groups.setdefault("; ".join(host.reasons).replace(host.name, "HOST"), []).append(host.name)
+    return [
+        (names, reasons if len(names) > 1 else reasons.replace("HOST", names[0])) for reasons, names in groups.items()
+    ]
 
 
 def print_answers(console: Console, run: LoadedRun) -> AnswerSet:

@@ -251,22 +251,27 @@ def _frame(nonce: str, body: list[str], ended: bool, label: str | None, kind: st
             "the output starts a frame but never ends it (truncated output)",
             text[-TAIL_CHARS:],
         )
-    document = _decode(body)
+    document, refused = _decode(body)
     if document is None:
-        return Frame(label, kind, nonce, None, "the frame holds no readable JSON object", text[-TAIL_CHARS:])
+        why = f"the frame is not readable: {refused}" if refused else "the frame holds no readable JSON object"
+        return Frame(label, kind, nonce, None, why, text[-TAIL_CHARS:])
     return Frame(label, kind, nonce, document, None, text[-TAIL_CHARS:])
 
 
-def _decode(body: list[str]) -> dict[str, Any] | None:
-    """The frame's JSON object: the body's lines joined (the bundle wraps long JSON), else the one
+def _decode(body: list[str]) -> tuple[dict[str, Any] | None, str | None]:
+    """(the frame's JSON object, None): the body's lines joined (the bundle wraps long JSON), else the one
     line of it that is a document (other hosts' lines land inside a frame when unlabelled output
-    interleaves)."""
+    interleaves). (None, why) when the whole body is valid JSON refused by a limit (values, their cost,
+    depth), else (None, None)."""
     candidates = ["".join(body), "\n".join(body)] + [line for line in body if line.lstrip().startswith("{")]
+    refused = None
     for candidate in candidates:
         try:
             doc = decode_document(candidate)
-        except DocumentError:
+        except DocumentError as exc:
+            if refused is None and not str(exc).startswith("not valid JSON"):
+                refused = str(exc)
             continue
         if isinstance(doc, dict):
-            return valid_unicode(doc) if may_hold_surrogates(candidate) else doc
-    return None
+            return (valid_unicode(doc) if may_hold_surrogates(candidate) else doc), None
+    return None, refused

@@ -38,7 +38,13 @@ from gpudiag.findings.facts import HostFacts, host_facts, torch_facts, torch_fro
 from gpudiag.findings.copies import copy_path_text
 from gpudiag.findings.server_flags import command_line, server_args, servers_of
 from gpudiag.findings.commands import with_run_options
-from gpudiag.findings.group import merge_across_hosts, reproduce_command
+from gpudiag.findings.group import (
+    agreeing_groups,
+    for_each_host,
+    merge_across_hosts,
+    once_per_agreeing_group,
+    reproduce_command,
+)
 from gpudiag.findings.savings import rank as rank_copies
 from gpudiag.findings.server_scope import release_of, scope
 from gpudiag.findings.serving import BUCKET_NAMES, bucket_text
@@ -57,10 +63,12 @@ __all__ = [
     "SEVERITY_RANK",
     "Answer",
     "HostFacts",
+    "agreeing_groups",
     "all_findings",
     "bucket_text",
     "command_line",
     "copy_path_text",
+    "for_each_host",
     "coverage_line",
     "has_errors",
     "host_answers",
@@ -121,6 +129,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# Rules that compare hosts; every other rule judges each host on its own, once per group of agreeing hosts.
+FLEET_RULES = frozenset({fleet.fleet_drift, serving_fleet.spec_vs_baseline})
+
 # Rules over the run's own record (run.json) rather than its hosts.
 RUN_RULES: tuple[Callable[[dict], list[Finding]], ...] = (
     server_logs.classified_log,  # 6, for `repro --log FILE` runs
@@ -131,14 +142,16 @@ def all_findings(run: LoadedRun) -> list[Finding]:
     hosts_sorted = sorted(run.hosts, key=lambda h: h.name)
     found: list[Finding] = []
     for rule in RULES:
-        found.extend(_guarded(rule, hosts_sorted))
+        found.extend(_guarded(rule, hosts_sorted, per_host=rule not in FLEET_RULES))
     for run_rule in RUN_RULES:
         found.extend(_guarded(run_rule, run.manifest.extra))
     return sort_findings(merge_across_hosts(found))
 
 
-def _guarded(rule: Callable, argument: object) -> list[Finding]:
+def _guarded(rule: Callable, argument: object, per_host: bool = False) -> list[Finding]:
     try:
+        if per_host:
+            return once_per_agreeing_group(rule, argument)  # type: ignore[arg-type]
         return list(rule(argument))
     except Exception as exc:  # noqa: BLE001 - odd host data must not take the whole report down
         return [_rule_failed(rule, exc)]

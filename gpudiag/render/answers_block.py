@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from gpudiag.findings import QUESTIONS, Answer, coverage_line, host_answers, with_run_options
+from gpudiag.findings import QUESTIONS, Answer, coverage_line, for_each_host, host_answers, with_run_options
 from gpudiag.run_records import LoadedRun
 from gpudiag.render.safe_text import md
 
@@ -96,7 +96,8 @@ def answer_set(run: LoadedRun) -> AnswerSet:
     general = {
         name: _own_names_out(why, h) for (name, why), h in zip(unreached, (h for h in run.hosts if not h.probes))
     }
-    per_host = {h.name: host_answers(h) for h in reached}
+    # Hosts that agree in everything but their name are answered once (for_each_host).
+    per_host = dict(zip((h.name for h in reached), for_each_host(host_answers, reached)))
     questions = []
     for index, declared in enumerate(QUESTIONS):
         qid, question = declared.qid, declared.text

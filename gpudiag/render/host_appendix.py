@@ -12,10 +12,12 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 from gpudiag.budget import given_text
+from gpudiag.findings import agreeing_groups
 from gpudiag.probe_view import as_dict, dig, probe
 from gpudiag.probe_view import cells
 from gpudiag.models import HostResult
 from gpudiag.run_records import LoadedRun
+from gpudiag.render.answers_block import hosts_label
 from gpudiag.render.appendix import host_sections
 from gpudiag.render.blocks import table
 from gpudiag.render.copy_timings import copy_section
@@ -53,13 +55,16 @@ def render_appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
         "a section is absent where its probe did not run.",
         "",
     ]
-    for host in run.hosts:
+    for members in agreeing_groups(run.hosts):  # hosts that read the same data: one section
+        host = members[0]
         lines += [
-            f"### {md(host.name)}",
+            f"### {md(host.name if len(members) == 1 else hosts_label([h.name for h in members]))}",
             "",
             f"Status: {md(host.status)}" + (f" — {md(host.reason)}" if host.reason else ""),
             "",
         ]
+        if len(members) > 1:
+            lines += [f"These {len(members)} hosts read the same data; shown as {md(host.name)} read it.", ""]
         lines += _host_detail(host, charts)
     return lines + methodology(run)
 

@@ -188,8 +188,14 @@ def _clean_probe(result: ProbeResult) -> ProbeResult:
     )
 
 
-def clean_host(host: HostResult) -> HostResult:
-    probes = {clean(name, 64): _clean_probe(p) for name, p in list(host.probes.items())[:64]}
+def clean_host(host: HostResult, cleaned: dict[int, dict] | None = None) -> HostResult:
+    """`cleaned`: probes already cleaned in this pass, by the id of the dict they came from (hosts that read
+    the same probe data share one dict: store.load_run), so each is cleaned once."""
+    probes = cleaned.get(id(host.probes)) if cleaned is not None else None
+    if probes is None:
+        probes = {clean(name, 64): _clean_probe(p) for name, p in list(host.probes.items())[:64]}
+        if cleaned is not None:
+            cleaned[id(host.probes)] = probes
     tail = (
         {clean(k, 32): clean(v, 4096, keep_newlines=True) for k, v in (host.output_tail or {}).items()}
         if isinstance(host.output_tail, dict)
@@ -220,7 +226,8 @@ def clean_run(run: LoadedRun) -> LoadedRun:
         argv=tuple(clean(a, 256) for a in run.manifest.argv[:64]),
         hosts=tuple(clean_data(h) for h in run.manifest.hosts),
     )
-    cleaned = dataclasses.replace(run, manifest=manifest, hosts=tuple(clean_host(h) for h in run.hosts))
+    probes: dict[int, dict] = {}  # the run holds every host's probes while this runs: their ids stay theirs
+    cleaned = dataclasses.replace(run, manifest=manifest, hosts=tuple(clean_host(h, probes) for h in run.hosts))
     _CLEANED[id(cleaned)] = cleaned
     return cleaned
 

@@ -1,5 +1,6 @@
 """`gpudiag repro cuda-graph-crash` through the real command line."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,10 @@ LOGS = ROOT / "tests" / "fixtures" / "logs"
 CORPUS = LOGS / "corpus"
 
 
-def gpudiag(*args, timeout=300):
+def gpudiag(*args, timeout=300, env=None):
     return subprocess.run([sys.executable, "-c", "from gpudiag.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
+                          capture_output=True, text=True, timeout=timeout, cwd=str(ROOT),
+                          env=dict(os.environ, **(env or {})))
 
 
 def cuda_present():
@@ -23,8 +25,11 @@ def cuda_present():
 
 @pytest.mark.skipif(cuda_present(), reason="checks the no-CUDA path (exit 4); this host has CUDA")
 def test_localhost_without_cuda_exits_4_and_stores_skipped_cells(tmp_path):
+    # An empty /proc view: a server running on this machine would otherwise choose the interpreter.
+    (tmp_path / "empty-proc").mkdir()
     proc = gpudiag("repro", "cuda-graph-crash", "localhost", "--reports-dir", str(tmp_path),
-                   "--batch-sizes", "1,4", "--draft-tokens", "2-8", "--max-mem-mib", "2048")
+                   "--batch-sizes", "1,4", "--draft-tokens", "2-8", "--max-mem-mib", "2048",
+                   env={"GPUDIAG_PROC_ROOT": str(tmp_path / "empty-proc")})
     assert proc.returncode == 4, proc.stderr
     assert "nothing ran: no CUDA device" in proc.stdout
     # One row per replay path: its algorithm, the batch sizes and draft tokens it covers, the count and reason.

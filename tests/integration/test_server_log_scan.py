@@ -70,11 +70,22 @@ def standins(tmp_path):
         server.stop()
 
 
-def scan_local(tmp_path, *args):
+def proc_view(tmp_path, servers):
+    """A /proc of the stand-ins alone (links to their real entries): servers that other work runs on this
+    machine are not the test's."""
+    view = tmp_path / "proc"
+    view.mkdir()
+    for server in servers:
+        (view / str(server.proc.pid)).symlink_to("/proc/%d" % server.proc.pid)
+    return view
+
+
+def scan_local(tmp_path, servers, *args):
     reports = tmp_path / "reports"
     proc = subprocess.run([sys.executable, "-m", "gpudiag", "scan", "localhost", "--probes", "deployment",
                            "--reports-dir", str(reports), "--json", *args], capture_output=True, text=True,
-                          timeout=240, env=dict(os.environ, GPUDIAG_REPORTS=str(reports)))
+                          timeout=240, env=dict(os.environ, GPUDIAG_REPORTS=str(reports),
+                                                GPUDIAG_PROC_ROOT=str(proc_view(tmp_path, servers))))
     run = json.loads(proc.stdout)
     text = (reports / "runs" / run["run_id"] / "hosts" / "localhost.json").read_text()
     return proc, reports, run, text
@@ -90,7 +101,7 @@ def test_a_scan_answers_the_dflash_question_from_the_live_servers_log(tmp_path, 
         eager = standins("eager", DFLASH_EAGER + "\n", stderr=err, extra_args=("--to-stderr",))
     piped = standins("piped", "nothing\n", stdout=subprocess.PIPE)
 
-    proc, reports, run, text = scan_local(tmp_path)
+    proc, reports, run, text = scan_local(tmp_path, [failed, eager, piped])
     assert proc.returncode == 1, proc.stderr[-2000:]     # an error finding: the logged crash
     assert SECRET not in text and "--mamba-radix-cache-strategy" not in text   # only matched lines travel
     logs = json.loads(text)["probes"]["deployment"]["data"]["server_logs"]

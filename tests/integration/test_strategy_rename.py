@@ -34,8 +34,11 @@ def _renamed_tree(dest):
 
 
 def _gpudiag(tree, *args):
+    # An empty /proc view: a server other work runs on this machine would choose the interpreter.
+    (tree / "empty-proc").mkdir(exist_ok=True)
     return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, timeout=300,
-                          cwd=str(tree), env=dict(os.environ, PYTHONPATH=str(tree)))
+                          cwd=str(tree), env=dict(os.environ, PYTHONPATH=str(tree),
+                                                  GPUDIAG_PROC_ROOT=str(tree / "empty-proc")))
 
 
 def test_renaming_a_strategy_in_its_declaration_renames_it_everywhere(tmp_path):
