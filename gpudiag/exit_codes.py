@@ -9,7 +9,7 @@ import enum
 class ExitCode(enum.IntEnum):
     """Every status gpudiag exits with; the README's exit-code table lists exactly these."""
 
-    OK = 0  # all hosts ok, everything asked was checked, no finding at or above --fail-on
+    OK = 0  # all hosts ok, every check named on the command line (--deep, --probes, repro) ran, no finding at or above --fail-on
     FINDINGS = 1  # findings at or above --fail-on (default: error)
     USAGE = 2  # usage or input error (one line)
     HOSTS_FAILED = 3  # some hosts could not be scanned

@@ -21,7 +21,9 @@ FAIL_ON_LEVELS = ("info", "warning", "error", "critical", INCOMPLETE)
 DEFAULT_FAIL_ON = "error"
 # One line per exit code: the README's table and the reports say the same.
 EXIT_MEANING = {
-    int(ExitCode.OK): "all hosts ok, everything asked was checked, no finding at or above --fail-on",
+    int(
+        ExitCode.OK
+    ): "all hosts ok, every check named on the command line (--deep, --probes, repro) ran, no finding at or above --fail-on",
     int(ExitCode.FINDINGS): "findings at or above --fail-on (default error)",
     int(ExitCode.USAGE): "usage or input error",
     int(ExitCode.HOSTS_FAILED): "some hosts could not be scanned",

@@ -10,13 +10,13 @@ from probes.crashlog.logindex import LogIndex
 from probes.crashlog.normalize import logical_lines, not_text
 from probes.crashlog.redact import redact_line
 from probes.crashlog.table import SIGNATURES
+from probes.server_ready import READY
 
 MAX_CRASHES = 20
 MAX_ANALYSED = 200      # crashes looked at in detail; a log with more is counted, not read further
 MAX_QUOTED = 12
 MAX_TEXT = 300
 LAST_FRAMES = 3
-READY = re.compile(r"The server is fired up and ready to roll|Uvicorn running on|Application startup complete")
 DFLASH = re.compile(r"DFLASH|dflash", re.I)
 DFLASH_DISABLED = re.compile(r"Disable DFLASH draft cuda graph because (?P<reason>.*)")
 PARENT_REPORT = re.compile(r"Received sigquit from a child proces|Child process unexpectedly failed")

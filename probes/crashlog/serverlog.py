@@ -14,6 +14,7 @@ import stat
 
 from probes.context import run_command
 from probes.crashlog.classify import classify
+from probes.log_window import last_lines
 from probes.servingstats.figures import figures as serving_figures
 
 TAIL_BYTES = 8 * 1024 * 1024
@@ -38,6 +39,7 @@ def read_one(server, proc_root, configured, run):
         if text is None:
             tried.append(why)
             continue
+        text = last_lines(text)[0]  # bounded by lines as well as bytes: a tail of empty lines costs nothing
         result = classify(text, None, installed_release(server))
         result.update(meta)
         result["serving"] = serving_figures(text, server.get("args"))  # the live flags: its log interval

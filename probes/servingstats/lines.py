@@ -17,7 +17,7 @@ A prefix is parsed once and cached: lines of one second and rank share it.
 """
 import re
 
-from probes.crashlog.classify import READY
+from probes.server_ready import READY
 
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
