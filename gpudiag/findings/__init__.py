@@ -47,7 +47,7 @@ from gpudiag.findings.group import (
 )
 from gpudiag.findings.savings import rank as rank_copies
 from gpudiag.findings.server_scope import release_of, scope
-from gpudiag.findings.serving import BUCKET_NAMES, bucket_text
+from gpudiag.findings.serving_view import BUCKET_NAMES, bucket_text
 from gpudiag.findings.steps import order as step_order, step as next_step
 from gpudiag.models import SEVERITY_RANK, Evidence, Finding, HostResult
 from gpudiag.run_records import LoadedRun

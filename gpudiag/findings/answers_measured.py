@@ -17,10 +17,11 @@ from gpudiag.findings.answers import (
     with_scope,
 )
 from gpudiag.probe_view import as_dict, as_list, fmt_us, number, probe
-from gpudiag.findings.savings import REPLAYS_PER_STEP, host_savings
+from gpudiag.findings.savings import REPLAYS_PER_STEP
+from gpudiag.findings.step_savings import host_savings
 from gpudiag.probe_view import copy_gpus
 from gpudiag.findings.gpu_room import room
-from gpudiag.findings.hidden_states import hidden_states_verdict
+from gpudiag.findings.hidden_states_measured import hidden_states_verdict
 from gpudiag.findings.server_scope import scope
 from gpudiag.models import HostResult
 

@@ -8,13 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpudiag.findings.answers import ANSWERED, NOT_CHECKED, PARTIAL, Answer, probe_gap
-from gpudiag.findings.serving import (
-    NO_ACCEPTANCE,
-    ServerFigures,
-    bucket_text,
-    endpoint_accept,
-    serving_figures,
-)
+from gpudiag.findings.serving import NO_ACCEPTANCE
+from gpudiag.findings.serving_view import ServerFigures, bucket_text, endpoint_accept, serving_figures
 from gpudiag.models import HostResult
 from gpudiag.probe_view import as_dict
 

@@ -9,7 +9,7 @@ from typing import Any
 from gpudiag.decode.roofline import Setup, components_ms, shares_of, step, verdict
 from gpudiag.decode.sourced import ASSUMED, CONFIG, DATASHEET, MEASURED, fig, mix, rounded
 from gpudiag.findings.decode_inputs import Hardware, number
-from gpudiag.findings.serving import ServerFigures
+from gpudiag.findings.serving_view import ServerFigures
 from gpudiag.probe_view import as_dict
 from probes.servingstats.buckets import BUCKETS
 

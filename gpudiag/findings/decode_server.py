@@ -15,7 +15,7 @@ from gpudiag.decode.sourced import ASSUMED, CONFIG, DATASHEET, MEASURED, fig, mi
 from gpudiag.decode.step_bytes import step_bytes
 from gpudiag.findings.decode_buckets import bucket_figures, measured_buckets
 from gpudiag.findings.decode_inputs import Hardware, config_record, int_arg, number
-from gpudiag.findings.serving import ServerFigures
+from gpudiag.findings.serving_view import ServerFigures
 from gpudiag.findings.server_flags import graphs_disabled, server_args
 from gpudiag.probe_view import as_dict, as_list, dig
 

@@ -20,7 +20,7 @@ import weakref
 from gpudiag.findings.decode_economics import economics
 from gpudiag.findings.decode_inputs import host_hardware
 from gpudiag.findings.decode_server import ServerDecode, analyse
-from gpudiag.findings.serving import serving_figures
+from gpudiag.findings.serving_view import serving_figures
 from gpudiag.models import HostResult
 
 # HostResult is not hashable: keyed by id, with a weak reference telling a reused id from its host.

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpudiag.findings.common import source
 from gpudiag.findings.dflash import server_gpus
-from gpudiag.findings.serving import ServerFigures, cadence_note, eager_lines, graph_state, serving_figures
+from gpudiag.findings.serving_view import ServerFigures, cadence_note, eager_lines, graph_state, serving_figures
 from gpudiag.findings.server_flags import server_args
 from gpudiag.models import Evidence, Finding, HostResult
 from gpudiag.probe_view import as_dict

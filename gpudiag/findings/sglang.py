@@ -7,7 +7,7 @@ from typing import Any
 
 from gpudiag.findings.common import source, source_evidence, version_tuple
 from gpudiag.probe_view import as_dict, as_list, dig, fmt_us, probe
-from gpudiag.findings.savings import GpuSaving, host_savings, representative
+from gpudiag.findings.step_savings import GpuSaving, host_savings, representative
 from gpudiag.findings.gpu_room import room
 from gpudiag.findings.facts import sglang_interpreter, torch_facts, torch_from_other_interpreter
 from gpudiag.findings.server_flags import algorithm_of, eagle_family, servers_of
