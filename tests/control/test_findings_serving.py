@@ -3,7 +3,7 @@ quoted in public sglang issues (tests/fixtures/serving) and from decode lines in
 import json
 from pathlib import Path
 
-from gpudiag.findings import serving, serving_fleet
+from gpudiag.findings import serving, serving_compare, serving_fleet
 from gpudiag.findings.answers_serving import q10_speculation, q10_text
 from gpudiag.models import HostResult, ProbeResult
 from probes.servingstats.figures import figures
@@ -74,7 +74,7 @@ def test_graphs_off_above_the_captured_batches_is_as_configured():
 def test_spec_vs_baseline_on_two_hosts_names_where_speculation_stops_paying():
     spec = host("gpu-a", [(7, SPEC)], {"7": log(figures(decode(1, 3.81, 86, False) + decode(128, 3.52, 1146, False)))})
     base = host("gpu-b", [(9, BASE)], {"9": log(figures(decode(1, None, 65, True) + decode(128, None, 1493, True)))})
-    [comparison] = serving_fleet.compare([spec, base])
+    [comparison] = serving_compare.compare([spec, base])
     value = comparison.to_value()
     assert value["stops_paying_at"] == "128+" and value["model"] == "Qwen3-8B"
     assert [b["ratio"] for b in value["buckets"]] == [1.323, 0.768]
@@ -190,5 +190,5 @@ def test_odd_figures_from_a_host_never_raise():
     base = host("gpu-b", [(9, BASE)], {"9": log(figures(decode(128, None, 1493, True)))})
     for rule in (serving.accept_len_one, serving.graphs_off_in_log, serving_fleet.spec_vs_baseline):
         assert isinstance(rule([spec, base]), list)
-    assert serving_fleet.compare([spec, base]) == []          # no bucket with a figure on both sides
+    assert serving_compare.compare([spec, base]) == []          # no bucket with a figure on both sides
     assert "128+: no figure from x lines" in q10_speculation(spec).text
