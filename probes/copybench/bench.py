@@ -1,67 +1,21 @@
-"""Measurements on one device: the one-tensor sweep, every strategy on every workload, host→device copies.
+"""Measurements on one device: the one-tensor sweep, every strategy on every workload, host→device copies (timed in
+probes/copybench/h2d.py), within the run's time budget (probes/copybench/budget.py).
 
 Every strategy is verified before it is timed and again after; one that copied wrong is `wrong` and is
 never timed as a success. Needs torch (imported by the caller and passed in).
 """
 import functools
 import os
-import time
 
 from probes.copybench import analysis, records, strategies, workloads
+from probes.copybench.budget import Budget, UnitClock
+from probes.copybench.h2d import measure_h2d
 from probes.copybench.timing import CpuTimer, CudaEventTimer, capture_graph, measure
 
 MIB = 1024 * 1024
 FIELD_SPAN = 1 << 20   # integer sources: field k holds k*FIELD_SPAN+1 … (k+1)*FIELD_SPAN
 # Workload memory: sources, their saved copies, destinations, and the packed arena with its staging.
 WORKLOAD_COPIES = 5
-
-
-class Budget(object):
-    """A deadline on time.monotonic(); work past it is reported as skipped, not left half done."""
-
-    def __init__(self, seconds):
-        self.deadline = time.monotonic() + max(0.0, float(seconds))
-
-    def left(self):
-        return self.deadline - time.monotonic()
-
-    def spent(self):
-        return self.left() <= 0
-
-
-class UnitClock(object):
-    """What one unit of a kind costs on this device: the declared estimate until one was measured, then the
-    mean of the measured ones. `fits` never refuses the first unit of a device while any time is left, so a
-    short budget measures one workload rather than none."""
-
-    def __init__(self, device, budget, job):
-        self.device = device
-        self.budget = budget
-        self.job = job
-        self.spent = {}
-        self.started = 0
-
-    def need(self, kind):
-        done = self.spent.get(kind)
-        return done[0] / done[1] if done else records.unit_s(self.job, self.device, kind)
-
-    def fits(self, kind):
-        left = self.budget.left()
-        if left <= 0:
-            return False
-        return self.started == 0 or left >= self.need(kind)
-
-    def skip(self, kind):
-        return records.budget_skip(self.need(kind), self.budget.left())
-
-    def timed(self, kind, run):
-        start = time.monotonic()
-        self.started += 1
-        try:
-            return run()
-        finally:
-            total, count = self.spent.get(kind, (0.0, 0))
-            self.spent[kind] = (total + time.monotonic() - start, count + 1)
 
 
 class DeviceBench(object):
@@ -263,28 +217,6 @@ class DeviceBench(object):
         if len(variants) > 1:
             results[strategies.INSTALLED]["variants"] = variants
 
-    # --- host → device ---------------------------------------------------------------------------------
-    def h2d(self):
-        """seq_lens_cpu → GPU: pinned (async) vs pageable source, and the cost of one synchronize."""
-        torch = self.torch
-        n = max(self.job["batch_sizes"])
-        pageable = torch.arange(1, n + 1, dtype=torch.int32)
-        pinned = pageable.pin_memory()
-        dev = torch.empty(n, dtype=torch.int32, device=self.device)
-        timer = _SyncedCpuTimer(torch)
-        out = {"bytes": n * 4, "method": "perf_counter, synchronize after each sample"}
-        for key, src in (("pinned", pinned), ("pageable", pageable)):
-            dev.zero_()
-            fn = functools.partial(dev.copy_, src, non_blocking=True)
-            timing = measure(timer, fn, self.job["samples"], self.job["target_us"], self.job["max_iters"])
-            ok = bool(torch.equal(dev.cpu(), pageable))
-            out[key] = dict(timing, status="ok" if ok else "wrong")
-            out[key + "_us"] = timing["median_us"] if ok else None
-        out["sync"] = measure(CpuTimer(), torch.cuda.synchronize, self.job["samples"], self.job["target_us"],
-                              self.job["max_iters"])
-        out["sync_us"] = out["sync"]["median_us"]
-        return out
-
 
 def env_on_off(name, run):
     """{host_value, on, off}: `run()` with the environment variable set to 1 and to 0 (the installed
@@ -301,20 +233,6 @@ def env_on_off(name, run):
         else:
             os.environ[name] = host
     return out
-
-
-class _SyncedCpuTimer(CpuTimer):
-    """Wall time of the iterations including the wait for the device to finish them."""
-
-    def __init__(self, torch):
-        self.torch = torch
-
-    def sample(self, fn, iterations):
-        start = time.perf_counter_ns()
-        for _ in range(iterations):
-            fn()
-        self.torch.cuda.synchronize()
-        return (time.perf_counter_ns() - start) / 1000.0 / iterations
 
 
 def run_device(bench):
@@ -342,7 +260,7 @@ def run_device(bench):
     needs = [w.get("needs_s") or 0.0 for w in result["workloads"]] + [r.get("needs_s") or 0.0 for r in sweep]
     result["time_needed_s"] = round(sum(needs), 1)
     if bench.cuda and job.get("h2d", True) and not bench.budget.spent():
-        result["h2d"] = bench.h2d()
+        result["h2d"] = measure_h2d(bench)
     else:
         result["h2d"] = None
         result["h2d_reason"] = "host-to-device copies are measured on CUDA only" if not bench.cuda \

@@ -5,7 +5,8 @@ import gc
 import time
 
 from probes.copybench import records, strategies, workloads
-from probes.copybench.bench import MIB, Budget, DeviceBench, run_device
+from probes.copybench.bench import MIB, DeviceBench, run_device
+from probes.copybench.budget import Budget
 from probes import gpu_layer
 
 

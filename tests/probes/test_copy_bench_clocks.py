@@ -10,7 +10,8 @@ import torch
 
 from probes import copy_bench
 from probes.copybench import analysis, bench
-from probes.copybench.bench import Budget, DeviceBench, run_device
+from probes.copybench.bench import DeviceBench, run_device
+from probes.copybench.budget import Budget
 
 RECORDED = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "recorded", "h200-2026-12-04")
 

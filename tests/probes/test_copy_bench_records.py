@@ -18,7 +18,8 @@ from probes import copy_bench
 from probes.boot import local_modules
 from probes.context import ProbeContext
 from probes.copybench import child, devices, records
-from probes.copybench.bench import Budget, DeviceBench
+from probes.copybench.bench import DeviceBench
+from probes.copybench.budget import Budget
 from tests.probes import test_copy_bench_rotation as rotation
 from tests.probes.test_copy_bench_probe import FakeCuda as BusyCuda
 

@@ -5,7 +5,7 @@ time it would have needed. Driven with a fake torch.cuda and a fake clock (no GP
 import types
 
 from probes import copy_bench
-from probes.copybench import bench, devices, workloads
+from probes.copybench import bench, budget, devices, workloads
 from probes.copybench.devices import InstalledLoader
 
 GPUS = 8
@@ -56,7 +56,7 @@ class FakeCuda(object):
 
 def drive(monkeypatch, seconds):
     clock = Clock()
-    monkeypatch.setattr(bench.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(budget.time, "monotonic", clock.monotonic)
     monkeypatch.setattr(devices.time, "time", lambda: clock.now)
 
     def measure(self, record, specs, path, threshold):

@@ -6,7 +6,8 @@ torch = pytest.importorskip("torch")
 
 from probes import foreach_copy  # noqa: E402
 from probes.copybench import strategies  # noqa: E402
-from probes.copybench.bench import Budget, DeviceBench  # noqa: E402
+from probes.copybench.bench import DeviceBench  # noqa: E402
+from probes.copybench.budget import Budget  # noqa: E402
 from probes.copybench.devices import InstalledLoader  # noqa: E402
 
 
