@@ -11,7 +11,8 @@ import tempfile
 
 from probes import events
 from probes.context import run_command
-from probes.graphrepro import cells, configs, declared, live_shapes, placement, planner, sglang_repro, specs, sweep
+from probes.graphrepro import (cells, configs, declared, device_facts, live_shapes, placement, planner, results,
+                                sglang_repro, sweep)
 from probes.graphrepro.synthetic_cell import synthetic_cell
 from probes.graphrepro.worker import Worker
 from probes.hostinfo import interpreter
@@ -53,26 +54,6 @@ def settings_from(options):
     return settings
 
 
-def planned_labels(settings, mode):
-    """(label, algorithm, path) for each sweep: replay paths in synthetic mode, algorithms with sglang."""
-    out, seen = [], set()
-    for algorithm in settings["algorithms"]:
-        if mode == "sglang":
-            out.append((algorithm, algorithm, "sglang"))
-            continue
-        for path in specs.ALGORITHM_PATHS[algorithm]:
-            if path not in seen:  # EAGLE3 replays the same buffers as EAGLE
-                seen.add(path)
-                out.append((path, algorithm, path))
-    return out
-
-
-def skipped_cells(settings, mode, reason):
-    values = sweep.draft_token_values(*settings["draft_tokens"])
-    return [cells.cell(path, algorithm, bs, values[-1], "skipped", reason, mode)
-            for _, algorithm, path in planned_labels(settings, mode) for bs in settings["batch_sizes"]]
-
-
 def sglang_imports(python, timeout=60.0):
     """find_spec only: importing sglang here would be slow and could initialise CUDA."""
     code = "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 1)"
@@ -85,18 +66,6 @@ def choose_mode(requested, python, timeout=60.0):
     if requested == "both":
         return ["sglang", "synthetic"]
     return ["sglang"] if sglang_imports(python, timeout) else ["synthetic"]
-
-
-def environment(ctx, info):
-    env = ctx.results.get("env") or {}
-    gpu_block = env.get("gpus") or {}
-    block = {"torch": info.get("torch"), "cuda": info.get("cuda"), "has_foreach_copy": info.get("has_foreach_copy"),
-             "driver": gpu_block.get("driver_version"), "sglang": (ctx.results.get("sglang_source") or {}).get("version"),
-             "devices": info.get("devices") or []}
-    # Declared a bool when known: without torch the child could not ask CUDA, so the key is left out, not null.
-    if isinstance(info.get("cuda_available"), bool):
-        block["cuda_available"] = info["cuda_available"]
-    return block
 
 
 def collect(ctx):
@@ -117,7 +86,7 @@ def collect(ctx):
     finally:
         info_worker.close()
         info_worker.remove_logs()
-    data = {"settings": settings, "environment": environment(ctx, info), "cells": [], "boundaries": [],
+    data = {"settings": settings, "environment": device_facts.environment(ctx, info), "cells": [], "boundaries": [],
             "boundary": None, "signatures": [], "advice": [], "notes": [], "gpu": None,
             "memory_cap_mib": settings["max_mem_mib"], "interpreter": interpreter.summary(chosen)}
     # The device query and the mode choice are one short child each: they keep back what a worker needs,
@@ -129,13 +98,13 @@ def collect(ctx):
     if server is not None:  # the answers describe this server's interpreter and model
         data["server"] = server.get("identity") or {"pid": server.get("pid")}
     live_shapes.hidden_size_from_model(settings, "hidden_size" in given, data["notes"])
-    reason = no_cuda_reason(info, python)
+    reason = device_facts.no_cuda_reason(info, python)
     picked = None
     if reason is None:
         picked, reason = placement.pick_gpus(ctx, info, idle, settings, force, data["notes"])
     if reason is not None:
         for mode in modes:
-            data["cells"] += skipped_cells(settings, mode, reason)
+            data["cells"] += results.skipped_cells(settings, mode, reason)
         data["skip_reason"] = reason
         return data
     device = [d for d in info["devices"] if d["index"] == picked[0]] or [{"index": picked[0]}]
@@ -148,7 +117,7 @@ def collect(ctx):
             runner(ctx, settings, data, env, known, python)
         except Exception as exc:  # keep the cells already measured; the note says what stopped the sweep
             data["notes"].append("%s sweep stopped: %s: %s" % (mode, type(exc).__name__, exc))
-    summarise(data, device[0].get("compute_capability", ""))
+    results.summarise(data, device[0].get("compute_capability", ""))
     gap = cells.unmeasured(data["cells"])
     if gap is not None:
         data["unmeasured"] = gap
@@ -165,18 +134,6 @@ def plan_only(ctx, settings, given, force, chosen):
             "boundary": None, "signatures": [], "advice": [], "notes": notes + plan.pop("notes"), "plan": plan,
             "interpreter": interpreter.summary(chosen),
             "environment": {"torch": None, "sglang": (ctx.results.get("sglang_source") or {}).get("version")}}
-
-
-def no_cuda_reason(info, python):
-    if info.get("status") != "ok":
-        return "querying torch and CUDA in a child under %s failed: %s" % (
-            python, info.get("detail") or info.get("status"))
-    if not info.get("torch"):
-        return "under %s: %s" % (python, info.get("reason") or "torch is not installed")
-    if not info.get("cuda_available") or not info.get("devices"):
-        extra = "; " + info["reason"] if info.get("reason") else ""
-        return "no CUDA device visible to torch %s under %s%s" % (info["torch"], python, extra)
-    return None
 
 
 def work_left(ctx, reserve=None):
@@ -204,7 +161,7 @@ def run_synthetic(ctx, settings, data, env, known, python):
     the time left; those that do not are budget cells with the seconds they would need."""
     values = sweep.draft_token_values(*settings["draft_tokens"])
     release = installed_release(ctx)
-    labels = planned_labels(settings, "synthetic")
+    labels = results.planned_labels(settings, "synthetic")
     steps = events.NumberedSteps("cuda_graph", "cell", most_steps(labels, values, len(settings["batch_sizes"])))
     worker = Worker(modules=ctx.modules or None, env=env, python=python)
     oracles = {}
@@ -217,7 +174,7 @@ def run_synthetic(ctx, settings, data, env, known, python):
             for label, _, _ in labels:
                 oracles[label](batch_size, values[-1])
         for label, _, _ in labels:
-            record(data, label, sweep.sweep(settings["batch_sizes"], values, oracles[label]), "synthetic")
+            results.record(data, label, sweep.sweep(settings["batch_sizes"], values, oracles[label]), "synthetic")
     finally:
         worker.close()
         worker.remove_logs()
@@ -273,14 +230,14 @@ def run_sglang(ctx, settings, data, env, known, python):
     algorithms = [str(a).upper() for a in source.get("speculative_algorithms") or []]
     if not algorithms:
         data["notes"].append("sglang's speculative algorithms unknown (sglang_source gave none): all launched")
-    labels = planned_labels(settings, "sglang")
+    labels = results.planned_labels(settings, "sglang")
     steps = events.NumberedSteps("cuda_graph", "launch", most_steps(labels, values, 1))
     workdir = tempfile.mkdtemp(prefix="gpudiag-repro-")
     launches = {}
     try:
         for label, algorithm, _ in labels:
             if algorithms and algorithm not in algorithms:
-                data["cells"] += absent_algorithm_cells(settings, algorithm, source.get("version"), values[-1])
+                data["cells"] += results.absent_algorithm_cells(settings, algorithm, source.get("version"), values[-1])
                 data["notes"].append("%s not launched: sglang %s has no %s (it has %s)" % (
                     algorithm, source.get("version") or "(version unknown)", algorithm, ", ".join(algorithms)))
                 continue
@@ -302,37 +259,6 @@ def run_sglang(ctx, settings, data, env, known, python):
         for label in launches:   # every algorithm's top draft-token count before any bisection
             launches[label](values[-1])
         for label, launch in launches.items():
-            record(data, label, sweep.sweep_launches(settings["batch_sizes"], values, launch), "sglang")
+            results.record(data, label, sweep.sweep_launches(settings["batch_sizes"], values, launch), "sglang")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def absent_algorithm_cells(settings, algorithm, version, draft_tokens):
-    """An algorithm the installed release does not have: its cells are skipped, never launched (argparse
-    would reject it and every draft-token count would look like a failure)."""
-    detail = "sglang %s has no %s" % (version or "(version unknown)", algorithm)
-    return [cells.cell("sglang", algorithm, b, draft_tokens, "skipped", detail, "sglang")
-            for b in settings["batch_sizes"]]
-
-
-def record(data, label, result, mode):
-    for cell in result["cells"]:
-        cell.setdefault("path", label)
-        cell.setdefault("mode", mode)
-    data["cells"] += result["cells"]
-    data["boundaries"].append({"label": label, "mode": mode, "rows": result["rows"]})
-
-
-def summarise(data, where):
-    """Boundary sentences, the signatures seen and their advice, deduplicated."""
-    for entry in data["boundaries"]:
-        entry.update(sweep.describe_boundary(entry["label"], entry["rows"], where))
-    failing = [b for b in data["boundaries"] if b.get("failing_from_batch_size") is not None]
-    data["boundary"] = (failing or data["boundaries"] or [None])[0]
-    seen = {}
-    for cell in data["cells"]:
-        signature = cell.get("signature")
-        if signature and signature.get("name") not in seen:   # with the release its advice is worded for
-            seen[signature["name"]] = dict(signature, advice_assumes=cell.get("advice_assumes"))
-    data["signatures"] = list(seen.values())
-    data["advice"] = [s["recommendation"] for s in seen.values() if s.get("recommendation")]

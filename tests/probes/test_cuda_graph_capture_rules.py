@@ -9,7 +9,7 @@ import pytest
 
 from probes import cuda_graph
 from probes.context import ProbeContext
-from probes.graphrepro import capture, configs, sglang_repro
+from probes.graphrepro import capture, configs, results, sglang_repro
 
 RELEASES = ("0.5.11", "0.5.14", "0.5.23")
 
@@ -109,7 +109,7 @@ def test_a_model_too_short_for_its_draft_is_refused_and_never_launched(tmp_path)
                                        "model": model})
     data = {"cells": [], "boundaries": [], "notes": []}
     cuda_graph.run_sglang(ctx, chosen, data, dict(os.environ), "", str(fake))
-    cuda_graph.summarise(data, "sm_90")
+    results.summarise(data, "sm_90")
     assert not record.exists()
     assert {c["status"] for c in data["cells"]} == {"skipped"}
     assert all(c["detail"].startswith("refused before launch: EAGLE3 draft would get 1 of its 3") for c in data["cells"])
@@ -145,7 +145,7 @@ def test_one_draft_token_value_is_one_launch_and_a_death_before_ready_is_no_boun
     chosen = cuda_graph.settings_from({"algorithms": ["DFLASH"], "batch_sizes": [1, 4], "draft_tokens": [8, 8]})
     data = {"cells": [], "boundaries": [], "notes": []}
     cuda_graph.run_sglang(ctx, chosen, data, dict(os.environ), "", str(fake))
-    cuda_graph.summarise(data, "sm_90")
+    results.summarise(data, "sm_90")
     assert record.read_text().split() == ["8"]   # one value: one launch, no bisection
     assert {c["status"] for c in data["cells"]} == {"error"}
     assert all(c["detail"].startswith("the repro's own error: the server died before it was ready")

@@ -7,9 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from gpudiag.cli import cli
-from probes import cuda_graph
 from probes.crashlog.cell import classify_cell
-from probes.graphrepro import sglang_repro, synthetic, synthetic_cell
+from probes.graphrepro import results, sglang_repro, synthetic, synthetic_cell
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOGS = os.path.join(ROOT, "tests", "fixtures", "logs")
@@ -150,7 +149,7 @@ def test_the_repro_console_says_which_release_the_advice_assumes():
     cell = synthetic_cell.synthetic_cell(raised("Capture cuda graph failed: something odd"), "eagle_draft", "EAGLE", 4,
                                      8, "0.5.11", "", ClosingWorker())
     data = {"cells": [cell], "boundaries": [], "notes": []}
-    cuda_graph.summarise(data, "sm_90")
+    results.summarise(data, "sm_90")
     assert data["signatures"][0]["advice_assumes"] == "sglang 0.5.11 (before 0.5.14)"
     out = io.StringIO()
     _print_host(Console(file=out, width=250, color_system=None), HostRepro("h", True, "", data))

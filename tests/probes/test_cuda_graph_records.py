@@ -5,7 +5,7 @@ fake clock: no torch, no GPU."""
 import pytest
 
 from probes import cuda_graph
-from probes.graphrepro import cells, configs, sglang_repro
+from probes.graphrepro import cells, configs, results, sglang_repro
 from probes.schemas import check
 
 CELL = cuda_graph.SHAPE.fields["cells"].item
@@ -138,7 +138,7 @@ def test_every_sglang_cell_fits_the_declared_shape(monkeypatch, behaviour):
 def test_cells_skipped_without_cuda_fit_the_declared_shape():
     settings = cuda_graph.settings_from({})
     for mode in ("synthetic", "sglang"):
-        found = cuda_graph.skipped_cells(settings, mode, "no CUDA device visible to torch")
+        found = results.skipped_cells(settings, mode, "no CUDA device visible to torch")
         assert found and all(check(CELL, c, "cell") is None for c in found)
 
 

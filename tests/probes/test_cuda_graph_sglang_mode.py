@@ -11,6 +11,7 @@ import pytest
 
 from probes import cuda_graph
 from probes.context import ProbeContext
+from probes.graphrepro import results
 from tests.probes.test_cuda_graph_support import STANDIN_SERVER
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -54,7 +55,7 @@ def test_sglang_sweep_finds_the_capture_boundary_and_leaves_nothing(tmp_path):
     settings = cuda_graph.settings_from({"algorithms": ["DFLASH"], "batch_sizes": [1, 4], "draft_tokens": [6, 10]})
     data = {"cells": [], "boundaries": [], "notes": []}
     cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), "compute capability sm_90", str(fake))
-    cuda_graph.summarise(data, "sm_90")
+    results.summarise(data, "sm_90")
     by_cell = {(c["batch_size"], c["draft_tokens"]): c for c in data["cells"]}
     assert sorted({dt for _, dt in by_cell}) == [6, 8, 9, 10]   # one launch per draft-token value, bisected
     assert by_cell[(1, 10)]["status"] == "ok" and by_cell[(4, 8)]["status"] == "ok"
@@ -113,7 +114,7 @@ def test_algorithms_the_release_lacks_are_skipped_never_launched(tmp_path, versi
     assert settings["algorithms"] == ["EAGLE", "EAGLE3", "DFLASH"]
     data = {"cells": [], "boundaries": [], "notes": []}
     cuda_graph.run_sglang(ctx, settings, data, dict(os.environ), "", str(fake))
-    cuda_graph.summarise(data, "sm_90")
+    results.summarise(data, "sm_90")
     assert set(record.read_text().split()) == {"EAGLE", "EAGLE3"}
     dflash = [c for c in data["cells"] if c["algorithm"] == "DFLASH"]
     assert [c["batch_size"] for c in dflash] == [1, 4]
