@@ -14,7 +14,8 @@ from gpudiag.cli.common import ResultConsole, reports_dir_option
 from gpudiag.run_records import LoadedRun
 from gpudiag.render.safe_text import clean_run, console as safe
 from gpudiag.rundiff import HostDiff, diff_runs
-from gpudiag.store import StoreError, load_run, resolve_run_dir
+from gpudiag.store import StoreError
+from gpudiag.run_loader import load_run, resolve_run_dir
 
 
 def _load(spec: str, reports_dir: Path) -> LoadedRun:

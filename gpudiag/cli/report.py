@@ -23,7 +23,8 @@ from gpudiag.run_records import LoadedRun
 from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, host_list, hosts_label
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.jsonfile import cycle_collector_paused
-from gpudiag.store import StoreError, load_run, resolve_run_dir
+from gpudiag.store import StoreError
+from gpudiag.run_loader import load_run, resolve_run_dir
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.verdict import Verdict, verdict as compute_verdict
 

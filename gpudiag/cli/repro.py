@@ -235,7 +235,8 @@ def _final_exit(run_dir: Path, outcome: str, fail_on: str, console: Console) -> 
     `gpudiag report` computes it; the outcome's own code when the run cannot be read back."""
     from gpudiag.findings import all_findings
     from gpudiag.render.safe_text import clean_run
-    from gpudiag.store import StoreError, load_run
+    from gpudiag.store import StoreError
+    from gpudiag.run_loader import load_run
     from gpudiag.verdict import verdict
 
     try:

@@ -33,7 +33,8 @@ from gpudiag.orchestrator import DEFAULT_FORKS, DEFAULT_TIMEOUT, ScanOutcome, Sc
 from gpudiag.render.console import summary_table
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.jsonfile import cycle_collector_paused
-from gpudiag.store import StoreError, load_run
+from gpudiag.store import StoreError
+from gpudiag.run_loader import load_run
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 from gpudiag.verdict import Verdict, explicit_checks, verdict

@@ -139,7 +139,7 @@ def reproduce_command(finding: Finding) -> str:
 
 
 # A host rule reads one host at a time: hosts that agree in everything but their name (the same probe data,
-# shared by store.load_run, and the same status, reason, interpreter) are judged once, by a stand-in named
+# shared by run_loader.load_run, and the same status, reason, interpreter) are judged once, by a stand-in named
 # STAND_IN, whose findings are then given to each of them by name.
 STAND_IN = "gpudiag-stand-in-host-3f9c1e"
 T = TypeVar("T")

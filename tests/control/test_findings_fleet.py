@@ -4,7 +4,7 @@ from pathlib import Path
 from gpudiag.findings import all_findings, fleet, hosts
 from gpudiag.models import Evidence, HostResult, ProbeResult
 from gpudiag.run_records import LoadedRun, RunManifest
-from gpudiag.store import load_run
+from gpudiag.run_loader import load_run
 
 FLEET3 = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from gpudiag.cli import cli
 from gpudiag.engines import frames
 from gpudiag.engines.ingest import IngestError, Source, ingest
-from gpudiag.store import load_run, resolve_run_dir
+from gpudiag.run_loader import load_run, resolve_run_dir
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "engines"
 

@@ -15,7 +15,7 @@ from gpudiag.findings import all_findings
 from gpudiag.probe_data import fitted_host
 from gpudiag.render import plots
 from gpudiag.render.markdown import render_markdown
-from gpudiag.store import load_run
+from gpudiag.run_loader import load_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FLEET3 = FIXTURES / "runs" / "fleet3"

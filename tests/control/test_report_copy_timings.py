@@ -14,7 +14,7 @@ from gpudiag.models import HostResult, ProbeResult
 from gpudiag.run_records import RunManifest
 from gpudiag.render.markdown import render_markdown
 from gpudiag.run_records import LoadedRun
-from gpudiag.store import load_run
+from gpudiag.run_loader import load_run
 
 FLEET3 = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"
 GATE = "SGLANG_OPT_CUDA_GRAPH_FILL_FAST_PATH"

@@ -13,7 +13,7 @@ from rich.console import Console
 from gpudiag.cli import cli
 from gpudiag.findings import RULES, all_findings
 from gpudiag.render.console import summary_table
-from gpudiag.store import load_run
+from gpudiag.run_loader import load_run
 
 FLEET3 = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "fleet3"
 

@@ -22,7 +22,7 @@ from gpudiag.run_records import LoadedRun
 from gpudiag.render.json_report import render_json
 from gpudiag.render.markdown import render_markdown
 from gpudiag.render.safe_text import clean, code, console, md
-from gpudiag.store import load_run
+from gpudiag.run_loader import load_run
 from gpudiag.verdict import verdict
 
 FLEET3 = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"

@@ -12,7 +12,8 @@ from gpudiag import findings as rules
 from gpudiag.findings.common import sort_findings
 from gpudiag.findings.group import merge_across_hosts
 from gpudiag.render.safe_text import clean_run
-from gpudiag.store import load_run, write_json_atomic
+from gpudiag.store import write_json_atomic
+from gpudiag.run_loader import load_run
 
 FLEET3 = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"
 

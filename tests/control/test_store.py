@@ -7,7 +7,8 @@ import pytest
 from gpudiag.models import HostResult, ProbeResult
 from gpudiag.schema import SCHEMA_VERSION
 from gpudiag.probe_data import fitted
-from gpudiag.store import RunWriter, StoreError, load_run, read_manifest, resolve_run_dir
+from gpudiag.store import RunWriter, StoreError
+from gpudiag.run_loader import load_run, read_manifest, resolve_run_dir
 
 
 def result(name, status="ok"):

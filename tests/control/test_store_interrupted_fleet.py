@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.store import load_run
+from gpudiag.run_loader import load_run
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 RECORDED = ROOT / "tests" / "fixtures" / "runs" / "fleet3" / "hosts" / "gpu-a.json"
