@@ -1,9 +1,7 @@
 """The one way probes start and run children (torch checks, copy bench, graph worker, sglang launcher).
 
-Child side: `watch_parent` (a killed runner takes its children with it) and `FramedWriter` (answers on the
-real stdout as `MARK {json}` lines, everything else the child or its libraries print goes to stderr).
-Parent side: `spawn` (own process group, its stdin payload written by a thread, stderr to a log file or a
-pipe), `parse_frame` (the one frame parser), `kill_group` (TERM, then KILL, then reap) and `ChildSession`, the
+Parent side (the child side, `watch_parent` and `FramedWriter`, is probes/child_side.py): `spawn` (own process
+group, its stdin payload written by a thread, stderr to a log file or a pipe), `parse_frame` (the one frame parser), `kill_group` (TERM, then KILL, then reap) and `ChildSession`, the
 one supervisor: every child's frames, timeouts and death are judged there, for one-answer children
 (`run_once`) and long-lived ones (copy bench, graph worker, torch child). The stderr it keeps comes from
 probes/child_logs.py. Standard library only.
@@ -13,7 +11,6 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -26,50 +23,6 @@ DEATH_WAIT_S = 10.0
 # Every session not yet killed: the runner reaps them before it exits (`reap_all`).
 _live = set()  # type: set
 _live_lock = threading.Lock()
-
-
-# -- child side ------------------------------------------------------------------------------------------
-def watch_parent(interval=0.5):
-    """If the process that started us dies, take our whole group down with it, even while the main thread
-    hangs inside CUDA."""
-    parent = os.getppid()
-
-    def loop():
-        while os.getppid() == parent:
-            time.sleep(interval)
-        os.killpg(0, signal.SIGKILL)
-
-    threading.Thread(target=loop, name="parent-watch", daemon=True).start()
-
-
-class FramedWriter(object):
-    """Owns the real stdout of a child: fd 1 is pointed at stderr, so only `write` reaches the parent.
-    Progress events the child emits (probes/events.py) travel on the same channel under their own mark."""
-
-    def __init__(self, mark):
-        self.mark = mark
-        self._lock = threading.Lock()   # one whole line at a time, whichever thread writes
-        sys.stdout.flush()
-        self.fd = os.dup(1)
-        os.dup2(2, 1)
-        events.relay_through(self)
-
-    def write(self, document):
-        self.write_marked(self.mark, document)
-
-    def write_marked(self, mark, document):
-        line = (mark + json.dumps(document, default=str, sort_keys=True) + "\n").encode("utf-8")
-        with self._lock:
-            while line:
-                line = line[os.write(self.fd, line):]
-
-
-def flush_std():
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
 
 
 # -- parent side -----------------------------------------------------------------------------------------

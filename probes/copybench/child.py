@@ -7,7 +7,8 @@ import os
 import time
 
 from probes import events
-from probes.child import DIED, TIMEOUT, ChildSession, FramedWriter, flush_std, watch_parent
+from probes.child import DIED, TIMEOUT, ChildSession
+from probes.child_side import FramedWriter, flush_std, watch_parent
 from probes.copybench import records
 
 MARK = "COPYBENCH-DEVICE "

@@ -11,7 +11,8 @@ import sys
 import time
 import traceback
 
-from probes.child import FRAME, TIMEOUT, ChildSession, FramedWriter, watch_parent
+from probes.child import FRAME, TIMEOUT, ChildSession
+from probes.child_side import FramedWriter, watch_parent
 from probes.child_logs import LogTail
 
 RESULT_PREFIX = "GRAPHREPRO-RESULT "

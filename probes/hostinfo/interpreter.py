@@ -8,6 +8,7 @@ import sys
 import time
 
 import probes.child as child
+import probes.child_side as child_side
 from probes.context import Skip, which
 from probes.schemas import obj, s
 
@@ -147,8 +148,8 @@ def torch_child(ctx, entry, timeout, env=None, **fields):
 def answer(compute):
     """In the child: run `compute()` and write its framed result on the real stdout; anything torch prints
     goes to stderr. Ends the process at once (CUDA teardown can hang or crash after the answer)."""
-    child.watch_parent()
-    writer = child.FramedWriter(MARK)
+    child_side.watch_parent()
+    writer = child_side.FramedWriter(MARK)
     try:
         document = {"ok": True, "data": compute()}
     except Skip as exc:
@@ -156,7 +157,7 @@ def answer(compute):
     except BaseException as exc:  # a broken install can raise anything, SystemExit included
         document = {"ok": False, "reason": "%s: %s" % (type(exc).__name__, str(exc)[:500])}
     writer.write(document)
-    child.flush_std()
+    child_side.flush_std()
     os._exit(0)
 
 

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from probes import child
+from probes import child, child_side
 from probes.context import Skip
 
 MARK = "GPUDIAG-TORCH "
@@ -109,15 +109,15 @@ class SharedChild(object):
 
 def serve(payload):
     """Child side: answer questions until stdin closes, then end at once (CUDA teardown can hang)."""
-    child.watch_parent()
-    writer = child.FramedWriter(MARK)
+    child_side.watch_parent()
+    writer = child_side.FramedWriter(MARK)
     stdin = sys.stdin.buffer
     while True:
         raw = stdin.readline()
         if not raw:
             break
         writer.write(answer(raw))
-    child.flush_std()
+    child_side.flush_std()
     os._exit(0)
 
 

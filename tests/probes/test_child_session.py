@@ -15,7 +15,7 @@ MARK = "TEST-FRAME "
 STANDIN = '''
 import json, os, signal, subprocess, sys, time
 from probes import events
-from probes.child import FramedWriter, watch_parent
+from probes.child_side import FramedWriter, watch_parent
 def serve(payload):
     watch_parent()
     writer = FramedWriter("TEST-FRAME ")

@@ -136,7 +136,7 @@ def test_the_runner_streams_probe_steps_on_stderr_and_keeps_them_out_of_the_fram
 
 EMITTER = '''
 from probes import events
-from probes.child import FramedWriter
+from probes.child_side import FramedWriter
 
 
 def main(payload):
