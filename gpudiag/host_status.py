@@ -50,34 +50,7 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
     try:
         doc = bundle.extract_frame(command.stdout, nonce)
     except bundle.FrameError as exc:
-        killed = describe_kill(command)
-        if killed:
-            return HostResult(status=PROBE_KILLED, reason=killed, output_tail=tails, **base)
-        engine_failure = _container_failure(host, command)
-        if engine_failure:
-            return HostResult(status=UNREACHABLE, reason=engine_failure, output_tail=tails, **base)
-        if b"Unknown option: -I" in command.stderr[:4096]:  # Python 2 stops at the bootstrap's first flag
-            return HostResult(
-                status=PYTHON_MISSING,
-                output_tail=tails,
-                reason=f"{host.python}: Python 2 (it has no -I option); the probes need Python 3.9 or newer "
-                "(set `python:` for this host)",
-                **base,
-            )
-        if _python_missing(command, host.python):
-            return HostResult(
-                status=PYTHON_MISSING,
-                output_tail=tails,
-                reason=f"{host.python}: no such interpreter on the host (exit {command.exit_code})",
-                **base,
-            )
-        # The runner's own pid announcements (GPUDIAG-PROCESS) say nothing of why the frame is missing.
-        lines = command.stderr.decode("utf-8", "replace").strip().splitlines()
-        last = [line for line in lines if not line.startswith("GPUDIAG-PROCESS ")][-1:] or [""]
-        hint = f"; stderr: {last[0][:160]}" if last[0] else ""
-        return HostResult(
-            status=FRAME_ERROR, reason=f"{exc} (exit {command.exit_code}){hint}", output_tail=tails, **base
-        )
+        return _no_frame(host, command, exc, tails, base)
     try:
         probes, executable = _read_frame(doc)
     except SchemaError as exc:  # a frame of another schema or shape: never read as data
@@ -94,6 +67,39 @@ def classify(host: Host, command: CommandResult, nonce: str, deadline: float) ->
     if failed:
         return HostResult(status=PROBE_ERROR, reason="; ".join(failed + misfits), probes=probes, **base)
     return HostResult(status=OK, reason="; ".join(misfits), probes=probes, **base)
+
+
+def _no_frame(
+    host: Host, command: CommandResult, exc: bundle.FrameError, tails: dict[str, str], base: dict[str, Any]
+) -> HostResult:
+    """No frame in what the host printed: why, in the order the causes rule each other out (a killed runner, the
+    container engine's own error, Python 2, a missing interpreter, else the frame error with stderr's last line)."""
+    killed = describe_kill(command)
+    if killed:
+        return HostResult(status=PROBE_KILLED, reason=killed, output_tail=tails, **base)
+    engine_failure = _container_failure(host, command)
+    if engine_failure:
+        return HostResult(status=UNREACHABLE, reason=engine_failure, output_tail=tails, **base)
+    if b"Unknown option: -I" in command.stderr[:4096]:  # Python 2 stops at the bootstrap's first flag
+        return HostResult(
+            status=PYTHON_MISSING,
+            output_tail=tails,
+            reason=f"{host.python}: Python 2 (it has no -I option); the probes need Python 3.9 or newer "
+            "(set `python:` for this host)",
+            **base,
+        )
+    if _python_missing(command, host.python):
+        return HostResult(
+            status=PYTHON_MISSING,
+            output_tail=tails,
+            reason=f"{host.python}: no such interpreter on the host (exit {command.exit_code})",
+            **base,
+        )
+    # The runner's own pid announcements (GPUDIAG-PROCESS) say nothing of why the frame is missing.
+    lines = command.stderr.decode("utf-8", "replace").strip().splitlines()
+    last = [line for line in lines if not line.startswith("GPUDIAG-PROCESS ")][-1:] or [""]
+    hint = f"; stderr: {last[0][:160]}" if last[0] else ""
+    return HostResult(status=FRAME_ERROR, reason=f"{exc} (exit {command.exit_code}){hint}", output_tail=tails, **base)
 
 
 def _holds_frame(command: CommandResult, nonce: str) -> bool:

@@ -118,18 +118,7 @@ class SSHTransport:
             return self._stopped_result(started, exc)
         capture = BoundedCapture(self._output_limit, self._events)
         overflowed = threading.Event()
-
-        def stop_at_cap() -> None:
-            overflowed.set()
-            _close_quietly(channel)  # the host's flood ends here; the other reader sees EOF
-
-        threads = [
-            threading.Thread(target=feed, args=(channel, stdin), daemon=True),
-            threading.Thread(target=drain, args=(channel.recv, capture.add_stdout, stop_at_cap), daemon=True),
-            threading.Thread(target=drain, args=(channel.recv_stderr, capture.add_stderr, lambda: None), daemon=True),
-        ]
-        for thread in threads:
-            thread.start()
+        threads = _start_streams(channel, stdin, capture, overflowed)
         readers = threads[1:]
         if self._wait_for_readers(channel, readers, deadline, lambda: capture.total):
             # The command exited but something it started still holds its output open (a grandchild): what
@@ -221,3 +210,23 @@ def _close_quietly(channel: paramiko.Channel) -> None:
         channel.close()
     except Exception:
         pass
+
+
+def _start_streams(
+    channel: paramiko.Channel, stdin: bytes, capture: BoundedCapture, overflowed: threading.Event
+) -> list[threading.Thread]:
+    """[stdin feeder, stdout reader, stderr reader], started; stdout past the cap sets `overflowed` and closes the
+    channel."""
+
+    def stop_at_cap() -> None:
+        overflowed.set()
+        _close_quietly(channel)  # the host's flood ends here; the other reader sees EOF
+
+    threads = [
+        threading.Thread(target=feed, args=(channel, stdin), daemon=True),
+        threading.Thread(target=drain, args=(channel.recv, capture.add_stdout, stop_at_cap), daemon=True),
+        threading.Thread(target=drain, args=(channel.recv_stderr, capture.add_stderr, lambda: None), daemon=True),
+    ]
+    for thread in threads:
+        thread.start()
+    return threads

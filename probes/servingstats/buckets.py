@@ -56,50 +56,64 @@ class _Bucket(object):
         return out
 
 
+class _Tally(object):
+    """One pass over a run's lines: decode and prefill lines apart, each bucket's counts, #running-req values,
+    graph flags and their extremes. Counted inline, without a call per line: the loop runs once per decode line."""
+    __slots__ = ("decode", "prefill", "buckets", "running", "graph", "on_max", "off_min", "backends", "rates",
+                 "after_idle")
+
+    def __init__(self, records):
+        decode, prefill, buckets, running = [], [], {}, {}
+        graph = {True: 0, False: 0, None: 0}
+        on_max = off_min = None
+        backends, rates, after_idle = set(), [], 0
+        for r in records:
+            if r["kind"] != "decode":
+                prefill.append(r)
+                continue
+            decode.append(r)
+            n, state = r["running_req"], r["state"]
+            bucket = buckets.get(r["bucket"])
+            if bucket is None:
+                bucket = buckets[r["bucket"]] = _Bucket()
+            bucket.count += 1  # _Bucket.add, inline: this loop runs once per decode line
+            tput, accept = r.get("gen_throughput"), r.get("accept_len")
+            if accept is not None:
+                bucket.accept.append(accept)
+            if state == cadence.STEADY:
+                bucket.steady += 1
+                if tput is not None:
+                    bucket.steady_tput.append(tput)
+            elif state == cadence.IDLE:
+                bucket.idle += 1
+            elif tput is not None:
+                bucket.first_tput.append(tput)
+            if tput is None:
+                bucket.no_rate += 1
+            after_idle += state != cadence.STEADY
+            if n in running or len(running) < MAX_RUNNING_VALUES:
+                running[n] = running.get(n, 0) + 1
+            on = r.get("graph")
+            graph[on] += 1
+            if on is True and (on_max is None or n > on_max):
+                on_max = n
+            elif on is False and (off_min is None or n < off_min):
+                off_min = n
+            if on is not None:
+                backends.add(r["graph_backend"])
+            if "accept_rate" in r:
+                rates.append(r["accept_rate"])
+        self.decode, self.prefill, self.buckets, self.running = decode, prefill, buckets, running
+        self.graph, self.on_max, self.off_min = graph, on_max, off_min
+        self.backends, self.rates, self.after_idle = backends, rates, after_idle
+
+
 def summarize(records, interval=cadence.DEFAULT_INTERVAL, max_bs=None):
     """The figures of one server run's lines (see docs/serving.md for the shape); `max_bs` is the largest
     captured decode batch size when known ((size, where it was read)): lines above it are counted as eager."""
     cadence.mark(records, interval, bucket_of)
-    decode, prefill, buckets, running = [], [], {}, {}
-    graph = {True: 0, False: 0, None: 0}
-    on_max = off_min = None
-    backends, rates, after_idle = set(), [], 0
-    for r in records:
-        if r["kind"] != "decode":
-            prefill.append(r)
-            continue
-        decode.append(r)
-        n, state = r["running_req"], r["state"]
-        bucket = buckets.get(r["bucket"])
-        if bucket is None:
-            bucket = buckets[r["bucket"]] = _Bucket()
-        bucket.count += 1  # _Bucket.add, inline: this loop runs once per decode line
-        tput, accept = r.get("gen_throughput"), r.get("accept_len")
-        if accept is not None:
-            bucket.accept.append(accept)
-        if state == cadence.STEADY:
-            bucket.steady += 1
-            if tput is not None:
-                bucket.steady_tput.append(tput)
-        elif state == cadence.IDLE:
-            bucket.idle += 1
-        elif tput is not None:
-            bucket.first_tput.append(tput)
-        if tput is None:
-            bucket.no_rate += 1
-        after_idle += state != cadence.STEADY
-        if n in running or len(running) < MAX_RUNNING_VALUES:
-            running[n] = running.get(n, 0) + 1
-        on = r.get("graph")
-        graph[on] += 1
-        if on is True and (on_max is None or n > on_max):
-            on_max = n
-        elif on is False and (off_min is None or n < off_min):
-            off_min = n
-        if on is not None:
-            backends.add(r["graph_backend"])
-        if "accept_rate" in r:
-            rates.append(r["accept_rate"])
+    t = _Tally(records)
+    decode, prefill, buckets, graph = t.decode, t.prefill, t.buckets, t.graph
     first = next((r for r in records if r.get("ts")), None)
     last = next((r for r in reversed(records) if r.get("ts")), None)
     out = {
@@ -108,16 +122,16 @@ def summarize(records, interval=cadence.DEFAULT_INTERVAL, max_bs=None):
         "median_accept_len": _median(a for b in buckets.values() for a in b.accept),
         "median_input_throughput": _median(r.get("input_throughput") for r in prefill),
         "accept_len_lines": sum(len(b.accept) for b in buckets.values()),
-        "median_accept_rate": _median(rates),
+        "median_accept_rate": _median(t.rates),
         "graph": {"true": graph[True], "false": graph[False], "absent": graph[None]},
-        "graph_on_max_running": on_max, "graph_off_min_running": off_min, "graph_backends": sorted(backends),
-        "after_idle": after_idle,
+        "graph_on_max_running": t.on_max, "graph_off_min_running": t.off_min, "graph_backends": sorted(t.backends),
+        "after_idle": t.after_idle,
         "nonfinite": sum(r["nonfinite"] for r in records),
         "first_ts": _stamp(first) if first else None,
         "last_ts": _stamp(last) if last else None,
         "ranks": _ranks(records),
         "dp_sum": dp_sum(decode, interval),
-        "decode_running": [[n, running[n]] for n in sorted(running)],
+        "decode_running": [[n, t.running[n]] for n in sorted(t.running)],
     }
     if max_bs is not None:
         above = [r for r in decode if r["running_req"] > max_bs[0]]

@@ -107,27 +107,8 @@ def _record(line, prefixes):
     start = end + 1
     record = {"kind": "decode" if decode else "prefill", "forward_ct": counter, "nonfinite": 0}
     if decode:
-        at = find("#running-req: ", start)
-        if at < 0:
-            return None  # a sentence that merely mentions a batch is no stats line
-        end = find(",", at + 14)
-        try:
-            record["running_req"] = int(line[at + 14:end] if end >= 0 else line[at + 14:])
-        except ValueError:
+        if not _decode_figures(line, start, record):
             return None
-        at = find("gen throughput (token/s): ", start)
-        if at >= 0:
-            end = find(",", at + 26)
-            try:
-                number = float(line[at + 26:end] if end >= 0 else line[at + 26:])
-                if number - number:  # nan or inf (x - x is nan for both, 0 for every finite number)
-                    record["nonfinite"] += 1
-                    number = None
-                record["gen_throughput"] = number
-            except ValueError:
-                pass
-        if "accept " in line and _numbers(line, start, SPEC_KEYS, record) and ("cap len: " in line or BLOCK in line):
-            _numbers(line, start, BLOCK_KEYS, record)
     else:
         _numbers(line, start, PREFILL_KEYS, record)
         # Prefill lines of NPU builds (or a terminal's overwrite) may print no #running-req: known by new tokens.
@@ -154,6 +135,34 @@ def _record(line, prefixes):
         return record
     record.update(_cached(prefixes, "prefix", line[:begins], _prefix))  # date, ts, t, ranks, rank
     return record
+
+
+def _decode_figures(line, start, record):
+    """A decode line's figures into `record`: #running-req and gen throughput read inline (every decode line has
+    them), the speculation keys only when the line says "accept "; False when it is no stats line."""
+    find = line.find
+    at = find("#running-req: ", start)
+    if at < 0:
+        return False  # a sentence that merely mentions a batch is no stats line
+    end = find(",", at + 14)
+    try:
+        record["running_req"] = int(line[at + 14:end] if end >= 0 else line[at + 14:])
+    except ValueError:
+        return False
+    at = find("gen throughput (token/s): ", start)
+    if at >= 0:
+        end = find(",", at + 26)
+        try:
+            number = float(line[at + 26:end] if end >= 0 else line[at + 26:])
+            if number - number:  # nan or inf (x - x is nan for both, 0 for every finite number)
+                record["nonfinite"] += 1
+                number = None
+            record["gen_throughput"] = number
+        except ValueError:
+            pass
+    if "accept " in line and _numbers(line, start, SPEC_KEYS, record) and ("cap len: " in line or BLOCK in line):
+        _numbers(line, start, BLOCK_KEYS, record)
+    return True
 
 
 def _cached(cache, kind, text, parse):
