@@ -85,8 +85,9 @@ def test_a_log_whose_tail_is_empty_lines_is_cheap_in_repro_log(tmp_path):
     assert took < 20, f"{took:.1f} s for a log of empty lines"
 
 
-def test_last_lines_keeps_the_newest_non_blank_lines():
+def test_last_lines_keeps_the_newest_lines_and_collapses_only_long_blank_runs():
     from probes.log_window import last_lines
-    assert last_lines("a\n\n \t\nb\r\n\r\nc\n") == ("a\nb\nc\n", False)
-    assert last_lines("\n" * 1000 + "x") == ("x", False)
+    # short blank runs stay: a crash is quoted with the log's own line numbers
+    assert last_lines("a\n\n \t\nb\r\n\r\nc\n") == ("a\n\n \t\nb\n\nc\n", False)
+    assert last_lines("a\n" + "\n" * 1000 + "x") == ("a\n\nx", True)
     assert last_lines("".join(f"{n}\n" for n in range(10)), 3) == ("7\n8\n9\n", True)

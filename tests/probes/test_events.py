@@ -199,9 +199,10 @@ def test_cuda_graph_reports_each_synthetic_cell_as_k_of_at_most_k(monkeypatch):
     assert len(started) == len(finished) == len(data["cells"]) > 0
     assert [f["i"] for f in started] == list(range(1, len(started) + 1))
     assert all(f["n"] >= len(started) for f in started)           # K bounds what the bisection ran
-    assert [f["status"] for f in finished] == [c["status"] for c in data["cells"]]
-    first = data["cells"][0]
-    assert started[0]["what"] == "%s bs=%d draft=%d" % (first["path"], first["batch_size"], first["draft_tokens"])
+    # cells are measured most informative first and stored in plan order: each stored cell was announced once
+    labels = ["%s bs=%d draft=%d" % (c["path"], c["batch_size"], c["draft_tokens"]) for c in data["cells"]]
+    assert sorted(f["what"] for f in started) == sorted(labels)
+    assert sorted(f["status"] for f in finished) == sorted(c["status"] for c in data["cells"])
 
 
 HANGS_ON_2 = '''
