@@ -39,9 +39,10 @@ def test_scan_stores_verified_timings_for_every_workload(tmp_path):
     assert all(r["copy_us"] > 0 and r["foreach_us"] > 0 for r in cpu["sweep"])
     assert "crossover_bytes" in cpu and cpu["recommended_split_bytes"] is None
     assert "no copy engine" in cpu["split_reason"]          # the CPU has no DMA engine to split off to
-    names = [w["name"] for w in cpu["workloads"]]
-    assert names == ["eagle_draft/bs1/h64", "eagle_draft/bs4/h64", "eagle_draft_extend/bs1/h64",
-                     "eagle_draft_extend/bs4/h64", "dflash_verify/bs1", "dflash_verify/bs4"]
+    names = [w["name"] for w in cpu["workloads"]]   # measured most informative first: the largest batch per path
+    assert sorted(names) == sorted(["eagle_draft/bs1/h64", "eagle_draft/bs4/h64", "eagle_draft_extend/bs1/h64",
+                                    "eagle_draft_extend/bs4/h64", "dflash_verify/bs1", "dflash_verify/bs4"])
+    assert names[0] == "eagle_draft/bs4/h64"
     for workload in cpu["workloads"]:
         for name in STRATEGIES:
             timing = workload["strategies"][name]
@@ -50,7 +51,7 @@ def test_scan_stores_verified_timings_for_every_workload(tmp_path):
             assert timing["p10_us"] <= timing["median_us"] <= timing["p90_us"]
         assert workload["strategies"]["installed"]["status"] == "skipped"
         assert workload["best"] in STRATEGIES
-    extend = cpu["workloads"][3]
+    extend = next(w for w in cpu["workloads"] if w["name"] == "eagle_draft_extend/bs4/h64")
     hidden = [f for f in extend["fields"] if f["name"] == "hidden_states"][0]
     assert hidden["shape"] == [16, 64] and hidden["dtype"] == hidden["src_dtype"] == "bfloat16"
     seq_lens = [f for f in extend["fields"] if f["name"] == "seq_lens"][0]
@@ -68,7 +69,7 @@ def test_isolated_child_run_and_a_bad_option_through_the_cli(tmp_path):
     assert proc.returncode == 0, proc.stderr
     data = result["data"]
     assert data["isolated"] is True
-    assert [w["name"] for w in data["gpus"][0]["workloads"]] == ["dflash_verify/bs1", "dflash_verify/bs4"]
+    assert sorted(w["name"] for w in data["gpus"][0]["workloads"]) == ["dflash_verify/bs1", "dflash_verify/bs4"]
     assert data["gpus"][0]["workloads"][0]["strategies"]["packed"]["status"] == "ok"
     bad = subprocess.run([sys.executable, "-m", "gpudiag", "scan", "localhost", "--probes", "copy_bench",
                           "--reports-dir", str(tmp_path / "b"), "--set", "copy_bench.batch_sizes=[0]"],
