@@ -241,6 +241,12 @@ def reap_all(within_s):
         session.kill()   # TERM then KILL the group (grandchildren too), then reap the leader
 
 
+def live_procs():
+    """The leaders of every child session not yet killed (each leads its own process group)."""
+    with _live_lock:
+        return [session.proc for session in _live]
+
+
 def _exited(proc):
     """Whether the leader has exited, leaving it unreaped where the system allows: a zombie leader keeps its
     process group's id taken, so killing the group next cannot reach a process that reused the id."""

@@ -14,6 +14,7 @@ import time
 import traceback
 
 from probes import child, events, timeshare
+from probes.stop_watch import StopWatch
 from probes.catalog import ALL_PROBES, DEEP_PROBES, LIGHT_PROBES, plan, with_needs  # noqa: F401
 from probes.catalog import declarations, timeouts as declared_limits
 from probes.context import ProbeContext, Skip
@@ -162,6 +163,9 @@ def main(payload):
     os.dup2(2, 1)  # from here on, fd 1 is stderr: stray prints cannot break the frame
     events.open_stream(nonce, 2)   # progress lines on stderr, read by the control side as they come
     events.announce_process("runner")   # first thing on stderr: a kill can be looked up by this pid
+    # Nobody reading the output any more (a stopped scan closed the session), SIGTERM or SIGHUP: the
+    # children and the runner end at once instead of running on with nobody to answer.
+    watch = StopWatch([frame_fd, 2]).start()
     try:
         document = run_all(payload)
     except BaseException as exc:
@@ -173,7 +177,11 @@ def main(payload):
     except Exception:
         pass
     # Engines such as pdsh cut long lines: a bundle run asks for wrapped JSON lines (ingest joins them).
-    write_frame(document, nonce, frame_fd, int(payload.get("line_width") or 0))
+    try:
+        write_frame(document, nonce, frame_fd, int(payload.get("line_width") or 0))
+    except OSError:
+        pass   # nobody reads it any more: the children are still reaped below
+    watch.stop()
     os.close(frame_fd)
     # Children (the torch child, a GPU worker) end before the runner, within the host's deadline.
     budget = float(payload.get("budget_s") or 0) or None

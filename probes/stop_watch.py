@@ -1,0 +1,93 @@
+"""The runner's watchdog: when the control side is gone, nothing of the run outlives it on the host.
+
+The control side is gone when nobody reads the runner's output any more (the SSH session was closed by a
+stopped scan or a deadline, the connection dropped, the gpudiag process was killed): the pipes' read ends
+close and poll() reports POLLERR (POLLHUP on a socket or a terminal). SIGTERM and SIGHUP to the runner mean
+the same. Then every child's process group gets SIGTERM, SIGKILL after GRACE_S, and the runner ends: with
+its whole process group when it leads it (subprocesses a probe started), else alone. A file or /dev/null
+as output never reports these, so a bundle run by hand into a file runs to its end. Standard library only.
+"""
+import os
+import select
+import signal
+import threading
+import time
+
+from probes import child
+
+GRACE_S = 1.0      # how long children get between SIGTERM and SIGKILL
+POLL_S = 0.5       # how often the watch looks at its stop flag
+GONE = select.POLLERR | select.POLLHUP
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class StopWatch(object):
+    """Watches `fds` (the runner's output) and the stop signals from a daemon thread; `stop()` ends the
+    watch before an fd it watches is closed. Signals are handled only while the watch runs."""
+
+    def __init__(self, fds):
+        self.fds = list(fds)
+        self._stopped = threading.Event()
+        self._wake_r, self._wake_w = os.pipe()   # a stop signal's number arrives here, one byte
+        self._previous = {}
+
+    def start(self):
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._on_signal)
+        threading.Thread(target=self._watch, name="stop-watch", daemon=True).start()
+        return self
+
+    def stop(self):
+        self._stopped.set()
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+
+    def _on_signal(self, signum, frame):
+        # The work happens in the watch thread (the main thread may hold a lock it needs); a second signal
+        # of the kind ends the runner at once.
+        signal.signal(signum, signal.SIG_DFL)
+        os.write(self._wake_w, bytes([signum]))
+
+    def _watch(self):
+        poller = select.poll()
+        for fd in self.fds:
+            poller.register(fd, 0)   # no events asked: only POLLERR, POLLHUP and POLLNVAL come back
+        poller.register(self._wake_r, select.POLLIN)
+        while not self._stopped.is_set():
+            for fd, flags in poller.poll(POLL_S * 1000):
+                if self._stopped.is_set():
+                    return   # the fd may have been closed (and its number reused) after stop()
+                if fd == self._wake_r:
+                    end_run(os.read(self._wake_r, 1)[0])
+                elif flags & select.POLLNVAL:
+                    poller.unregister(fd)   # closed or never open: says nothing about the control side
+                elif flags & GONE:
+                    end_run(signal.SIGKILL)
+
+
+def end_run(signum):
+    """Children's groups down (TERM, then KILL after GRACE_S), then the runner itself by `signum` (its default
+    action, set back by the handler): its whole process group when it leads one, so a subprocess a probe
+    started goes too."""
+    procs = child.live_procs()
+    for proc in procs:
+        _kill_group(proc.pid, signal.SIGTERM)
+    ends = time.monotonic() + GRACE_S
+    while time.monotonic() < ends and any(proc.poll() is None for proc in procs):
+        time.sleep(0.05)
+    for proc in procs:
+        _kill_group(proc.pid, signal.SIGKILL)
+    if os.getpgrp() == os.getpid():
+        _kill_group(0, signum)
+    os.kill(os.getpid(), signum)
+    time.sleep(GRACE_S)
+    os._exit(128 + signum)   # a signal blocked or ignored in this thread: the runner still ends
+
+
+def _kill_group(pgid, signum):
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass

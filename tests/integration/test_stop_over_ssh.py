@@ -1,0 +1,149 @@
+"""A stop that stops, through `gpudiag scan` and `gpudiag bench` on the sshd fleet: SIGINT or SIGTERM while a
+probe runs (its child hung) or while the bench load runs ends the command at once with 128 + the signal, keeps
+the hosts that finished, and leaves no process of the remote runner, its children or its load on the host.
+
+The host's interpreter is a wrapper script that writes the PID of each process it becomes into the test's
+directory: the runner (`python -I -c ...`, exec'd, so the PID is the runner's) and each child (`-c ...` without
+-I), which here is a shell that leads the child's process group and hangs. Processes are checked by those PIDs
+and process groups, never by name."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.integration.test_bench_cli import standin  # noqa: F401  (the stand-in sglang server fixture)
+from tests.integration.test_children_reaped import alive, group_members
+
+SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
+GONE_WITHIN_S = 5.0
+
+
+def recording_python(fleet, tmp_path, name, child_body):
+    """A host interpreter that logs the runner's PID to runners.pids, and each child's (the group leader it
+    becomes) to children.pids before running `child_body`."""
+    runners, children = tmp_path / ("%s-runners.pids" % name), tmp_path / ("%s-children.pids" % name)
+    script = fleet.script("%s-%s-python" % (tmp_path.name, name),
+                          'if [ "$1" = "-I" ]; then echo $$ >> %s; exec %s "$@"; fi\necho $$ >> %s\n%s'
+                          % (runners, sys.executable, children, child_body))
+    return str(script), runners, children
+
+
+def pids(path):
+    return [int(word) for word in path.read_text().split()] if path.exists() else []
+
+
+def wait_until(check, limit, proc=None):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        assert proc is None or proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    return check()
+
+
+def left_on_host(runners, leaders):
+    """The runner PIDs still alive and the members still in each child's process group."""
+    return [pid for pid in runners if alive(pid)] + [pid for pgid in leaders for pid in group_members(pgid)]
+
+
+def stop_and_measure(proc, signum, gone):
+    """Send `signum`, wait for the command to end, then up to GONE_WITHIN_S for `gone()`; (seconds from the
+    signal to the exit, seconds from the signal to `gone()`, stderr)."""
+    sent = time.monotonic()
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=30)
+    took = time.monotonic() - sent
+    wait_until(gone, GONE_WITHIN_S)
+    return took, time.monotonic() - sent, err
+
+
+def cleanup(proc, runners, leaders):
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+    for pid in runners:
+        _kill(pid, lambda p: os.kill(p, signal.SIGKILL))
+    for pgid in leaders:
+        _kill(pgid, lambda p: os.killpg(p, signal.SIGKILL))
+
+
+def _kill(pid, how):
+    try:
+        how(pid)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.mark.parametrize("signum, code", SIGNALS)
+def test_a_stopped_scan_ends_the_remote_runner_and_its_hung_child(sshd_fleet, tmp_path, signum, code):
+    fleet = sshd_fleet
+    slow, runners, children = recording_python(fleet, tmp_path, "slow", "sleep 600")
+    fast, _, _ = recording_python(fleet, tmp_path, "fast", "exit 3")   # no torch child: the host ends soon
+    empty_proc = tmp_path / "proc"
+    empty_proc.mkdir()
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", [], variants={
+        "h0": ("h0", {"python": fast}), "slow": ("h1", {"python": slow})})
+    reports = tmp_path / "reports"
+    proc = subprocess.Popen(fleet.gpudiag_argv() + ["scan", "-i", str(inventory), "all", "--probes", "env",
+                                                    "--set", "deployment.proc_root=%s" % empty_proc,
+                                                    "--timeout", "120"],
+                            env=fleet.env(GPUDIAG_REPORTS=str(reports)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(fleet.home))
+    try:
+        assert wait_until(lambda: pids(children) and list(reports.glob("runs/*/hosts/h0.json")), 60, proc), \
+            "the slow host's child never started, or h0 never finished"
+        before = left_on_host(pids(runners), pids(children))
+        took, cleared, err = stop_and_measure(proc, signum, lambda: not left_on_host(pids(runners), pids(children)))
+        after = left_on_host(pids(runners), pids(children))
+    finally:
+        cleanup(proc, pids(runners), pids(children))
+    print("scan %s: exit after %.2f s; remote processes before %d, after %d (%.2f s after the signal)" % (
+        signal.Signals(signum).name, took, len(before), len(after), cleared))
+    assert proc.returncode == code, err
+    assert took < 10
+    assert len(before) >= 3   # the runner, the child's shell and its sleep were running
+    assert after == [], "left on the host: %s" % after
+    run_dir = next(reports.glob("runs/*"))
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["interrupted"] is True and run["signal"] == signal.Signals(signum).name
+    statuses = {h["name"]: h["status"] for h in run["hosts"]}
+    assert statuses["slow"] == "interrupted" and statuses["h0"] != "interrupted"
+    assert json.loads((run_dir / "hosts" / "h0.json").read_text())["name"] == "h0"
+
+
+@pytest.mark.parametrize("signum, code", SIGNALS)
+def test_a_stopped_bench_ends_the_remote_load_at_once(sshd_fleet, tmp_path, standin, signum, code):  # noqa: F811
+    fleet = sshd_fleet
+    python, runners, _ = recording_python(fleet, tmp_path, "bench", "exit 3")
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", ["h0"], extra={"h0": {"python": python}})
+    log = tmp_path / "server" / "server.log"
+    reports = tmp_path / "reports"
+    proc = subprocess.Popen(fleet.gpudiag_argv() + ["bench", "-i", str(inventory), "all", "--concurrency", "2",
+                                                    "--requests", "100000", "--max-seconds", "60"],
+                            env=fleet.env(GPUDIAG_REPORTS=str(reports)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(fleet.home))
+    try:
+        assert wait_until(lambda: log.read_text().count("\n") >= 20, 60, proc), "the load never started"
+        before = left_on_host(pids(runners), [])
+        took, cleared, err = stop_and_measure(proc, signum, lambda: not left_on_host(pids(runners), []))
+        after = left_on_host(pids(runners), [])
+        time.sleep(1.0)   # requests already in flight are answered
+        answered = log.read_text().count("\n")
+        time.sleep(1.5)
+        sent_after = log.read_text().count("\n") - answered
+    finally:
+        cleanup(proc, pids(runners), [])
+    print("bench %s: exit after %.2f s; remote runners before %d, after %d (%.2f s after the signal); requests "
+          "answered 1-2.5 s after the stop %d" % (signal.Signals(signum).name, took, len(before), len(after),
+                                                   cleared, sent_after))
+    assert proc.returncode == code, err
+    assert took < 10
+    assert len(before) == 1 and after == [], "the remote runner %s lives on" % after
+    assert sent_after == 0                     # the load on the host ended with the command
+    run = json.loads(next(reports.glob("runs/*/run.json")).read_text())
+    assert run["kind"] == "bench" and run["interrupted"] is True
