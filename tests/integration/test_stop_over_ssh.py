@@ -79,12 +79,12 @@ def _kill(pid, how):
         pass
 
 
-@pytest.mark.parametrize("signum, code", SIGNALS)
-def test_a_stopped_scan_ends_the_remote_runner_and_its_hung_child(sshd_fleet, tmp_path, signum, code):
-    fleet = sshd_fleet
+def start_scan(fleet, tmp_path):
+    """`gpudiag scan` of h0 (its torch child fails at once: the host ends soon) and `slow` (its torch child hangs),
+    waited for until h0 is stored and the slow host's child runs; (process, reports, runners, children)."""
     slow, runners, children = recording_python(fleet, tmp_path, "slow", "sleep 600")
-    fast, _, _ = recording_python(fleet, tmp_path, "fast", "exit 3")   # no torch child: the host ends soon
-    empty_proc = tmp_path / "proc"
+    fast, _, _ = recording_python(fleet, tmp_path, "fast", "exit 3")
+    empty_proc = tmp_path / "proc"   # no live server elsewhere on this machine chooses the torch interpreter
     empty_proc.mkdir()
     inventory = fleet.write_inventory(tmp_path / "inventory.yaml", [], variants={
         "h0": ("h0", {"python": fast}), "slow": ("h1", {"python": slow})})
@@ -97,6 +97,16 @@ def test_a_stopped_scan_ends_the_remote_runner_and_its_hung_child(sshd_fleet, tm
     try:
         assert wait_until(lambda: pids(children) and list(reports.glob("runs/*/hosts/h0.json")), 60, proc), \
             "the slow host's child never started, or h0 never finished"
+    except BaseException:
+        cleanup(proc, pids(runners), pids(children))
+        raise
+    return proc, reports, runners, children
+
+
+@pytest.mark.parametrize("signum, code", SIGNALS)
+def test_a_stopped_scan_ends_the_remote_runner_and_its_hung_child(sshd_fleet, tmp_path, signum, code):
+    proc, reports, runners, children = start_scan(sshd_fleet, tmp_path)
+    try:
         before = left_on_host(pids(runners), pids(children))
         took, cleared, err = stop_and_measure(proc, signum, lambda: not left_on_host(pids(runners), pids(children)))
         after = left_on_host(pids(runners), pids(children))
@@ -114,6 +124,38 @@ def test_a_stopped_scan_ends_the_remote_runner_and_its_hung_child(sshd_fleet, tm
     statuses = {h["name"]: h["status"] for h in run["hosts"]}
     assert statuses["slow"] == "interrupted" and statuses["h0"] != "interrupted"
     assert json.loads((run_dir / "hosts" / "h0.json").read_text())["name"] == "h0"
+
+
+def test_a_killed_gpudiag_still_ends_the_remote_runner(sshd_fleet, tmp_path):
+    """SIGKILL gives gpudiag no chance to close anything: the dropped connection alone ends the host's side."""
+    proc, reports, runners, children = start_scan(sshd_fleet, tmp_path)
+    try:
+        before = left_on_host(pids(runners), pids(children))
+        _, cleared, _ = stop_and_measure(proc, signal.SIGKILL, lambda: not left_on_host(pids(runners), pids(children)))
+        after = left_on_host(pids(runners), pids(children))
+    finally:
+        cleanup(proc, pids(runners), pids(children))
+    print("scan SIGKILL: remote processes before %d, after %d (%.2f s after the signal)" % (
+        len(before), len(after), cleared))
+    assert len(before) >= 3 and after == [], "left on the host: %s" % after
+
+
+def test_sigterm_to_the_runner_on_the_host_takes_its_children_with_it(sshd_fleet, tmp_path):
+    """An operator's `kill` of the runner on the host: its hung child's group goes too, and the host reads as
+    killed by SIGTERM while the scan goes on to its normal end."""
+    proc, reports, runners, children = start_scan(sshd_fleet, tmp_path)
+    try:
+        [runner] = pids(runners)
+        os.kill(runner, signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        after = left_on_host([runner], pids(children))
+    finally:
+        cleanup(proc, pids(runners), pids(children))
+    assert after == [], "left on the host: %s" % after
+    assert proc.returncode not in (0, 130, 143), err
+    run_dir = next(reports.glob("runs/*"))
+    slow = json.loads((run_dir / "hosts" / "slow.json").read_text())
+    assert slow["status"] == "probe_killed" and "SIGTERM" in slow["reason"], slow["reason"]
 
 
 @pytest.mark.parametrize("signum, code", SIGNALS)
