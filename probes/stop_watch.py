@@ -39,16 +39,26 @@ class StopWatch(object):
         return self
 
     def stop(self):
+        if self._stopped.is_set():
+            return
         self._stopped.set()
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous = {}
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def _on_signal(self, signum, frame):
         # The work happens in the watch thread (the main thread may hold a lock it needs); a second signal
         # of the kind ends the runner at once.
         signal.signal(signum, signal.SIG_DFL)
-        os.write(self._wake_w, bytes([signum]))
+        try:
+            os.write(self._wake_w, bytes([signum]))
+        except OSError:
+            pass   # the watch has just stopped: the runner is past its frame and reaping already
 
     def _watch(self):
         poller = select.poll()
@@ -60,11 +70,11 @@ class StopWatch(object):
                 if self._stopped.is_set():
                     return   # the fd may have been closed (and its number reused) after stop()
                 if fd == self._wake_r:
-                    end_run(os.read(self._wake_r, 1)[0])
-                elif flags & select.POLLNVAL:
+                    return end_run(os.read(self._wake_r, 1)[0])
+                if flags & select.POLLNVAL:
                     poller.unregister(fd)   # closed or never open: says nothing about the control side
                 elif flags & GONE:
-                    end_run(signal.SIGKILL)
+                    return end_run(signal.SIGKILL)
 
 
 def end_run(signum):

@@ -1,0 +1,54 @@
+"""probes/stop_watch.py: the runner's watch fires when nobody reads its output any more or a stop signal comes,
+and never for output that goes to a file or an fd that is not open."""
+import os
+import signal
+import threading
+
+from probes import stop_watch
+
+
+def watched(monkeypatch, fds):
+    fired = []
+    done = threading.Event()
+
+    def record(signum):
+        fired.append(signum)
+        done.set()
+
+    monkeypatch.setattr(stop_watch, "end_run", record)
+    return stop_watch.StopWatch(fds).start(), fired, done
+
+
+def test_a_closed_reader_ends_the_run(monkeypatch):
+    read_end, write_end = os.pipe()
+    watch, fired, done = watched(monkeypatch, [write_end])
+    try:
+        assert not done.wait(0.3)      # someone reads: nothing happens
+        os.close(read_end)
+        assert done.wait(5) and fired == [signal.SIGKILL]
+    finally:
+        watch.stop()
+        os.close(write_end)
+
+
+def test_a_file_and_an_fd_not_open_never_end_it(monkeypatch, tmp_path):
+    with open(tmp_path / "out", "w") as out:
+        spare = os.dup(out.fileno())
+        os.close(spare)                # a number that is not open: POLLNVAL, which says nothing
+        watch, fired, done = watched(monkeypatch, [out.fileno(), spare])
+        try:
+            assert not done.wait(1.2) and fired == []
+        finally:
+            watch.stop()
+
+
+def test_sigterm_ends_the_run_from_the_watch_and_the_next_one_is_the_default(monkeypatch):
+    previous = signal.getsignal(signal.SIGTERM)
+    watch, fired, done = watched(monkeypatch, [])
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert done.wait(5) and fired == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        watch.stop()
+    assert signal.getsignal(signal.SIGTERM) is previous   # stop() puts the handler back
