@@ -189,3 +189,28 @@ def test_a_stopped_bench_ends_the_remote_load_at_once(sshd_fleet, tmp_path, stan
     assert sent_after == 0                     # the load on the host ended with the command
     run = json.loads(next(reports.glob("runs/*/run.json")).read_text())
     assert run["kind"] == "bench" and run["interrupted"] is True
+
+
+def test_a_stopped_repro_ends_the_remote_runner_and_its_hung_child(sshd_fleet, tmp_path):
+    fleet = sshd_fleet
+    slow, runners, children = recording_python(fleet, tmp_path, "slow", "sleep 600")
+    inventory = fleet.write_inventory(tmp_path / "inventory.yaml", [], variants={"slow": ("h1", {"python": slow})})
+    reports = tmp_path / "reports"
+    proc = subprocess.Popen(fleet.gpudiag_argv() + ["repro", "cuda-graph-crash", "-i", str(inventory), "all",
+                                                    "--batch-sizes", "1", "--draft-tokens", "2", "--timeout", "120"],
+                            env=fleet.env(GPUDIAG_REPORTS=str(reports)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(fleet.home))
+    try:
+        assert wait_until(lambda: pids(children), 60, proc), "the repro's torch child never started"
+        before = left_on_host(pids(runners), pids(children))
+        took, cleared, err = stop_and_measure(proc, signal.SIGTERM,
+                                              lambda: not left_on_host(pids(runners), pids(children)))
+        after = left_on_host(pids(runners), pids(children))
+    finally:
+        cleanup(proc, pids(runners), pids(children))
+    print("repro SIGTERM: exit after %.2f s; remote processes before %d, after %d (%.2f s after the signal)" % (
+        took, len(before), len(after), cleared))
+    assert proc.returncode == 143, err
+    assert took < 10 and len(before) >= 3 and after == [], "left on the host: %s" % after
+    run = json.loads(next(reports.glob("runs/*/run.json")).read_text())
+    assert run["kind"] == "repro" and run["interrupted"] is True
