@@ -15,6 +15,9 @@ from gpudiag.transports.exit_signal import signal_name
 from gpudiag.transports.events import EventReader
 
 KILL_GRACE_S = 2.0  # after the deadline's kill, how long to wait for the pipes to close
+# After close()'s SIGTERM, how long the runner gets to end its children's process groups (they lead their own, so
+# a kill of the runner's group misses them) and itself before its group is killed.
+STOP_GRACE_S = 2.0
 CHUNK = 65536
 
 
@@ -50,6 +53,8 @@ class LocalTransport:
                     proc.wait(max(0.0, started + timeout - time.monotonic()))
                 except subprocess.TimeoutExpired:  # the pipes closed but the process lives on
                     ending = "timeout"
+            if ending == "closed":
+                _await_exit(proc, STOP_GRACE_S)
             if ending != "done":
                 self._kill(proc)
                 _pump(proc, b"", capture, time.monotonic() + KILL_GRACE_S, threading.Event())
@@ -79,17 +84,42 @@ class LocalTransport:
             self._proc = None
 
     @staticmethod
-    def _kill(proc: subprocess.Popen[bytes]) -> None:
+    def _kill(proc: subprocess.Popen[bytes], signum: int = signal.SIGKILL) -> None:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signum)
         except (ProcessLookupError, PermissionError):
-            proc.kill()
+            proc.send_signal(signum)
 
     def close(self) -> None:
+        """SIGTERM to the command's group now (the runner ends its children, then itself); run() kills what is
+        left after STOP_GRACE_S, and a timer does it if run() is not there to."""
         self._closed.set()
         proc = self._proc
-        if proc is not None and proc.poll() is None:
+        if proc is not None and proc.returncode is None:
+            self._kill(proc, signal.SIGTERM)
+            timer = threading.Timer(STOP_GRACE_S + KILL_GRACE_S, self._kill_if_running, (proc,))
+            timer.daemon = True
+            timer.start()
+
+    def _kill_if_running(self, proc: subprocess.Popen[bytes]) -> None:
+        if proc.returncode is None:
             self._kill(proc)
+
+
+def _await_exit(proc: subprocess.Popen[bytes], within_s: float) -> None:
+    """Wait for the leader to exit, leaving it unreaped so its group id cannot be reused before the group is
+    killed."""
+    waitid = getattr(os, "waitid", None)  # not on macOS: there the leader is reaped
+    ends = time.monotonic() + within_s
+    while time.monotonic() < ends:
+        try:
+            if waitid is None and proc.poll() is not None:
+                return
+            if waitid is not None and waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.02)
 
 
 def _pump(
