@@ -34,7 +34,8 @@ class StopWatch(object):
     def start(self):
         if threading.current_thread() is threading.main_thread():
             for signum in STOP_SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._on_signal)
+                if signal.getsignal(signum) is not signal.SIG_IGN:   # under nohup a hangup stays ignored
+                    self._previous[signum] = signal.signal(signum, self._on_signal)
         threading.Thread(target=self._watch, name="stop-watch", daemon=True).start()
         return self
 

@@ -52,3 +52,16 @@ def test_sigterm_ends_the_run_from_the_watch_and_the_next_one_is_the_default(mon
     finally:
         watch.stop()
     assert signal.getsignal(signal.SIGTERM) is previous   # stop() puts the handler back
+
+
+def test_an_ignored_hangup_stays_ignored(monkeypatch):
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)   # as nohup leaves it
+    try:
+        watch, fired, done = watched(monkeypatch, [])
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGHUP)
+        assert not done.wait(0.5) and fired == []
+        watch.stop()
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
