@@ -179,11 +179,11 @@ class Orchestrator:
             if host is not None:
                 pool.submit(self.scan_one, host).add_done_callback(finished.put)
 
-        for _ in range(WINDOW_PER_FORK * workers):  # the hosts running, and as many finished awaiting on_result
-            submit_next()
         remaining = len(hosts)
         interrupted = False
-        try:
+        try:  # a signal while the first hosts are handed out still closes the ones already running
+            for _ in range(WINDOW_PER_FORK * workers):  # the hosts running, and as many finished awaiting on_result
+                submit_next()
             while remaining:
                 try:
                     # A short wait keeps the main thread responsive to Ctrl-C.
