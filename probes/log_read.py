@@ -8,6 +8,7 @@ Every read says why it stopped short, if it did: `cut` is "time", "bytes" (older
 (older lines or a long blank run left out), None for a whole log; `cut_note` words it for output.
 Standard library only, Python 3.9+ (runs on hosts too)."""
 import collections
+import math
 import os
 import select
 import signal
@@ -120,8 +121,10 @@ def _read_by(fd, deadline):
     opened yet does not poll readable: the read waits for a writer until the deadline."""
     while True:
         left = deadline - time.monotonic()
-        if left <= 0 or not _ready([fd], left):
+        if left <= 0:
             return None
+        if not _ready([fd], left):
+            continue  # poll's clock may end a hair early: the loop ends at the deadline itself
         try:
             return os.read(fd, CHUNK)
         except BlockingIOError:  # woken without data (another reader took it)
@@ -166,10 +169,9 @@ def _drain(pipes, deadline):
     open_fds = set(pipes)
     while open_fds:
         left = deadline - time.monotonic()
-        ready = _ready(sorted(open_fds), left) if left > 0 else []
-        if not ready:
+        if left <= 0:
             return True
-        for fd in ready:
+        for fd in _ready(sorted(open_fds), left):
             chunk = os.read(fd, CHUNK)
             if not chunk:
                 open_fds.discard(fd)
@@ -189,7 +191,7 @@ def _ready(fds, seconds):
     poller = select.poll()  # poll: no FD_SETSIZE limit on the descriptor numbers
     for fd in fds:
         poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-    return [fd for fd, _ in poller.poll(max(1, int(seconds * 1000)))]
+    return [fd for fd, _ in poller.poll(max(1, math.ceil(seconds * 1000)))]
 
 
 def kill_group(proc):
