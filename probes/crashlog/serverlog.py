@@ -52,7 +52,7 @@ def read_one(server, proc_root, configured, run, deadline=None):
     tried = []
     for source in _sources(server, proc_root, configured, run, deadline):
         if deadline - time.monotonic() <= 0:
-            tried.append("not read: the %g s for reading server logs ran out" % HOST_SECONDS)
+            tried.append("not read: the time for reading server logs ran out")
             break
         text, meta, why = source()
         if text is None:

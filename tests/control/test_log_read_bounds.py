@@ -197,4 +197,24 @@ def test_a_hosts_server_log_reads_share_one_time_limit(tmp_path, fifo, monkeypat
     assert time.monotonic() - started < 30
     assert spent["source"] is None, spent
     assert "server.log: read stopped after 0.5 s, nothing read" in spent["reason"]
-    assert "the 10 s for reading server logs ran out" in spent["reason"]
+    assert "not read: the time for reading server logs ran out" in spent["reason"]
+
+
+def test_a_server_log_read_in_part_says_so_in_its_findings():
+    from gpudiag.findings.server_logs import server_log_findings
+    from gpudiag.models import HostResult, ProbeResult
+    from probes.crashlog.classify import classify
+
+    corpus = REPO / "tests" / "fixtures" / "logs" / "corpus" / "sglang_5285_capture_oom_deepep.log"
+    text = "\n".join(line for line in corpus.read_text().splitlines() if not line.startswith("#fixture ")) + "\n"
+    block = dict(classify(text, None, None), source={"kind": "journal", "where": "journalctl -u sglang.service"})
+    block.update(cut="time", cut_note="read stopped after 10 s")
+    host = HostResult(
+        name="h",
+        status="ok",
+        probes={"deployment": ProbeResult(status="ok", data={"servers": [], "server_logs": {"4242": block}})},
+    )
+    files = [e.file for f in server_log_findings([host]) for e in f.evidence if e.file]
+    assert files and all(
+        f == "server pid 4242 log (journalctl -u sglang.service; read stopped after 10 s)" for f in files
+    )
