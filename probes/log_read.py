@@ -46,7 +46,7 @@ def cut_note(read):
         return time_note(read.seconds)
     if read.cut == "bytes":
         return "the last %d MiB" % (TAIL_BYTES // (1024 * 1024))
-    return "the last %d lines" % MAX_LINES if read.cut == "lines" else ""
+    return "older lines or a long blank run left out" if read.cut == "lines" else ""
 
 
 def time_note(seconds):
