@@ -10,6 +10,7 @@ that just exited) are skipped. Options: deployment.proc_root
 """
 
 from probes.crashlog.serverlog import read_server_logs
+from probes.log_read import HOST_SECONDS
 from probes.hostinfo import interpreter, serving
 from probes.hostinfo.model_config import read_model_configs
 from probes.hostinfo.processes import find_servers, proc_root_of
@@ -75,7 +76,8 @@ def collect(ctx):
         server["identity"] = serving.server_identity(server)
     return {"servers": servers, "processes_scanned": scanned, "interpreters": found,
             "interpreter": choose_interpreter(ctx.options, servers),
-            "server_logs": read_server_logs(servers, proc_root, ctx.options.get("server_log")),
+            "server_logs": read_server_logs(servers, proc_root, ctx.options.get("server_log"),
+                                            seconds=min(HOST_SECONDS, max(1.0, ctx.time_left() / 4))),
             "serving_endpoints": read_endpoints(servers, proc_root, budget_s=min(10.0, ctx.time_left() / 4)),
             "model_configs": read_model_configs(servers, proc_root)}
 

@@ -3,7 +3,7 @@ runner died of SIGKILL, and NVIDIA Xid lines, read by the env probe in every lig
 
 The OOM reader is not a probe: the control side starts it on its own (gpudiag/oom_check.py) through the same transport, once,
 after a killed runner. It reads the first kernel log it can (`dmesg`, then `journalctl -k`, then the syslog
-kernel files), each under a time and byte limit, keeps only the lines that speak of the OOM killer, and
+kernel files), each under a time and byte limit (probes/log_read.py), keeps only the lines that speak of the OOM killer, and
 prints them in one frame. `parse_oom_kills` reads those lines; the control side runs it, here it only
 needs the markers. Standard library only, Python 3.9+.
 
@@ -11,12 +11,9 @@ Timestamps are asked for on the kernel's own clock (plain `dmesg`, `journalctl -
 `dmesg --ctime`): the runner announces its start on CLOCK_MONOTONIC, the clock printk stamps with, so a
 kill from before the run (a recycled pid) is told apart without trusting the wall clock.
 """
-import os
 import re
-import signal
-import subprocess
-import threading
-import time
+
+from probes.log_read import read_log, run_tail
 
 COMMAND_TIMEOUT = 8.0  # seconds per source
 MAX_BYTES = 4 * 2**20  # of one source's output (its newest part) or a log file's tail
@@ -109,63 +106,23 @@ def xid_events(timeout=COMMAND_TIMEOUT):
     return {"source": None, "since": None, "events": [], "reasons": reasons}
 
 
-def read_bounded(argv, timeout=COMMAND_TIMEOUT, max_bytes=MAX_BYTES):
-    """(exit code or None, the newest `max_bytes` of stdout, an error line or None) of one command; never raises."""
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
-    except OSError as exc:
-        return None, b"", "%s: %s" % (argv[0], "not found" if isinstance(exc, FileNotFoundError) else exc)
-    kept, err = bytearray(), bytearray()
-
-    def drain(pipe, into, cap):
-        for chunk in iter(lambda: pipe.read(65536), b""):
-            into += chunk
-            if len(into) > cap:
-                del into[:len(into) - cap]
-
-    readers = [threading.Thread(target=drain, args=(proc.stdout, kept, max_bytes), daemon=True),
-               threading.Thread(target=drain, args=(proc.stderr, err, 4096), daemon=True)]
-    for reader in readers:
-        reader.start()
-    ends = time.monotonic() + timeout
-    for reader in readers:
-        reader.join(max(0.0, ends - time.monotonic()))
-    if any(reader.is_alive() for reader in readers):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        return None, bytes(kept), "%s: no answer within %.0f s" % (argv[0], timeout)
-    try:
-        code = proc.wait(timeout=2)  # both pipes closed: it is exiting
-    except subprocess.TimeoutExpired:
-        code = None
-    last = err.decode("utf-8", "replace").strip().splitlines()[-1:]
-    return code, bytes(kept), (last[0][:200] if last else None)
-
-
-def read_file_tail(path, max_bytes=MAX_BYTES):
+def read_file_tail(path, max_bytes=MAX_BYTES, seconds=COMMAND_TIMEOUT):
     """(text of the file's last `max_bytes`, None) or (None, why it could not be read)."""
     try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - max_bytes))
-            return fh.read(max_bytes).decode("utf-8", "replace"), None
+        return read_log(path, seconds, max_bytes).text, None
     except OSError as exc:
         return None, "%s: %s" % (path, exc.strerror or exc)
 
 
 def _command_source(label, argv, timeout=COMMAND_TIMEOUT):
-    code, out, err = read_bounded(argv, timeout)
-    text = out.decode("utf-8", "replace")
+    found = run_tail(argv, timeout, MAX_BYTES)
+    text = found.data.decode("utf-8", "replace")
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith(("-- ", "Hint: "))]
-    if code == 0 and lines:
+    if found.code == 0 and lines:
         return lines, None
-    if code == 0:
-        return None, "%s: printed no kernel lines%s" % (label, " (%s)" % err if err else "")
-    return None, err or "%s: exit %s" % (label, code)
+    if found.code == 0:
+        return None, "%s: printed no kernel lines%s" % (label, " (%s)" % found.error if found.error else "")
+    return None, found.error or "%s: exit %s" % (label, found.code)
 
 
 def oom_lines():

@@ -106,7 +106,8 @@ def repro() -> None:
     "--log",
     "log_file",
     metavar="FILE|-",
-    help="Classify this server log (its last 8 MiB; - reads stdin) instead of running anything: "
+    help="Classify this server log (its last 8 MiB, read for at most 20 s: GPUDIAG_LOG_READ_SECONDS; - reads "
+    "stdin) instead of running anything: "
     "exit 0 clean, 1 a crash, 2 unreadable.",
 )
 @click.option("--accept-new", is_flag=True, help="Record unknown host keys (like OpenSSH accept-new).")

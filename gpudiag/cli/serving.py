@@ -11,7 +11,7 @@ import click
 
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.render.safe_text import console as safe
-from gpudiag.repro.logrun import LogUnreadable, read_tail
+from gpudiag.repro.logrun import LogUnreadable, cut_fields, read_tail
 from probes.servingstats.buckets import BUCKET_NAMES
 from probes.servingstats.figures import figures
 
@@ -38,21 +38,22 @@ from probes.servingstats.figures import figures
 def serving(log_file: str, as_json: bool, interval: int | None, max_bs: int | None) -> int:
     """Read a saved sglang log's decode and prefill lines: acceptance length and throughput by concurrency.
 
-    The last 8 MiB are read, as on a host. Decode lines are grouped by #running-req (0, 1, 2-3, … 128+);
+    The last 8 MiB are read, as on a host, for at most 20 s (GPUDIAG_LOG_READ_SECONDS). Decode lines are grouped by #running-req (0, 1, 2-3, … 128+);
     each bucket has its line count, median gen throughput (lines after idle left out: a gap well beyond the
     server's cadence, or a prefill into an empty server) and median accept len. A log spanning restarts is
     split at each launch: the figures are the last run's. A "Serving Benchmark Result" block of
     sglang.bench_serving is read too.
     """
     try:
-        text, read, cut = read_tail(log_file)
+        found = read_tail(log_file)
     except LogUnreadable as exc:
         raise UserError(str(exc)) from None
     out: dict[str, Any] = dict(
-        figures(text, {"decode_log_interval": interval, "cuda_graph_max_bs": max_bs}),
+        figures(found.text, {"decode_log_interval": interval, "cuda_graph_max_bs": max_bs}),
         source="stdin" if log_file == "-" else log_file,
-        bytes_read=read,
-        truncated=cut,
+        bytes_read=found.bytes_read,
+        truncated=found.truncated,
+        **cut_fields(found),
     )
     if as_json:
         click.echo(json.dumps(out, indent=2, sort_keys=True))
@@ -83,10 +84,11 @@ def _bucket_row(name: str, b: dict[str, Any]) -> str:
 def describe(out: dict[str, Any]) -> list[str]:
     """Plain lines for the terminal, rendered from the figures."""
     window = f"{out.get('source')}: {out['decode_lines']} decode, {out['prefill_lines']} prefill lines"
-    window += " (the last 8 MiB)" if out.get("truncated") else ""
+    timed = out.get("cut") == "time"
+    window += " (the last 8 MiB)" if out.get("truncated") and not timed else ""
     if out.get("first_ts"):
         window += f", {out['first_ts']} to {out['last_ts']}"
-    lines = [window]
+    lines = [window] + ([f"{out.get('source')}: {out.get('cut_note')}"] if timed else [])
     if (out.get("runs") or 1) > 1:
         lines.append(
             f"the log spans {out['runs']} server runs (split at each launch's server_args line): figures of the "

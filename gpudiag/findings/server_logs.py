@@ -33,6 +33,7 @@ def classified_log(manifest_extra: dict[str, Any]) -> list[Finding]:
                         file=source,
                         text=(
                             f"{block.get('lines', 0)} lines read, no crash; "
+                            + (f"{block.get('cut_note')}; " if block.get("cut") == "time" else "")
                             + (
                                 f"the server came up at line {ready}"
                                 if ready
@@ -178,11 +179,7 @@ def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
             where = as_dict(block.get("source"))
             if not where:
                 continue
-            source = (
-                f"server pid {pid} log ({where.get('where') or where.get('kind')}"
-                + (f" → {where['path']}" if where.get("path") and where.get("path") != where.get("where") else "")
-                + ")"
-            )
+            source = _server_log_label(pid, where, block)
             if block.get("outcome") == "unreadable":  # not text: nothing in it was read, so nothing reads clean
                 findings.append(_unreadable_log(host, source, str(block.get("reason") or "not text")))
             server = crash_context.server_of(host, pid)
@@ -227,6 +224,17 @@ def server_log_findings(hosts: list[HostResult]) -> list[Finding]:
                     )
                 )
     return findings
+
+
+def _server_log_label(pid: str, where: dict[str, Any], block: dict[str, Any]) -> str:
+    """`server pid 4242 log (journalctl -u UNIT)`, with the file behind a descriptor and a read cut by time."""
+    path = where.get("path")
+    return (
+        f"server pid {pid} log ({where.get('where') or where.get('kind')}"
+        + (f" → {path}" if path and path != where.get("where") else "")
+        + (f"; {block.get('cut_note')}" if block.get("cut") == "time" else "")  # only part of it was read
+        + ")"
+    )
 
 
 def _unreadable_log(host: HostResult, source: str, reason: str) -> Finding:

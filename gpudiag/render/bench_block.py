@@ -87,6 +87,8 @@ def log_rows(run: LoadedRun) -> list[dict[str, Any]]:
                 row["median_accept_len"] = _number(log.get("median_accept_len"))
                 buckets = as_dict(log.get("buckets"))
                 row["buckets"] = {n: _numbers(buckets[n], BUCKET_FIGURES) for n in BUCKET_NAMES if n in buckets}
+                if log.get("cut_note"):  # the host's read of the log stopped at its time limit
+                    row["cut_note"] = str(log["cut_note"])[:MAX_TEXT]
             else:
                 row["reason"] = str(log.get("reason") or "log not read during the load")[:MAX_TEXT]
             rows.append(row)
@@ -103,6 +105,7 @@ def _log_line(row: dict[str, Any]) -> str:
         + f"{row['decode_lines']} decode lines during the load"
         + (f", accept len {accept:.2f}" if accept is not None else "")
         + (f"; tok/s by #running-req {bucket_text(row)}" if bucket_text(row) else "")
+        + (f" ({row['cut_note']})" if row.get("cut_note") else "")
     )
 
 

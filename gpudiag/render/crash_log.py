@@ -10,7 +10,8 @@ from gpudiag.render.blocks import fenced
 def describe(block: dict[str, Any]) -> list[str]:
     """Plain lines for the terminal: the verdict first, then each crash with its evidence and advice."""
     source, crashes = str(block.get("source")), list(block.get("crashes") or [])
-    scope = f"{block.get('lines', 0)} lines" + (" (the last 8 MiB)" if block.get("truncated") else "")
+    timed = block.get("cut") == "time"
+    scope = f"{block.get('lines', 0)} lines" + (" (the last 8 MiB)" if block.get("truncated") and not timed else "")
     if not crashes:
         ready = block.get("ready_line")
         came_up = f"the server came up at line {ready}" if ready else "the log does not show the server coming up"
@@ -22,6 +23,8 @@ def describe(block: dict[str, Any]) -> list[str]:
             f"{source}: {kind}: {total} crash{'es' if total != 1 else ''} in {scope}; advice assumes "
             f"{block.get('advice_assumes')} ({(block.get('release') or {}).get('basis')})"
         ]
+    if timed:  # what was read is not the whole log: a clean verdict is only of what came in time
+        out.append(f"{source}: {block.get('cut_note') or 'read stopped by its time limit'}")
     for index, crash in enumerate(crashes, 1):
         detail = f" ({crash['detail']})" if crash.get("detail") else ""
         out.append(f"crash {index}: {crash.get('summary')}")

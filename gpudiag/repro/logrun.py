@@ -4,13 +4,12 @@ own kind ("log", no hosts, never the default report) and say what it shows in pl
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from gpudiag.repro.signatures import classify_log
-from probes.log_window import last_lines
+from probes import log_read
 
-TAIL_BYTES = 8 * 1024 * 1024
+TAIL_BYTES = log_read.TAIL_BYTES
 RUN_KIND = "log"
 
 
@@ -18,54 +17,71 @@ class LogUnreadable(ValueError):
     """The log cannot be read; the message names it and says why."""
 
 
-def read_tail(source: str, stdin: BinaryIO | None = None) -> tuple[str, int, bool]:
-    """(text, bytes read, whether older lines were cut): the last TAIL_BYTES of a file, or of stdin."""
-    if source == "-":
-        data = _tail_of_stream(stdin or sys.stdin.buffer)
-        text, fewer = last_lines(_decode(data[-TAIL_BYTES:]))
-        return text, min(len(data), TAIL_BYTES), len(data) > TAIL_BYTES or fewer
-    path = Path(source)
+def read_tail(source: str, stdin: BinaryIO | None = None) -> log_read.LogRead:
+    """The last TAIL_BYTES of a file, or of stdin, bounded by lines and by GPUDIAG_LOG_READ_SECONDS too (a FIFO
+    no writer opens, a pipe that never ends). Raises LogUnreadable when it cannot be read or nothing came
+    before the time ran out."""
+    seconds = log_read.read_seconds()
     try:
-        with path.open("rb") as fh:
-            size = fh.seek(0, 2)
-            fh.seek(max(0, size - TAIL_BYTES))
-            data = fh.read(TAIL_BYTES)
+        if source == "-":
+            found = _read_stdin(stdin or sys.stdin.buffer, seconds)
+        else:
+            found = log_read.read_log(source, seconds)
     except IsADirectoryError:
         raise LogUnreadable(f"--log {source}: is a directory") from None
     except OSError as exc:
         raise LogUnreadable(f"--log {source}: cannot read: {exc.strerror or exc}") from None
-    cut = size > TAIL_BYTES
-    if cut and b"\n" in data:
-        data = data[data.index(b"\n") + 1 :]  # the first line is a fragment
-    text, fewer = last_lines(_decode(data))  # bounded by lines too: 8 MiB of empty lines is nothing to read
-    return text, len(data), cut or fewer
+    if found.cut == "time" and not found.bytes_read:
+        raise LogUnreadable(f"--log {source}: nothing read: {time_note(found)}")
+    return found
 
 
-def _tail_of_stream(stream: BinaryIO) -> bytes:
+def time_note(found: log_read.LogRead) -> str:
+    """The line that says a read was cut by time, and how to give it longer."""
+    return f"{log_read.cut_note(found)} ({log_read.SECONDS_ENV}=SECONDS gives it longer)"
+
+
+def _read_stdin(stdin: BinaryIO, seconds: float) -> log_read.LogRead:
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # not a descriptor (a test's bytes): read in full, no wait
+        return _read_buffer(stdin, seconds)
+    return log_read.read_fd(fd, seconds)
+
+
+def _read_buffer(stream: BinaryIO, seconds: float) -> log_read.LogRead:
     kept = bytearray()
-    while True:
-        chunk = stream.read(1 << 20)
-        if not chunk:
-            return bytes(kept)
+    total = 0
+    while chunk := stream.read(1 << 20):
         kept += chunk
+        total += len(chunk)
         if len(kept) > 2 * TAIL_BYTES:
             del kept[: -TAIL_BYTES - 1]
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+    return log_read.finish(bytes(kept[-TAIL_BYTES:]), total > TAIL_BYTES, False, seconds)
 
 
 def classify_source(source: str, stdin: BinaryIO | None = None) -> dict[str, Any]:
     """The block stored in run.json under "log" (and printed by --json)."""
-    text, read, cut = read_tail(source, stdin)
-    result = classify_log(text)
+    found = read_tail(source, stdin)
+    result = classify_log(found.text)
     if result.get("outcome") == "unreadable":  # binary or NUL-filled: never "clean"
         raise LogUnreadable(f"--log {source}: not a text log: {result.get('reason')}")
     return dict(
-        result, problem="cuda-graph-crash", source="stdin" if source == "-" else source, bytes_read=read, truncated=cut
+        result,
+        problem="cuda-graph-crash",
+        source="stdin" if source == "-" else source,
+        bytes_read=found.bytes_read,
+        truncated=found.truncated,
+        **cut_fields(found),
     )
 
 
 def is_crash(block: dict[str, Any]) -> bool:
     return block.get("outcome") in ("known_signature", "unclassified_crash")
+
+
+def cut_fields(found: log_read.LogRead) -> dict[str, Any]:
+    """`cut` ("time", "bytes", "lines") and, for a read stopped by time, the line that says so."""
+    if not found.cut:
+        return {}
+    return {"cut": found.cut, **({"cut_note": time_note(found)} if found.cut == "time" else {})}

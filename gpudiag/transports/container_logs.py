@@ -22,7 +22,14 @@ MIN_FETCH_SECONDS = 3.0
 EXIT_MARK = "GPUDIAG-LOGS-EXIT"
 # The engine's exit status rides on a last line of its own: `tail -c` keeps it, and a pipeline's status
 # would be tail's. Plain POSIX sh, no quotes or backslashes: login shells (sh, tcsh, fish) pass it unchanged.
-SCRIPT = '{ "$@" 2>&1; code=$?; echo; echo "%s $code"; } | tail -c %d' % (EXIT_MARK, TAIL_BYTES)
+# An engine still writing after SECONDS (`docker logs` of a daemon that hangs) is stopped by `timeout` where the
+# host has one that takes these words (coreutils: status 124, busybox: 143, TERM): `tail` then sends what
+# came. Not a background watchdog: its pid is `$!`, and csh reads `!` as history.
+SCRIPT = (
+    'if timeout SECONDS true >/dev/null 2>&1; then set -- timeout SECONDS "$@"; fi; '
+    '{ "$@" 2>&1; code=$?; echo; echo "%s $code"; } | tail -c %d' % (EXIT_MARK, TAIL_BYTES)
+)
+TIMED_OUT = (124, 143)
 
 
 def logs_command(spec: str) -> list[str]:
@@ -34,9 +41,10 @@ def logs_command(spec: str) -> list[str]:
     return [engine, "logs", "--tail", str(TAIL_LINES), "--", name]
 
 
-def fetch_argv(spec: str) -> list[str]:
-    """`sh -c SCRIPT sh ENGINE logs ...`: the engine's words reach it as positional arguments, never as code."""
-    return ["sh", "-c", SCRIPT, "sh", *logs_command(spec)]
+def fetch_argv(spec: str, seconds: int = 20) -> list[str]:
+    """`sh -c SCRIPT sh ENGINE logs ...`: the engine's words reach it as positional arguments, never as code;
+    the engine is stopped after `seconds` on the host."""
+    return ["sh", "-c", SCRIPT.replace("SECONDS", str(max(1, int(seconds)))), "sh", *logs_command(spec)]
 
 
 def wanted(host_container: str | None, probes: list[str] | None) -> bool:
@@ -52,6 +60,7 @@ class FetchedLog:
     text: str | None = None
     truncated: bool = False
     reason: str = ""
+    cut_note: str = ""  # the read stopped at its time limit on the host
 
 
 def fetch(transport: Any, spec: str, seconds_left: float) -> FetchedLog | None:
@@ -62,13 +71,20 @@ def fetch(transport: Any, spec: str, seconds_left: float) -> FetchedLog | None:
         return None
     words = logs_command(spec)
     where = f"{words[0]} logs {words[-1]}"
+    budget = min(FETCH_TIMEOUT, seconds_left)
+    on_host = max(1, int(budget * 2 / 3))  # the rest carries what came back
     try:
-        command = run_outside(fetch_argv(spec), min(FETCH_TIMEOUT, seconds_left))
+        command = run_outside(fetch_argv(spec, on_host), budget)
     except Exception as exc:  # interrupted, connection lost: the host result stands without the log
         return FetchedLog(where, reason=f"{type(exc).__name__}: {exc}"[:300])
     if command.timed_out:
-        return FetchedLog(where, reason=f"no answer within {min(FETCH_TIMEOUT, seconds_left):.0f} s")
+        return FetchedLog(where, reason=f"no answer within {budget:.0f} s")
     text, status, cut = split_output(command.stdout)
+    if status in TIMED_OUT and command.duration_s >= on_host * 0.9:  # stopped by the host's `timeout`
+        note = f"read stopped after {on_host} s"
+        if not text.strip():
+            return FetchedLog(where, reason=f"{note}, nothing read")
+        return FetchedLog(where, text=text, truncated=True, cut_note=note)
     if status != 0:
         last = [line.strip() for line in text.splitlines() if line.strip()][-1:] or ["no output"]
         why = f"exit {status}" if status is not None else "no exit status (sh or tail missing, or killed)"
@@ -105,6 +121,7 @@ def classified(fetched: FetchedLog, engine: str, installed_release: str | None) 
         source={"kind": engine, "where": fetched.where, "read_by": "gpudiag, outside the container"},
         bytes_read=len(fetched.text.encode("utf-8")),
         truncated=fetched.truncated,
+        **({"cut": "time", "cut_note": fetched.cut_note} if fetched.cut_note else {}),
     )
     return result
 

@@ -14,7 +14,7 @@ import time
 
 from probes import events
 from probes.context import Skip
-from probes.log_window import last_lines
+from probes.log_read import HOST_SECONDS, cut_note, read_log
 from probes.schemas import anything, i, mapping, num, obj, s, lst
 from probes.servingstats.endpoints import DEFAULT_PORT, api_key_of, loopback_address
 from probes.servingstats.figures import figures as serving_figures
@@ -147,13 +147,12 @@ def log_during(log_record, start):
         kind = (log_record.get("source") or {}).get("kind")
         return {"reason": "log not read during the load: " + ("a %s log is not a file" % kind if kind
                                                                else "no log found")}
-    try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, 2)
-            handle.seek(max(start, size - LOG_TAIL))
-            raw = handle.read(LOG_TAIL).decode("utf-8", "replace")
+    try:  # bounded by bytes, lines and time: a FIFO named by --log-file cannot hold the bench
+        read = read_log(path, HOST_SECONDS, LOG_TAIL, start=start)
     except OSError as exc:
         return {"reason": "log not read during the load: %s" % (exc.strerror or exc)}
-    found = serving_figures(last_lines(raw)[0])  # bounded by lines too: empty lines cost nothing
-    found["bytes_read"] = len(raw)
+    found = serving_figures(read.text)
+    found["bytes_read"] = read.bytes_read
+    if read.cut == "time":
+        found["cut_note"] = cut_note(read)
     return found

@@ -2,16 +2,16 @@
 record it becomes (and where it lands in the host result)."""
 import subprocess
 
-from gpudiag.models import HostResult, ProbeResult
+from gpudiag.models import CommandResult, HostResult, ProbeResult
 from gpudiag.transports import container_logs as cl
 
 
-def run_script(tmp_path, engine_body):
+def run_script(tmp_path, engine_body, seconds=20):
     """The real `sh -c SCRIPT` with a stand-in engine, as a transport would run it."""
     engine = tmp_path / "engine"
     engine.write_text("#!/bin/sh\n" + engine_body)
     engine.chmod(0o755)
-    argv = cl.fetch_argv("docker:srv")
+    argv = cl.fetch_argv("docker:srv", seconds)
     argv[argv.index("docker")] = str(engine)
     return subprocess.run(argv, capture_output=True, timeout=60).stdout
 
@@ -29,6 +29,26 @@ def test_a_log_over_8_mib_is_cut_on_the_host_at_a_line_start(tmp_path):
     text, status, cut = cl.split_output(out)
     assert status == 0 and cut and text.splitlines()[-1] == "%0100d" % 89999
     assert all(len(line) == 100 for line in text.splitlines())   # the partial first line is dropped
+
+
+def test_an_engine_that_never_ends_is_stopped_on_the_host_and_what_came_is_kept(tmp_path):
+    out = run_script(tmp_path, "echo 'Capture cuda graph begin.'\nexec sleep 60\n", seconds=1)
+    assert cl.split_output(out) == ("Capture cuda graph begin.", 124, False)
+
+    class Outside:
+        def run_outside(self, argv, timeout):
+            self.argv, self.timeout = argv, timeout
+            return CommandResult(0, self.out, b"", 20.0)
+
+    transport = Outside()
+    transport.out = out
+    fetched = cl.fetch(transport, "docker:srv", seconds_left=600)
+    assert transport.timeout == cl.FETCH_TIMEOUT and "timeout 20 " in transport.argv[2]
+    assert fetched.text == "Capture cuda graph begin." and fetched.cut_note == "read stopped after 20 s"
+    record = cl.classified(fetched, "docker", None)
+    assert record["cut"] == "time" and record["truncated"] and record["cut_note"] == "read stopped after 20 s"
+    transport.out = run_script(tmp_path, "exec sleep 60\n", seconds=1)
+    assert cl.fetch(transport, "docker:srv", 600).reason == "read stopped after 20 s, nothing read"
 
 
 def test_no_mark_means_no_exit_status():

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from probes import kernel_log
-from probes.kernel_log import OOM_MARK, parse_oom_kills, read_bounded, read_file_tail
+from probes.kernel_log import OOM_MARK, parse_oom_kills, read_file_tail
+from probes.log_read import run_tail
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernel_log"
 
@@ -81,21 +82,21 @@ def stand_in(tmp_path, name, body):
 
 def test_a_command_is_read_to_its_newest_bytes_and_its_error_line(tmp_path):
     noisy = stand_in(tmp_path, "noisy", "yes line | head -c 3000000\necho last\necho 'it failed' >&2\nexit 3\n")
-    code, out, err = read_bounded([noisy], timeout=20, max_bytes=1000)
-    assert code == 3 and len(out) == 1000 and out.endswith(b"line\nlast\n") and err == "it failed"
+    code, out, err, cut, _ = run_tail([noisy], 20, max_bytes=1000)
+    assert code == 3 and len(out) == 1000 and out.endswith(b"line\nlast\n") and err == "it failed" and cut == "bytes"
 
 
 def test_a_hanging_command_is_killed_at_its_time_limit(tmp_path):
     hang = stand_in(tmp_path, "hang", "exec sleep 60\n")
-    code, _, err = read_bounded([hang], timeout=0.5)
-    assert code is None and "no answer within" in err
-    assert read_bounded([str(tmp_path / "absent")])[2].endswith("not found")
+    code, _, err, cut, _ = run_tail([hang], 0.5)
+    assert code is None and err.endswith("read stopped after 0.5 s") and cut == "time"
+    assert run_tail([str(tmp_path / "absent")]).error.endswith("not found")
 
 
 def test_a_log_file_is_read_as_its_tail_or_says_why_not(tmp_path):
     log = tmp_path / "kern.log"
     log.write_text("old\n" * 1000 + "new\n")
-    text, why = read_file_tail(str(log), max_bytes=8)
+    text, why = read_file_tail(str(log), max_bytes=9)  # the first line, a fragment, is left out
     assert text == "old\nnew\n" and why is None
     assert read_file_tail(str(tmp_path / "none"))[1].endswith("No such file or directory")
 
