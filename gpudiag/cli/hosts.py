@@ -14,7 +14,7 @@ from gpudiag.cli.common import (
     load_hosts,
     warn_ignored_ssh_settings,
 )
-from gpudiag.cli.run_list import table_console
+from gpudiag.cli.table_console import table_console
 from gpudiag.models import Host
 from gpudiag.render.safe_text import console as console_text
 from gpudiag.inventory.ssh_oracle import Check, check_hosts

@@ -11,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import ResultConsole, reports_dir_option
+from gpudiag.cli.common import reports_dir_option
+from gpudiag.cli.table_console import table_console
 from gpudiag.findings import all_findings, host_facts
 from gpudiag.models import SEVERITIES, Finding
 from gpudiag.render.bench_block import bench_rows, console_table
@@ -146,7 +147,7 @@ def _emit_markdown(
 
 
 def _console_summary(run: LoadedRun, findings: Sequence[Finding], verdict: Verdict, hidden: str = "") -> None:
-    console = ResultConsole()
+    console = table_console()  # piped: rows stay whole lines, so `| grep WORD` finds whole words
     answers = print_answers(console, run)
     bench = bench_rows(run)
     if bench:  # a `gpudiag bench` run: its levels beside Q10's figures from the log
