@@ -23,6 +23,7 @@ from gpudiag.render import plots
 from gpudiag.run_records import LoadedRun
 from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, host_list, hosts_label
 from gpudiag.render.safe_text import clean_run, console as console_text
+from gpudiag.render.ssh_line import ssh_settings_line
 from gpudiag.jsonfile import cycle_collector_paused
 from gpudiag.store import StoreError
 from gpudiag.run_loader import load_run, resolve_run_dir
@@ -163,6 +164,9 @@ def _console_summary(run: LoadedRun, findings: Sequence[Finding], verdict: Verdi
     for names, row in console_host_rows(run, verdict):
         hosts.add_row(*(Text(console_text(v, 2000)) for v in (hosts_label(names),) + row))
     console.print(hosts)
+    ssh_line = ssh_settings_line(run.manifest.extra)
+    if ssh_line:
+        console.print(Text(console_text(ssh_line, 2000)))
     for names, reasons in incomplete_groups(verdict):
         console.print(
             Text(f"{console_text(hosts_label(names), 2000)} incomplete: {console_text(reasons, 1200)}"), style="yellow"
