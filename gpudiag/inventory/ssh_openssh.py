@@ -27,6 +27,16 @@ WORKERS = 16
 DEFAULT_PORT = 22
 # Values `ssh -G` prints for a setting left at its default that means "nothing to honour".
 _OFF = {"none", "no", "false", "internal"}
+# Settings gpudiag decides itself (its host-key checker, --connect-timeout): a value other than ssh's
+# built-in default is named in a warning, so nobody takes it for honoured.
+DECIDED_HERE = {
+    "stricthostkeychecking": (
+        "StrictHostKeyChecking",
+        "gpudiag checks host keys itself; --accept-new records new ones",
+    ),
+    "userknownhostsfile": ("UserKnownHostsFile", "gpudiag reads ~/.ssh/known_hosts and its own file"),
+    "connecttimeout": ("ConnectTimeout", "--connect-timeout sets it"),
+}
 Key = tuple[str, "str | None", "int | None"]
 Answer = tuple["dict[str, list[str]] | None", str]  # (ssh -G's settings, "") or (None, why it failed)
 
@@ -40,9 +50,10 @@ def use_openssh(config: SshConfig) -> None:
 class OpenSsh:
     """`ssh -G` for one config: what it answered per (name, user, port), asked once each."""
 
-    def __init__(self, program: str, version: str, config_file: str | None, default_identities: list[str]):
+    def __init__(self, program: str, version: str, config_file: str | None, defaults: dict[str, list[str]]):
+        """`defaults`: what `ssh -G` says with no config at all (its built-in values)."""
         self.program, self.version, self.config_file = program, version, config_file
-        self.default_identities = default_identities
+        self.defaults = defaults
         self.label = f"{OPENSSH_LABEL} ({version})"
         self._answers: dict[Key, Answer] = {}
 
@@ -61,9 +72,8 @@ class OpenSsh:
         answer, why = _run([program, "-v", "-G", "-F", os.devnull, "gpudiag-defaults.invalid"], with_version=True)
         if answer is None:
             return None, f"ssh -G failed: {why}"
-        defaults = answer.pop("identityfile", [])
         version = (answer.pop("", [""]) or [""])[0] or "OpenSSH"
-        return cls(program, version, os.path.expanduser(config_file) if config_file else None, defaults), ""
+        return cls(program, version, os.path.expanduser(config_file) if config_file else None, answer), ""
 
     def prefetch(self, keys: list[Key]) -> None:
         """Ask about every key not asked yet, WORKERS at a time."""
@@ -102,7 +112,7 @@ class OpenSsh:
         if port is None and their_port and their_port.isdigit() and int(their_port) != DEFAULT_PORT:
             port = int(their_port)
         files = found.get("identityfile", [])
-        files = [] if files == self.default_identities else files
+        files = [] if files == self.defaults.get("identityfile", []) else files
         tokens = connection_tokens(hostname.lower(), alias, user, port)
         identity = expand_identity(files[0], tokens) if files else None
         jump = _one(found, "proxyjump")
@@ -112,14 +122,18 @@ class OpenSsh:
             port=port,
             identity_file=identity,
             proxy_jump=jump if jump and jump.lower() != "none" else None,
-            ignored=tuple(_unhonoured(found, files)),
+            ignored=tuple(_unhonoured(found, files, self.defaults)),
             identity_files=tuple(files),
             resolved_by=self.label,
         )
 
 
-def _unhonoured(found: dict[str, list[str]], files: list[str]) -> list[str]:
-    notes = []
+def _unhonoured(found: dict[str, list[str]], files: list[str], defaults: dict[str, list[str]]) -> list[str]:
+    notes = [
+        f"{label} {' '.join(found[key])} is not used ({why})"
+        for key, (label, why) in DECIDED_HERE.items()
+        if key in found and found[key] != defaults.get(key)
+    ]
     if len(files) > 1:
         notes.append(
             f"IdentityFile: {len(files)} files given; gpudiag offers the first ({files[0]}), then agent and default keys"

@@ -65,3 +65,14 @@ def test_a_config_ssh_refuses_falls_back_with_ssh_s_reason(tmp_path):
     assert "resolved by gpudiag's own ssh_config reader: ssh -G failed: " in out.stdout, out.stdout + out.stderr
     assert "Bad configuration option: nosuchoptionanywhere" in out.stdout   # ssh's own words, which line
     assert "ssh 127.0.0.1:2300" in out.stdout
+
+
+@needs_ssh
+def test_settings_gpudiag_decides_itself_are_named_not_taken_for_honoured(tmp_path):
+    config = CONFIG + "  StrictHostKeyChecking accept-new\n  UserKnownHostsFile /dev/null\n  ConnectTimeout 3\n"
+    out = gpudiag(tmp_path, NAME, config=config)
+    assert out.returncode == 0, out.stderr
+    warning = next(line for line in out.stderr.splitlines() if line.startswith(f"gpudiag: warning: {NAME}:"))
+    assert "StrictHostKeyChecking accept-new is not used" in warning
+    assert "UserKnownHostsFile /dev/null is not used" in warning and "ConnectTimeout 3 is not used" in warning
+    assert "not used" not in gpudiag(tmp_path, NAME).stderr   # ssh's own defaults are never named
