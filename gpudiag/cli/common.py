@@ -18,6 +18,7 @@ from gpudiag.inventory.ansible_sources import default_sources
 from gpudiag.inventory.patterns import PatternError
 from gpudiag.models import Host
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
+from gpudiag.cli.ssh_settings import command_ssh_config, remember_resolution
 
 DEFAULT_INVENTORY = "inventory.yaml"
 # Longest time limit any option takes: a week is already far beyond any scan; 1e309 (inf) or nan is a typo.
@@ -61,7 +62,6 @@ def reports_dir_option(f: Any) -> Any:
 
 
 LIMIT_KEY = "gpudiag.limit"
-SSH_NOTES_KEY = "gpudiag.ssh_notes"
 
 
 def inventory_option(f: Any) -> Any:
@@ -126,7 +126,7 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
         raise UserError("--python is empty: give the interpreter (a path or a name on PATH), or leave the option out")
     ctx = click.get_current_context(silent=True)
     limit = ctx.meta.get(LIMIT_KEY) if ctx is not None else None
-    unused, inventory, ssh, label = "", None, _ssh_config(), DEFAULT_INVENTORY
+    unused, inventory, ssh, label = "", None, command_ssh_config(), DEFAULT_INVENTORY
     try:
         inventory = load_inventory(inventory_path, ssh) if inventory_path else None
         default = _default_inventory() if inventory is None else None
@@ -149,8 +149,7 @@ def load_hosts(targets: tuple[str, ...], inventory_path: str | None, python: str
         because = f" ({label} was not used: it does not load)" if relevant else ""
         raise UserError(f"{exc}{because}") from None
     _warn_unhonoured(hosts, inventory)
-    if ctx is not None and ssh is not None:
-        ctx.meta[SSH_NOTES_KEY] = ssh.notes_by_host
+    remember_resolution(ssh)
     return hosts
 
 
@@ -165,15 +164,6 @@ def _default_inventory() -> tuple[str | list[str], str] | None:
     return sources, f"the inventory named in {named_in} ({','.join(sources)})"
 
 
-def _ssh_config() -> SshConfig | None:
-    """The user's ssh config, read once per command; None when unreadable (the error is raised where an
-    ssh host needs it, so `localhost` never depends on it)."""
-    try:
-        return SshConfig()
-    except SshConfigError:
-        return None
-
-
 def _warn_unhonoured(hosts: list[Host], inventory: Inventory | None) -> None:
     """One stderr line per targeted host and inventory setting gpudiag cannot honour; a skipped host says
     why it will not be scanned. Hosts that were not targeted stay silent."""
@@ -182,35 +172,6 @@ def _warn_unhonoured(hosts: list[Host], inventory: Inventory | None) -> None:
             click.echo(f"gpudiag: warning: {host.name}: {note}", err=True)
         if host.skip_reason:
             click.echo(f"gpudiag: warning: {host.name}: not scanned: {host.skip_reason}", err=True)
-
-
-def warn_ignored_ssh_settings(hosts: list[Host]) -> None:
-    """One stderr line per ssh host whose ssh config holds settings gpudiag does not honour."""
-    for line in ignored_ssh_settings(hosts):
-        click.echo(f"gpudiag: warning: {line}", err=True)
-
-
-def ignored_ssh_settings(hosts: list[Host]) -> list[str]:
-    ssh_hosts = [h for h in hosts if h.transport == "ssh"]
-    if not ssh_hosts:
-        return []
-    try:
-        config = SshConfig()
-    except SshConfigError:
-        return []  # an unreadable config already stopped resolution with its own error
-    ctx = click.get_current_context(silent=True)
-    recorded = ctx.meta.get(SSH_NOTES_KEY) if ctx is not None else None
-    lines = []
-    for host in ssh_hosts:
-        if recorded is not None:  # what load_hosts' own lookups found: no second lookup, no second exec
-            notes = dict.fromkeys(recorded.get(host.name, ()))
-        else:  # the alias the user wrote is the host's name or its address before HostName mapped it
-            notes = dict.fromkeys(config.ignored(host.name) + config.ignored(host.address))
-        # a note from the config itself says `line N`; one from an included file keeps that file's name
-        shown = [f"line {n[len(str(config.path)) + 1 :]}" if n.startswith(f"{config.path}:") else n for n in notes]
-        if shown:
-            lines.append(f"{host.name}: {config.path}: {'; '.join(shown)}")
-    return lines
 
 
 def listed_names(value: str | None, option: str) -> list[str] | None:

@@ -11,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.cli import ExitCode, UserError
-from gpudiag.cli.common import ResultConsole, reports_dir_option
+from gpudiag.cli.common import reports_dir_option
+from gpudiag.cli.table_console import table_console
 from gpudiag.findings import all_findings, host_facts
 from gpudiag.models import SEVERITIES, Finding
 from gpudiag.render.bench_block import bench_rows, console_table
@@ -22,6 +23,7 @@ from gpudiag.render import plots
 from gpudiag.run_records import LoadedRun
 from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, host_list, hosts_label
 from gpudiag.render.safe_text import clean_run, console as console_text
+from gpudiag.render.ssh_line import ssh_settings_line
 from gpudiag.jsonfile import cycle_collector_paused
 from gpudiag.store import StoreError
 from gpudiag.run_loader import load_run, resolve_run_dir
@@ -146,7 +148,7 @@ def _emit_markdown(
 
 
 def _console_summary(run: LoadedRun, findings: Sequence[Finding], verdict: Verdict, hidden: str = "") -> None:
-    console = ResultConsole()
+    console = table_console()  # piped: rows stay whole lines, so `| grep WORD` finds whole words
     answers = print_answers(console, run)
     bench = bench_rows(run)
     if bench:  # a `gpudiag bench` run: its levels beside Q10's figures from the log
@@ -162,6 +164,9 @@ def _console_summary(run: LoadedRun, findings: Sequence[Finding], verdict: Verdi
     for names, row in console_host_rows(run, verdict):
         hosts.add_row(*(Text(console_text(v, 2000)) for v in (hosts_label(names),) + row))
     console.print(hosts)
+    ssh_line = ssh_settings_line(run.manifest.extra)
+    if ssh_line:
+        console.print(Text(console_text(ssh_line, 2000)))
     for names, reasons in incomplete_groups(verdict):
         console.print(
             Text(f"{console_text(hosts_label(names), 2000)} incomplete: {console_text(reasons, 1200)}"), style="yellow"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.cli import ExitCode
-from gpudiag.cli.common import ResultConsole, reports_dir_option
+from gpudiag.cli.common import reports_dir_option
+from gpudiag.cli.table_console import table_console
 from gpudiag.jsonfile import read_json
 from gpudiag.schema import SchemaError
 from gpudiag.run_records import RunManifest
@@ -24,15 +24,6 @@ from gpudiag.run_journal import merged_hosts, read_journal
 
 class _Unreadable(Exception):
     pass
-
-
-# Off a terminal (`gpudiag runs | grep finished`) a table row stays one line: no width to wrap or fold at.
-PIPED_WIDTH = 10_000
-
-
-def table_console() -> ResultConsole:
-    """The console a listing prints its table on: the terminal's width there, unlimited when piped."""
-    return ResultConsole() if sys.stdout.isatty() else ResultConsole(width=PIPED_WIDTH)
 
 
 def run_rows(reports_dir: Path) -> list[dict[str, Any]]:

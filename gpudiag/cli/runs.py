@@ -15,6 +15,7 @@ from typing import Any, Callable
 from rich.console import Console
 
 from gpudiag.cli import UserError
+from gpudiag.cli.ssh_settings import ssh_resolution
 from gpudiag.cli.signals import StopSignals, interrupt_policy
 from gpudiag.models import INTERRUPTED, Host, HostResult
 from gpudiag.run_records import RunManifest
@@ -33,6 +34,9 @@ class StoredRun:
         extra: dict[str, Any] | None = None,
         planned: list[str] | None = None,
     ):
+        resolved = ssh_resolution(planned or [])
+        if resolved:  # which resolver gave each ssh host its settings: `ssh -G` or gpudiag's own reader
+            extra = dict(extra or {}, ssh_settings={"resolved_by": resolved})
         try:
             self.writer = RunWriter(reports_dir, kind, sys.argv, extra=extra, planned=planned)
         except StoreError as exc:

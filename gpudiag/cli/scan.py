@@ -11,6 +11,7 @@ from rich.console import Console
 
 from gpudiag import bundle
 from gpudiag.cli import ExitCode, UserError
+from gpudiag.cli.ssh_settings import warn_ignored_ssh_settings
 from gpudiag.cli.common import (
     RecordedKeys,
     ResultConsole,
@@ -21,7 +22,6 @@ from gpudiag.cli.common import (
     listed_names,
     load_hosts,
     reports_dir_option,
-    warn_ignored_ssh_settings,
 )
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
 from gpudiag.cli.signals import StopSignals

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from gpudiag.inventory.base import LOCAL_NAMES, InventoryError
-from gpudiag.inventory.hosts import DEFAULT_PYTHON, HopResolver, ssh_host
+from gpudiag.inventory.hosts import DEFAULT_PYTHON, HopResolver, LazyHosts, ssh_host
 from gpudiag.inventory.sshconfig import SshConfig, SshConfigError
 from gpudiag.models import Host, safe_file_name
 
@@ -51,6 +51,19 @@ def parse_adhoc(target: str, python: str | None = None, ssh_config: SshConfig | 
         )
     except InventoryError as exc:
         raise InventoryError(f"target {target!r}: {exc}") from None
+
+
+def lookup_keys(names: list[str], hosts: Mapping[str, Host]) -> list[tuple[str, str | None, int | None]]:
+    """The (name, user, port) ssh config lookups that resolving `names` (inventory names, else ad-hoc
+    `[user@]host[:port]`) will make first; jump hosts are looked up as they come."""
+    keys = []
+    for name in names:
+        if isinstance(hosts, LazyHosts) and name in hosts:
+            keys += hosts.pending_lookups([name])
+        elif name not in hosts and name not in LOCAL_NAMES and split_target(name) is not None:
+            user, address, port = split_target(name) or (None, name, None)
+            keys.append((address, user, port))
+    return keys
 
 
 def split_target(target: str) -> tuple[str | None, str, int | None] | None:

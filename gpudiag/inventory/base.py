@@ -66,6 +66,16 @@ class HostSpec:
     vars: dict[str, Any] = field(default_factory=dict)
 
 
+def add_unique(by_name: dict[str, Host], host: Host) -> None:
+    """Adds the host under its name, or `NAME-2`, `NAME-3` when a different host holds the name."""
+    name, n = host.name, 2
+    while name in by_name:
+        if by_name[name] == host.with_(name=name):
+            return  # the same host, selected again
+        name, n = f"{host.name}-{n}", n + 1
+    by_name[name] = host.with_(name=name)
+
+
 def suggest(word: str, known: Iterable[str], cutoff: float = 0.6) -> str:
     """' (did you mean X?)' when a known word is close, else ''; best first, ties in name order."""
     scored = []

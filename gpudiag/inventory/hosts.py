@@ -129,6 +129,7 @@ def ssh_host(
     notes = tuple(dict.fromkeys(settings.ignored + tuple(hops.notes) + tuple(hop_keys)))
     if notes:
         hops.ssh.notes_by_host[name] = notes
+    hops.ssh.resolved_by[name] = settings.resolved_by
     return Host(
         name=name,
         address=settings.hostname,
@@ -258,6 +259,11 @@ class LazyHosts(Mapping[str, Host]):
         if name not in self._builder.specs:
             raise KeyError(name)
         return self._builder.host(name)
+
+    def pending_lookups(self, names: list[str]) -> list[tuple[str, str | None, int | None]]:
+        """The ssh config lookup each named ssh host not built yet will make: (address, user, port)."""
+        specs = [self._builder.specs[n] for n in names if n in self._builder.specs and n not in self._builder.hosts]
+        return [(s.address or s.name, s.user, s.port) for s in specs if not is_local(s)]
 
     def __contains__(self, name: object) -> bool:  # Mapping's default would build the host
         return name in self._builder.specs

@@ -1,10 +1,11 @@
-"""OpenSSH itself as a check on gpudiag's reading of the ssh config, where `ssh` is installed.
+"""OpenSSH itself as a check on gpudiag's own reading of the ssh config, for `gpudiag hosts`.
 
-For each host the ssh config alone decides (a bare name on the command line: no inventory entry whose own
-values win, no user or port written), `ssh -G [-F FILE] NAME` is asked what it would use, and HostName,
-User and Port are compared with gpudiag's resolution. gpudiag's own resolution is what is used (it also names the settings it
-cannot honour); this says whether OpenSSH agrees. Not asked when the config runs `Match exec` commands (ssh
-would run them a second time) or when GPUDIAG_SSH_SYSTEM_CONFIG moves the system file (ssh cannot be told).
+Hosts are resolved by `ssh -G` itself where it can (ssh_openssh.py). For those gpudiag's own reader
+resolved instead (HOME is not the account's home, ssh -G failed), each host the ssh config alone decides
+(a bare name on the command line: no inventory entry whose own values win, no user or port written) is
+asked of `ssh -G [-F FILE] NAME`, and HostName, User and Port are compared: this says whether OpenSSH
+agrees. Not asked when the config runs `Match exec` commands (ssh would run them a second time) or when
+GPUDIAG_SSH_SYSTEM_CONFIG moves the system file (ssh cannot be told).
 """
 
 from __future__ import annotations

@@ -1,25 +1,24 @@
-"""OpenSSH client config (~/.ssh/config then the system's /etc/ssh/ssh_config, or only the file env
-GPUDIAG_SSH_CONFIG names, as `ssh -F` reads only its file), resolved as `ssh -G` resolves it: `Include`, `Host` and `Match` blocks in file order, the first value obtained for
-an option wins (IdentityFile accumulates), a second pass when a `Match final` asks for it, %-tokens.
-Yields HostName, User, Port, IdentityFile and ProxyJump; settings gpudiag cannot honour come back
-as notes for the command line to warn about, one line each."""
+"""OpenSSH client config (~/.ssh/config then /etc/ssh/ssh_config, or only GPUDIAG_SSH_CONFIG's file, as
+`ssh -F` reads it) resolved as `ssh -G` does: `Include`, `Host`, `Match` blocks in file order, first value
+wins (IdentityFile accumulates), a second pass for `Match final`, %-tokens. Yields HostName, User, Port,
+IdentityFile and ProxyJump, with notes on what gpudiag cannot honour. Where `use_openssh` finds ssh,
+`ssh -G` itself answers each lookup (ssh_openssh.py) and this reader is the fallback."""
 
 from __future__ import annotations
 
 import fnmatch
-
 import os
-import re
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from gpudiag.inventory.sshconfig_file import ConfigFile, Directive, SshConfigError, parse_text, read_config
 from gpudiag.inventory.sshconfig_match import (
     MatchContext,
     TokenError,
     connection_tokens,
+    expand_identity,
     expand_tokens,
     host_line_matches,
     match_line,
@@ -46,6 +45,7 @@ NOT_HONOURED = {
 }
 # Values of those settings that mean "off", i.e. nothing to honour.
 _OFF_VALUES = {"none", "no", "false"}
+OWN_READER = "gpudiag's own ssh_config reader"
 _FIRST_WINS = ("hostname", "user", "port", "proxy") + tuple(NOT_HONOURED)
 
 
@@ -58,6 +58,7 @@ class SshSettings:
     proxy_jump: str | None = None
     ignored: tuple[str, ...] = ()  # settings found but not honoured, one phrase each (callers warn)
     identity_files: tuple[str, ...] = ()  # every IdentityFile as written (what `ssh -G` prints)
+    resolved_by: str = OWN_READER  # `ssh -G` (VERSION), or this reader and why ssh -G was not used
 
 
 def config_path() -> Path:
@@ -108,6 +109,14 @@ class SshConfig:
         self._cache: dict[tuple[str, str | None, int | None], SshSettings] = {}
         # Host name → what its own lookup could not honour (filled as hosts are built, warned once each)
         self.notes_by_host: dict[str, tuple[str, ...]] = {}
+        self.openssh: Any = None  # an OpenSsh, set by ssh_openssh.use_openssh where ssh can resolve hosts
+        self.without_openssh = ""  # why OpenSSH does not resolve hosts here
+        self.resolved_by: dict[str, str] = {}  # host name → SshSettings.resolved_by (filled as hosts are built)
+
+    def prefetch(self, keys: list[tuple[str, str | None, int | None]]) -> None:
+        """(name, user, port) lookups about to be made, asked of `ssh -G` side by side."""
+        if self.openssh is not None:
+            self.openssh.prefetch([key for key in keys if key not in self._cache])
 
     @classmethod
     def from_text(cls, text: str) -> "SshConfig":
@@ -153,11 +162,14 @@ class SshConfig:
         return self._any(applies)
 
     def lookup(self, alias: str, user: str | None = None, port: int | None = None) -> SshSettings:
-        """What `ssh -G [-l user] [-p port] alias` would use; user and port given here win, as on ssh's
-        command line."""
+        """What `ssh -G [-l user] [-p port] alias` would use (user and port given here win)."""
         key = (alias, user, port)
         if key not in self._cache:
-            self._cache[key] = _Resolution(self._root, alias, user, port).settings()
+            found = self.openssh.settings(alias, user, port) if self.openssh is not None else self.without_openssh
+            if not isinstance(found, SshSettings):
+                own = _Resolution(self._root, alias, user, port).settings()
+                found = replace(own, resolved_by=f"{OWN_READER}: {found}" if found else OWN_READER)
+            self._cache[key] = found
         return self._cache[key]
 
     def ignored(self, alias: str) -> tuple[str, ...]:
@@ -276,20 +288,7 @@ class _Resolution:
         )
 
     def _identity(self, written: str, hostname: str, user: str | None, port: int | None) -> str:
-        """~, `${VAR}` from the environment (as ssh expands it when it connects; `ssh -G` prints it as
-        written) and %-tokens."""
         try:
-            expanded = _ENV_REF.sub(lambda m: _env_value(m.group(1)), os.path.expanduser(written))
-            return expand_tokens(expanded, connection_tokens(hostname, self.alias, user, port), "IdentityFile")
+            return expand_identity(written, connection_tokens(hostname, self.alias, user, port))
         except TokenError as exc:
             raise SshConfigError(f"cannot apply ssh config to {self.alias!r}: {exc}") from None
-
-
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def _env_value(name: str) -> str:
-    value = os.environ.get(name)
-    if value is None:  # ssh refuses the connection the same way
-        raise TokenError(f"IdentityFile: environment variable {name} is not set")
-    return value

@@ -114,6 +114,23 @@ def connection_tokens(hostname: str, original: str, user: str | None, port: int 
     }
 
 
+def expand_identity(written: str, tokens: dict[str, str]) -> str:
+    """An IdentityFile as ssh reads it when it connects: ~, `${VAR}` from the environment, then %-tokens
+    (`ssh -G` prints it as written)."""
+    expanded = _ENV_REF.sub(lambda m: _env_value(m.group(1)), os.path.expanduser(written))
+    return expand_tokens(expanded, tokens, "IdentityFile")
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _env_value(name: str) -> str:
+    value = os.environ.get(name)
+    if value is None:  # ssh refuses the connection the same way
+        raise TokenError(f"IdentityFile: environment variable {name} is not set")
+    return value
+
+
 @dataclass
 class MatchContext:
     """What a Match line is evaluated against, at the point of the file where it stands."""

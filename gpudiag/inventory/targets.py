@@ -7,8 +7,8 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from gpudiag.inventory.adhoc import default_ssh_config, may_be_typo, parse_adhoc, split_target
-from gpudiag.inventory.base import LOCAL_NAMES, Inventory, InventoryError, suggest
+from gpudiag.inventory.adhoc import default_ssh_config, lookup_keys, may_be_typo, parse_adhoc, split_target
+from gpudiag.inventory.base import LOCAL_NAMES, Inventory, InventoryError, add_unique, suggest
 from gpudiag.inventory.patterns import (
     PatternError,
     Term,
@@ -48,7 +48,7 @@ def resolve_targets(
             if python:
                 moot = inventory is not None and host.name in inventory.python_skips
                 host = host.with_(python=python, python_explicit=True, skip_reason=None if moot else host.skip_reason)
-            _add_unique(by_name, host)
+            add_unique(by_name, host)
     selected = list(by_name.values())
     if limit is not None:
         keep = resolver.limit_names(limit, selected)
@@ -58,15 +58,6 @@ def resolve_targets(
     if not selected:
         raise InventoryError(f"{' '.join(targets) or 'no targets'}: selects no hosts")
     return selected
-
-
-def _add_unique(by_name: dict[str, Host], host: Host) -> None:
-    name, n = host.name, 2
-    while name in by_name:
-        if by_name[name] == host.with_(name=name):
-            return  # the same host, selected again
-        name, n = f"{host.name}-{n}", n + 1
-    by_name[name] = host.with_(name=name)
 
 
 @dataclass(frozen=True)
@@ -108,12 +99,12 @@ class _Resolver:
         if has_range(target):
             names = self._range_names(target)
             if names is not None:
+                self._prefetch(names)
                 return [host for name in names for host in self.resolve(name)]
         return self._pattern(target)
 
     def _range_names(self, target: str) -> list[str] | None:
-        """A ranged target whose every name is a host (`gpu-[01-03]`, `ops@gpu-[1:4]:2222`); None when
-        it is a pattern holding ranges (`gpu-[01:04]:!gpu-02`)."""
+        """A ranged target whose every name is a host (`gpu-[01-03]`); None for a pattern holding ranges."""
         try:
             names = expand_range(target)
         except PatternError:
@@ -136,7 +127,15 @@ class _Resolver:
 
     def _exact(self, name: str) -> list[Host] | None:
         names = self._exact_names(name)
-        return None if names is None or self.inventory is None else [self.inventory.hosts[n] for n in names]
+        if names is None or self.inventory is None:
+            return None
+        self._prefetch(names)
+        return [self.inventory.hosts[n] for n in names]
+
+    def _prefetch(self, names: list[str]) -> None:
+        """The ssh config lookups of hosts about to be resolved, asked of `ssh -G` side by side."""
+        if self._ssh is not None:  # none yet: no ssh host resolved so far, nor a config to ask about
+            self._ssh.prefetch(lookup_keys(names, self.inventory.hosts if self.inventory is not None else {}))
 
     def _adhoc(self, target: str) -> Host:
         inv = self.inventory
@@ -150,7 +149,7 @@ class _Resolver:
         return parse_adhoc(target, ssh_config=self.ssh)
 
     def _refuse_port_typo(self, target: str) -> None:
-        """`gpu-01:abc`, a host and what should be its port, would be a union with `abc` looked up in DNS."""
+        """`gpu-01:abc` (a host and what should be its port) would be a union with `abc` sent to DNS."""
         head, _, tail = target.rpartition(":")
         plain = target.count(":") == 1 and head and tail and tail[0] not in "!&~@" and not tail.isdigit()
         known = not plain or tail in LOCAL_NAMES or self._exact_names(tail) is not None or self.ssh.configures(tail)
@@ -171,6 +170,7 @@ class _Resolver:
             names = self._term_names(term, pattern, [p.name for p in picks])
             picks = [p for p in picks if (p.name in names) == (term.op == "&")]
         unique = {p.name: p for p in picks}.values()
+        self._prefetch([p.key for p in unique])
         return [
             self.inventory.hosts[p.key] if p.in_inventory and self.inventory is not None else self._adhoc(p.key)
             for p in unique
@@ -185,8 +185,7 @@ class _Resolver:
         return text.startswith("~") or self._subscripted(text) is not None
 
     def _refuse_unknown_subscript(self, target: str) -> None:
-        """`gpsu[0]` with an inventory: a one-host subscript of a name the inventory lacks is a typo, said
-        as typed (a slice over an unknown name stays a host range: `gpu-0[1:3]`)."""
+        """`gpsu[0]`: a one-host subscript of a name the inventory lacks is a typo (a slice stays a range)."""
         terms = split_pattern(target)
         sub = split_subscript(target) if len(terms) == 1 and not terms[0].op else None
         inv = self.inventory
@@ -200,8 +199,7 @@ class _Resolver:
         )
 
     def _subscripted(self, text: str) -> list[str] | None:
-        """The inventory names `base[...]` selects, when base is an inventory name or matching wildcard;
-        None: not a subscript (`gpu-[01:04]` over no group `gpu-` stays a host range)."""
+        """The names `base[...]` selects (base an inventory name or wildcard); None: not a subscript."""
         sub = split_subscript(text)
         if sub is None or self.inventory is None:
             return None

@@ -19,6 +19,7 @@ from gpudiag.render.bench_block import markdown_section as bench_section
 from gpudiag.render.answers_block import AnswerSet, answer_set, host_list, hosts_label, markdown_block
 from gpudiag.render.fleet_table import fleet_section
 from gpudiag.render.safe_text import clean, clean_run, code, md
+from gpudiag.render.ssh_line import ssh_settings_line
 from gpudiag.run_records import LoadedRun
 from gpudiag.verdict import EXIT_MEANING, Verdict, verdict as compute_verdict
 
@@ -67,6 +68,8 @@ def _title(run: LoadedRun, appendix_name: str | None) -> list[str]:
         f"- Hosts: {len(run.hosts)} ({counts or 'none'})",
         f"- gpudiag {md(m.gpudiag_version or '-')}" + (f": {code(' '.join(m.argv[1:]))}" if m.argv else ""),
     ]
+    ssh_line = ssh_settings_line(m.extra)
+    lines += [f"- {md(ssh_line)}"] if ssh_line else []
     return lines + ([link_line(appendix_name)] if run.hosts else []) + [""]
 
 

@@ -48,3 +48,23 @@ def test_hosts_piped_keep_each_host_on_one_line(tmp_path):
     assert out.returncode == 0, out.stderr
     row = next(line for line in out.stdout.splitlines() if "inference-node-with-a-long-name-01" in line)
     assert "operations@10.200.100.11" in row and "/opt/inference/serving/venvs/sglang-0.5.23/bin/python" in row
+
+
+def test_report_piped_to_grep_finds_whole_words(tmp_path):
+    """The report's console tables (answers, hosts, findings) through a pipe: a long host name, address or
+    path is never folded mid-word, however narrow COLUMNS is."""
+    long_name = "gpu-node-with-a-rather-long-name-c.datacenter.example"
+    fleet = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "fleet3"
+    run = tmp_path / "fleet3"
+    (run / "hosts").mkdir(parents=True)
+    (run / "run.json").write_text((fleet / "run.json").read_text().replace('"gpu-c"', f'"{long_name}"'))
+    for host in (fleet / "hosts").iterdir():
+        target = run / "hosts" / host.name.replace("gpu-c", long_name)
+        target.write_text(host.read_text().replace('"gpu-c"', f'"{long_name}"'))
+    out = gpudiag("report", str(run), cwd=tmp_path)
+    assert out.returncode == 3, out.stderr   # a host not reached
+    lines = out.stdout.splitlines()
+    for word in (long_name, "gpu-c.lab.internal:22:", "/opt/sglang/.venv/bin/python;", "/srv/sglang-dev/.venv/bin/python;"):
+        assert any(word in line for line in lines), (word, out.stdout)
+    host_row = next(line for line in lines if line.startswith("│ " + long_name))
+    assert "unreachable" in host_row

@@ -1,0 +1,184 @@
+"""Each ssh host's settings as OpenSSH itself resolves them, where `ssh` is installed:
+`ssh -G [-F FILE] [-l USER] [-p PORT] NAME` (system config, Include, Match exec, every %-token and
+environment variable), mapped onto what gpudiag's paramiko transport uses: HostName, User, Port, the
+IdentityFiles, ProxyJump, and notes for settings it does not honour (ProxyCommand, ...).
+
+`ssh -G` is asked once per distinct (name, user, port) and many at a time (`prefetch`), so an inventory of
+a thousand hosts costs a few rounds of ssh runs, not a thousand in a row. Where ssh is missing, or cannot be
+pointed at the files gpudiag reads, or `ssh -G` fails for a host, gpudiag's own reader (sshconfig.py)
+resolves it instead and the reason is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from shutil import which
+
+from gpudiag.inventory.sshconfig import ENV_VAR, NOT_HONOURED, SYSTEM_ENV_VAR, SshConfig, SshConfigError, SshSettings
+from gpudiag.inventory.sshconfig_match import TokenError, connection_tokens, expand_identity
+
+OPENSSH_LABEL = "`ssh -G`"  # how a resolution by OpenSSH begins: "`ssh -G` (OpenSSH_9.2p1)"
+TIMEOUT_S = 15.0  # a `Match exec` command runs within it
+WORKERS = 16
+DEFAULT_PORT = 22
+# Values `ssh -G` prints for a setting left at its default that means "nothing to honour".
+_OFF = {"none", "no", "false", "internal"}
+# Settings gpudiag decides itself (its host-key checker, --connect-timeout): a value other than ssh's
+# built-in default is named in a warning, so nobody takes it for honoured.
+DECIDED_HERE = {
+    "stricthostkeychecking": (
+        "StrictHostKeyChecking",
+        "gpudiag checks host keys itself; --accept-new records new ones",
+    ),
+    "userknownhostsfile": ("UserKnownHostsFile", "gpudiag reads ~/.ssh/known_hosts and its own file"),
+    "connecttimeout": ("ConnectTimeout", "--connect-timeout sets it"),
+}
+Key = tuple[str, "str | None", "int | None"]
+Answer = tuple["dict[str, list[str]] | None", str]  # (ssh -G's settings, "") or (None, why it failed)
+
+
+def use_openssh(config: SshConfig) -> None:
+    """`config` resolves its hosts with `ssh -G` from now on, where ssh is installed and reads the same files;
+    else it keeps its own reader and says why."""
+    config.openssh, config.without_openssh = OpenSsh.find()
+
+
+class OpenSsh:
+    """`ssh -G` for one config: what it answered per (name, user, port), asked once each."""
+
+    def __init__(self, program: str, version: str, config_file: str | None, defaults: dict[str, list[str]]):
+        """`defaults`: what `ssh -G` says with no config at all (its built-in values)."""
+        self.program, self.version, self.config_file = program, version, config_file
+        self.defaults = defaults
+        self.label = f"{OPENSSH_LABEL} ({version})"
+        self._answers: dict[Key, Answer] = {}
+
+    @classmethod
+    def find(cls) -> tuple[OpenSsh | None, str]:
+        """(OpenSsh, "") where `ssh -G` reads the files gpudiag would read; else (None, why not)."""
+        program = which("ssh")
+        if program is None:
+            return None, "ssh not found"
+        config_file = os.environ.get(ENV_VAR)
+        if os.environ.get(SYSTEM_ENV_VAR) and not config_file:
+            return None, f"{SYSTEM_ENV_VAR} names a system config ssh would not read"
+        if _account_home() not in (None, Path.home()):  # ssh reads `~` (~/.ssh/config, Include) as the account's
+            return None, "HOME is not the account's home directory, which ssh reads ~ as"
+        # One run gives the version (-v's first line) and the IdentityFiles ssh offers when none is set.
+        answer, why = _run([program, "-v", "-G", "-F", os.devnull, "gpudiag-defaults.invalid"], with_version=True)
+        if answer is None:
+            return None, f"ssh -G failed: {why}"
+        version = (answer.pop("", [""]) or [""])[0] or "OpenSSH"
+        return cls(program, version, os.path.expanduser(config_file) if config_file else None, answer), ""
+
+    def prefetch(self, keys: list[Key]) -> None:
+        """Ask about every key not asked yet, WORKERS at a time."""
+        todo = [key for key in dict.fromkeys(keys) if key not in self._answers]
+        if len(todo) < 2:
+            return
+        with ThreadPoolExecutor(min(WORKERS, len(todo))) as pool:
+            for key, answer in zip(todo, pool.map(self._ask, todo)):
+                self._answers[key] = answer
+
+    def settings(self, alias: str, user: str | None, port: int | None) -> SshSettings | str:
+        """What ssh would use for `alias` (user and port given win, as on ssh's command line), or why
+        `ssh -G` could not say."""
+        key = (alias, user, port)
+        if key not in self._answers:
+            self._answers[key] = self._ask(key)
+        answer, why = self._answers[key]
+        if answer is None:
+            return f"ssh -G failed: {why}"
+        try:
+            return self._settings(answer, alias, user, port)
+        except TokenError as exc:
+            raise SshConfigError(f"cannot apply ssh config to {alias!r}: {exc}") from None
+
+    def _ask(self, key: Key) -> Answer:
+        alias, user, port = key
+        argv = [self.program, "-G"] + (["-F", self.config_file] if self.config_file else [])
+        argv += (["-l", user] if user else []) + (["-p", str(port)] if port else [])
+        return _run(argv + ["--", alias])
+
+    def _settings(self, found: dict[str, list[str]], alias: str, user: str | None, port: int | None) -> SshSettings:
+        hostname = _one(found, "hostname") or alias
+        their_user, their_port = _one(found, "user"), _one(found, "port")
+        # The defaults ssh prints (the account's name, port 22) stay unset, as gpudiag's own reader leaves them.
+        user = user or (their_user if their_user and their_user != _account_name() else None)
+        if port is None and their_port and their_port.isdigit() and int(their_port) != DEFAULT_PORT:
+            port = int(their_port)
+        files = found.get("identityfile", [])
+        files = [] if files == self.defaults.get("identityfile", []) else files
+        tokens = connection_tokens(hostname.lower(), alias, user, port)
+        identity = expand_identity(files[0], tokens) if files else None
+        jump = _one(found, "proxyjump")
+        return SshSettings(
+            hostname=hostname.lower(),
+            user=user,
+            port=port,
+            identity_file=identity,
+            proxy_jump=jump if jump and jump.lower() != "none" else None,
+            ignored=tuple(_unhonoured(found, files, self.defaults)),
+            identity_files=tuple(files),
+            resolved_by=self.label,
+        )
+
+
+def _unhonoured(found: dict[str, list[str]], files: list[str], defaults: dict[str, list[str]]) -> list[str]:
+    notes = [
+        f"{label} {' '.join(found[key])} is not used ({why})"
+        for key, (label, why) in DECIDED_HERE.items()
+        if key in found and found[key] != defaults.get(key)
+    ]
+    if len(files) > 1:
+        notes.append(
+            f"IdentityFile: {len(files)} files given; gpudiag offers the first ({files[0]}), then agent and default keys"
+        )
+    for key, label in NOT_HONOURED.items():
+        value = _one(found, key)
+        if value is not None and value.lower() not in _OFF:
+            hint = "; use ProxyJump" if key == "proxycommand" else ""
+            notes.append(f"{label} is not supported (ignored{hint})")
+    return notes
+
+
+def _one(found: dict[str, list[str]], key: str) -> str | None:
+    values = found.get(key)
+    return values[0] if values else None
+
+
+def _run(argv: list[str], with_version: bool = False) -> Answer:
+    """ssh -G's settings, each key's values in order; with_version: -v's first stderr line under key ""."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, str(exc)[:200]
+    errors = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("debug")]
+    if proc.returncode != 0:
+        return None, (errors or [f"exit {proc.returncode}"])[0][:200]  # the first: which line, which option
+    found: dict[str, list[str]] = {}
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        found.setdefault(key.lower(), []).append(value)
+    if with_version:
+        first = proc.stderr.splitlines()[:1]
+        found[""] = [first[0].split(",")[0].split()[0]] if first and first[0].startswith("OpenSSH") else []
+    return found, ""
+
+
+def _account_name() -> str | None:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return None
+
+
+def _account_home() -> Path | None:
+    try:
+        return Path(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:
+        return None

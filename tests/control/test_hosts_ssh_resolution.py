@@ -1,0 +1,78 @@
+"""`gpudiag hosts` (nothing connects) with ssh installed: each host's ssh settings come from `ssh -G`, the
+inventory's own values still win, tokens in IdentityFile are expanded; with no ssh on PATH, or where
+`ssh -G` refuses the config, gpudiag's own reader resolves the host and the caption says why."""
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NAME = "gpu-target"
+# `Match originalhost=NAME` (a criterion written with `=`) is beyond gpudiag's own reader: only ssh -G sees port 2299.
+CONFIG = f"Match originalhost={NAME}\n  Port 2299\nHost {NAME}\n  HostName 127.0.0.1\n  Port 2300\n"
+needs_ssh = pytest.mark.skipif(shutil.which("ssh") is None, reason="OpenSSH client not installed")
+
+
+def gpudiag(tmp_path, *args, config=CONFIG, path=None):
+    (tmp_path / "ssh_config").write_text(config)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="300", GPUDIAG_SSH_CONFIG=str(tmp_path / "ssh_config"),
+               HOME=pwd.getpwuid(os.getuid()).pw_dir)   # ssh reads `~` as the account's home
+    env.pop("GPUDIAG_SSH_SYSTEM_CONFIG", None)
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.run([sys.executable, "-m", "gpudiag", "hosts", *args], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=60)
+
+
+@needs_ssh
+def test_ssh_g_resolves_what_the_own_reader_cannot(tmp_path):
+    out = gpudiag(tmp_path, NAME)
+    assert out.returncode == 0, out.stderr
+    assert "ssh 127.0.0.1:2299" in out.stdout
+    assert "resolved by `ssh -G` (OpenSSH_" in out.stdout
+    assert "not supported" not in out.stderr
+
+
+@needs_ssh
+def test_inventory_values_still_win_and_identity_tokens_expand(tmp_path):
+    (tmp_path / "inventory.yaml").write_text(f"hosts:\n  {NAME}:\n    user: inv\n    port: 2400\n")
+    config = CONFIG + f"  User cfg\n  IdentityFile {tmp_path}/key_%h_%r_%p\n"
+    out = gpudiag(tmp_path, NAME, "--json", config=config)
+    assert out.returncode == 0, out.stderr
+    (host,) = json.loads(out.stdout)
+    assert (host["address"], host["user"], host["port"]) == ("127.0.0.1", "inv", 2400)
+    assert host["identity_file"] == f"{tmp_path}/key_127.0.0.1_inv_2400"
+
+
+def test_without_ssh_on_path_the_own_reader_resolves_and_says_so(tmp_path):
+    bare_bin = tmp_path / "bin"
+    bare_bin.mkdir()
+    out = gpudiag(tmp_path, NAME, path=str(bare_bin))
+    assert out.returncode == 0, out.stderr
+    assert "ssh 127.0.0.1:2300" in out.stdout
+    assert "resolved by gpudiag's own ssh_config reader: ssh not found" in out.stdout
+    assert "Match originalhost=" in out.stderr   # the block it cannot apply is named
+
+
+@needs_ssh
+def test_a_config_ssh_refuses_falls_back_with_ssh_s_reason(tmp_path):
+    out = gpudiag(tmp_path, NAME, config=CONFIG + "  NoSuchOptionAnywhere yes\n")
+    assert "resolved by gpudiag's own ssh_config reader: ssh -G failed: " in out.stdout, out.stdout + out.stderr
+    assert "Bad configuration option: nosuchoptionanywhere" in out.stdout   # ssh's own words, which line
+    assert "ssh 127.0.0.1:2300" in out.stdout
+
+
+@needs_ssh
+def test_settings_gpudiag_decides_itself_are_named_not_taken_for_honoured(tmp_path):
+    config = CONFIG + "  StrictHostKeyChecking accept-new\n  UserKnownHostsFile /dev/null\n  ConnectTimeout 3\n"
+    out = gpudiag(tmp_path, NAME, config=config)
+    assert out.returncode == 0, out.stderr
+    warning = next(line for line in out.stderr.splitlines() if line.startswith(f"gpudiag: warning: {NAME}:"))
+    assert "StrictHostKeyChecking accept-new is not used" in warning
+    assert "UserKnownHostsFile /dev/null is not used" in warning and "ConnectTimeout 3 is not used" in warning
+    assert "not used" not in gpudiag(tmp_path, NAME).stderr   # ssh's own defaults are never named
