@@ -5,8 +5,8 @@
 Each host of the real sshd fleet (loopback) runs a stand-in interpreter that answers the payload with one
 frame of `--item` values (default `{}`, empty objects), `--mb` megabytes of it (under the 64 MiB cap). Frames
 just under the decoded-size limit (gpudiag/jsonfile.py): `--item '{}' --mb 0.33` (8 MiB of objects, the floor)
-and `--item '"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"' --mb 10` (40-character strings, estimated at 2.35x their
-text, under the 2.5x limit; 28-character ones, at 2.9x, are refused).
+and `--item '"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"' --mb 9.5` (56-character strings, estimated
+at 1.98x their text, under the 2.0x limit; 40-character ones, at 2.35x, are refused).
 The peak RSS (VmHWM) of the `gpudiag scan` process is sampled from /proc and printed as a ratio to the frame's bytes times the hosts
 whose frames the control side held at once (the pool, --forks, is the fleet size here), less the floor:
 the same scan's peak for one host with an empty frame. `--baseline DIR`

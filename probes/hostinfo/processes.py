@@ -16,6 +16,15 @@ def proc_root_of(ctx):
     return (ctx.option("deployment", {}) or {}).get("proc_root") or os.environ.get("GPUDIAG_PROC_ROOT") or "/proc"
 
 
+def this_hosts_process(proc_root, pid):
+    """Whether `pid` read from this /proc view is a process of this host: the view is /proc itself, or the
+    pid's entry links to /proc/PID (a view holding some of this host's processes), so its loopback is ours.
+    A container's /proc, or the host's /proc mounted elsewhere, is not."""
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return False
+    return os.path.realpath(os.path.join(proc_root, str(pid))) == "/proc/%d" % pid
+
+
 def _pids(proc_root):
     try:
         return sorted(int(name) for name in os.listdir(proc_root) if name.isdigit())

@@ -2,8 +2,9 @@
 (`gpudiag bench TARGETS --concurrency 1,128`); never part of a plain or deep scan (set "explicit").
 
 Per server found by the deployment probe: the port and --host of its argv (a server on another interface,
-or one read from another /proc, is not loaded), its --api-key read from /proc/PID/cmdline and sent as a
-Bearer token (never stored), random token ids below the model's vocab_size (its config.json) or below 1000.
+or one read from another /proc, is not loaded; a /proc view whose entries link to this host's own /proc/PID
+is this host's), its --api-key read from /proc/PID/cmdline and sent as a Bearer token (never stored), random
+token ids below the model's vocab_size (its config.json) or below 1000.
 Each level runs until its requests are answered or the overall deadline passes. The server's decode lines
 written during the load are read through the serving-figures parser when its log is a file.
 """
@@ -14,6 +15,7 @@ import time
 
 from probes import events
 from probes.context import Skip
+from probes.hostinfo.processes import this_hosts_process
 from probes.log_read import HOST_SECONDS, cut_note, read_log
 from probes.schemas import anything, i, mapping, num, obj, s, lst
 from probes.servingstats.endpoints import DEFAULT_PORT, api_key_of, loopback_address
@@ -77,7 +79,7 @@ def bench_server(server, proc_root, levels, settings, deadline, log_record):
     record = {"pid": server.get("pid"), "port": port if isinstance(port, int) else None, "address": address,
               "loaded": False, "reason": None, "vocab": None, "vocab_from": None, "api_key_used": False,
               "levels": [], "stopped": None, "log": None}
-    if os.path.realpath(proc_root) != "/proc":
+    if not this_hosts_process(proc_root, server.get("pid")):
         record["reason"] = "server read from another /proc (deployment.proc_root): its loopback is not this host's"
     elif address is None:
         record["reason"] = "listens on %s, not on loopback: not loaded" % args.get("host")

@@ -9,6 +9,7 @@ judged from the server's own cadence (cadence.py). `accept rate` changed meaning
 a median of this log only, never compared.
 """
 import statistics
+from operator import itemgetter
 
 from probes.servingstats import cadence
 
@@ -126,7 +127,7 @@ def summarize(records, interval=cadence.DEFAULT_INTERVAL, max_bs=None):
         "graph": {"true": graph[True], "false": graph[False], "absent": graph[None]},
         "graph_on_max_running": t.on_max, "graph_off_min_running": t.off_min, "graph_backends": sorted(t.backends),
         "after_idle": t.after_idle,
-        "nonfinite": sum(r["nonfinite"] for r in records),
+        "nonfinite": sum(map(itemgetter("nonfinite"), records)),
         "first_ts": _stamp(first) if first else None,
         "last_ts": _stamp(last) if last else None,
         "ranks": _ranks(records),
@@ -145,7 +146,7 @@ def _stamp(record):
 
 
 def _ranks(records):
-    return sorted(set(r["rank"] for r in records if r["rank"]))[:MAX_RANKS]
+    return sorted(rank for rank in set(map(itemgetter("rank"), records)) if rank)[:MAX_RANKS]
 
 
 def dp_sum(decode, interval=cadence.DEFAULT_INTERVAL):
@@ -172,10 +173,11 @@ def dp_sum(decode, interval=cadence.DEFAULT_INTERVAL):
             sums.append(sum(h["gen_throughput"] for h in current))
             running.append(sum(h["running_req"] for h in current))
 
+    last = len(sample) - 1
     for n, r in enumerate(sample):
         now = r["t"]
         held[r["ranks"]["DP"]] = (r, now + (cadence.expected_gap(r, interval) or 0.0) + 1.0)
-        if len(held) == wanted and (n + 1 == len(sample) or sample[n + 1]["t"] != now):
+        if len(held) == wanted and (n == last or sample[n + 1]["t"] != now):
             moment(now)  # the last line of its second: every rank that printed in it is in
     by_rank = {}
     for r in sample:

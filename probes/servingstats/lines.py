@@ -7,24 +7,24 @@ from 0.5.5; the fields after it are `key: value` pairs joined by ", " whose set 
 is found by its key (str.find: C speed, about twice a regex alternation over the line) wherever it stands: a
 key glued to the previous field by the terminal (`token usaccept rate: 0.32`) is still found, `block accept
 len` is never read as `accept len`, and a new field never breaks a line. The text is split into lines once; a
-line without "batch" costs one substring test.
+line without "batch" costs one substring test. The common forms are read first by one regex match
+(strict.py), to the same figures; what it does not match is read here key by key.
 
 What comes before the head is the logging prefix: sglang's "[%(asctime)s{.ms}{ DPn}{ PPn}{ TPn}{ EPn}] "
 (rank tags read by shape: DP, PP, TP, EP, ATTN_CP, MOE_DP, ...), a custom format such as "[DP3 TP3 EP3
 scheduler_metrics_mixin.py:222] ", a line that lost its "[", or any of these behind a docker compose
-("svc-1  | "), Ray ("(SchedulerActor pid=12) "), journald or `> ` quoting prefix, with ANSI colour.
-A prefix is parsed once and cached: lines of one second and rank share it.
+("svc-1  | "), Ray ("(SchedulerActor pid=12) "), journald or `> ` quoting prefix, with ANSI colour
+(prefix.py: each prefix parsed once and cached, lines of one second and rank share it).
 """
 import re
 
 from probes.server_ready import READY
+from probes.servingstats.prefix import stamp
+from probes.servingstats.strict import strict_reader
 
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-STAMP = re.compile(r"(?:(\d{4}-\d\d-\d\d)[ T])?(\d\d):(\d\d):(\d\d)")
-RANK = re.compile(r"(?<![\w.])([A-Z][A-Z_]{0,10}[A-Z])(\d{1,4})(?![\w.:])")
 MAX_LINE = 4096
-MAX_PREFIXES = 4096
 
 def _keys(*keys):
     """(key as printed, its length, name, type) per figure read; everything else in a line is skipped."""
@@ -52,7 +52,9 @@ def parse_line(raw, prefixes=None):
     line is not a decode or prefill line. Non-finite numbers (nan, inf) are kept as None and counted."""
     if "batch" not in raw:
         return None
-    return _record(raw, {} if prefixes is None else prefixes)
+    prefixes = {} if prefixes is None else prefixes
+    record = strict_reader(prefixes)(raw)
+    return record if record is not None else _record(raw, prefixes)
 
 
 def _numbers(line, start, keys, record):
@@ -121,20 +123,7 @@ def _record(line, prefixes):
             record["graph"] = flag[0] == "T"
             record["graph_backend"] = "cuda" if line[graph - 5:graph] == " cuda" else \
                 line[max(line.rfind(" ", 0, graph), line.rfind(",", 0, graph)) + 1:graph]
-    if begins > 21 and line[0] == "[" and line[5] == "-" and line[11] == " " and line[14] == ":" and \
-            line[17] == ":" and line[13].isdigit():
-        # sglang's own "[YYYY-MM-DD HH:MM:SS<.ms><tags>] ": the stamp sliced, the date and the tags cached.
-        tags = _cached(prefixes, "tags", line[20:begins], _tags)
-        try:
-            seconds = _cached(prefixes, "day", line[1:11], _day) + int(line[12:14]) * 3600 + int(line[15:17]) * 60 + \
-                int(line[18:20])
-        except (TypeError, ValueError):
-            seconds = None
-        record["date"], record["ts"], record["t"] = line[1:11], line[12:20], seconds
-        record["ranks"], record["rank"] = tags
-        return record
-    record.update(_cached(prefixes, "prefix", line[:begins], _prefix))  # date, ts, t, ranks, rank
-    return record
+    return stamp(record, line, begins, prefixes)
 
 
 def _decode_figures(line, start, record):
@@ -165,64 +154,21 @@ def _decode_figures(line, start, record):
     return True
 
 
-def _cached(cache, kind, text, parse):
-    """parse(text), remembered per kind: a prefix, a date or a tag string recurs on every line of its second,
-    day or rank."""
-    found = cache.get((kind, text))
-    if found is None:
-        found = parse(text)
-        if len(cache) > MAX_PREFIXES:
-            cache.clear()
-        cache[(kind, text)] = found
-    return found
-
-
-def _day(date):
-    """Seconds at the start of a YYYY-MM-DD date, monotone in the date (enough to order and to tell a gap)."""
-    try:
-        y, mo, d = (int(x) for x in date.split("-"))
-    except ValueError:
-        return None
-    return (y * 372 + mo * 31 + d) * 86400
-
-
-def _tags(tail):
-    """(ranks, rank) of what follows the stamp in sglang's bracket: ".123 DP0 TP0] " -> ({DP: 0, TP: 0}, "DP0 TP0")."""
-    close = tail.find("]")
-    pairs = RANK.findall(tail[:close] if close >= 0 else tail)
-    return dict((k, int(v)) for k, v in pairs), " ".join(k + v for k, v in pairs)
-
-
-def _prefix(prefix):
-    """{date, ts, t (seconds), ranks {tag: n}, rank "DP0 TP0"} of a logging prefix; the rank tags stand in the last bracket
-    (or before a "]" whose "[" was lost), after its time stamp."""
-    close = prefix.rfind("]")
-    tagged = prefix[prefix.rfind("[", 0, close) + 1:close] if close >= 0 else prefix
-    stamp = STAMP.search(tagged) or STAMP.search(prefix)
-    date = seconds = ts = None
-    if stamp:
-        date, ts = stamp.group(1), "%s:%s:%s" % stamp.group(2, 3, 4)
-        seconds = int(stamp.group(2)) * 3600 + int(stamp.group(3)) * 60 + int(stamp.group(4))
-        if date:
-            seconds += _day(date) or 0
-        if stamp.re is STAMP and stamp.string is tagged:
-            tagged = tagged[stamp.end():]
-    pairs = RANK.findall(tagged)
-    return {"date": date, "ts": ts, "t": seconds, "ranks": dict((k, int(v)) for k, v in pairs),
-            "rank": " ".join(k + v for k, v in pairs)}
-
-
 def scan(text):
     """(records, windows) of a log text in one pass: the stats lines in order, and per server run found
     (split at its start-up line) {first: index of its first record, args: {decode_log_interval, ...} from its
     server_args line, captured_max_bs: from its `Capture cuda graph bs [...]` line}."""
     records, prefixes = [], {}
     windows = [{"first": 0, "args": {}, "captured_max_bs": None, "started": False}]
+    append, strict = records.append, strict_reader(prefixes)
     for line in text.splitlines():
         if "batch" in line:
-            record = _record(line, prefixes)
-            if record is not None:
-                records.append(record)
+            record = strict(line)  # the common forms in one match each, the rest key by key
+            if record is None:
+                record = _record(line, prefixes)
+                if record is None:
+                    continue
+            append(record)
         elif START in line or "graph bs [" in line or READY.search(line):
             _event(line[:MAX_ARGS_LINE], windows, len(records))
     return records, windows

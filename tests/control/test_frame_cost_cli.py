@@ -23,4 +23,4 @@ def test_a_dense_frame_under_the_value_limit_is_a_frame_error_naming_the_cost(tm
     hosts = {h["name"]: h for h in json.loads(result.stdout)["hosts"]}
     assert hosts["fine"]["status"] == "ok"
     assert hosts["dense"]["status"] == "frame_error"
-    assert "would take more than 8 MiB once decoded (the limit: 2.5x the document's size" in hosts["dense"]["reason"]
+    assert "would take more than 8 MiB once decoded (the limit: 2.0x the document's size" in hosts["dense"]["reason"]

@@ -97,8 +97,49 @@ def standin(tmp_path, request):
     log.close()
 
 
-def gpudiag(*args, timeout=240):
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, timeout=timeout)
+def gpudiag(*args, timeout=240, proc_view=None):
+    env = dict(os.environ, GPUDIAG_PROC_ROOT=str(proc_view)) if proc_view else None
+    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+@pytest.fixture
+def foreign_server(tmp_path):
+    """Another sglang server on this machine, as other work would run one: alive, named as a server, answering
+    nothing on its port. Stopped by its process group."""
+    root = tmp_path / "foreign"
+    (root / "sglang").mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text("")
+    (root / "sglang" / "launch_server.py").write_text("import time\ntime.sleep(300)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "sglang.launch_server", "--model-path", "/models/other",
+                             "--host", "127.0.0.1", "--port", str(free_port())],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, PYTHONPATH=str(root)), start_new_session=True)
+    deadline = time.monotonic() + 10
+    while b"sglang.launch_server" not in _cmdline(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert b"sglang.launch_server" in _cmdline(proc.pid), "foreign stand-in did not start"
+    yield proc
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+
+
+def own_proc_view(tmp_path, *pids):
+    """A /proc of these processes alone (links to this host's entries, so the bench still loads them)."""
+    view = tmp_path / "proc"
+    view.mkdir()
+    for pid in pids:
+        (view / str(pid)).symlink_to("/proc/%d" % pid)
+    (view / "uptime").symlink_to("/proc/uptime")
+    return view
 
 
 def test_bench_loads_the_live_server_per_level_and_report_shows_both(tmp_path, standin):
@@ -106,7 +147,8 @@ def test_bench_loads_the_live_server_per_level_and_report_shows_both(tmp_path, s
     reports = str(tmp_path / "reports")
     started = time.monotonic()
     bench = gpudiag("bench", "localhost", "--concurrency", "1,4", "--requests", "8", "--input-len", "16",
-                    "--output-len", "32", "--max-seconds", "60", "--reports-dir", reports, "--json")
+                    "--output-len", "32", "--max-seconds", "60", "--reports-dir", reports, "--json",
+                    proc_view=own_proc_view(tmp_path, proc.pid))
     assert time.monotonic() - started < 120     # bounded by its requests: it stops by itself
     assert bench.returncode == 0, bench.stderr
     assert "concurrency 1" in bench.stderr and "8/8 answered" in bench.stderr   # progress per level
@@ -147,11 +189,17 @@ def test_bench_loads_the_live_server_per_level_and_report_shows_both(tmp_path, s
         assert "pid %d: 16 decode lines during the load, accept len 3.90" % proc.pid in markdown
 
 
-def test_bench_stops_at_max_seconds(tmp_path, standin):
+def test_bench_stops_at_max_seconds(tmp_path, foreign_server, standin):
+    """Only the test's server is loaded: a server other work runs here (the foreign stand-in, refusing every
+    request) is outside the test's /proc view, so it neither spends the two seconds nor adds a row."""
     proc, _ = standin
+    view = own_proc_view(tmp_path, proc.pid)
     bench = gpudiag("bench", "localhost", "--concurrency", "1", "--requests", "100000", "--max-seconds", "2",
-                    "--reports-dir", str(tmp_path / "reports"), "--json")
-    [row] = [r for r in json.loads(bench.stdout)["rows"] if r["pid"] == proc.pid]
+                    "--reports-dir", str(tmp_path / "reports"), "--json", proc_view=view)
+    assert foreign_server.poll() is None                 # alive throughout, and not the bench's
+    rows = json.loads(bench.stdout)["rows"]
+    assert {r["pid"] for r in rows} == {proc.pid}
+    [row] = rows
     assert 0 < row["answered"] < 100000 and row["duration_s"] < 5
 
 
@@ -161,7 +209,8 @@ def test_ctrl_c_stops_sending_at_once_and_keeps_the_run(tmp_path, standin):
     reports = tmp_path / "reports"
     bench = subprocess.Popen([sys.executable, "-m", "gpudiag", "bench", "localhost", "--concurrency", "2",
                               "--requests", "100000", "--max-seconds", "120", "--reports-dir", str(reports)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             env=dict(os.environ, GPUDIAG_PROC_ROOT=str(own_proc_view(tmp_path, proc.pid))))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and log.read_text().count("\n") < 20:   # the load is under way
         time.sleep(0.1)
@@ -183,7 +232,8 @@ def test_a_server_bound_to_another_interface_is_not_loaded_and_its_row_says_why(
     proc, _ = standin
     bound = request.node.callspec.params["standin"]
     reports = str(tmp_path / "reports")
-    bench = gpudiag("bench", "localhost", "--concurrency", "1", "--requests", "2", "--reports-dir", reports, "--json")
+    bench = gpudiag("bench", "localhost", "--concurrency", "1", "--requests", "2", "--reports-dir", reports, "--json",
+                    proc_view=own_proc_view(tmp_path, proc.pid))
     [row] = [r for r in json.loads(bench.stdout)["rows"] if r["pid"] == proc.pid]
     assert row["reason"] == f"listens on {bound}, not on loopback: not loaded" and "concurrency" not in row
     assert (tmp_path / "server" / "server.log").read_text() == ""      # not one request reached it

@@ -74,6 +74,20 @@ def test_a_server_off_loopback_or_in_another_proc_is_not_loaded():
     assert record["loaded"] is False and "another /proc" in record["reason"]
 
 
+def test_a_proc_view_linking_to_this_hosts_entries_is_this_host(tmp_path):
+    """A test's /proc view links to this host's /proc/PID: its servers are ours. A copied entry, or a link
+    named for another pid, is another /proc."""
+    import os
+    from probes.hostinfo.processes import this_hosts_process
+    me = os.getpid()
+    (tmp_path / str(me)).symlink_to("/proc/%d" % me)
+    (tmp_path / "1").symlink_to("/proc/%d" % me)
+    (tmp_path / "2").mkdir()
+    assert this_hosts_process("/proc", me) and this_hosts_process(str(tmp_path), me)
+    assert not this_hosts_process(str(tmp_path), 1) and not this_hosts_process(str(tmp_path), 2)
+    assert not this_hosts_process("/proc", "7") and not this_hosts_process("/proc", None)
+
+
 def test_the_log_is_read_from_where_it_stood_before_the_load(tmp_path):
     path = tmp_path / "server.log"
     path.write_text("old line that is not a decode line\n")
