@@ -176,6 +176,7 @@ def main(payload):
         sys.stderr.flush()
     except Exception:
         pass
+    watch.hold_if_ending()
     # Engines such as pdsh cut long lines: a bundle run asks for wrapped JSON lines (ingest joins them).
     try:
         write_frame(document, nonce, frame_fd, int(payload.get("line_width") or 0))

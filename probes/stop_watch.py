@@ -30,6 +30,7 @@ class StopWatch(object):
         self._stopped = threading.Event()
         self._wake_r, self._wake_w = os.pipe()   # a stop signal's number arrives here, one byte
         self._previous = {}
+        self.ending = threading.Event()   # set before the children are killed: their deaths are not results
 
     def start(self):
         if threading.current_thread() is threading.main_thread():
@@ -52,6 +53,12 @@ class StopWatch(object):
             except OSError:
                 pass
 
+    def hold_if_ending(self):
+        """Called before the result is written: when a stop is ending the run, a probe whose child it killed
+        has no result to give, so the runner waits here for the watch to end it instead of reporting it."""
+        if self.ending.is_set():
+            time.sleep(4 * GRACE_S)
+
     def _on_signal(self, signum, frame):
         # The work happens in the watch thread (the main thread may hold a lock it needs); a second signal
         # of the kind ends the runner at once.
@@ -71,10 +78,12 @@ class StopWatch(object):
                 if self._stopped.is_set():
                     return   # the fd may have been closed (and its number reused) after stop()
                 if fd == self._wake_r:
+                    self.ending.set()
                     return end_run(os.read(self._wake_r, 1)[0])
                 if flags & select.POLLNVAL:
                     poller.unregister(fd)   # closed or never open: says nothing about the control side
                 elif flags & GONE:
+                    self.ending.set()
                     return end_run(signal.SIGKILL)
 
 
