@@ -178,14 +178,15 @@ def main(payload):
         pass
     watch.hold_if_ending()
     # Engines such as pdsh cut long lines: a bundle run asks for wrapped JSON lines (ingest joins them).
+    reap_s = REAP_S
     try:
         write_frame(document, nonce, frame_fd, int(payload.get("line_width") or 0))
     except OSError:
-        pass   # nobody reads it any more: the children are still reaped below
+        reap_s = 0.0   # nobody reads any more (the session was closed): the children end now, not in REAP_S
     watch.stop()
     os.close(frame_fd)
     # Children (the torch child, a GPU worker) end before the runner, within the host's deadline.
     budget = float(payload.get("budget_s") or 0) or None
-    child.reap_all(min(REAP_S, budget - (time.monotonic() - begun)) if budget else REAP_S)
+    child.reap_all(min(reap_s, budget - (time.monotonic() - begun)) if budget else reap_s)
     # Hung probe threads (timed out) must not keep the process alive.
     os._exit(0)
