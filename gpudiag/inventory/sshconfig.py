@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from gpudiag.ssh_options import SshOptions
 from gpudiag.inventory.sshconfig_file import ConfigFile, Directive, SshConfigError, parse_text, read_config
 from gpudiag.inventory.sshconfig_match import (
     MatchContext,
@@ -59,6 +60,7 @@ class SshSettings:
     ignored: tuple[str, ...] = ()  # settings found but not honoured, one phrase each (callers warn)
     identity_files: tuple[str, ...] = ()  # every IdentityFile as written (what `ssh -G` prints)
     resolved_by: str = OWN_READER  # `ssh -G` (VERSION), or this reader and why ssh -G was not used
+    options: SshOptions | None = None  # known hosts, host-key policy, timeout, every key (ssh -G only)
 
 
 def config_path() -> Path:

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import paramiko
 
 from gpudiag.models import INTERRUPTED, TIMEOUT, UNREACHABLE, CommandResult, Host
+from gpudiag.ssh_options import SshOptions
 from gpudiag.transports.base import TransportError
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
 from gpudiag.transports.events import EventReader
@@ -35,14 +36,28 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 # After the command's exit status, how long its output may stay open with nothing arriving before the
 # session is closed: a grandchild holding stdout open would otherwise cost the whole deadline.
 EXIT_GRACE_S = 2.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
 
 
 class SSHTransport:
     def __init__(
-        self, host: Host, accept_new: bool = False, known_hosts: str | None = None, connect_timeout: float = 10.0
+        self,
+        host: Host,
+        accept_new: bool = False,
+        known_hosts: str | None = None,
+        connect_timeout: float | None = None,
     ):
+        """`connect_timeout`: --connect-timeout when given; else the host's ConnectTimeout, else 10 s."""
         self.host = host
-        self.checker = HostKeyChecker(accept_new=accept_new, own_file=known_hosts)
+        options = host.ssh or SshOptions()
+        self.checker = HostKeyChecker(
+            accept_new=accept_new or options.accept_new,
+            own_file=known_hosts,
+            extra_files=list(options.known_hosts) or None,
+            record_to=options.record_to,
+        )
+        if connect_timeout is None:
+            connect_timeout = options.connect_timeout or DEFAULT_CONNECT_TIMEOUT
         self.user = host.user or getpass.getuser()
         self._lock = threading.Lock()
         self._resources: list[Any] = []  # sockets, paramiko clients and channels to tear down

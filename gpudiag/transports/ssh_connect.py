@@ -138,18 +138,14 @@ class Connector:
         self._track(client)
         name = host_id(address, port)
         limit = self.limit(deadline)
-        identity = os.path.expanduser(self.host.identity_file) if self.host.identity_file else None
-        if identity and not os.path.isfile(identity):
-            raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: no such file")
-        if identity and not os.access(identity, os.R_OK):
-            raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: not readable")
+        identity = self._identity(label)
         try:
             client.connect(
                 address,
                 port,
                 username=user,
                 sock=sock,
-                key_filename=identity,
+                key_filename=identity,  # type: ignore[arg-type]  # paramiko takes a list too
                 allow_agent=True,
                 look_for_keys=True,
                 timeout=limit,
@@ -169,6 +165,20 @@ class Connector:
             ) from None
         client.get_transport().set_keepalive(KEEPALIVE_S)  # type: ignore[union-attr]
         return client
+
+    def _identity(self, label: str) -> str | list[str] | None:
+        """The key files offered before the agent's and the default ones: the inventory's one (which must
+        be readable), or every IdentityFile of the host's ssh config that exists, in order (as ssh, which
+        skips a missing one)."""
+        from_config = self.host.ssh.identity_files if self.host.ssh else ()
+        if from_config:
+            return [path for path in from_config if os.path.isfile(path) and os.access(path, os.R_OK)] or None
+        identity = os.path.expanduser(self.host.identity_file) if self.host.identity_file else None
+        if identity and not os.path.isfile(identity):
+            raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: no such file")
+        if identity and not os.access(identity, os.R_OK):
+            raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: not readable")
+        return identity
 
     def _transport_factory(self, name: str) -> Callable[..., paramiko.Transport]:
         """Ask the server for a key type we already know for it, so a known host is checked, not 'new'."""
