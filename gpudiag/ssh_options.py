@@ -14,3 +14,13 @@ class SshOptions:
     record_to: str | None = None  # the first UserKnownHostsFile, where a new key is recorded; None = own file
     accept_new: bool = False  # StrictHostKeyChecking accept-new (or no/off, taken as accept-new)
     connect_timeout: float | None = None  # ConnectTimeout; None = not set
+
+
+# ssh_config keyword → its name: what only a host resolved by `ssh -G` honours (gpudiag's own reader names
+# them in the host's warning, whatever their value).
+SSH_G_ONLY = {
+    "stricthostkeychecking": "StrictHostKeyChecking",
+    "userknownhostsfile": "UserKnownHostsFile",
+    "globalknownhostsfile": "GlobalKnownHostsFile",
+    "connecttimeout": "ConnectTimeout",
+}

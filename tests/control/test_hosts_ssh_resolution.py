@@ -82,3 +82,15 @@ def test_strict_host_key_checking_no_is_named_as_taken_for_accept_new(tmp_path):
     assert out.returncode == 0, out.stderr
     warning = next(line for line in out.stderr.splitlines() if line.startswith(f"gpudiag: warning: {NAME}:"))
     assert "StrictHostKeyChecking no is taken as accept-new (a changed host key is still refused)" in warning
+
+
+def test_the_own_reader_names_the_settings_only_ssh_g_honours(tmp_path):
+    bare_bin = tmp_path / "bin"   # a PATH with Python and no ssh
+    bare_bin.mkdir()
+    (bare_bin / "python3").symlink_to(sys.executable)
+    config = CONFIG + "  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  ConnectTimeout 3\n"
+    out = gpudiag(tmp_path, NAME, config=config, path=str(bare_bin))
+    assert out.returncode == 0, out.stderr
+    warning = next(line for line in out.stderr.splitlines() if line.startswith(f"gpudiag: warning: {NAME}:"))
+    for label in ("StrictHostKeyChecking", "UserKnownHostsFile", "ConnectTimeout"):
+        assert f"{label} is honoured only where ssh -G resolves the host (ignored)" in warning, warning
