@@ -63,7 +63,9 @@ class SSHTransport:
         self._resources: list[Any] = []  # sockets, paramiko clients and channels to tear down
         self._closed = threading.Event()  # close() was called
         self._expired = threading.Event()  # the run's deadline passed
-        self._connector = Connector(host, self.user, self.checker, connect_timeout, self._track, self._stopped)
+        # a jump host is checked as before: the files and policy of the host's own ssh config are not its own
+        hops = HostKeyChecker(accept_new=accept_new, own_file=known_hosts) if host.ssh and host.jump else None
+        self._connector = Connector(host, self.user, self.checker, connect_timeout, self._track, self._stopped, hops)
 
     # -- public ---------------------------------------------------------------------------------
     def run(

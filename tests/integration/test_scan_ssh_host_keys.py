@@ -92,3 +92,16 @@ def test_every_identity_file_is_tried_in_order(sshd_fleet, tmp_path):
     proc, host = scan(sshd_fleet, tmp_path, f"  UserKnownHostsFile {known}\n",
                       identity=f"  IdentityFile {tmp_path}/missing\n  IdentityFile {wrong}\n")
     assert host["status"] == "auth_failed", host   # and a wrong key alone does not
+
+
+def test_a_jump_host_is_not_accepted_new_under_the_destinations_config(sshd_fleet, tmp_path):
+    """ssh reaches a jump host with the jump host's own config: the destination's accept-new and files are
+    not its, so its unknown key is refused and recorded nowhere."""
+    hop = sshd_fleet.hosts[1]
+    known = tmp_path / "kh"
+    settings = (f"  StrictHostKeyChecking accept-new\n  UserKnownHostsFile {known}\n"
+                f"  ProxyJump {hop.user}@{hop.address}:{hop.port}\n")
+    proc, host = scan(sshd_fleet, tmp_path, settings)
+    assert host["status"] == "host_key_unknown", host
+    assert "jump host" in host["reason"] and f"[{hop.address}]:{hop.port}" in host["reason"], host
+    assert not known.exists() or hop.known_hosts_line.split()[2] not in known.read_text()
