@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpudiag.schema import SCHEMA_VERSION, SchemaError, check_schema, number_field, shown, typed_field
+from gpudiag.ssh_options import SshOptions
 
 # Host statuses: every host of a run ends with exactly one of these.
 OK = "ok"
@@ -63,6 +64,7 @@ class Host:
     source: str = ""  # where this host was defined (file:line or "command line")
     vars: tuple[tuple[str, Any], ...] = ()
     skip_reason: str | None = None  # not scanned: it cannot be reached correctly (inventory setting)
+    ssh: SshOptions | None = None  # what its ssh config decides beyond the address (ssh -G only)
 
     def with_(self, **changes: Any) -> "Host":
         return replace(self, **changes)

@@ -186,23 +186,24 @@ def listed_names(value: str | None, option: str) -> list[str] | None:
 
 
 class RecordedKeys:
-    """What --accept-new added to gpudiag's known-hosts file during one command, said afterwards: one
-    stderr line per key with its SHA256 fingerprint (as `ssh-keygen -lf` shows it), so a user can check
-    the keys that were trusted on first use."""
+    """What --accept-new (or a host's StrictHostKeyChecking accept-new) added to the known-hosts files
+    during one command, said afterwards: one stderr line per key with its SHA256 fingerprint (as
+    `ssh-keygen -lf` shows it), so a user can check the keys that were trusted on first use."""
 
-    def __init__(self, known_hosts: str | None, accept_new: bool):
-        self.path: Path | None = None
-        if accept_new:  # hostkeys imports paramiko, which a local-only command never loads
+    def __init__(self, known_hosts: str | None, accept_new: bool, hosts: list[Host] | None = None):
+        options = [h.ssh for h in hosts or [] if h.ssh is not None and (accept_new or h.ssh.accept_new)]
+        paths = [Path(o.record_to) for o in options if o.record_to]
+        if accept_new or any(o.record_to is None for o in options):  # hostkeys imports paramiko: only then
             from gpudiag.transports.hostkeys import own_known_hosts_path
 
-            self.path = own_known_hosts_path(known_hosts)
-        self.before = set(self._lines())
+            paths.append(own_known_hosts_path(known_hosts))
+        self.paths = [p for p in dict.fromkeys(paths) if p != Path(os.devnull)]
+        self.before = {path: set(self._lines(path)) for path in self.paths}
 
-    def _lines(self) -> list[str]:
-        if self.path is None:
-            return []
+    @staticmethod
+    def _lines(path: Path) -> list[str]:
         try:
-            return self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+            return path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             return []
 
@@ -213,16 +214,17 @@ class RecordedKeys:
         self.report()  # interrupted or not: keys recorded before the end are in the file
 
     def report(self) -> None:
-        for line in self._lines():
-            if line in self.before or len(line.split()) < 3:
-                continue
-            name, key_type, blob = line.split()[:3]
-            try:
-                digest = hashlib.sha256(base64.b64decode(blob, validate=True)).digest()
-            except ValueError:
-                continue
-            shown = "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
-            click.echo(f"gpudiag: recorded the host key of {name}: {key_type} {shown} in {self.path}", err=True)
+        for path in self.paths:
+            for line in self._lines(path):
+                if line in self.before[path] or len(line.split()) < 3:
+                    continue
+                name, key_type, blob = line.split()[:3]
+                try:
+                    digest = hashlib.sha256(base64.b64decode(blob, validate=True)).digest()
+                except ValueError:
+                    continue
+                shown = "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+                click.echo(f"gpudiag: recorded the host key of {name}: {key_type} {shown} in {path}", err=True)
 
 
 def checked_settings(settings: tuple[str, ...], selected: list[str]) -> dict[str, Any]:

@@ -171,7 +171,7 @@ def cuda_graph_crash(
     hosts = load_hosts(targets or ("localhost",), inventory_path, python)
     request = _request(plan, timeout)
     factory = transports(accept_new=accept_new, known_hosts=known_hosts)
-    with RecordedKeys(known_hosts, accept_new):  # said at the end: a plan connects and records keys too
+    with RecordedKeys(known_hosts, accept_new, hosts):  # said at the end: a plan connects and records keys too
         if plan_only:  # nothing is stored: a plan is no run
             return _print_plans(Orchestrator(request, factory).run(hosts), as_json)
         return _run_repro(plan, hosts, request, factory, reports_dir, as_json, fail_on)

@@ -80,9 +80,8 @@ def selected_probes(probes: str | None, deep: bool) -> list[str]:
 @click.option(
     "--connect-timeout",
     type=Seconds(0.1),
-    default=10.0,
-    show_default=True,
-    help="Seconds to wait for an SSH connection and its handshake.",
+    help="Seconds to wait for an SSH connection and its handshake "
+    "[default: the host's ssh config ConnectTimeout, else 10].",
 )
 @click.option(
     "--verify-all",
@@ -113,7 +112,7 @@ def scan(
     probe_timeout: float | None,
     accept_new: bool,
     known_hosts: str | None,
-    connect_timeout: float,
+    connect_timeout: float | None,
     verify_all: bool,
     as_json: bool,
     max_output: int,
@@ -141,7 +140,7 @@ def scan(
         extra={"requested": {"checks": list(explicit_checks((), probes, deep))}},
     )
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
-    recorded = RecordedKeys(known_hosts, accept_new)
+    recorded = RecordedKeys(known_hosts, accept_new, hosts)
     outcome, manifest, stop = run_hosts(run, hosts, request, factory, console)
     recorded.report()
     writer = run.writer

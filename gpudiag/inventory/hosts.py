@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
@@ -138,6 +139,8 @@ def ssh_host(
         port=port or settings.port,
         identity_file=key,
         jump=resolved_jump or None,
+        # a key the inventory names is the only one offered before the agent's and the defaults, as before
+        ssh=replace(settings.options, identity_files=()) if settings.options and identity_file else settings.options,
         **rest,
     )
 

@@ -1,7 +1,9 @@
 """Each ssh host's settings as OpenSSH itself resolves them, where `ssh` is installed:
 `ssh -G [-F FILE] [-l USER] [-p PORT] NAME` (system config, Include, Match exec, every %-token and
-environment variable), mapped onto what gpudiag's paramiko transport uses: HostName, User, Port, the
-IdentityFiles, ProxyJump, and notes for settings it does not honour (ProxyCommand, ...).
+environment variable), mapped onto what gpudiag's paramiko transport uses: HostName, User, Port, every
+IdentityFile, ProxyJump, UserKnownHostsFile, GlobalKnownHostsFile, StrictHostKeyChecking (`no` taken as
+accept-new: a changed key is always refused), ConnectTimeout, and notes for settings it does not honour
+(ProxyCommand, ...).
 
 `ssh -G` is asked once per distinct (name, user, port) and many at a time (`prefetch`), so an inventory of
 a thousand hosts costs a few rounds of ssh runs, not a thousand in a row. Where ssh is missing, or cannot be
@@ -15,11 +17,13 @@ import os
 import pwd
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from shutil import which
 
 from gpudiag.inventory.sshconfig import ENV_VAR, NOT_HONOURED, SYSTEM_ENV_VAR, SshConfig, SshConfigError, SshSettings
 from gpudiag.inventory.sshconfig_match import TokenError, connection_tokens, expand_identity
+from gpudiag.ssh_options import SshOptions
 
 OPENSSH_LABEL = "`ssh -G`"  # how a resolution by OpenSSH begins: "`ssh -G` (OpenSSH_9.2p1)"
 TIMEOUT_S = 15.0  # a `Match exec` command runs within it
@@ -27,16 +31,8 @@ WORKERS = 16
 DEFAULT_PORT = 22
 # Values `ssh -G` prints for a setting left at its default that means "nothing to honour".
 _OFF = {"none", "no", "false", "internal"}
-# Settings gpudiag decides itself (its host-key checker, --connect-timeout): a value other than ssh's
-# built-in default is named in a warning, so nobody takes it for honoured.
-DECIDED_HERE = {
-    "stricthostkeychecking": (
-        "StrictHostKeyChecking",
-        "gpudiag checks host keys itself; --accept-new records new ones",
-    ),
-    "userknownhostsfile": ("UserKnownHostsFile", "gpudiag reads ~/.ssh/known_hosts and its own file"),
-    "connecttimeout": ("ConnectTimeout", "--connect-timeout sets it"),
-}
+# StrictHostKeyChecking as `ssh -G` prints it: `yes` is "true", `no` and `off` are "false".
+_ACCEPTS_NEW = {"accept-new", "false"}
 Key = tuple[str, "str | None", "int | None"]
 Answer = tuple["dict[str, list[str]] | None", str]  # (ssh -G's settings, "") or (None, why it failed)
 
@@ -114,30 +110,41 @@ class OpenSsh:
         files = found.get("identityfile", [])
         files = [] if files == self.defaults.get("identityfile", []) else files
         tokens = connection_tokens(hostname.lower(), alias, user, port)
-        identity = expand_identity(files[0], tokens) if files else None
+        identities = tuple(expand_identity(path, tokens) for path in files)
         jump = _one(found, "proxyjump")
         return SshSettings(
             hostname=hostname.lower(),
             user=user,
             port=port,
-            identity_file=identity,
+            identity_file=identities[0] if identities else None,
             proxy_jump=jump if jump and jump.lower() != "none" else None,
-            ignored=tuple(_unhonoured(found, files, self.defaults)),
+            ignored=tuple(_unhonoured(found)),
             identity_files=tuple(files),
             resolved_by=self.label,
+            options=replace(self._options(found), identity_files=identities),
+        )
+
+    def _options(self, found: dict[str, list[str]]) -> SshOptions:
+        """Known-hosts files (as ssh -G prints them: ~ and tokens expanded, space-separated), the host-key
+        policy and ConnectTimeout. Files left at ssh's defaults keep gpudiag's own choice of files."""
+        user_files = " ".join(found.get("userknownhostsfile", [])).split()
+        global_files = " ".join(found.get("globalknownhostsfile", [])).split()
+        named_user = found.get("userknownhostsfile") != self.defaults.get("userknownhostsfile")
+        named = named_user or found.get("globalknownhostsfile") != self.defaults.get("globalknownhostsfile")
+        timeout = _one(found, "connecttimeout") or "none"
+        return SshOptions(
+            known_hosts=tuple(user_files + global_files) if named else (),
+            record_to=user_files[0] if named_user and user_files else None,
+            accept_new=(_one(found, "stricthostkeychecking") or "").lower() in _ACCEPTS_NEW,
+            connect_timeout=float(timeout) if timeout.isdigit() and int(timeout) > 0 else None,
         )
 
 
-def _unhonoured(found: dict[str, list[str]], files: list[str], defaults: dict[str, list[str]]) -> list[str]:
-    notes = [
-        f"{label} {' '.join(found[key])} is not used ({why})"
-        for key, (label, why) in DECIDED_HERE.items()
-        if key in found and found[key] != defaults.get(key)
-    ]
-    if len(files) > 1:
-        notes.append(
-            f"IdentityFile: {len(files)} files given; gpudiag offers the first ({files[0]}), then agent and default keys"
-        )
+def _unhonoured(found: dict[str, list[str]]) -> list[str]:
+    notes: list[str] = []
+    if (_one(found, "stricthostkeychecking") or "").lower() == "false":
+        notes.append("StrictHostKeyChecking no is taken as accept-new (a changed host key is still refused)")
+
     for key, label in NOT_HONOURED.items():
         value = _one(found, key)
         if value is not None and value.lower() not in _OFF:

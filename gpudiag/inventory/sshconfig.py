@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from gpudiag.ssh_options import SSH_G_ONLY, SshOptions
 from gpudiag.inventory.sshconfig_file import ConfigFile, Directive, SshConfigError, parse_text, read_config
 from gpudiag.inventory.sshconfig_match import (
     MatchContext,
@@ -46,7 +47,7 @@ NOT_HONOURED = {
 # Values of those settings that mean "off", i.e. nothing to honour.
 _OFF_VALUES = {"none", "no", "false"}
 OWN_READER = "gpudiag's own ssh_config reader"
-_FIRST_WINS = ("hostname", "user", "port", "proxy") + tuple(NOT_HONOURED)
+_FIRST_WINS = ("hostname", "user", "port", "proxy") + tuple(NOT_HONOURED) + tuple(SSH_G_ONLY)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class SshSettings:
     ignored: tuple[str, ...] = ()  # settings found but not honoured, one phrase each (callers warn)
     identity_files: tuple[str, ...] = ()  # every IdentityFile as written (what `ssh -G` prints)
     resolved_by: str = OWN_READER  # `ssh -G` (VERSION), or this reader and why ssh -G was not used
+    options: SshOptions | None = None  # known hosts, host-key policy, timeout, every key (ssh -G only)
 
 
 def config_path() -> Path:
@@ -277,6 +279,8 @@ class _Resolution:
             if found and found[0] == key and found[1].lower() not in _OFF_VALUES:
                 hint = "; use ProxyJump" if key == "proxycommand" else ""
                 self.notes.append(f"{label} is not supported (ignored{hint})")
+        named = [label for key, label in SSH_G_ONLY.items() if key in self.options.values]
+        self.notes += [f"{label} is honoured only where ssh -G resolves the host (ignored)" for label in named]
         return SshSettings(
             hostname=hostname,
             user=user,

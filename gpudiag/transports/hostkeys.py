@@ -1,7 +1,9 @@
-"""Host-key checking for the ssh transport: ~/.ssh/known_hosts plus gpudiag's own known-hosts file.
+"""Host-key checking for the ssh transport: ~/.ssh/known_hosts (or the files a host's ssh config names in
+UserKnownHostsFile and GlobalKnownHostsFile) plus gpudiag's own known-hosts file.
 
 A changed key is never accepted, --accept-new or not, and no file is written then; an unknown one is
-recorded in gpudiag's own file only with --accept-new (like OpenSSH's StrictHostKeyChecking=accept-new),
+recorded only with --accept-new or the host's StrictHostKeyChecking accept-new, in gpudiag's own file or in
+the first UserKnownHostsFile the host's ssh config names (as OpenSSH records there),
 and not when a line gpudiag cannot read names the host (it may hold the host's real key). Lines are read
 by transports/known_hosts.py. A key on a `@revoked` line is refused
 and never recorded. Hashed entries, `[host]:port`, wildcards and negation are read as OpenSSH reads them.
@@ -82,11 +84,21 @@ def fingerprint(key: paramiko.PKey) -> str:
 class HostKeyChecker:
     """Decides about one server key: known (fine), changed (refuse), unknown (refuse or record)."""
 
-    def __init__(self, accept_new: bool = False, own_file: str | None = None, extra_files: list[str] | None = None):
+    def __init__(
+        self,
+        accept_new: bool = False,
+        own_file: str | None = None,
+        extra_files: list[str] | None = None,
+        record_to: str | None = None,
+    ):
+        """`extra_files`: the files read besides the own one (ssh config's UserKnownHostsFile and
+        GlobalKnownHostsFile; a missing one knows no key); `record_to`: where a new key is recorded instead
+        of the own file (the first UserKnownHostsFile, as ssh records there)."""
         self.accept_new = accept_new
         self.own_file = own_known_hosts_path(own_file)
         files = extra_files if extra_files is not None else [USER_KNOWN_HOSTS, SYSTEM_KNOWN_HOSTS]
         self.files = [Path(f).expanduser() for f in files] + [self.own_file]
+        self.record_file = Path(record_to).expanduser() if record_to else self.own_file
 
     def entries(self, name: str) -> list[KnownKey]:
         return self._read(name)[0]
@@ -170,11 +182,21 @@ class HostKeyChecker:
         return any(k.marker is None for k in same) and not any(k.marker == "revoked" for k in same)
 
     def record(self, name: str, key: paramiko.PKey) -> None:
-        """Append `name keytype base64` to gpudiag's own file; safe across threads and processes. Lines are
+        """Append `name keytype base64` to the record file; safe across threads and processes. Lines are
         compared as OpenSSH splits them (at `\\n` only), so a comment holding a form feed hides nothing."""
-        line = f"{name} {key.get_name()} {key.get_base64()}".encode()
-        self.own_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with _append_lock, open(self.own_file, "a+b") as fh:
+        try:
+            self._append(f"{name} {key.get_name()} {key.get_base64()}".encode())
+        except OSError as exc:
+            raise HostKeyError(
+                HOST_KEY_UNKNOWN,
+                f"host key for {name} is not known: {key.get_name()} {fingerprint(key)}; it cannot be recorded in "
+                f"{self.record_file} ({exc.strerror or exc})",
+            ) from None
+
+    def _append(self, line: bytes) -> None:
+        if self.record_file == self.own_file:  # ssh creates no directory for a UserKnownHostsFile
+            self.own_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with _append_lock, open(self.record_file, "a+b") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 fh.seek(0)

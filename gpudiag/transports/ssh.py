@@ -19,6 +19,7 @@ from typing import Any, Callable
 import paramiko
 
 from gpudiag.models import INTERRUPTED, TIMEOUT, UNREACHABLE, CommandResult, Host
+from gpudiag.ssh_options import SshOptions
 from gpudiag.transports.base import TransportError
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
 from gpudiag.transports.events import EventReader
@@ -35,20 +36,36 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 # After the command's exit status, how long its output may stay open with nothing arriving before the
 # session is closed: a grandchild holding stdout open would otherwise cost the whole deadline.
 EXIT_GRACE_S = 2.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
 
 
 class SSHTransport:
     def __init__(
-        self, host: Host, accept_new: bool = False, known_hosts: str | None = None, connect_timeout: float = 10.0
+        self,
+        host: Host,
+        accept_new: bool = False,
+        known_hosts: str | None = None,
+        connect_timeout: float | None = None,
     ):
+        """`connect_timeout`: --connect-timeout when given; else the host's ConnectTimeout, else 10 s."""
         self.host = host
-        self.checker = HostKeyChecker(accept_new=accept_new, own_file=known_hosts)
+        options = host.ssh or SshOptions()
+        self.checker = HostKeyChecker(
+            accept_new=accept_new or options.accept_new,
+            own_file=known_hosts,
+            extra_files=list(options.known_hosts) or None,
+            record_to=options.record_to,
+        )
+        if connect_timeout is None:
+            connect_timeout = options.connect_timeout or DEFAULT_CONNECT_TIMEOUT
         self.user = host.user or getpass.getuser()
         self._lock = threading.Lock()
         self._resources: list[Any] = []  # sockets, paramiko clients and channels to tear down
         self._closed = threading.Event()  # close() was called
         self._expired = threading.Event()  # the run's deadline passed
-        self._connector = Connector(host, self.user, self.checker, connect_timeout, self._track, self._stopped)
+        # a jump host is checked as before: the files and policy of the host's own ssh config are not its own
+        hops = HostKeyChecker(accept_new=accept_new, own_file=known_hosts) if host.ssh and host.jump else None
+        self._connector = Connector(host, self.user, self.checker, connect_timeout, self._track, self._stopped, hops)
 
     # -- public ---------------------------------------------------------------------------------
     def run(

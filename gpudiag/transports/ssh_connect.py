@@ -51,10 +51,14 @@ class Connector:
         connect_timeout: float,
         track: Callable[[Any], None],
         stopped: Callable[[], bool],
+        hop_checker: HostKeyChecker | None = None,
     ):
+        """`hop_checker` checks the jump hosts' keys (default: `checker`): the host's own ssh config
+        (its known-hosts files, StrictHostKeyChecking) is not a jump host's."""
         self.host = host
         self.user = user
         self.checker = checker
+        self.hop_checker = hop_checker or checker
         self.connect_timeout = connect_timeout
         self._track = track
         self._stopped = stopped
@@ -74,7 +78,8 @@ class Connector:
                 make_sock = functools.partial(self._tcp, address, port, deadline)
             else:
                 make_sock = functools.partial(self._tunnel, previous, address, port, previous_label, deadline)
-            previous = self._open_client(address, port, user, make_sock, deadline, label)
+            checker = self.checker if last else self.hop_checker
+            previous = self._open_client(address, port, user, make_sock, deadline, label, checker)
             previous_label = label
         assert previous is not None
         return previous
@@ -126,7 +131,14 @@ class Connector:
         return RecordingSocket(sock)  # type: ignore[return-value]
 
     def _open_client(
-        self, address: str, port: int, user: str, make_sock: Callable[[], Any], deadline: float, label: str
+        self,
+        address: str,
+        port: int,
+        user: str,
+        make_sock: Callable[[], Any],
+        deadline: float,
+        label: str,
+        checker: HostKeyChecker,
     ) -> paramiko.SSHClient:
         try:
             sock = make_sock()
@@ -134,29 +146,25 @@ class Connector:
             raise TransportError(exc.status, label + exc.reason) from None
         self._track(sock)
         client = paramiko.SSHClient()
-        client.set_missing_host_key_policy(_CheckPolicy(self.checker))
+        client.set_missing_host_key_policy(_CheckPolicy(checker))
         self._track(client)
         name = host_id(address, port)
         limit = self.limit(deadline)
-        identity = os.path.expanduser(self.host.identity_file) if self.host.identity_file else None
-        if identity and not os.path.isfile(identity):
-            raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: no such file")
-        if identity and not os.access(identity, os.R_OK):
-            raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: not readable")
+        identity = self._identity(label)
         try:
             client.connect(
                 address,
                 port,
                 username=user,
                 sock=sock,
-                key_filename=identity,
+                key_filename=identity,  # type: ignore[arg-type]  # paramiko takes a list too
                 allow_agent=True,
                 look_for_keys=True,
                 timeout=limit,
                 banner_timeout=limit,
                 auth_timeout=limit,
                 channel_timeout=limit,
-                transport_factory=self._transport_factory(name),
+                transport_factory=self._transport_factory(name, checker),
             )
         except HostKeyError as exc:
             raise TransportError(exc.status, label + exc.reason) from None
@@ -170,10 +178,24 @@ class Connector:
         client.get_transport().set_keepalive(KEEPALIVE_S)  # type: ignore[union-attr]
         return client
 
-    def _transport_factory(self, name: str) -> Callable[..., paramiko.Transport]:
+    def _identity(self, label: str) -> str | list[str] | None:
+        """The key files offered before the agent's and the default ones: the inventory's one (which must
+        be readable), or every IdentityFile of the host's ssh config that exists, in order (as ssh, which
+        skips a missing one)."""
+        from_config = self.host.ssh.identity_files if self.host.ssh else ()
+        if from_config:
+            return [path for path in from_config if os.path.isfile(path) and os.access(path, os.R_OK)] or None
+        identity = os.path.expanduser(self.host.identity_file) if self.host.identity_file else None
+        if identity and not os.path.isfile(identity):
+            raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: no such file")
+        if identity and not os.access(identity, os.R_OK):
+            raise TransportError(AUTH_FAILED, f"{label}identity file {identity}: not readable")
+        return identity
+
+    def _transport_factory(self, name: str, checker: HostKeyChecker) -> Callable[..., paramiko.Transport]:
         """Ask the server for a key type we already know for it, so a known host is checked, not 'new'."""
         preferred: list[str] = []
-        for kind in self.checker.known_types(name):
+        for kind in checker.known_types(name):
             preferred += _RSA_ALGORITHMS if kind == "ssh-rsa" else [kind]
 
         def make(sock: Any, disabled_algorithms: dict | None = None) -> paramiko.Transport:

@@ -36,7 +36,7 @@ def describe_failure(
     address: str,
     port: int,
     user: str,
-    identity: str | None,
+    identity: str | list[str] | None,
     limit: float,
     label: str,
     heard: bytes = b"",
@@ -44,7 +44,10 @@ def describe_failure(
     """`heard`: the first bytes the server sent, when they were not an SSH banner."""
     text = str(exc) or type(exc).__name__
     if isinstance(exc, paramiko.PasswordRequiredException):
-        return AUTH_FAILED, f"{label}{user}@{address}: private key {identity} is encrypted; load it into ssh-agent"
+        return (
+            AUTH_FAILED,
+            f"{label}{user}@{address}: private key {_names(identity)} is encrypted; load it into ssh-agent",
+        )
     if isinstance(exc, paramiko.AuthenticationException):
         return AUTH_FAILED, f"{label}{user}@{address}:{port}: server refused every key offered ({offered(identity)})"
     if "No authentication methods available" in text:
@@ -87,8 +90,14 @@ def connect_error(code: int) -> str:
     return os.strerror(code)
 
 
-def offered(identity: str | None) -> str:
-    offered = [f"key file {identity}"] if identity else []
+def _names(identity: str | list[str] | None) -> str:
+    return identity if isinstance(identity, str) else " or ".join(identity or [])
+
+
+def offered(identity: str | list[str] | None) -> str:
+    many = isinstance(identity, list) and len(identity) > 1
+    offered = [f"key file{'s' if many else ''} {', '.join(identity) if isinstance(identity, list) else identity}"]
+    offered = offered if identity else []
     if os.environ.get("SSH_AUTH_SOCK"):
         offered.append("ssh-agent keys")
     offered.append("default keys in ~/.ssh")

@@ -68,11 +68,29 @@ def test_a_config_ssh_refuses_falls_back_with_ssh_s_reason(tmp_path):
 
 
 @needs_ssh
-def test_settings_gpudiag_decides_itself_are_named_not_taken_for_honoured(tmp_path):
+def test_honoured_host_key_and_timeout_settings_are_not_warned_about(tmp_path):
     config = CONFIG + "  StrictHostKeyChecking accept-new\n  UserKnownHostsFile /dev/null\n  ConnectTimeout 3\n"
+    config += f"  IdentityFile {tmp_path}/a\n  IdentityFile {tmp_path}/b\n"
     out = gpudiag(tmp_path, NAME, config=config)
     assert out.returncode == 0, out.stderr
+    assert "gpudiag: warning:" not in out.stderr, out.stderr
+
+
+@needs_ssh
+def test_strict_host_key_checking_no_is_named_as_taken_for_accept_new(tmp_path):
+    out = gpudiag(tmp_path, NAME, config=CONFIG + "  StrictHostKeyChecking no\n")
+    assert out.returncode == 0, out.stderr
     warning = next(line for line in out.stderr.splitlines() if line.startswith(f"gpudiag: warning: {NAME}:"))
-    assert "StrictHostKeyChecking accept-new is not used" in warning
-    assert "UserKnownHostsFile /dev/null is not used" in warning and "ConnectTimeout 3 is not used" in warning
-    assert "not used" not in gpudiag(tmp_path, NAME).stderr   # ssh's own defaults are never named
+    assert "StrictHostKeyChecking no is taken as accept-new (a changed host key is still refused)" in warning
+
+
+def test_the_own_reader_names_the_settings_only_ssh_g_honours(tmp_path):
+    bare_bin = tmp_path / "bin"   # a PATH with Python and no ssh
+    bare_bin.mkdir()
+    (bare_bin / "python3").symlink_to(sys.executable)
+    config = CONFIG + "  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  ConnectTimeout 3\n"
+    out = gpudiag(tmp_path, NAME, config=config, path=str(bare_bin))
+    assert out.returncode == 0, out.stderr
+    warning = next(line for line in out.stderr.splitlines() if line.startswith(f"gpudiag: warning: {NAME}:"))
+    for label in ("StrictHostKeyChecking", "UserKnownHostsFile", "ConnectTimeout"):
+        assert f"{label} is honoured only where ssh -G resolves the host (ignored)" in warning, warning

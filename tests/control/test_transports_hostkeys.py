@@ -243,3 +243,29 @@ def test_the_line_type_must_be_the_blobs(tmp_path, keys):
     with pytest.raises(HostKeyError) as caught:
         checker(tmp_path, user_text=text).check("gpu1", keys[0])
     assert caught.value.status == "host_key_unknown"
+
+
+def test_a_named_record_file_takes_new_keys_and_a_missing_known_hosts_file_knows_none(tmp_path, keys):
+    own = tmp_path / "own"
+    first, later = tmp_path / "first", tmp_path / "later"
+    later.write_text(line("[h]:2200", keys[1]))
+    check = HostKeyChecker(accept_new=True, own_file=str(own), extra_files=[str(first), str(later)],
+                           record_to=str(first))
+    check.check("[h]:2200", keys[1])   # known from the second file though the first does not exist
+    assert not first.exists()
+    check.check("[n]:2200", keys[0])
+    assert first.read_text() == line("[n]:2200", keys[0]) and not own.exists()
+    with pytest.raises(HostKeyError) as caught:   # recorded ones are read back: a changed key is refused
+        check.check("[n]:2200", keys[2])
+    assert caught.value.status == "host_key_changed"
+
+
+def test_a_record_file_that_cannot_be_written_leaves_the_host_unknown(tmp_path, keys):
+    missing_dir = tmp_path / "no" / "such"
+    check = HostKeyChecker(accept_new=True, own_file=str(tmp_path / "own"), extra_files=[str(missing_dir / "kh")],
+                           record_to=str(missing_dir / "kh"))
+    with pytest.raises(HostKeyError) as caught:
+        check.check("[n]:2200", keys[0])
+    assert caught.value.status == "host_key_unknown"
+    assert f"cannot be recorded in {missing_dir / 'kh'}" in caught.value.reason
+    assert not missing_dir.exists()   # as ssh, no directory is made for a UserKnownHostsFile
