@@ -9,7 +9,7 @@ that merely ends like a read one ("draft accept len") would be read there; here 
 """
 import re
 
-from probes.servingstats.prefix import MAX_PREFIXES, RANK, day, stamp
+from probes.servingstats.prefix import MAX_PREFIXES, RANK, day, when
 
 MAX_STAMPS = 100000  # distinct date-and-time stamps remembered (86,400 a day)
 _N = r"\d{1,12}(?:\.\d{1,12})?"  # a plain number: int() / float() read it as lines.py would
@@ -35,7 +35,7 @@ PREFILL = re.compile(
 
 
 def strict_reader(prefixes):
-    """A function line -> the record lines.py would build for it, or None when the line is not one of the
+    """A function line -> the row (rows.py) lines.py would read from it, or None when the line is not one of the
     common forms (lines.py reads it then). `prefixes` is lines.py's prefix cache; stamps and rank tags of
     sglang's own prefix are parsed once each."""
     stamps, tags = {}, {}
@@ -48,55 +48,46 @@ def strict_reader(prefixes):
             return None if m is None else _prefill(m, line, prefixes, stamps, tags)
         date, ts, tail, other, counter, running, accept, rate, backend, flag, tput = m.groups()
         if date is None:
-            record = {"kind": "decode", "forward_ct": None if counter is None else int(counter), "nonfinite": 0,
-                      "running_req": int(running), "gen_throughput": float(tput)}
-            stamp(record, line, len(other), prefixes)
-        else:
-            t, ranks = _when(line, date, ts, tail, stamps, tags)
-            record = {"kind": "decode", "forward_ct": None if counter is None else int(counter), "nonfinite": 0,
-                      "running_req": int(running), "gen_throughput": float(tput), "date": date, "ts": ts, "t": t,
-                      "ranks": ranks[0], "rank": ranks[1]}
-        if accept is not None:
-            record["accept_len"] = float(accept)
-            if rate is not None:
-                record["accept_rate"] = float(rate)
-        if flag is not None:
-            record["graph"] = flag == "True"
-            record["graph_backend"] = backend
-        return record
+            date, ts, t, ranks, rank = when(line, len(other), prefixes)
+        else:  # _when inline: this runs once per decode line
+            t = stamps.get(line[1:20])
+            if t is None:
+                t = _seconds(line, date, ts, stamps)
+            ranks, rank = tags.get(tail) or _tags(tail, tags)
+        return (True, int(running), float(tput), None if accept is None else float(accept),
+                None if rate is None else float(rate), None if flag is None else flag == "True", backend, 0, None,
+                None if counter is None else int(counter), None, None, None, date, ts, t, ranks, rank)
 
     return read
 
 
 def _prefill(m, line, prefixes, stamps, tags):
     date, ts, tail, other, new_token, running, backend, flag, tput, backend2, flag2 = m.groups()
-    record = {"kind": "prefill", "forward_ct": None, "nonfinite": 0, "running_req": int(running),
-              "new_token": int(new_token)}
-    if tput is not None:
-        record["input_throughput"] = float(tput)
     if flag is None:  # the first " graph: " of the line is the one read
         backend, flag = backend2, flag2
-    if flag is not None:
-        record["graph"] = flag == "True"
-        record["graph_backend"] = backend
     if date is None:
-        return stamp(record, line, len(other), prefixes)
-    t, ranks = _when(line, date, ts, tail, stamps, tags)
-    record["date"], record["ts"], record["t"], record["ranks"], record["rank"] = date, ts, t, ranks[0], ranks[1]
-    return record
+        date, ts, t, ranks, rank = when(line, len(other), prefixes)
+    else:
+        t = stamps.get(line[1:20])
+        if t is None:
+            t = _seconds(line, date, ts, stamps)
+        ranks, rank = tags.get(tail) or _tags(tail, tags)
+    return (False, int(running), None, None, None, None if flag is None else flag == "True", backend, 0,
+            None if tput is None else float(tput), None, int(new_token), None, None, date, ts, t, ranks, rank)
 
 
-def _when(line, date, ts, tail, stamps, tags):
-    """(seconds, (ranks, rank)) of sglang's own prefix, as prefix.stamp reads it: once per stamp and tag string."""
-    t = stamps.get(line[1:20])
-    if t is None:
-        if len(stamps) > MAX_STAMPS:
-            stamps.clear()
-        t = stamps[line[1:20]] = day(date) + int(ts[:2]) * 3600 + int(ts[3:5]) * 60 + int(ts[6:])
-    ranks = tags.get(tail)
-    if ranks is None:
-        if len(tags) > MAX_PREFIXES:
-            tags.clear()
-        pairs = RANK.findall(tail)
-        ranks = tags[tail] = (dict((k, int(v)) for k, v in pairs), " ".join(k + v for k, v in pairs))
-    return t, ranks
+def _seconds(line, date, ts, stamps):
+    """Seconds of sglang's own stamp, as prefix.when reads it, remembered per stamp."""
+    if len(stamps) > MAX_STAMPS:
+        stamps.clear()
+    t = stamps[line[1:20]] = day(date) + int(ts[:2]) * 3600 + int(ts[3:5]) * 60 + int(ts[6:])
+    return t
+
+
+def _tags(tail, tags):
+    """(ranks, rank) of the rank tags after sglang's stamp, as prefix.when reads them, remembered per tag string."""
+    if len(tags) > MAX_PREFIXES:
+        tags.clear()
+    pairs = RANK.findall(tail)
+    found = tags[tail] = (dict((k, int(v)) for k, v in pairs), " ".join(k + v for k, v in pairs))
+    return found
