@@ -12,7 +12,7 @@ import statistics
 from operator import itemgetter
 
 from probes.servingstats import cadence
-from probes.servingstats.rows import DATE, DECODE, GRAPH, INPUT, NONFINITE, RANK, RANKS, RUNNING, T, TPUT, TS
+from probes.servingstats.rows import DECODE, GRAPH, INPUT, NONFINITE, RANK, RANKS, RUNNING, STAMP, T, TPUT
 
 BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2-3", 2, 3), ("4-7", 4, 7), ("8-15", 8, 15), ("16-31", 16, 31),
            ("32-63", 32, 63), ("64-127", 64, 127), ("128+", 128, None))
@@ -109,8 +109,8 @@ def summarize(rows, interval=cadence.DEFAULT_INTERVAL, max_bs=None):
     decode, names, states = cadence.mark(rows, interval, bucket_of)
     t = _Tally(decode, names, states)
     buckets, graph = t.buckets, t.graph
-    first = next((r for r in rows if r[TS]), None)
-    last = next((r for r in reversed(rows) if r[TS]), None)
+    first = next((r[STAMP] for r in rows if r[STAMP]), None)
+    last = next((r[STAMP] for r in reversed(rows) if r[STAMP]), None)
     out = {
         "decode_lines": len(decode), "prefill_lines": len(rows) - len(decode),
         "buckets": dict((name, buckets[name].figures()) for name in BUCKET_NAMES if name in buckets),
@@ -122,8 +122,7 @@ def summarize(rows, interval=cadence.DEFAULT_INTERVAL, max_bs=None):
         "graph_on_max_running": t.on_max, "graph_off_min_running": t.off_min, "graph_backends": sorted(t.backends),
         "after_idle": t.after_idle,
         "nonfinite": sum(map(itemgetter(NONFINITE), rows)),
-        "first_ts": _stamp(first) if first else None,
-        "last_ts": _stamp(last) if last else None,
+        "first_ts": first, "last_ts": last,
         "ranks": sorted(rank for rank in set(map(itemgetter(RANK), rows)) if rank)[:MAX_RANKS],
         "dp_sum": dp_sum(decode, states, interval),
         "decode_running": [[n, t.running[n]] for n in sorted(t.running)],
@@ -133,10 +132,6 @@ def summarize(rows, interval=cadence.DEFAULT_INTERVAL, max_bs=None):
         out["eager_by_rule"] = {"max_bs": max_bs[0], "from": max_bs[1], "lines": len(above),
                                 "logged_graph_true": sum(1 for r in above if r[GRAPH] is True)}
     return out
-
-
-def _stamp(row):
-    return ("%s %s" % (row[DATE], row[TS])) if row[DATE] else row[TS]
 
 
 def dp_sum(decode, states, interval=cadence.DEFAULT_INTERVAL):

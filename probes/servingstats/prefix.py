@@ -16,12 +16,13 @@ MAX_PREFIXES = 4096
 def stamp(record, line, begins, prefixes):
     """Sets record's date, ts, t (seconds), ranks {tag: n} and rank ("DP0 TP0") from line[:begins], the text
     before the line's head; returns the record."""
-    record["date"], record["ts"], record["t"], record["ranks"], record["rank"] = when(line, begins, prefixes)
+    record["date"], record["ts"], record["t"], record["ranks"], record["rank"], _ = when(line, begins, prefixes)
     return record
 
 
 def when(line, begins, prefixes):
-    """(date, ts, t (seconds), ranks {tag: n}, rank "DP0 TP0") of line[:begins], the text before the line's head."""
+    """(date, ts, t (seconds), ranks {tag: n}, rank "DP0 TP0", stamp: "date ts", ts or None) of line[:begins], the
+    text before the line's head."""
     if begins > 21 and line[0] == "[" and line[5] == "-" and line[11] == " " and line[14] == ":" and \
             line[17] == ":" and line[13].isdigit():
         # sglang's own "[YYYY-MM-DD HH:MM:SS<.ms><tags>] ": the stamp sliced, the date and the tags cached.
@@ -31,7 +32,7 @@ def when(line, begins, prefixes):
                 int(line[18:20])
         except (TypeError, ValueError):
             seconds = None
-        return line[1:11], line[12:20], seconds, ranks, rank
+        return line[1:11], line[12:20], seconds, ranks, rank, line[1:20]
     return cached(prefixes, "prefix", line[:begins], _prefix)
 
 
@@ -64,7 +65,7 @@ def _tags(tail):
 
 
 def _prefix(prefix):
-    """(date, ts, t (seconds), ranks {tag: n}, rank "DP0 TP0") of a logging prefix; the rank tags stand in the last bracket
+    """(date, ts, t (seconds), ranks {tag: n}, rank "DP0 TP0", stamp) of a logging prefix; the rank tags stand in the last bracket
     (or before a "]" whose "[" was lost), after its time stamp."""
     close = prefix.rfind("]")
     tagged = prefix[prefix.rfind("[", 0, close) + 1:close] if close >= 0 else prefix
@@ -78,4 +79,5 @@ def _prefix(prefix):
         if found.re is STAMP and found.string is tagged:
             tagged = tagged[found.end():]
     pairs = RANK.findall(tagged)
-    return date, ts, seconds, dict((k, int(v)) for k, v in pairs), " ".join(k + v for k, v in pairs)
+    ranks, rank = dict((k, int(v)) for k, v in pairs), " ".join(k + v for k, v in pairs)
+    return date, ts, seconds, ranks, rank, ("%s %s" % (date, ts)) if date else ts

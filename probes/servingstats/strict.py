@@ -18,20 +18,22 @@ _USAGE = r"(?:full token usage: %s, swa token usage: %s, |token usage: %s, )" % 
 _BACKEND = r"(cuda|npu|cpu|musa) graph: (True|False)"
 # sglang's own "[YYYY-MM-DD HH:MM:SS<.ms><tags>] " by its parts, else any prefix without a lower-case letter
 # (neither head can stand in it; a prefix naming a program or a service takes lines.py's path).
-_PREFIX = (r"(?:\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)((?:\.\d{1,6})?(?: [A-Z][A-Z_]{0,10}[A-Z]\d{1,4})*)\] "
+_PREFIX = (r"(?:\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)((?:\.\d{1,6})?(?: [A-Z][A-Z_]{0,10}[A-Z]\d{1,4})*)\] "
            r"|([^a-z\x1b]{0,200}))")
-DECODE = re.compile(
-    _PREFIX + r"Decode batch(?: \[(" + _I + r")\])?[.,] #running-req: (" + _I + r"), #token: " + _I + ", " +
+# One pattern for both heads, the prefix matched once: no line matches both (each head has lower-case letters, so
+# it cannot stand in the other's prefix), so this reads as trying the decode form and then the prefill form.
+_DECODE = (
+    r"Decode batch(?: \[(" + _I + r")\])?[.,] #running-req: (" + _I + r"), #token: " + _I + ", " +
     _USAGE + r"(?:accept len: (" + _N + r"), (?:accept rate: (" + _N + r"), )?)?"
     r"(?:pre-allocated usage: " + _N + r", (?:#prealloc-req: " + _I + r", #transfer-req: " + _I +
     r", #retracted-req: " + _I + r", )?)?(?:" + _BACKEND + r", )?"
-    r"gen throughput \(token/s\): (" + _N + r"), #queue-req: " + _I + r"(?:, #cache_miss: " + _I + r")?,? ?\Z",
-    re.ASCII)
-PREFILL = re.compile(
-    _PREFIX + r"Prefill batch[.,] #new-seq: " + _I + r", #new-token: (" + _I + r"), #cached-token: " + _I +
+    r"gen throughput \(token/s\): (" + _N + r"), #queue-req: " + _I + r"(?:, #cache_miss: " + _I + r")?,? ?\Z")
+_PREFILL = (
+    r"Prefill batch[.,] #new-seq: " + _I + r", #new-token: (" + _I + r"), #cached-token: " + _I +
     r", (?:cache hit rate: " + _N + r"%, )?" + _USAGE + r"#running-req: (" + _I + r"), #queue-req: " + _I +
     r"(?:, #pending-token: " + _I + r")?(?:, " + _BACKEND + r")?(?:, input throughput \(token/s\): (" + _N +
-    r"))?(?:, " + _BACKEND + r")?,? ?\Z", re.ASCII)
+    r"))?(?:, " + _BACKEND + r")?,? ?\Z")
+STATS = re.compile(_PREFIX + "(?:" + _DECODE + "|" + _PREFILL + ")", re.ASCII)
 
 
 def strict_reader(prefixes):
@@ -39,48 +41,49 @@ def strict_reader(prefixes):
     common forms (lines.py reads it then). `prefixes` is lines.py's prefix cache; stamps and rank tags of
     sglang's own prefix are parsed once each."""
     stamps, tags = {}, {}
-    decode, prefill = DECODE.match, PREFILL.match
+    match = STATS.match
 
     def read(line):
-        m = decode(line)
+        m = match(line)
         if m is None:
-            m = prefill(line)
-            return None if m is None else _prefill(m, line, prefixes, stamps, tags)
-        date, ts, tail, other, counter, running, accept, rate, backend, flag, tput = m.groups()
-        if date is None:
-            date, ts, t, ranks, rank = when(line, len(other), prefixes)
-        else:  # _when inline: this runs once per decode line
-            t = stamps.get(line[1:20])
+            return None
+        stamp, tail, other, counter, running, accept, rate, backend, flag, tput, _, _, _, _, _, _, _ = m.groups()
+        if running is None:
+            return _prefill(m, line, prefixes, stamps, tags)
+        if stamp is None:
+            t, ranks, rank, stamp = when(line, len(other), prefixes)[2:]
+        else:  # as _when, inline: this runs once per decode line
+            t = stamps.get(stamp)
             if t is None:
-                t = _seconds(line, date, ts, stamps)
+                t = _seconds(stamp, stamps)
             ranks, rank = tags.get(tail) or _tags(tail, tags)
         return (True, int(running), float(tput), None if accept is None else float(accept),
                 None if rate is None else float(rate), None if flag is None else flag == "True", backend, 0, None,
-                None if counter is None else int(counter), None, None, None, date, ts, t, ranks, rank)
+                None if counter is None else int(counter), None, None, None, stamp, t, ranks, rank)
 
     return read
 
 
 def _prefill(m, line, prefixes, stamps, tags):
-    date, ts, tail, other, new_token, running, backend, flag, tput, backend2, flag2 = m.groups()
+    stamp, tail, other, _, _, _, _, _, _, _, new_token, running, backend, flag, tput, backend2, flag2 = m.groups()
     if flag is None:  # the first " graph: " of the line is the one read
         backend, flag = backend2, flag2
-    if date is None:
-        date, ts, t, ranks, rank = when(line, len(other), prefixes)
+    if stamp is None:
+        t, ranks, rank, stamp = when(line, len(other), prefixes)[2:]
     else:
-        t = stamps.get(line[1:20])
+        t = stamps.get(stamp)
         if t is None:
-            t = _seconds(line, date, ts, stamps)
+            t = _seconds(stamp, stamps)
         ranks, rank = tags.get(tail) or _tags(tail, tags)
     return (False, int(running), None, None, None, None if flag is None else flag == "True", backend, 0,
-            None if tput is None else float(tput), None, int(new_token), None, None, date, ts, t, ranks, rank)
+            None if tput is None else float(tput), None, int(new_token), None, None, stamp, t, ranks, rank)
 
 
-def _seconds(line, date, ts, stamps):
-    """Seconds of sglang's own stamp, as prefix.when reads it, remembered per stamp."""
+def _seconds(stamp, stamps):
+    """Seconds of sglang's own "YYYY-MM-DD HH:MM:SS", as prefix.when reads it, remembered per stamp."""
     if len(stamps) > MAX_STAMPS:
         stamps.clear()
-    t = stamps[line[1:20]] = day(date) + int(ts[:2]) * 3600 + int(ts[3:5]) * 60 + int(ts[6:])
+    t = stamps[stamp] = day(stamp[:10]) + int(stamp[11:13]) * 3600 + int(stamp[14:16]) * 60 + int(stamp[17:])
     return t
 
 
