@@ -12,7 +12,7 @@ import statistics
 from operator import itemgetter
 
 from probes.servingstats import cadence
-from probes.servingstats.rows import DECODE, GRAPH, INPUT, NONFINITE, RANK, RANKS, RUNNING, STAMP, T, TPUT
+from probes.servingstats.rows import GRAPH, INPUT, NONFINITE, RANK, RANKS, RUNNING, STAMP, T, TPUT
 
 BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2-3", 2, 3), ("4-7", 4, 7), ("8-15", 8, 15), ("16-31", 16, 31),
            ("32-63", 32, 63), ("64-127", 64, 127), ("128+", 128, None))
@@ -27,6 +27,16 @@ _SMALL = tuple(next(name for name, low, high in BUCKETS if low <= n <= (n if hig
 
 def bucket_of(running):
     return _SMALL[running] if 0 <= running < 128 else ("128+" if running >= 128 else None)
+
+
+class _BucketNames(dict):
+    """bucket_of as a table lookup (a call of dict's own, not a Python function's, per decode line)."""
+
+    def __missing__(self, running):
+        return bucket_of(running)
+
+
+_NAMES = _BucketNames(enumerate(_SMALL))
 
 
 def _median(values):
@@ -106,16 +116,16 @@ class _Tally(object):
 def summarize(rows, interval=cadence.DEFAULT_INTERVAL, max_bs=None):
     """The figures of one server run's rows (rows.py; see docs/serving.md for the shape); `max_bs` is the largest
     captured decode batch size when known ((size, where it was read)): lines above it are counted as eager."""
-    decode, names, states = cadence.mark(rows, interval, bucket_of)
+    decode, names, states, prefill = cadence.mark(rows, interval, _NAMES.__getitem__)
     t = _Tally(decode, names, states)
     buckets, graph = t.buckets, t.graph
     first = next((r[STAMP] for r in rows if r[STAMP]), None)
     last = next((r[STAMP] for r in reversed(rows) if r[STAMP]), None)
     out = {
-        "decode_lines": len(decode), "prefill_lines": len(rows) - len(decode),
+        "decode_lines": len(decode), "prefill_lines": len(prefill),
         "buckets": dict((name, buckets[name].figures()) for name in BUCKET_NAMES if name in buckets),
         "median_accept_len": _median(a for b in buckets.values() for a in b.accept),
-        "median_input_throughput": _median(r[INPUT] for r in rows if not r[DECODE]),
+        "median_input_throughput": _median(map(itemgetter(INPUT), prefill)),
         "accept_len_lines": sum(len(b.accept) for b in buckets.values()),
         "median_accept_rate": _median(t.rates),
         "graph": {"true": graph[True], "false": graph[False], "absent": graph[None]},
@@ -156,8 +166,8 @@ def dp_sum(decode, states, interval=cadence.DEFAULT_INTERVAL):
         current = [line for line, until in held.values() if now <= until]
         if len(current) == wanted:
             seconds.append(now)
-            sums.append(sum(h[TPUT] for h in current))
-            running.append(sum(h[RUNNING] for h in current))
+            sums.append(sum([h[TPUT] for h in current]))
+            running.append(sum([h[RUNNING] for h in current]))
 
     last = len(sample) - 1
     for n, r in enumerate(sample):

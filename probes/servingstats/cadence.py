@@ -34,14 +34,16 @@ def expected_gap(row, interval, throughput=None):
 
 
 def mark(rows, interval, bucket_of):
-    """(decode rows, their #running-req buckets, their states: steady | idle | first), in the log's order."""
+    """(decode rows, their #running-req buckets, their states: steady | idle | first; prefill rows), in the log's
+    order."""
     last, steady_last, emptied = {}, {}, set()
-    decode, buckets, states = [], [], []
+    decode, buckets, states, prefill = [], [], [], []
     limit = FACTOR * interval  # gap > FACTOR x interval x running x accept / rate + SLACK_S: after idle
     for row in rows:
         is_decode, running, tput, accept = row[:4]
         key = row[-1]  # rank
         if not is_decode:
+            prefill.append(row)
             if running == 0:
                 emptied.add(key)
             continue
@@ -50,7 +52,7 @@ def mark(rows, interval, bucket_of):
         buckets.append(bucket)
         previous = last.get(key)
         last[key] = row
-        if key in emptied:
+        if emptied and key in emptied:
             emptied.discard(key)
             states.append(IDLE)
             continue
@@ -68,4 +70,4 @@ def mark(rows, interval, bucket_of):
         else:
             states.append(STEADY)
             steady_last[(key, bucket)] = row
-    return decode, buckets, states
+    return decode, buckets, states, prefill
