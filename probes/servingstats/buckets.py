@@ -9,10 +9,12 @@ judged from the server's own cadence (cadence.py). `accept rate` changed meaning
 a median of this log only, never compared.
 """
 import statistics
+from collections import Counter
+from itertools import islice
 from operator import itemgetter
 
 from probes.servingstats import cadence
-from probes.servingstats.rows import GRAPH, INPUT, NONFINITE, RANK, RANKS, RUNNING, STAMP, T, TPUT
+from probes.servingstats.rows import GRAPH, INPUT, NONFINITE, RANK, RANKS, RATE, RUNNING, STAMP, T, TPUT
 
 BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2-3", 2, 3), ("4-7", 4, 7), ("8-15", 8, 15), ("16-31", 16, 31),
            ("32-63", 32, 63), ("64-127", 64, 127), ("128+", 128, None))
@@ -69,48 +71,48 @@ class _Bucket(object):
 
 
 class _Tally(object):
-    """One pass over a run's decode rows (rows.py), with their buckets and states: each bucket's counts,
-    #running-req values, graph flags and their extremes. Counted inline, without a call per line."""
+    """A run's decode rows (rows.py), with their buckets and states: each bucket's counts in one pass (inline,
+    without a call per line), #running-req values, graph flags and rates counted by C-level passes."""
     __slots__ = ("buckets", "running", "graph", "on_max", "off_min", "backends", "rates", "after_idle")
 
     def __init__(self, decode, names, states):
-        buckets, running = {}, {}
-        graph = {True: 0, False: 0, None: 0}
+        buckets, steady, idle = {}, cadence.STEADY, cadence.IDLE
         on_max = off_min = None
-        backends, rates, after_idle = set(), [], 0
+        backends = set()
         for row, name, state in zip(decode, names, states):
-            _, n, tput, accept, rate, on, backend = row[:7]
+            _, n, tput, accept, _, on, backend = row[:7]
             bucket = buckets.get(name)
             if bucket is None:
                 bucket = buckets[name] = _Bucket()
             bucket.count += 1  # _Bucket.add, inline: this loop runs once per decode line
             if accept is not None:
                 bucket.accept.append(accept)
-            if state == cadence.STEADY:
+            if state is steady:
                 bucket.steady += 1
                 if tput is not None:
                     bucket.steady_tput.append(tput)
-            elif state == cadence.IDLE:
+            elif state is idle:
                 bucket.idle += 1
             elif tput is not None:
                 bucket.first_tput.append(tput)
             if tput is None:
                 bucket.no_rate += 1
-            after_idle += state != cadence.STEADY
-            if n in running or len(running) < MAX_RUNNING_VALUES:
-                running[n] = running.get(n, 0) + 1
-            graph[on] += 1
-            if on is True and (on_max is None or n > on_max):
-                on_max = n
-            elif on is False and (off_min is None or n < off_min):
-                off_min = n
             if on is not None:
                 backends.add(backend)
-            if rate is not None:  # a nan rate is None and counted, as no rate
-                rates.append(rate)
-        self.buckets, self.running = buckets, running
-        self.graph, self.on_max, self.off_min = graph, on_max, off_min
-        self.backends, self.rates, self.after_idle = backends, rates, after_idle
+                if on is True and (on_max is None or n > on_max):
+                    on_max = n
+                elif on is False and (off_min is None or n < off_min):
+                    off_min = n
+        # The first MAX_RUNNING_VALUES distinct values in the order they come, each counted in full.
+        running = Counter(map(itemgetter(RUNNING), decode))
+        self.running = running if len(running) <= MAX_RUNNING_VALUES else \
+            dict(islice(running.items(), MAX_RUNNING_VALUES))
+        graph = Counter(map(itemgetter(GRAPH), decode))
+        self.graph = {True: graph[True], False: graph[False], None: graph[None]}
+        self.buckets, self.on_max, self.off_min, self.backends = buckets, on_max, off_min, backends
+        # A nan rate is None and counted, as no rate.
+        self.rates = [rate for rate in map(itemgetter(RATE), decode) if rate is not None]
+        self.after_idle = len(states) - states.count(steady)
 
 
 def summarize(rows, interval=cadence.DEFAULT_INTERVAL, max_bs=None):
