@@ -22,18 +22,30 @@ def stamp(record, line, begins, prefixes):
 
 def when(line, begins, prefixes):
     """(date, ts, t (seconds), ranks {tag: n}, rank "DP0 TP0", stamp: "date ts", ts or None) of line[:begins], the
-    text before the line's head."""
-    if begins > 21 and line[0] == "[" and line[5] == "-" and line[11] == " " and line[14] == ":" and \
-            line[17] == ":" and line[13].isdigit():
+    text before the line's head; remembered per prefix (keyed by the bare string, the other kinds by tuples)."""
+    prefix = line[:begins]
+    found = prefixes.get(prefix)
+    if found is None:
+        found = _read(prefix, prefixes)
+        if len(prefixes) > MAX_PREFIXES:
+            prefixes.clear()
+        prefixes[prefix] = found
+    return found
+
+
+def _read(prefix, prefixes):
+    begins = len(prefix)
+    if begins > 21 and prefix[0] == "[" and prefix[5] == "-" and prefix[11] == " " and prefix[14] == ":" and \
+            prefix[17] == ":" and prefix[13].isdigit():
         # sglang's own "[YYYY-MM-DD HH:MM:SS<.ms><tags>] ": the stamp sliced, the date and the tags cached.
-        ranks, rank = cached(prefixes, "tags", line[20:begins], _tags)
+        ranks, rank = cached(prefixes, "tags", prefix[20:], _tags)
         try:
-            seconds = cached(prefixes, "day", line[1:11], day) + int(line[12:14]) * 3600 + int(line[15:17]) * 60 + \
-                int(line[18:20])
+            seconds = cached(prefixes, "day", prefix[1:11], day) + int(prefix[12:14]) * 3600 + \
+                int(prefix[15:17]) * 60 + int(prefix[18:20])
         except (TypeError, ValueError):
             seconds = None
-        return line[1:11], line[12:20], seconds, ranks, rank, line[1:20]
-    return cached(prefixes, "prefix", line[:begins], _prefix)
+        return prefix[1:11], prefix[12:20], seconds, ranks, rank, prefix[1:20]
+    return _prefix(prefix)
 
 
 def cached(cache, kind, text, parse):
