@@ -14,7 +14,7 @@ from itertools import islice
 from operator import itemgetter
 
 from probes.servingstats import cadence
-from probes.servingstats.rows import GRAPH, INPUT, NONFINITE, RANK, RANKS, RATE, RUNNING, STAMP, T, TPUT
+from probes.servingstats.rows import ACCEPT, BACKEND, GRAPH, INPUT, NONFINITE, RANK, RANKS, RATE, RUNNING, STAMP, T, TPUT
 
 BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2-3", 2, 3), ("4-7", 4, 7), ("8-15", 8, 15), ("16-31", 16, 31),
            ("32-63", 32, 63), ("64-127", 64, 127), ("128+", 128, None))
@@ -80,7 +80,7 @@ class _Tally(object):
         on_max = off_min = None
         backends = set()
         for row, name, state in zip(decode, names, states):
-            _, n, tput, accept, _, on, backend = row[:7]
+            tput, accept, on = row[TPUT], row[ACCEPT], row[GRAPH]
             bucket = buckets.get(name)
             if bucket is None:
                 bucket = buckets[name] = _Bucket()
@@ -98,7 +98,8 @@ class _Tally(object):
             if tput is None:
                 bucket.no_rate += 1
             if on is not None:
-                backends.add(backend)
+                n = row[RUNNING]
+                backends.add(row[BACKEND])
                 if on is True and (on_max is None or n > on_max):
                     on_max = n
                 elif on is False and (off_min is None or n < off_min):

@@ -12,7 +12,7 @@ steady line of the same #running-req bucket and the line's own rate), or when it
 server (#running-req 0 on the prefill line). A rank's first line in the window has no gap to judge: it is
 "first", kept out of the throughput median unless its bucket has nothing better (then few-sample).
 """
-from probes.servingstats.rows import ACCEPT, RUNNING, TPUT
+from probes.servingstats.rows import ACCEPT, RANK, RUNNING, T, TPUT
 
 DEFAULT_INTERVAL = 40
 DEFAULT_SOURCE = "sglang's default (40 decode steps in every release read, 0.2.15-0.5.23)"
@@ -40,9 +40,8 @@ def mark(rows, interval, bucket_of):
     decode, buckets, states, prefill = [], [], [], []
     limit = FACTOR * interval  # gap > FACTOR x interval x running x accept / rate + SLACK_S: after idle
     for row in rows:
-        is_decode, running, tput, accept = row[:4]
-        key = row[-1]  # rank
-        if not is_decode:
+        key, running = row[RANK], row[RUNNING]
+        if not row[0]:  # a prefill line
             prefill.append(row)
             if running == 0:
                 emptied.add(key)
@@ -59,13 +58,13 @@ def mark(rows, interval, bucket_of):
         if previous is None:
             states.append(FIRST)
             continue
-        now, then = row[-3], previous[-3]  # t
+        now, then, tput = row[T], previous[T], row[TPUT]
         if now is None or then is None or not tput or tput <= 0:
             states.append(STEADY)  # no stamps or no rate: no gap to judge, and no prefill said it emptied
             continue
         reference = steady_last.get((key, bucket))
         rate = reference[TPUT] if reference is not None and reference[TPUT] > tput else tput
-        if now - then > limit * (running if running > 1 else 1) * (accept or 1.0) / rate + SLACK_S:
+        if now - then > limit * (running if running > 1 else 1) * (row[ACCEPT] or 1.0) / rate + SLACK_S:
             states.append(IDLE)
         else:
             states.append(STEADY)

@@ -11,9 +11,9 @@ FIELDS = ("decode", "running_req", "gen_throughput", "accept_len", "accept_rate"
           "nonfinite", "input_throughput", "forward_ct", "new_token", "cap_len", "block_accept_len",
           "stamp", "t", "ranks", "rank")
 # The positions the summary reads (cadence.py, buckets.py).
-RUNNING, TPUT, ACCEPT, RATE, GRAPH, NONFINITE, INPUT, STAMP, T, RANKS, RANK = (FIELDS.index(name) for name in (
-    "running_req", "gen_throughput", "accept_len", "accept_rate", "graph", "nonfinite", "input_throughput", "stamp", "t",
-    "ranks", "rank"))
+RUNNING, TPUT, ACCEPT, RATE, GRAPH, BACKEND, NONFINITE, INPUT, STAMP, T, RANKS, RANK = (
+    FIELDS.index(name) for name in ("running_req", "gen_throughput", "accept_len", "accept_rate", "graph",
+                                    "graph_backend", "nonfinite", "input_throughput", "stamp", "t", "ranks", "rank"))
 
 
 def row_of(record):
