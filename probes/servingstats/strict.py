@@ -47,36 +47,25 @@ def strict_reader(prefixes):
         m = match(line)
         if m is None:
             return None
-        stamp, tail, other, counter, running, accept, rate, backend, flag, tput, _, _, _, _, _, _, _ = m.groups()
-        if running is None:
-            return _prefill(m, line, prefixes, stamps, tags)
+        (stamp, tail, other, counter, running, accept, rate, backend, flag, tput,
+         new_token, p_running, p_backend, p_flag, p_tput, backend2, flag2) = m.groups()
         if stamp is None:
             t, ranks, rank, stamp = when(line, len(other), prefixes)[2:]
-        else:  # as _when, inline: this runs once per decode line
+        else:  # as prefix.when reads sglang's own prefix, inline: this runs once per line
             t = stamps.get(stamp)
             if t is None:
                 t = _seconds(stamp, stamps)
             ranks, rank = tags.get(tail) or _tags(tail, tags)
-        return (True, int(running), float(tput), None if accept is None else float(accept),
-                None if rate is None else float(rate), None if flag is None else flag == "True", backend, 0, None,
-                None if counter is None else int(counter), None, None, None, stamp, t, ranks, rank)
+        if running is not None:
+            return (True, int(running), float(tput), None if accept is None else float(accept),
+                    None if rate is None else float(rate), None if flag is None else flag == "True", backend, 0,
+                    None, None if counter is None else int(counter), None, None, None, stamp, t, ranks, rank)
+        if p_flag is None:  # the first " graph: " of the line is the one read
+            p_backend, p_flag = backend2, flag2
+        return (False, int(p_running), None, None, None, None if p_flag is None else p_flag == "True", p_backend, 0,
+                None if p_tput is None else float(p_tput), None, int(new_token), None, None, stamp, t, ranks, rank)
 
     return read
-
-
-def _prefill(m, line, prefixes, stamps, tags):
-    stamp, tail, other, _, _, _, _, _, _, _, new_token, running, backend, flag, tput, backend2, flag2 = m.groups()
-    if flag is None:  # the first " graph: " of the line is the one read
-        backend, flag = backend2, flag2
-    if stamp is None:
-        t, ranks, rank, stamp = when(line, len(other), prefixes)[2:]
-    else:
-        t = stamps.get(stamp)
-        if t is None:
-            t = _seconds(stamp, stamps)
-        ranks, rank = tags.get(tail) or _tags(tail, tags)
-    return (False, int(running), None, None, None, None if flag is None else flag == "True", backend, 0,
-            None if tput is None else float(tput), None, int(new_token), None, None, stamp, t, ranks, rank)
 
 
 def _seconds(stamp, stamps):
