@@ -12,6 +12,7 @@ steady line of the same #running-req bucket and the line's own rate), or when it
 server (#running-req 0 on the prefill line). A rank's first line in the window has no gap to judge: it is
 "first", kept out of the throughput median unless its bucket has nothing better (then few-sample).
 """
+from probes.servingstats.rows import ACCEPT, RANK, RUNNING, T, TPUT
 
 DEFAULT_INTERVAL = 40
 DEFAULT_SOURCE = "sglang's default (40 decode steps in every release read, 0.2.15-0.5.23)"
@@ -22,46 +23,50 @@ SLACK_S = 2.0
 STEADY, IDLE, FIRST = "steady", "idle", "first"
 
 
-def expected_gap(record, interval, throughput=None):
-    """Seconds between two lines of the record's rank at `throughput` (the line's own when None)."""
-    tput = record.get("gen_throughput") if throughput is None else throughput
-    running = record.get("running_req")
+def expected_gap(row, interval, throughput=None):
+    """Seconds between two lines of the row's rank (rows.py) at `throughput` (the line's own when None)."""
+    tput = row[TPUT] if throughput is None else throughput
+    running = row[RUNNING]
     if not tput or tput <= 0 or running is None:
         return None
-    accept = record.get("accept_len") or 1.0
+    accept = row[ACCEPT] or 1.0
     return interval * max(running, 1) * accept / tput
 
 
-def mark(records, interval, bucket_of):
-    """Sets record["state"] (steady | idle | first) and record["bucket"] on every decode line."""
+def mark(rows, interval, bucket_of):
+    """(decode rows, their #running-req buckets, their states: steady | idle | first; prefill rows), in the log's
+    order."""
     last, steady_last, emptied = {}, {}, set()
+    decode, buckets, states, prefill = [], [], [], []
     limit = FACTOR * interval  # gap > FACTOR x interval x running x accept / rate + SLACK_S: after idle
-    for record in records:
-        key = record["rank"]
-        if record["kind"] == "prefill":
-            if record.get("running_req") == 0:
+    for row in rows:
+        key, running = row[RANK], row[RUNNING]
+        if not row[0]:  # a prefill line
+            prefill.append(row)
+            if running == 0:
                 emptied.add(key)
             continue
-        running = record["running_req"]
-        bucket = record["bucket"] = bucket_of(running)
+        decode.append(row)
+        bucket = bucket_of(running)
+        buckets.append(bucket)
         previous = last.get(key)
-        last[key] = record
-        tput = record.get("gen_throughput")
-        if key in emptied:
+        last[key] = row
+        if emptied and key in emptied:
             emptied.discard(key)
-            record["state"] = IDLE
+            states.append(IDLE)
             continue
         if previous is None:
-            record["state"] = FIRST
+            states.append(FIRST)
             continue
-        now, then = record["t"], previous["t"]
+        now, then, tput = row[T], previous[T], row[TPUT]
         if now is None or then is None or not tput or tput <= 0:
-            record["state"] = STEADY  # no stamps or no rate: no gap to judge, and no prefill said it emptied
+            states.append(STEADY)  # no stamps or no rate: no gap to judge, and no prefill said it emptied
             continue
         reference = steady_last.get((key, bucket))
-        rate = reference["gen_throughput"] if reference is not None and reference["gen_throughput"] > tput else tput
-        if now - then > limit * (running if running > 1 else 1) * (record.get("accept_len") or 1.0) / rate + SLACK_S:
-            record["state"] = IDLE
+        rate = reference[TPUT] if reference is not None and reference[TPUT] > tput else tput
+        if now - then > limit * (running if running > 1 else 1) * (row[ACCEPT] or 1.0) / rate + SLACK_S:
+            states.append(IDLE)
         else:
-            record["state"] = STEADY
-            steady_last[(key, bucket)] = record
+            states.append(STEADY)
+            steady_last[(key, bucket)] = row
+    return decode, buckets, states, prefill

@@ -1,5 +1,5 @@
-"""The `Decode batch` / `Prefill batch` lines of an sglang scheduler log -> one dict of figures per line, in one
-pass over the text, with the start-up lines that split it into windows (one per server run).
+"""The `Decode batch` / `Prefill batch` lines of an sglang scheduler log -> one row of figures per line
+(rows.py), in one pass over the text, with the start-up lines that split it into windows (one per server run).
 
 Formats differ per release (read from the wheels' scheduler / metrics_reporter modules): the head is
 `Decode batch.` up to 0.5.3, `Decode batch [N],` in 0.5.4 and with SGLANG_LOG_FORWARD_ITERS, `Decode batch,`
@@ -20,6 +20,7 @@ import re
 
 from probes.server_ready import READY
 from probes.servingstats.prefix import stamp
+from probes.servingstats.rows import row_of
 from probes.servingstats.strict import strict_reader
 
 
@@ -52,9 +53,7 @@ def parse_line(raw, prefixes=None):
     line is not a decode or prefill line. Non-finite numbers (nan, inf) are kept as None and counted."""
     if "batch" not in raw:
         return None
-    prefixes = {} if prefixes is None else prefixes
-    record = strict_reader(prefixes)(raw)
-    return record if record is not None else _record(raw, prefixes)
+    return _fields(raw, {} if prefixes is None else prefixes)
 
 
 def _numbers(line, start, keys, record):
@@ -83,6 +82,12 @@ def _numbers(line, start, keys, record):
 
 
 def _record(line, prefixes):
+    """The row (rows.py) of a stats line read key by key, or None when it is no stats line."""
+    record = _fields(line, prefixes)
+    return None if record is None else row_of(record)
+
+
+def _fields(line, prefixes):
     if len(line) > MAX_LINE:
         line = line[:MAX_LINE]
     if "\x1b" in line:
@@ -155,7 +160,7 @@ def _decode_figures(line, start, record):
 
 
 def scan(text):
-    """(records, windows) of a log text in one pass: the stats lines in order, and per server run found
+    """(rows, windows) of a log text in one pass: the stats lines' rows (rows.py) in order, and per server run found
     (split at its start-up line) {first: index of its first record, args: {decode_log_interval, ...} from its
     server_args line, captured_max_bs: from its `Capture cuda graph bs [...]` line}."""
     records, prefixes = [], {}

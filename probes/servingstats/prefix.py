@@ -16,20 +16,36 @@ MAX_PREFIXES = 4096
 def stamp(record, line, begins, prefixes):
     """Sets record's date, ts, t (seconds), ranks {tag: n} and rank ("DP0 TP0") from line[:begins], the text
     before the line's head; returns the record."""
-    if begins > 21 and line[0] == "[" and line[5] == "-" and line[11] == " " and line[14] == ":" and \
-            line[17] == ":" and line[13].isdigit():
+    record["date"], record["ts"], record["t"], record["ranks"], record["rank"], _ = when(line, begins, prefixes)
+    return record
+
+
+def when(line, begins, prefixes):
+    """(date, ts, t (seconds), ranks {tag: n}, rank "DP0 TP0", stamp: "date ts", ts or None) of line[:begins], the
+    text before the line's head; remembered per prefix (keyed by the bare string, the other kinds by tuples)."""
+    prefix = line[:begins]
+    found = prefixes.get(prefix)
+    if found is None:
+        found = _read(prefix, prefixes)
+        if len(prefixes) > MAX_PREFIXES:
+            prefixes.clear()
+        prefixes[prefix] = found
+    return found
+
+
+def _read(prefix, prefixes):
+    begins = len(prefix)
+    if begins > 21 and prefix[0] == "[" and prefix[5] == "-" and prefix[11] == " " and prefix[14] == ":" and \
+            prefix[17] == ":" and prefix[13].isdigit():
         # sglang's own "[YYYY-MM-DD HH:MM:SS<.ms><tags>] ": the stamp sliced, the date and the tags cached.
-        tags = cached(prefixes, "tags", line[20:begins], _tags)
+        ranks, rank = cached(prefixes, "tags", prefix[20:], _tags)
         try:
-            seconds = cached(prefixes, "day", line[1:11], day) + int(line[12:14]) * 3600 + int(line[15:17]) * 60 + \
-                int(line[18:20])
+            seconds = cached(prefixes, "day", prefix[1:11], day) + int(prefix[12:14]) * 3600 + \
+                int(prefix[15:17]) * 60 + int(prefix[18:20])
         except (TypeError, ValueError):
             seconds = None
-        record["date"], record["ts"], record["t"] = line[1:11], line[12:20], seconds
-        record["ranks"], record["rank"] = tags
-        return record
-    record.update(cached(prefixes, "prefix", line[:begins], _prefix))  # date, ts, t, ranks, rank
-    return record
+        return prefix[1:11], prefix[12:20], seconds, ranks, rank, prefix[1:20]
+    return _prefix(prefix)
 
 
 def cached(cache, kind, text, parse):
@@ -61,7 +77,7 @@ def _tags(tail):
 
 
 def _prefix(prefix):
-    """{date, ts, t (seconds), ranks {tag: n}, rank "DP0 TP0"} of a logging prefix; the rank tags stand in the last bracket
+    """(date, ts, t (seconds), ranks {tag: n}, rank "DP0 TP0", stamp) of a logging prefix; the rank tags stand in the last bracket
     (or before a "]" whose "[" was lost), after its time stamp."""
     close = prefix.rfind("]")
     tagged = prefix[prefix.rfind("[", 0, close) + 1:close] if close >= 0 else prefix
@@ -75,5 +91,5 @@ def _prefix(prefix):
         if found.re is STAMP and found.string is tagged:
             tagged = tagged[found.end():]
     pairs = RANK.findall(tagged)
-    return {"date": date, "ts": ts, "t": seconds, "ranks": dict((k, int(v)) for k, v in pairs),
-            "rank": " ".join(k + v for k, v in pairs)}
+    ranks, rank = dict((k, int(v)) for k, v in pairs), " ".join(k + v for k, v in pairs)
+    return date, ts, seconds, ranks, rank, ("%s %s" % (date, ts)) if date else ts

@@ -9,7 +9,7 @@ that merely ends like a read one ("draft accept len") would be read there; here 
 """
 import re
 
-from probes.servingstats.prefix import MAX_PREFIXES, RANK, day, stamp
+from probes.servingstats.prefix import MAX_PREFIXES, RANK, day, when
 
 MAX_STAMPS = 100000  # distinct date-and-time stamps remembered (86,400 a day)
 _N = r"\d{1,12}(?:\.\d{1,12})?"  # a plain number: int() / float() read it as lines.py would
@@ -18,85 +18,68 @@ _USAGE = r"(?:full token usage: %s, swa token usage: %s, |token usage: %s, )" % 
 _BACKEND = r"(cuda|npu|cpu|musa) graph: (True|False)"
 # sglang's own "[YYYY-MM-DD HH:MM:SS<.ms><tags>] " by its parts, else any prefix without a lower-case letter
 # (neither head can stand in it; a prefix naming a program or a service takes lines.py's path).
-_PREFIX = (r"(?:\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)((?:\.\d{1,6})?(?: [A-Z][A-Z_]{0,10}[A-Z]\d{1,4})*)\] "
+_PREFIX = (r"(?:\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)((?:\.\d{1,6})?(?: [A-Z][A-Z_]{0,10}[A-Z]\d{1,4})*)\] "
            r"|([^a-z\x1b]{0,200}))")
-DECODE = re.compile(
-    _PREFIX + r"Decode batch(?: \[(" + _I + r")\])?[.,] #running-req: (" + _I + r"), #token: " + _I + ", " +
+# One pattern for both heads, the prefix matched once: no line matches both (each head has lower-case letters, so
+# it cannot stand in the other's prefix), so this reads as trying the decode form and then the prefill form.
+_DECODE = (
+    r"Decode batch(?: \[(" + _I + r")\])?[.,] #running-req: (" + _I + r"), #token: " + _I + ", " +
     _USAGE + r"(?:accept len: (" + _N + r"), (?:accept rate: (" + _N + r"), )?)?"
     r"(?:pre-allocated usage: " + _N + r", (?:#prealloc-req: " + _I + r", #transfer-req: " + _I +
     r", #retracted-req: " + _I + r", )?)?(?:" + _BACKEND + r", )?"
-    r"gen throughput \(token/s\): (" + _N + r"), #queue-req: " + _I + r"(?:, #cache_miss: " + _I + r")?,? ?\Z",
-    re.ASCII)
-PREFILL = re.compile(
-    _PREFIX + r"Prefill batch[.,] #new-seq: " + _I + r", #new-token: (" + _I + r"), #cached-token: " + _I +
+    r"gen throughput \(token/s\): (" + _N + r"), #queue-req: " + _I + r"(?:, #cache_miss: " + _I + r")?,? ?\Z")
+_PREFILL = (
+    r"Prefill batch[.,] #new-seq: " + _I + r", #new-token: (" + _I + r"), #cached-token: " + _I +
     r", (?:cache hit rate: " + _N + r"%, )?" + _USAGE + r"#running-req: (" + _I + r"), #queue-req: " + _I +
     r"(?:, #pending-token: " + _I + r")?(?:, " + _BACKEND + r")?(?:, input throughput \(token/s\): (" + _N +
-    r"))?(?:, " + _BACKEND + r")?,? ?\Z", re.ASCII)
+    r"))?(?:, " + _BACKEND + r")?,? ?\Z")
+STATS = re.compile(_PREFIX + "(?:" + _DECODE + "|" + _PREFILL + ")", re.ASCII)
 
 
 def strict_reader(prefixes):
-    """A function line -> the record lines.py would build for it, or None when the line is not one of the
+    """A function line -> the row (rows.py) lines.py would read from it, or None when the line is not one of the
     common forms (lines.py reads it then). `prefixes` is lines.py's prefix cache; stamps and rank tags of
     sglang's own prefix are parsed once each."""
     stamps, tags = {}, {}
-    decode, prefill = DECODE.match, PREFILL.match
+    match = STATS.match
 
     def read(line):
-        m = decode(line)
+        m = match(line)
         if m is None:
-            m = prefill(line)
-            return None if m is None else _prefill(m, line, prefixes, stamps, tags)
-        date, ts, tail, other, counter, running, accept, rate, backend, flag, tput = m.groups()
-        if date is None:
-            record = {"kind": "decode", "forward_ct": None if counter is None else int(counter), "nonfinite": 0,
-                      "running_req": int(running), "gen_throughput": float(tput)}
-            stamp(record, line, len(other), prefixes)
-        else:
-            t, ranks = _when(line, date, ts, tail, stamps, tags)
-            record = {"kind": "decode", "forward_ct": None if counter is None else int(counter), "nonfinite": 0,
-                      "running_req": int(running), "gen_throughput": float(tput), "date": date, "ts": ts, "t": t,
-                      "ranks": ranks[0], "rank": ranks[1]}
-        if accept is not None:
-            record["accept_len"] = float(accept)
-            if rate is not None:
-                record["accept_rate"] = float(rate)
-        if flag is not None:
-            record["graph"] = flag == "True"
-            record["graph_backend"] = backend
-        return record
+            return None
+        (stamp, tail, other, counter, running, accept, rate, backend, flag, tput,
+         new_token, p_running, p_backend, p_flag, p_tput, backend2, flag2) = m.groups()
+        if stamp is None:
+            t, ranks, rank, stamp = when(line, len(other), prefixes)[2:]
+        else:  # as prefix.when reads sglang's own prefix, inline: this runs once per line
+            t = stamps.get(stamp)
+            if t is None:
+                t = _seconds(stamp, stamps)
+            ranks, rank = tags.get(tail) or _tags(tail, tags)
+        if running is not None:
+            return (True, int(running), float(tput), None if accept is None else float(accept),
+                    None if rate is None else float(rate), None if flag is None else flag == "True", backend, 0,
+                    None, None if counter is None else int(counter), None, None, None, stamp, t, ranks, rank)
+        if p_flag is None:  # the first " graph: " of the line is the one read
+            p_backend, p_flag = backend2, flag2
+        return (False, int(p_running), None, None, None, None if p_flag is None else p_flag == "True", p_backend, 0,
+                None if p_tput is None else float(p_tput), None, int(new_token), None, None, stamp, t, ranks, rank)
 
     return read
 
 
-def _prefill(m, line, prefixes, stamps, tags):
-    date, ts, tail, other, new_token, running, backend, flag, tput, backend2, flag2 = m.groups()
-    record = {"kind": "prefill", "forward_ct": None, "nonfinite": 0, "running_req": int(running),
-              "new_token": int(new_token)}
-    if tput is not None:
-        record["input_throughput"] = float(tput)
-    if flag is None:  # the first " graph: " of the line is the one read
-        backend, flag = backend2, flag2
-    if flag is not None:
-        record["graph"] = flag == "True"
-        record["graph_backend"] = backend
-    if date is None:
-        return stamp(record, line, len(other), prefixes)
-    t, ranks = _when(line, date, ts, tail, stamps, tags)
-    record["date"], record["ts"], record["t"], record["ranks"], record["rank"] = date, ts, t, ranks[0], ranks[1]
-    return record
+def _seconds(stamp, stamps):
+    """Seconds of sglang's own "YYYY-MM-DD HH:MM:SS", as prefix.when reads it, remembered per stamp."""
+    if len(stamps) > MAX_STAMPS:
+        stamps.clear()
+    t = stamps[stamp] = day(stamp[:10]) + int(stamp[11:13]) * 3600 + int(stamp[14:16]) * 60 + int(stamp[17:])
+    return t
 
 
-def _when(line, date, ts, tail, stamps, tags):
-    """(seconds, (ranks, rank)) of sglang's own prefix, as prefix.stamp reads it: once per stamp and tag string."""
-    t = stamps.get(line[1:20])
-    if t is None:
-        if len(stamps) > MAX_STAMPS:
-            stamps.clear()
-        t = stamps[line[1:20]] = day(date) + int(ts[:2]) * 3600 + int(ts[3:5]) * 60 + int(ts[6:])
-    ranks = tags.get(tail)
-    if ranks is None:
-        if len(tags) > MAX_PREFIXES:
-            tags.clear()
-        pairs = RANK.findall(tail)
-        ranks = tags[tail] = (dict((k, int(v)) for k, v in pairs), " ".join(k + v for k, v in pairs))
-    return t, ranks
+def _tags(tail, tags):
+    """(ranks, rank) of the rank tags after sglang's stamp, as prefix.when reads them, remembered per tag string."""
+    if len(tags) > MAX_PREFIXES:
+        tags.clear()
+    pairs = RANK.findall(tail)
+    found = tags[tail] = (dict((k, int(v)) for k, v in pairs), " ".join(k + v for k, v in pairs))
+    return found

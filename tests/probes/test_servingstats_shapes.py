@@ -10,6 +10,7 @@ import pytest
 from probes.servingstats import cadence
 from probes.servingstats.figures import figures
 from probes.servingstats.lines import parse_line
+from probes.servingstats.rows import row_of
 from tests.sglang_wheels import VERSIONS, SkipWheel, site_packages_for
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "serving"
@@ -110,7 +111,7 @@ def test_the_idle_gap_follows_the_servers_cadence():
     # The real 0.5.x line at 128 running requests of a DFLASH server: 40 steps x 128 x 3.6 / 1146 tok/s = 16 s.
     line = real(NPU, 1).replace("#running-req: 24", "#running-req: 128").replace("accept len: 3.05", "accept len: 3.60")
     line = line.replace("gen throughput (token/s): 239.06", "gen throughput (token/s): 1146.00")
-    record = parse_line(line)
+    record = row_of(parse_line(line))
     assert round(cadence.expected_gap(record, 40), 1) == 16.1 and round(cadence.expected_gap(record, 20), 1) == 8.0
     stamped = ["[2026-07-21 15:%02d:%02d TP0 EP0]" % divmod(16 * n, 60) for n in range(6)]
     log = "\n".join(s + line[line.index("]") + 1:] for s in stamped)
@@ -161,7 +162,7 @@ def test_a_real_log_keeps_the_cadence_the_rule_assumes():
     assert {b - a for a, b in zip(tokens, tokens[1:])} == {cadence.DEFAULT_INTERVAL * 8}
     records = [parse_line(l) for l in text.splitlines()]
     gaps = [b["t"] - a["t"] for a, b in zip(records, records[1:])]
-    expected = [cadence.expected_gap(r, cadence.DEFAULT_INTERVAL) for r in records[1:]]
+    expected = [cadence.expected_gap(row_of(r), cadence.DEFAULT_INTERVAL) for r in records[1:]]
     assert all(abs(gap - want) <= 1 for gap, want in zip(gaps, expected)), (gaps, expected)
 
 
