@@ -24,7 +24,8 @@ from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, ho
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.jsonfile import cycle_collector_paused
 from gpudiag.store import StoreError
-from gpudiag.run_loader import load_run, resolve_run_dir
+from gpudiag.run_loader import resolve_run_dir
+from gpudiag.cli.report_stream import streamed_run
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.verdict import Verdict, verdict as compute_verdict
 
@@ -67,8 +68,10 @@ def report(
     as_markdown, as_json = output_format(as_markdown, as_json, output)
     if output is not None and str(output) == "-":
         output = None
+    drawn = output is not None and as_markdown and not no_charts
     try:
-        loaded = clean_run(load_run(resolve_run_dir(run, reports_dir)))
+        streamed, charts = streamed_run(resolve_run_dir(run, reports_dir), output.parent if drawn and output else None)
+        loaded = clean_run(streamed)
     except StoreError as exc:
         raise UserError(str(exc)) from None
     every_finding = all_findings(loaded)
@@ -77,9 +80,7 @@ def report(
     if as_json:
         _emit(render_json(loaded, findings, verdict), output)
     elif as_markdown:
-        charts = {}
-        if output is not None and not no_charts:
-            charts = plots.write_charts(loaded, output.parent)
+        if drawn:
             if not plots.charts_available():
                 click.echo("charts: matplotlib not installed (pip install 'gpudiag[plots]'); tables only", err=True)
         if output is None:  # one stream: the appendix follows the report

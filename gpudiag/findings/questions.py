@@ -18,6 +18,7 @@ from gpudiag.findings.answers_serving import q10_speculation, q10_text
 from gpudiag.findings.answers_source import q2_grouped_copy, q2_text, q3_eagle_batching, q3_text
 from gpudiag.findings.answers_source import q7_integrity, q7_text
 from gpudiag.findings.answers_torch import q1_foreach_copy, q1_text
+from gpudiag.derived import remembered
 from gpudiag.models import HostResult
 
 
@@ -89,6 +90,7 @@ QUESTIONS: tuple[Question, ...] = (
 )
 
 
+@remembered
 def host_answers(host: HostResult) -> list[Answer]:
     """Every question for one host, in QUESTIONS order, a checked answer's sentence rendered from its value; a
     question whose data cannot be read says so instead of failing."""

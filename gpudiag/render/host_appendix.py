@@ -15,6 +15,7 @@ from gpudiag.budget import given_text
 from gpudiag.findings import agreeing_groups
 from gpudiag.probe_view import as_dict, dig, probe
 from gpudiag.probe_view import cells
+from gpudiag.derived import remembered
 from gpudiag.models import HostResult
 from gpudiag.run_records import LoadedRun
 from gpudiag.render.answers_block import hosts_label
@@ -65,7 +66,7 @@ def render_appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
         ]
         if len(members) > 1:
             lines += [f"These {len(members)} hosts read the same data; shown as {md(host.name)} read it.", ""]
-        lines += _host_detail(host, charts)
+        lines += host_detail(host, charts)
     return lines + methodology(run)
 
 
@@ -81,7 +82,8 @@ def _link(name: str) -> str:
     return f"[{code(name)}]({quote(name)})"
 
 
-def _host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
+@remembered
+def host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     """One host's probe list and sections; data that cannot be read costs this host's section only."""
     try:
         lines = []

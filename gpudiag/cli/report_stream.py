@@ -1,0 +1,65 @@
+"""A stored run read for `gpudiag report` a chunk of hosts at a time: each host is cleaned, everything the report
+derives from its data (gpudiag/derived.py) is derived while the chunk is held, and the host then keeps only its
+probes' statuses and those results. The report's memory follows the hosts' derived results, not their data."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable
+
+from gpudiag.derived import REMEMBERED, Raised, slimmed
+from gpudiag.findings import agreeing_groups, for_each_host
+from gpudiag.models import HostResult
+from gpudiag.render import plots
+from gpudiag.render.safe_text import clean_host, clean_run
+from gpudiag.run_loader import load_run, read_manifest
+from gpudiag.run_records import LoadedRun
+from gpudiag.verdict import requested_checks
+
+# Host files read, derived and dropped together: the most any moment holds of the hosts' data.
+CHUNK = 64
+# Shown once for hosts that agree, as the first of them read it (the appendix's section, its charts by that name).
+AS_FIRST_READ_IT = frozenset({"gpudiag.render.host_appendix.host_detail"})
+
+
+def streamed_run(run_dir: Path, charts_dir: Path | None = None) -> tuple[LoadedRun, dict[str, str]]:
+    """The run with every host's data dropped once derived, and the charts drawn into `charts_dir` (none when
+    None); hosts that agree within a chunk are derived once (findings.for_each_host)."""
+    charts: dict[str, str] = {}
+    extra: dict[str, tuple[Any, ...]] = {}
+
+    def digest(hosts: list[HostResult], digests: list[bytes | None]) -> list[HostResult]:
+        probes: dict[int, dict] = {}
+        cleaned = [clean_host(h, probes) for h in hosts]
+        if charts_dir is not None:
+            charts.update(plots.write_charts(dataclasses.replace(empty, hosts=tuple(cleaned)), charts_dir))
+        derived: dict[int, dict[str, Any]] = {id(h): {} for h in cleaned}
+        for key, function in REMEMBERED.items():
+            judge = _caught(function, extra.get(key, ()))
+            if key in AS_FIRST_READ_IT:
+                for members in agreeing_groups(cleaned):
+                    value = judge(members[0])
+                    for host in members:
+                        derived[id(host)][key] = value
+            else:
+                for host, value in zip(cleaned, for_each_host(judge, cleaned)):
+                    derived[id(host)][key] = value
+        return [slimmed(h, derived[id(h)], same) for h, same in zip(cleaned, digests)]
+
+    empty = clean_run(LoadedRun(path=run_dir, manifest=read_manifest(run_dir), hosts=()))
+    extra["gpudiag.verdict.unmet_checks"] = (requested_checks(empty),)
+    extra["gpudiag.render.host_appendix.host_detail"] = (charts,)
+    return load_run(run_dir, digest, CHUNK), charts
+
+
+def _caught(function: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[HostResult], Any]:
+    """function(host, *args), or Raised with what it raised: a later call on the slim host raises it again."""
+
+    def call(host: HostResult) -> Any:
+        try:
+            return function(host, *args)
+        except Exception as exc:  # noqa: BLE001 - kept and raised again where the report asks for it
+            return Raised(exc)
+
+    return call
