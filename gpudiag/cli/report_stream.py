@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from gpudiag.derived import REMEMBERED, Raised, slimmed
 from gpudiag.findings import agreeing_groups, for_each_host
@@ -19,13 +19,27 @@ from gpudiag.verdict import requested_checks
 
 # Host files read, derived and dropped together: the most any moment holds of the hosts' data.
 CHUNK = 64
+# What the findings and the verdict read of a host: all `gpudiag scan` derives when it reads its run back.
+FINDINGS_AND_VERDICT = frozenset(
+    {
+        "gpudiag.findings.host_rule_findings",
+        "gpudiag.findings.facts.host_facts",
+        "gpudiag.findings.fleet.installed_timings",
+        "gpudiag.findings.serving_compare.decode_figures",
+        "gpudiag.verdict.unmet_checks",
+        "gpudiag.verdict.misfits",
+    }
+)
 # Shown once for hosts that agree, as the first of them read it (the appendix's section, its charts by that name).
 AS_FIRST_READ_IT = frozenset({"gpudiag.render.host_appendix.host_detail"})
 
 
-def streamed_run(run_dir: Path, charts_dir: Path | None = None) -> tuple[LoadedRun, dict[str, str]]:
-    """The run with every host's data dropped once derived, and the charts drawn into `charts_dir` (none when
-    None); hosts that agree within a chunk are derived once (findings.for_each_host)."""
+def streamed_run(
+    run_dir: Path, charts_dir: Path | None = None, derive: Collection[str] | None = None
+) -> tuple[LoadedRun, dict[str, str]]:
+    """The run with every host's data dropped once derived (every remembered function, or those in `derive`),
+    and the charts drawn into `charts_dir` (none when None); hosts that agree within a chunk are derived once
+    (findings.for_each_host)."""
     charts: dict[str, str] = {}
     extra: dict[str, tuple[Any, ...]] = {}
 
@@ -36,6 +50,8 @@ def streamed_run(run_dir: Path, charts_dir: Path | None = None) -> tuple[LoadedR
             charts.update(plots.write_charts(dataclasses.replace(empty, hosts=tuple(cleaned)), charts_dir))
         derived: dict[int, dict[str, Any]] = {id(h): {} for h in cleaned}
         for key, function in REMEMBERED.items():
+            if derive is not None and key not in derive:
+                continue
             judge = _caught(function, extra.get(key, ()))
             if key in AS_FIRST_READ_IT:
                 for members in agreeing_groups(cleaned):

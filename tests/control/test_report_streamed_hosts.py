@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import gpudiag.cli.report as report_cli  # every remembered function registered, as the CLI has them
 from gpudiag.cli import cli
-from gpudiag.cli.report_stream import CHUNK, streamed_run
+from gpudiag.cli.report_stream import CHUNK, FINDINGS_AND_VERDICT, streamed_run
 from gpudiag.derived import REMEMBERED, DataDropped, is_slim
 from gpudiag.findings import all_findings
 from gpudiag.render.host_appendix import appendix_document
@@ -102,3 +102,12 @@ def test_a_streamed_host_keeps_what_was_derived_and_no_data(fleet):
     with pytest.raises(DataDropped):
         host.probe_data("env")  # a reader that was not remembered fails loudly, never reads nothing
     assert REMEMBERED["gpudiag.findings.facts.host_facts"](host).name == "h003"
+
+
+def test_the_scan_read_back_keeps_what_findings_and_verdict_read_and_judges_as_the_whole_run(fleet):
+    assert FINDINGS_AND_VERDICT <= set(REMEMBERED)
+    whole = clean_run(load_run(fleet))
+    streamed = clean_run(streamed_run(fleet, derive=FINDINGS_AND_VERDICT)[0])
+    assert set(streamed.hosts[3].probes.derived) == FINDINGS_AND_VERDICT
+    found = all_findings(streamed)
+    assert found == all_findings(whole) and verdict(streamed, found) == verdict(whole, found)
