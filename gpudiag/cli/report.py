@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import click
 from rich.console import Console
@@ -16,7 +16,7 @@ from gpudiag.findings import all_findings, host_facts
 from gpudiag.models import SEVERITIES, Finding
 from gpudiag.render.bench_block import bench_rows, console_table
 from gpudiag.render.json_report import render_json
-from gpudiag.render.host_appendix import appendix_document, appendix_path
+from gpudiag.render.host_appendix import appendix_document_lines, appendix_path
 from gpudiag.render.markdown import render_markdown
 from gpudiag.render import plots
 from gpudiag.run_records import LoadedRun
@@ -134,6 +134,27 @@ def _emit(text: str, output: Path | None, label: str = "report") -> None:
     click.echo(f"{label}: {output}", err=True)
 
 
+def _emit_lines(lines: Iterable[str], output: Path, label: str) -> None:
+    """Write '\n'.join(lines).rstrip('\n') + '\n' to `output` as the lines come: only blank lines wait."""
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("w", encoding="utf-8") as out:
+            pending, first = "", True
+            for line in lines:
+                text = line if first else "\n" + line
+                first = False
+                kept = text.rstrip("\n")
+                if kept:
+                    out.write(pending + kept)
+                    pending = text[len(kept) :]
+                else:
+                    pending += text
+            out.write("\n")
+    except OSError as exc:
+        raise UserError(f"{output}: cannot write: {exc.strerror or exc}") from None
+    click.echo(f"{label}: {output}", err=True)
+
+
 def _emit_markdown(
     run: LoadedRun, findings: Sequence[Finding], charts: dict[str, str], verdict: Verdict, output: Path
 ) -> None:
@@ -142,7 +163,7 @@ def _emit_markdown(
         _emit(render_markdown(run, findings, charts, verdict, appendix_name=None), output)
         return
     appendix = appendix_path(output)
-    _emit(appendix_document(run, charts, output.name), appendix, "appendix")
+    _emit_lines(appendix_document_lines(run, charts, output.name), appendix, "appendix")
     _emit(render_markdown(run, findings, charts, verdict, appendix_name=appendix.name), output)
 
 
