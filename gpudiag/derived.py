@@ -42,9 +42,14 @@ class SlimProbes(dict):
         return self.get(key)
 
 
+def key_of(function: Callable[..., Any]) -> str:
+    """A remembered function's key in REMEMBERED and in a slim host's results."""
+    return f"{function.__module__}.{function.__qualname__}"
+
+
 def remembered(function: F) -> F:
     """Mark a function of one host (first argument) whose result a slim host keeps."""
-    key = f"{function.__module__}.{function.__qualname__}"
+    key = key_of(function)
 
     @functools.wraps(function)
     def wrapper(host: HostResult, *args: Any, **kwargs: Any) -> Any:
