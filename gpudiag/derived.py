@@ -34,6 +34,10 @@ class SlimProbes(dict):
 
     derived: dict[str, Any]
     agreement: bytes | None  # the same for hosts whose data was the same text (run_loader's digest)
+    # Hosts that agree share one SlimProbes, derived once for a stand-in named `named`: the results under
+    # `renamed_keys` are read with that name replaced by the reading host's own.
+    named: str | None
+    renamed_keys: frozenset[str]
 
     def get(self, key: Any, default: Any = None) -> Any:
         raise DataDropped(f"probe {key!r}: its data was dropped after the report derived what it needs")
@@ -62,6 +66,8 @@ def remembered(function: F) -> F:
                 kept = kept.value()
             if isinstance(kept, Raised):
                 raise kept.error
+            if probes.named and key in probes.renamed_keys and host.name != probes.named:
+                kept = renamed(kept, probes.named, host.name)
             return kept
         return function(host, *args, **kwargs)
 
@@ -98,12 +104,34 @@ def packed(value: Any) -> Any:
         return value
 
 
-def slimmed(host: HostResult, derived: dict[str, Any], agreement: bytes | None) -> HostResult:
-    """The host with its probes' data dropped, keeping `derived` (remembered results, or Raised, by key)."""
+def slim_probes(
+    host: HostResult,
+    derived: dict[str, Any],
+    agreement: bytes | None,
+    named: str | None = None,
+    renamed_keys: frozenset[str] = frozenset(),
+) -> SlimProbes:
+    """The host's probes with their data dropped, keeping `derived` (remembered results, or Raised, by key);
+    `named`: the stand-in name the results under `renamed_keys` were derived for (hosts that agree share them)."""
     slim = SlimProbes((name, dataclasses.replace(result, data=None)) for name, result in host.probes.items())
     slim.derived = {key: packed(value) for key, value in derived.items()}
     slim.agreement = agreement
-    return dataclasses.replace(host, probes=slim)
+    slim.named, slim.renamed_keys = named, renamed_keys
+    return slim
+
+
+def renamed(value: Any, old: str, new: str) -> Any:
+    """`value` with `old` in its strings read as `new`: strings, tuples, lists, dicts and dataclasses rebuilt."""
+    if isinstance(value, str):
+        return value.replace(old, new) if old in value else value
+    if isinstance(value, (tuple, list)):
+        return type(value)(renamed(v, old, new) for v in value)
+    if isinstance(value, dict):
+        return {renamed(k, old, new): renamed(v, old, new) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: renamed(getattr(value, f.name), old, new) for f in dataclasses.fields(value) if f.init}
+        return dataclasses.replace(value, **fields)
+    return value
 
 
 def is_slim(host: HostResult) -> bool:

@@ -8,8 +8,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Collection
 
-from gpudiag.derived import REMEMBERED, Raised, slimmed
-from gpudiag.findings import agreeing_groups, for_each_host
+from gpudiag.derived import REMEMBERED, Raised, slim_probes
+from gpudiag.findings import STAND_IN, agreeing_groups
 from gpudiag.models import HostResult
 from gpudiag.render import plots
 from gpudiag.render.safe_text import clean_host, clean_run
@@ -38,8 +38,8 @@ def streamed_run(
     run_dir: Path, charts_dir: Path | None = None, derive: Collection[str] | None = None
 ) -> tuple[LoadedRun, dict[str, str]]:
     """The run with every host's data dropped once derived (every remembered function, or those in `derive`),
-    and the charts drawn into `charts_dir` (none when None); hosts that agree within a chunk are derived once
-    (findings.for_each_host)."""
+    and the charts drawn into `charts_dir` (none when None); hosts that agree within a chunk are derived once,
+    for a stand-in, and share what is kept."""
     charts: dict[str, str] = {}
     extra: dict[str, tuple[Any, ...]] = {}
 
@@ -48,20 +48,22 @@ def streamed_run(
         cleaned = [clean_host(h, probes) for h in hosts]
         if charts_dir is not None:
             charts.update(plots.write_charts(dataclasses.replace(empty, hosts=tuple(cleaned)), charts_dir))
-        derived: dict[int, dict[str, Any]] = {id(h): {} for h in cleaned}
-        for key, function in REMEMBERED.items():
-            if derive is not None and key not in derive:
-                continue
-            judge = _caught(function, extra.get(key, ()))
-            if key in AS_FIRST_READ_IT:
-                for members in agreeing_groups(cleaned):
-                    value = judge(members[0])
-                    for host in members:
-                        derived[id(host)][key] = value
-            else:
-                for host, value in zip(cleaned, for_each_host(judge, cleaned)):
-                    derived[id(host)][key] = value
-        return [slimmed(h, derived[id(h)], same) for h, same in zip(cleaned, digests)]
+        keys = [key for key in REMEMBERED if derive is None or key in derive]
+        kept: dict[int, HostResult] = {}
+        position = {id(h): i for i, h in enumerate(cleaned)}
+        for members in agreeing_groups(cleaned):  # hosts that agree: derived once, one SlimProbes shared
+            first, shared = members[0], len(members) > 1 and bool(members[0].name)
+            judged = dataclasses.replace(first, name=STAND_IN, reason=first.reason.replace(first.name, STAND_IN))
+            derived = {
+                key: _caught(REMEMBERED[key], extra.get(key, ()))(
+                    judged if shared and key not in AS_FIRST_READ_IT else first
+                )
+                for key in keys
+            }
+            renamed_keys = frozenset(keys) - AS_FIRST_READ_IT if shared else frozenset()
+            slim = slim_probes(first, derived, digests[position[id(first)]], STAND_IN if shared else None, renamed_keys)
+            kept.update((id(host), dataclasses.replace(host, probes=slim)) for host in members)
+        return [kept[id(h)] for h in cleaned]
 
     empty = clean_run(LoadedRun(path=run_dir, manifest=read_manifest(run_dir), hosts=()))
     extra["gpudiag.verdict.unmet_checks"] = (requested_checks(empty),)

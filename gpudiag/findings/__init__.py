@@ -39,6 +39,7 @@ from gpudiag.findings.copies import copy_path_text
 from gpudiag.findings.server_flags import command_line, server_args, servers_of
 from gpudiag.findings.commands import with_run_options
 from gpudiag.findings.group import (
+    STAND_IN,
     agreeing_groups,
     for_each_host,
     merge_across_hosts,
@@ -61,6 +62,7 @@ __all__ = [
     "RULES",
     "RUN_RULES",
     "SEVERITY_RANK",
+    "STAND_IN",
     "Answer",
     "HostFacts",
     "agreeing_groups",

@@ -163,7 +163,9 @@ def for_each_host(judge: Callable[[HostResult], T], hosts: Sequence[HostResult])
     results: list[Any] = [None] * len(hosts)
     for members in groups.values():
         first = hosts[members[0]]
-        if len(members) == 1 or not first.name or is_slim(first):  # a slim host keeps its own results
+        # Slim hosts are judged as a group only when they share one SlimProbes (derived once for a stand-in).
+        apart = is_slim(first) and any(hosts[index].probes is not first.probes for index in members)
+        if len(members) == 1 or not first.name or apart:
             for index in members:
                 results[index] = judge(hosts[index])
             continue
