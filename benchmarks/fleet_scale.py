@@ -2,7 +2,7 @@
 and (--replay) gpudiag alone over 1,000 or 10,000 in-process hosts.
 
     python benchmarks/fleet_scale.py [--sizes 1,4,16,32,64] [--forks 32] [--no-ansible]
-    python benchmarks/fleet_scale.py --replay 1000,10000 [--replay-forks 32,256,1024]
+    python benchmarks/fleet_scale.py --replay 1000,10000 [--replay-forks 32,256,1024] [--vary]
 
 --replay: no sshd; every host is answered at once by a transport replaying one recorded host's frame
 (tests/fixtures/runs/fleet3/hosts/gpu-a.json, benchmarks/fleet_support.py), so what is measured is the control
@@ -181,10 +181,11 @@ def lines_of(argv: list[str], cwd: Path) -> int:
     return len(out.stdout.splitlines())
 
 
-def replay(sizes: list[int], forks_list: list[int]) -> int:
+def replay(sizes: list[int], forks_list: list[int], vary: bool = False) -> int:
     from fleet_support import write_inventory
     work = Path(tempfile.mkdtemp(prefix="gpudiag-replay-"))
-    print(f"replayed frame: tests/fixtures/runs/fleet3/hosts/gpu-a.json; cpu_count {os.cpu_count()}")
+    print(f"replayed frame: tests/fixtures/runs/fleet3/hosts/gpu-a.json{', varied per host' if vary else ''}; "
+          f"cpu_count {os.cpu_count()}")
     print(f"{'hosts':>6} {'forks':>5} | scan: {'wall_s':>7} {'cpu_s':>7} {'ms/host':>7} {'peak_MiB':>8} | "
           f"before read-back: {'wall_s':>7} {'peak_MiB':>8} | report: {'wall_s':>7} {'cpu_s':>7} {'peak_MiB':>8} | "
           f"decode-and-drop: {'wall_s':>7} {'peak_MiB':>8} | lines: {'console':>7} {'md':>5}")
@@ -194,7 +195,7 @@ def replay(sizes: list[int], forks_list: list[int]) -> int:
             for forks in forks_list:
                 reports, stats = work / f"rep-{n}-{forks}", work / f"stats-{n}-{forks}.json"
                 child = [sys.executable, str(ROOT / "benchmarks" / "fleet_support.py"), "replay-child",
-                         str(inventory), str(reports), str(forks), str(stats)]
+                         str(inventory), str(reports), str(forks), str(stats)] + (["vary"] if vary else [])
                 wall, cpu, peak, code = waited(child, work)
                 phase = json.loads(stats.read_text()) if stats.exists() else {}
                 report, dropped, console, markdown = (0.0, 0.0, 0.0, -1), (0.0, 0.0, 0.0, -1), 0, 0
@@ -226,9 +227,13 @@ def main() -> int:
     parser.add_argument("--no-ansible", action="store_true")
     parser.add_argument("--replay", help="host counts for the in-process replay fleet, e.g. 1000,10000")
     parser.add_argument("--replay-forks", default="32,256,1024")
+    parser.add_argument("--vary", action="store_true",
+                        help="with --replay: every host answers with its own GPU UUIDs, PIDs and measured values "
+                        "(benchmarks/fleet_support.py varied_body), so no two hosts agree")
     args = parser.parse_args()
     if args.replay:
-        return replay([int(s) for s in args.replay.split(",")], [int(f) for f in args.replay_forks.split(",")])
+        return replay([int(s) for s in args.replay.split(",")], [int(f) for f in args.replay_forks.split(",")],
+                      args.vary)
     sizes = [int(s) for s in args.sizes.split(",")]
     use_ansible = not args.no_ansible and shutil.which("ansible") is not None
     fleet = load_fleet_module().SSHDFleet(max(sizes)).start()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -31,11 +32,34 @@ def recorded_frame_body(path: Path = RECORDED_HOST) -> str:
     return json.dumps({"schema": 1, "python": {"executable": stored.get("python")}, "probes": stored["probes"]})
 
 
+_FLOAT = re.compile(r"(?<=[:\[ ])-?\d+\.\d+(?:[eE][-+]?\d+)?")
+_UUID = re.compile(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_PER_HOST_INT = re.compile(r'("(?:pid|memory_used_mib|used_memory_mib|utilization_pct|memory_available_mib)": )(\d+)')
+
+
+def varied_body(body: str, index: int) -> str:
+    """The recorded frame as host `index` would send it: its own GPU UUIDs and hostname, its own measured
+    values (every float: timings, spreads, durations, scaled by a factor of its own within 0.95-1.05, so a
+    percentile stays below the next), its own PIDs, memory in use and utilisation. No two hosts' probe data
+    agree, nor any probe's, so nothing is shared by grouping."""
+    factor = 0.95 + (index * 7919 % 100003) / 1000030
+
+    def scaled(match: re.Match) -> str:
+        return repr(round(float(match.group()) * factor, 7))
+
+    out = _FLOAT.sub(scaled, body)
+    out = _UUID.sub(lambda m: f"GPU-{index:08x}-{m.group()[4:8]}-4000-8000-{index * 977:012x}", out)
+    out = _PER_HOST_INT.sub(lambda m: m.group(1) + str(int(m.group(2)) + index % 997), out)
+    return out.replace('"hostname": "', f'"hostname": "h{index:05d}-', 1)
+
+
 class ReplayTransport:
     """Answers every run with the recorded frame under that run's nonce, at once: what the control side does
-    per host (payload, capture, frame, validation, store) without a network or a host."""
+    per host (payload, capture, frame, validation, store) without a network or a host. With `vary`, each host
+    answers with its own values (varied_body)."""
 
     body = ""
+    vary = False
 
     def __init__(self, host: object, **_options: object):
         self.host = host
@@ -46,7 +70,8 @@ class ReplayTransport:
         from gpudiag.models import CommandResult
 
         nonce = json.loads(stdin.split(b"\n", 1)[0])["nonce"]
-        frame = f"GPUDIAG-BEGIN {nonce}\n{self.body}\nGPUDIAG-END {nonce}\n".encode()
+        body = varied_body(self.body, int(str(getattr(self.host, "name", "h0"))[1:] or 0)) if self.vary else self.body
+        frame = f"GPUDIAG-BEGIN {nonce}\n{body}\nGPUDIAG-END {nonce}\n".encode()
         return CommandResult(0, frame, b"", 0.0)
 
     def close(self) -> None:
@@ -60,7 +85,7 @@ def write_inventory(path: Path, count: int) -> Path:
     return path
 
 
-def replay_child(inventory: str, reports: str, forks: str, stats: str) -> int:
+def replay_child(inventory: str, reports: str, forks: str, stats: str, vary: str = "") -> int:
     """`gpudiag scan -i INVENTORY all` in this process, every host answered by ReplayTransport. Writes to
     STATS the peak RSS and time when the last host was stored, before scan reads the run back for findings."""
     import json
@@ -72,6 +97,7 @@ def replay_child(inventory: str, reports: str, forks: str, stats: str) -> int:
     from gpudiag.cli import cli
 
     ReplayTransport.body = recorded_frame_body()
+    ReplayTransport.vary = vary == "vary"
     scan_cli.transports = lambda **options: ReplayTransport  # type: ignore[assignment]
     read_back = scan_cli._stored_run
     started = time.perf_counter()
@@ -90,5 +116,5 @@ def replay_child(inventory: str, reports: str, forks: str, stats: str) -> int:
     return 0
 
 
-if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "replay-child":
+if __name__ == "__main__" and len(sys.argv) in (6, 7) and sys.argv[1] == "replay-child":
     sys.exit(replay_child(*sys.argv[2:]))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from gpudiag.jsonfile import cycle_collector_paused, object_with_spans, read_json
 from gpudiag.models import NEVER_FINISHED, OK, RESULT_MISSING, UNREADABLE, HostResult, ProbeResult
@@ -17,6 +17,9 @@ from gpudiag.run_journal import merged_hosts, read_journal
 from gpudiag.run_records import LoadedRun, RunManifest, UnreadableFile
 from gpudiag.schema import SchemaError
 from gpudiag.store import StoreError
+
+# The hosts of one chunk, and each one's digest of its probe data (None: none taken) -> what the run keeps.
+Digest = Callable[[list[HostResult], list[bytes | None]], list[HostResult]]
 
 
 def resolve_run_dir(spec: str | None, root: Path) -> Path:
@@ -61,9 +64,13 @@ def read_manifest(run_dir: Path) -> RunManifest:
     return replace(manifest, hosts=merged_hosts(manifest.hosts, journal)) if journal else manifest
 
 
-def load_run(run_dir: Path) -> LoadedRun:
+def load_run(run_dir: Path, digest: Digest | None = None, chunk: int = 64) -> LoadedRun:
     """The run as stored. Only an unreadable run.json is an error: a host file that is corrupt or stray
-    is carried as unreadable, and a host with no file reads as never finished or result missing."""
+    is carried as unreadable, and a host with no file reads as never finished or result missing.
+
+    `digest`, when given, is handed the hosts read from each `chunk` host files and returns what the run keeps
+    of them (gpudiag report: each host's data dropped once what it reports is derived), so the run never holds
+    more than one chunk's data; hosts that agree share one copy of their data within a chunk."""
     manifest = read_manifest(run_dir)
     by_file = {str(e.get("file")): str(e.get("name")) for e in manifest.hosts if e.get("file")}
     hosts: list[HostResult] = []
@@ -73,9 +80,15 @@ def load_run(run_dir: Path) -> LoadedRun:
     except OSError:
         files = []
     shared: dict[bytes, dict[str, ProbeResult]] = {}
+    digests: list[bytes | None] = []  # one per host in `hosts`, as it is read
     with cycle_collector_paused():
-        for path in files:
-            _load_host(path, by_file, hosts, unreadable, shared)
+        for start in range(0, len(files), chunk if digest else max(len(files), 1)):
+            first = len(hosts)
+            for path in files[start : start + chunk] if digest else files:
+                _load_host(path, by_file, hosts, unreadable, shared, digests)
+            if digest is not None:
+                hosts[first:] = digest(hosts[first:], digests[first:])
+                shared.clear()
     have = {h.name for h in hosts}
     for entry in manifest.hosts:
         name = str(entry.get("name"))
@@ -113,6 +126,7 @@ def _load_host(
     hosts: list[HostResult],
     unreadable: list[UnreadableFile],
     shared: dict[bytes, dict[str, ProbeResult]],
+    digests: list[bytes | None],
 ) -> None:
     """One host file read into `hosts`, or carried as unreadable (and its owner so marked). Hosts whose probe
     data is the same text share one checked copy of it (`shared`, by a digest of that text): the copies of
@@ -135,11 +149,13 @@ def _load_host(
             if digest:
                 shared[digest] = known
         hosts.append(replace(result, probes=known))
+        digests.append(digest)
     except (StoreError, SchemaError) as exc:
         reason = str(exc).replace(str(path) + ": ", "").replace(str(path), relative)
         unreadable.append(UnreadableFile(relative, reason[:300], owner))
         if owner is not None:
             hosts.append(HostResult(name=owner, status=UNREADABLE, reason=f"{relative}: {reason[:300]}"))
+            digests.append(None)
 
 
 def _read_host_doc(path: Path) -> tuple[dict[str, Any], bytes | None]:

@@ -12,6 +12,7 @@ from typing import Any, Iterable, Sequence
 from gpudiag.exit_codes import ExitCode
 from gpudiag.probe_view import as_dict, as_list
 from gpudiag.probe_data import data_errors
+from gpudiag.derived import remembered
 from gpudiag.models import INTERRUPTED, OK, PROBE_ERROR, SEVERITY_RANK, Finding, HostResult
 from gpudiag.run_records import LoadedRun
 from probes.catalog import DEEP_PROBES  # the deep set, as the probes declare it
@@ -94,6 +95,7 @@ def explicit_checks(argv: Sequence[str], probes: str | None = None, deep: bool |
     return tuple(names)
 
 
+@remembered
 def unmet_checks(host: HostResult, requested: Iterable[str]) -> list[str]:
     """Why each requested check did not run (or measured nothing) on this host; [] when all ran."""
     if requested and not host.probes:
@@ -140,11 +142,17 @@ def host_verdicts(run: LoadedRun, requested: Sequence[str]) -> tuple[HostVerdict
             continue
         unmet = unmet_checks(host, requested)
         # A probe whose data did not fit its declaration is a check that could not be read, asked for or not.
-        unmet += [m for m in data_errors(host.probes) if not any(u.startswith(m.split(":", 1)[0] + ":") for u in unmet)]
+        unmet += [m for m in misfits(host) if not any(u.startswith(m.split(":", 1)[0] + ":") for u in unmet)]
         # probe_error keeps its own (worse) status; its unmet checks still say why.
         status = INCOMPLETE if unmet and host.status == OK else host.status
         verdicts.append(HostVerdict(host.name, status, tuple(unmet) or ((host.reason,) if host.reason else ())))
     return tuple(verdicts)
+
+
+@remembered
+def misfits(host: HostResult) -> list[str]:
+    """The host's probe data that did not fit its declarations (probe_data.data_errors)."""
+    return data_errors(host.probes)
 
 
 def failing(findings: Iterable[Finding], fail_on: str) -> list[Finding]:

@@ -22,7 +22,8 @@ from gpudiag.cli.runs import StoredRun, run_hosts, transports
 from gpudiag.cli.scan import _stored_run, check_known_hosts_path, skip_unsafe_command_lines
 from gpudiag.models import INTERNAL_ERROR, OK
 from gpudiag.orchestrator import DEFAULT_TIMEOUT, ScanRequest
-from gpudiag.render.bench_block import bench_rows, console_table
+from gpudiag.derived import key_of
+from gpudiag.render.bench_block import bench_rows, console_table, host_bench_rows
 from gpudiag.render.safe_text import console as console_text
 from gpudiag.verdict import Verdict, verdict
 
@@ -97,7 +98,7 @@ def bench(
     )
     factory = transports(accept_new=accept_new, known_hosts=known_hosts)
     outcome, manifest, stop = run_hosts(run, hosts, request, factory, console)
-    stored = _stored_run(run.writer.dir, console)
+    stored = _stored_run(run.writer.dir, console, also=[key_of(host_bench_rows)])
     rows = [] if stored is None else bench_rows(stored)
     # Findings from the log never fail a load; a host with nothing to load is incomplete (exit 4).
     result = None if stored is None else verdict(stored, rules.all_findings(stored), "critical")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import click
 from rich.console import Console
@@ -17,7 +17,7 @@ from gpudiag.findings import all_findings, host_facts
 from gpudiag.models import SEVERITIES, Finding
 from gpudiag.render.bench_block import bench_rows, console_table
 from gpudiag.render.json_report import render_json
-from gpudiag.render.host_appendix import appendix_document, appendix_path
+from gpudiag.render.host_appendix import appendix_document_lines, appendix_path
 from gpudiag.render.markdown import render_markdown
 from gpudiag.render import plots
 from gpudiag.run_records import LoadedRun
@@ -26,7 +26,8 @@ from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.render.ssh_line import ssh_settings_line
 from gpudiag.jsonfile import cycle_collector_paused
 from gpudiag.store import StoreError
-from gpudiag.run_loader import load_run, resolve_run_dir
+from gpudiag.run_loader import resolve_run_dir
+from gpudiag.cli.report_stream import streamed_run
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.verdict import Verdict, verdict as compute_verdict
 
@@ -69,8 +70,10 @@ def report(
     as_markdown, as_json = output_format(as_markdown, as_json, output)
     if output is not None and str(output) == "-":
         output = None
+    drawn = output is not None and as_markdown and not no_charts
     try:
-        loaded = clean_run(load_run(resolve_run_dir(run, reports_dir)))
+        streamed, charts = streamed_run(resolve_run_dir(run, reports_dir), output.parent if drawn and output else None)
+        loaded = clean_run(streamed)
     except StoreError as exc:
         raise UserError(str(exc)) from None
     every_finding = all_findings(loaded)
@@ -79,9 +82,7 @@ def report(
     if as_json:
         _emit(render_json(loaded, findings, verdict), output)
     elif as_markdown:
-        charts = {}
-        if output is not None and not no_charts:
-            charts = plots.write_charts(loaded, output.parent)
+        if drawn:
             if not plots.charts_available():
                 click.echo("charts: matplotlib not installed (pip install 'gpudiag[plots]'); tables only", err=True)
         if output is None:  # one stream: the appendix follows the report
@@ -135,6 +136,27 @@ def _emit(text: str, output: Path | None, label: str = "report") -> None:
     click.echo(f"{label}: {output}", err=True)
 
 
+def _emit_lines(lines: Iterable[str], output: Path, label: str) -> None:
+    """Write '\n'.join(lines).rstrip('\n') + '\n' to `output` as the lines come: only blank lines wait."""
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("w", encoding="utf-8") as out:
+            pending, first = "", True
+            for line in lines:
+                text = line if first else "\n" + line
+                first = False
+                kept = text.rstrip("\n")
+                if kept:
+                    out.write(pending + kept)
+                    pending = text[len(kept) :]
+                else:
+                    pending += text
+            out.write("\n")
+    except OSError as exc:
+        raise UserError(f"{output}: cannot write: {exc.strerror or exc}") from None
+    click.echo(f"{label}: {output}", err=True)
+
+
 def _emit_markdown(
     run: LoadedRun, findings: Sequence[Finding], charts: dict[str, str], verdict: Verdict, output: Path
 ) -> None:
@@ -143,7 +165,7 @@ def _emit_markdown(
         _emit(render_markdown(run, findings, charts, verdict, appendix_name=None), output)
         return
     appendix = appendix_path(output)
-    _emit(appendix_document(run, charts, output.name), appendix, "appendix")
+    _emit_lines(appendix_document_lines(run, charts, output.name), appendix, "appendix")
     _emit(render_markdown(run, findings, charts, verdict, appendix_name=appendix.name), output)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 import click
 from rich.console import Console
@@ -34,7 +34,7 @@ from gpudiag.render.console import summary_table
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.jsonfile import cycle_collector_paused
 from gpudiag.store import StoreError
-from gpudiag.run_loader import load_run
+from gpudiag.cli.report_stream import FINDINGS_AND_VERDICT, streamed_run
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT
 from gpudiag.verdict import Verdict, explicit_checks, verdict
@@ -248,10 +248,12 @@ def _print_results(
             results.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)", markup=False)
 
 
-def _stored_run(run_dir: Path, console: Console) -> LoadedRun | None:
-    """The stored run, read back as `report` reads it (the verdict is computed from it), or None."""
+def _stored_run(run_dir: Path, console: Console, also: Collection[str] = ()) -> LoadedRun | None:
+    """The stored run, read back as `report` reads it (the verdict is computed from it), or None: a chunk of
+    hosts at a time, each keeping what the findings and the verdict read of it (cli/report_stream.py), and the
+    remembered functions named in `also`."""
     try:
-        return clean_run(load_run(run_dir))
+        return clean_run(streamed_run(run_dir, derive=FINDINGS_AND_VERDICT | set(also))[0])
     except StoreError as exc:  # already warned when writing failed; findings need the stored run
         console.print(f"gpudiag: warning: findings not checked: {exc}", markup=False, highlight=False)
         return None

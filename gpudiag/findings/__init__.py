@@ -39,16 +39,17 @@ from gpudiag.findings.copies import copy_path_text
 from gpudiag.findings.server_flags import command_line, server_args, servers_of
 from gpudiag.findings.commands import with_run_options
 from gpudiag.findings.group import (
+    STAND_IN,
     agreeing_groups,
     for_each_host,
     merge_across_hosts,
-    once_per_agreeing_group,
     reproduce_command,
 )
 from gpudiag.findings.savings import rank as rank_copies
 from gpudiag.findings.server_scope import release_of, scope
 from gpudiag.findings.serving_view import BUCKET_NAMES, bucket_text
 from gpudiag.findings.steps import order as step_order, step as next_step
+from gpudiag.derived import remembered
 from gpudiag.models import SEVERITY_RANK, Evidence, Finding, HostResult
 from gpudiag.run_records import LoadedRun
 
@@ -61,6 +62,7 @@ __all__ = [
     "RULES",
     "RUN_RULES",
     "SEVERITY_RANK",
+    "STAND_IN",
     "Answer",
     "HostFacts",
     "agreeing_groups",
@@ -140,18 +142,29 @@ RUN_RULES: tuple[Callable[[dict], list[Finding]], ...] = (
 
 def all_findings(run: LoadedRun) -> list[Finding]:
     hosts_sorted = sorted(run.hosts, key=lambda h: h.name)
+    per_host = for_each_host(host_rule_findings, hosts_sorted)  # once per group of agreeing hosts
     found: list[Finding] = []
-    for rule in RULES:
-        found.extend(_guarded(rule, hosts_sorted, per_host=rule not in FLEET_RULES))
+    for index in range(len(_host_rules())):
+        found.extend(f for each in per_host for f in each[index])
+    for rule in (rule for rule in RULES if rule in FLEET_RULES):
+        found.extend(_guarded(rule, hosts_sorted))
     for run_rule in RUN_RULES:
         found.extend(_guarded(run_rule, run.manifest.extra))
     return sort_findings(merge_across_hosts(found))
 
 
-def _guarded(rule: Callable, argument: object, per_host: bool = False) -> list[Finding]:
+def _host_rules() -> tuple[Rule, ...]:
+    return tuple(rule for rule in RULES if rule not in FLEET_RULES)
+
+
+@remembered
+def host_rule_findings(host: HostResult) -> tuple[list[Finding], ...]:
+    """What each rule that judges hosts one at a time finds on this host, in RULES order."""
+    return tuple(_guarded(rule, [host]) for rule in _host_rules())
+
+
+def _guarded(rule: Callable, argument: object) -> list[Finding]:
     try:
-        if per_host:
-            return once_per_agreeing_group(rule, argument)  # type: ignore[arg-type]
         return list(rule(argument))
     except Exception as exc:  # noqa: BLE001 - odd host data must not take the whole report down
         return [_rule_failed(rule, exc)]

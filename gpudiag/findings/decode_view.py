@@ -23,8 +23,11 @@ from gpudiag.findings.decode_server import ServerDecode, analyse
 from gpudiag.findings.serving_view import serving_figures
 from gpudiag.models import HostResult
 
-# HostResult is not hashable: keyed by id, with a weak reference telling a reused id from its host.
+# HostResult is not hashable: keyed by id, with a weak reference telling a reused id from its host. An analysis
+# refers to its host, so an entry keeps its host alive: the cache keeps the latest hosts only, and a report that
+# reads hosts a chunk at a time (gpudiag/cli/report_stream.py) lets the others go.
 _CACHE: dict[int, tuple[weakref.ref[HostResult], list[ServerDecode]]] = {}
+CACHED_HOSTS = 4
 
 
 def host_decode(host: HostResult) -> list[ServerDecode]:
@@ -39,5 +42,7 @@ def host_decode(host: HostResult) -> list[ServerDecode]:
             spec.value["speculation"].update(economics(spec, analysed))
     for key in [k for k, (ref, _) in _CACHE.items() if ref() is None]:
         del _CACHE[key]
+    while len(_CACHE) >= CACHED_HOSTS:
+        del _CACHE[next(iter(_CACHE))]  # the oldest
     _CACHE[id(host)] = (weakref.ref(host), analysed)
     return analysed

@@ -11,6 +11,7 @@ from typing import Any
 
 from gpudiag.findings.server_flags import graph_max_bs, graphs_disabled, server_args, servers_of
 from gpudiag.probe_view import as_dict, as_list, dig, probe
+from gpudiag.derived import remembered
 from gpudiag.models import HostResult
 
 UNKNOWN = "-"
@@ -90,6 +91,7 @@ def _text(value: Any) -> str:
     return UNKNOWN if value in (None, "", [], {}) else str(value)
 
 
+@remembered
 def host_facts(host: HostResult) -> HostFacts:
     env = probe(host, "env") or {}
     gpus = as_dict(env.get("gpus"))

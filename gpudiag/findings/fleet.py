@@ -7,6 +7,7 @@ from gpudiag.probe_view import fmt_us, number
 from gpudiag.findings.copies import ok_timing
 from gpudiag.probe_view import copy_gpus, workloads
 from gpudiag.findings.facts import UNKNOWN, host_facts
+from gpudiag.derived import remembered
 from gpudiag.models import Evidence, Finding, HostResult
 from probes.copybench import strategies as strategy_facts
 
@@ -69,15 +70,7 @@ def fleet_drift(hosts: list[HostResult]) -> list[Finding]:
 def _timing_rows(hosts: list[HostResult]) -> list[tuple[str, ...]]:
     """Copy timings that moved beyond noise between hosts: the installed strategy's median per workload on each
     host's first GPU, kept when two hosts' p10–p90 ranges do not overlap."""
-    per_host: list[dict[str, dict]] = []
-    for host in hosts:
-        gpus = copy_gpus(host, cuda_only=True)
-        found = {}
-        for w in workloads(gpus[0]) if gpus else []:
-            timing = ok_timing(w, strategy_facts.INSTALLED)
-            if timing and number(timing.get("p10_us")) is not None and number(timing.get("p90_us")) is not None:
-                found[str(w.get("name"))] = timing
-        per_host.append(found)
+    per_host = [installed_timings(host) for host in hosts]
     rows = []
     for name in sorted({n for found in per_host for n in found}):
         timings = [found.get(name) for found in per_host]
@@ -90,3 +83,15 @@ def _timing_rows(hosts: list[HostResult]) -> list[tuple[str, ...]]:
                 (f"copy {name}, installed (median)",) + tuple(fmt_us(t["median_us"]) if t else UNKNOWN for t in timings)
             )
     return rows
+
+
+@remembered
+def installed_timings(host: HostResult) -> dict[str, dict]:
+    """The installed strategy's timing per workload on the host's first CUDA GPU, where it has p10 and p90."""
+    gpus = copy_gpus(host, cuda_only=True)
+    found = {}
+    for w in workloads(gpus[0]) if gpus else []:
+        timing = ok_timing(w, strategy_facts.INSTALLED)
+        if timing and number(timing.get("p10_us")) is not None and number(timing.get("p90_us")) is not None:
+            found[str(w.get("name"))] = timing
+    return found

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
+from gpudiag.derived import is_slim
 from gpudiag.models import Evidence, Finding, HostResult
 
 # Which command gathers each probe's evidence again (HOSTS is replaced by the finding's hosts).
@@ -145,14 +146,6 @@ STAND_IN = "gpudiag-stand-in-host-3f9c1e"
 T = TypeVar("T")
 
 
-def once_per_agreeing_group(
-    rule: Callable[[list[HostResult]], list[Finding]], hosts: list[HostResult]
-) -> list[Finding]:
-    """What `rule(hosts)` returns for a rule that judges each host on its own, in the same order, with the
-    rule run once per group of agreeing hosts: 10,000 identical hosts cost the rule what one does."""
-    return [f for found in for_each_host(lambda host: list(rule([host])), hosts) for f in found]
-
-
 def agreeing_groups(hosts: Sequence[HostResult]) -> list[list[HostResult]]:
     """The hosts in groups that agree in everything but their name, in first-seen order."""
     groups: dict[tuple, list[HostResult]] = {}
@@ -170,7 +163,9 @@ def for_each_host(judge: Callable[[HostResult], T], hosts: Sequence[HostResult])
     results: list[Any] = [None] * len(hosts)
     for members in groups.values():
         first = hosts[members[0]]
-        if len(members) == 1 or not first.name:
+        # Slim hosts are judged as a group only when they share one SlimProbes (derived once for a stand-in).
+        apart = is_slim(first) and any(hosts[index].probes is not first.probes for index in members)
+        if len(members) == 1 or not first.name or apart:
             for index in members:
                 results[index] = judge(hosts[index])
             continue
@@ -184,8 +179,9 @@ def for_each_host(judge: Callable[[HostResult], T], hosts: Sequence[HostResult])
 def _agreement(host: HostResult) -> tuple:
     """What a host rule may read of a host, its own name aside (a reason naming the host reads alike)."""
     reason = host.reason.replace(host.name, STAND_IN) if host.name else host.reason
+    same = getattr(host.probes, "agreement", None) if is_slim(host) else None
     return (
-        id(host.probes) if host.name else id(host),
+        (same or id(host.probes)) if host.name else id(host),
         host.status,
         reason,
         host.transport,

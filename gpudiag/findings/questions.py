@@ -6,7 +6,7 @@ block, the coverage line and the JSON entries all read this one tuple."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from gpudiag.findings.answers import ANSWERED, NOT_CHECKED, Answer
 from gpudiag.findings.answers_decode import q11_step_time, q11_text, q12_bandwidth, q12_text
@@ -18,6 +18,7 @@ from gpudiag.findings.answers_serving import q10_speculation, q10_text
 from gpudiag.findings.answers_source import q2_grouped_copy, q2_text, q3_eagle_batching, q3_text
 from gpudiag.findings.answers_source import q7_integrity, q7_text
 from gpudiag.findings.answers_torch import q1_foreach_copy, q1_text
+from gpudiag.derived import remembered
 from gpudiag.models import HostResult
 
 
@@ -89,6 +90,7 @@ QUESTIONS: tuple[Question, ...] = (
 )
 
 
+@remembered
 def host_answers(host: HostResult) -> list[Answer]:
     """Every question for one host, in QUESTIONS order, a checked answer's sentence rendered from its value; a
     question whose data cannot be read says so instead of failing."""
@@ -110,7 +112,7 @@ def host_answers(host: HostResult) -> list[Answer]:
     return answers
 
 
-def coverage_line(per_host: dict[str, list[Answer]]) -> str:
+def coverage_line(per_host: Mapping[str, list[Answer]]) -> str:
     """'N of M questions answered on K hosts' (a question counts when every host answered it in full)."""
     if not per_host:
         return "no hosts: no question could be answered"

@@ -17,6 +17,7 @@ from typing import Any
 from gpudiag.findings.dflash import server_gpus
 from gpudiag.findings.serving_view import ServerFigures, graph_state, serving_figures
 from gpudiag.findings.server_flags import server_args
+from gpudiag.derived import remembered
 from gpudiag.models import HostResult
 from gpudiag.probe_view import as_dict
 from probes.servingstats.buckets import BUCKET_NAMES
@@ -219,7 +220,7 @@ def differences(spec: ServerFigures, base: ServerFigures) -> tuple[Difference, .
 
 def compare(hosts: list[HostResult]) -> list[Comparison]:
     """Every (speculative, baseline) pair of one model where both logged decode lines."""
-    items = [i for h in hosts for i in serving_figures(h) if i.figures and model_of(i)]
+    items = [i for h in hosts for i in decode_figures(h)]
     out = []
     for spec in (i for i in items if i.algorithm):
         for base in (i for i in items if not i.algorithm and model_of(i) == model_of(spec)):
@@ -231,3 +232,9 @@ def compare(hosts: list[HostResult]) -> list[Comparison]:
             if any(r.ratio is not None for r in rows):
                 out.append(Comparison(model_of(spec), spec, base, rows, differences(spec, base)))
     return out[:MAX_PAIRS]
+
+
+@remembered
+def decode_figures(host: HostResult) -> list[ServerFigures]:
+    """The host's live servers that logged decode lines of a known model (each keeps its host whole)."""
+    return [i for i in serving_figures(host) if i.figures and model_of(i)]

@@ -5,10 +5,12 @@ sentences agree; in JSON they share an entry only when their structured values a
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Mapping, Sequence
 
 from gpudiag.findings import QUESTIONS, Answer, coverage_line, for_each_host, host_answers, with_run_options
+from gpudiag.derived import is_slim
+from gpudiag.models import HostResult
 from gpudiag.run_records import LoadedRun
 from gpudiag.render.safe_text import md
 
@@ -29,15 +31,16 @@ class AnswerGroup:
 
 @dataclass(frozen=True)
 class AnswerSet:
-    per_host: dict[str, list[Answer]]  # hosts that gave data
+    per_host: Mapping[str, list[Answer]]  # hosts that gave data
     questions: tuple[tuple[str, str, tuple[AnswerGroup, ...]], ...]
     unreached: tuple[tuple[str, str], ...] = ()  # (host, why): every question unchecked there
     # The same reasons with each host's own address and name said generically: hosts that fail alike share a line.
     general: dict[str, str] = field(default_factory=dict)
+    statuses: dict[str, list[Answer]] = field(default_factory=dict)  # per host, its answers' statuses alone
 
     @property
     def coverage(self) -> str:
-        text = coverage_line(self.per_host)
+        text = coverage_line(self.statuses)
         return text + (
             f"; {len(self.unreached)} host{'s' if len(self.unreached) != 1 else ''} not reached"
             if self.unreached
@@ -47,7 +50,7 @@ class AnswerSet:
     @property
     def unchecked(self) -> bool:
         return bool(self.unreached) or any(
-            a.status != "answered" for answers in self.per_host.values() for a in answers
+            a.status != "answered" for answers in self.statuses.values() for a in answers
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -96,21 +99,58 @@ def answer_set(run: LoadedRun) -> AnswerSet:
     general = {
         name: _own_names_out(why, h) for (name, why), h in zip(unreached, (h for h in run.hosts if not h.probes))
     }
-    # Hosts that agree in everything but their name are answered once (for_each_host).
-    per_host = dict(zip((h.name for h in reached), for_each_host(host_answers, reached)))
+    # Hosts that agree in everything but their name are answered once (for_each_host); slim hosts keep their
+    # answers packed (gpudiag/derived.py), read again where asked, so the fleet's answers are never held at once.
+    per_host: Mapping[str, list[Answer]]
+    if any(is_slim(h) for h in reached):
+        per_host = _ReadWhenAsked({h.name: h for h in reached})
+    else:
+        per_host = dict(zip((h.name for h in reached), for_each_host(host_answers, reached)))
+    groups: list[dict[tuple[str, str], list[str]]] = [{} for _ in QUESTIONS]
+    first: list[dict[tuple[str, str], Answer]] = [{} for _ in QUESTIONS]
+    statuses: dict[str, list[Answer]] = {}
+    for name, answers in per_host.items():  # one pass: each host's answers read once
+        statuses[name] = [_status_only(a) for a in answers]
+        for index, answer in enumerate(answers[: len(QUESTIONS)]):
+            key = (answer.status, answer.text)
+            groups[index].setdefault(key, []).append(name)
+            if key not in first[index]:
+                first[index][key] = replace(answer, value=None)  # JSON reads each host's own value
+    argv = tuple(run.manifest.argv)
     questions = []
     for index, declared in enumerate(QUESTIONS):
-        qid, question = declared.qid, declared.text
-        groups: dict[tuple[str, str], list[str]] = {}
-        first: dict[tuple[str, str], Answer] = {}
-        for name, answers in per_host.items():
-            key = (answers[index].status, answers[index].text)
-            groups.setdefault(key, []).append(name)
-            first.setdefault(key, answers[index])
-        ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1]))
-        argv = tuple(run.manifest.argv)
-        questions.append((qid, question, tuple(AnswerGroup(first[k], tuple(v), argv) for k, v in ordered)))
-    return AnswerSet(per_host, tuple(questions), unreached, general)
+        ordered = sorted(groups[index].items(), key=lambda kv: (-len(kv[1]), kv[1]))
+        found = tuple(AnswerGroup(first[index][k], tuple(v), argv) for k, v in ordered)
+        questions.append((declared.qid, declared.text, found))
+    return AnswerSet(per_host, tuple(questions), unreached, general, statuses)
+
+
+class _ReadWhenAsked(Mapping[str, list[Answer]]):
+    """Each slim host's answers, unpacked when asked."""
+
+    def __init__(self, hosts: dict[str, HostResult]):
+        self._hosts = hosts
+
+    def __getitem__(self, name: str) -> list[Answer]:
+        return host_answers(self._hosts[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._hosts)
+
+    def __len__(self) -> int:
+        return len(self._hosts)
+
+
+_STATUS_ONLY: dict[tuple[str, str], Answer] = {}
+
+
+def _status_only(answer: Answer) -> Answer:
+    """The answer's question and status alone, one object per pair: what coverage counts."""
+    key = (answer.qid, answer.status)
+    found = _STATUS_ONLY.get(key)
+    if found is None:
+        found = _STATUS_ONLY[key] = Answer(answer.qid, answer.status, "")
+    return found
 
 
 def host_list(names: Sequence[str]) -> str:

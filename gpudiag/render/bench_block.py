@@ -10,6 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.findings import BUCKET_NAMES, bucket_text
+from gpudiag.derived import remembered
+from gpudiag.models import HostResult
 from gpudiag.run_records import LoadedRun
 from gpudiag.probe_view import as_dict, as_list, probe
 from gpudiag.render.blocks import table
@@ -50,48 +52,58 @@ def _numbers(value: Any, keys: Sequence[str]) -> dict[str, float | int | None]:
 
 def bench_rows(run: LoadedRun) -> list[dict[str, Any]]:
     """{host, pid, port, concurrency, figures…} per level; {host, pid, port, reason} for a server not loaded."""
+    return [row for host in run.hosts for row in host_bench_rows(host)]
+
+
+@remembered
+def host_bench_rows(host: HostResult) -> list[dict[str, Any]]:
+    """bench_rows for one host."""
     rows: list[dict[str, Any]] = []
-    for host in run.hosts:
-        data = as_dict(probe(host, PROBE))
-        for _, server in sorted(as_dict(data.get("servers")).items(), key=lambda kv: str(kv[0])):
-            server = as_dict(server)
-            base: dict[str, Any] = {
-                "host": host.name,
-                "pid": _number(server.get("pid")),
-                "port": _number(server.get("port")),
-            }
-            levels = [as_dict(level) for level in as_list(server.get("levels"))]
-            if not levels:
-                reason = str(server.get("reason") or server.get("stopped") or "no level ran")[:MAX_TEXT]
-                rows.append(dict(base, reason=reason))
-            for level in levels:
-                row: dict[str, Any] = dict(base, concurrency=_number(level.get("concurrency")))
-                row.update((k, _number(level.get(k))) for k in FIGURES)
-                row["errors"] = [str(e)[:MAX_TEXT] for e in as_list(level.get("errors"))][:3]
-                rows.append(row)
+    data = as_dict(probe(host, PROBE))
+    for _, server in sorted(as_dict(data.get("servers")).items(), key=lambda kv: str(kv[0])):
+        server = as_dict(server)
+        base: dict[str, Any] = {
+            "host": host.name,
+            "pid": _number(server.get("pid")),
+            "port": _number(server.get("port")),
+        }
+        levels = [as_dict(level) for level in as_list(server.get("levels"))]
+        if not levels:
+            reason = str(server.get("reason") or server.get("stopped") or "no level ran")[:MAX_TEXT]
+            rows.append(dict(base, reason=reason))
+        for level in levels:
+            row: dict[str, Any] = dict(base, concurrency=_number(level.get("concurrency")))
+            row.update((k, _number(level.get(k))) for k in FIGURES)
+            row["errors"] = [str(e)[:MAX_TEXT] for e in as_list(level.get("errors"))][:3]
+            rows.append(row)
     return rows
 
 
 def log_rows(run: LoadedRun) -> list[dict[str, Any]]:
     """Per loaded server, the serving figures of the decode lines it wrote during the load, or why none."""
+    return [row for host in run.hosts for row in host_log_rows(host)]
+
+
+@remembered
+def host_log_rows(host: HostResult) -> list[dict[str, Any]]:
+    """log_rows for one host."""
     rows: list[dict[str, Any]] = []
-    for host in run.hosts:
-        for _, server in sorted(as_dict(as_dict(probe(host, PROBE)).get("servers")).items(), key=lambda kv: str(kv[0])):
-            server = as_dict(server)
-            if not server.get("loaded"):
-                continue
-            log = as_dict(server.get("log"))
-            row: dict[str, Any] = {"host": host.name, "pid": _number(server.get("pid"))}
-            if "decode_lines" in log:
-                row.update(decode_lines=_number(log.get("decode_lines")), graph=_numbers(log.get("graph"), GRAPH))
-                row["median_accept_len"] = _number(log.get("median_accept_len"))
-                buckets = as_dict(log.get("buckets"))
-                row["buckets"] = {n: _numbers(buckets[n], BUCKET_FIGURES) for n in BUCKET_NAMES if n in buckets}
-                if log.get("cut_note"):  # the host's read of the log stopped at its time limit
-                    row["cut_note"] = str(log["cut_note"])[:MAX_TEXT]
-            else:
-                row["reason"] = str(log.get("reason") or "log not read during the load")[:MAX_TEXT]
-            rows.append(row)
+    for _, server in sorted(as_dict(as_dict(probe(host, PROBE)).get("servers")).items(), key=lambda kv: str(kv[0])):
+        server = as_dict(server)
+        if not server.get("loaded"):
+            continue
+        log = as_dict(server.get("log"))
+        row: dict[str, Any] = {"host": host.name, "pid": _number(server.get("pid"))}
+        if "decode_lines" in log:
+            row.update(decode_lines=_number(log.get("decode_lines")), graph=_numbers(log.get("graph"), GRAPH))
+            row["median_accept_len"] = _number(log.get("median_accept_len"))
+            buckets = as_dict(log.get("buckets"))
+            row["buckets"] = {n: _numbers(buckets[n], BUCKET_FIGURES) for n in BUCKET_NAMES if n in buckets}
+            if log.get("cut_note"):  # the host's read of the log stopped at its time limit
+                row["cut_note"] = str(log["cut_note"])[:MAX_TEXT]
+        else:
+            row["reason"] = str(log.get("reason") or "log not read during the load")[:MAX_TEXT]
+        rows.append(row)
     return rows
 
 

@@ -8,13 +8,14 @@ follows the report.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 from urllib.parse import quote
 
 from gpudiag.budget import given_text
 from gpudiag.findings import agreeing_groups
 from gpudiag.probe_view import as_dict, dig, probe
 from gpudiag.probe_view import cells
+from gpudiag.derived import remembered
 from gpudiag.models import HostResult
 from gpudiag.run_records import LoadedRun
 from gpudiag.render.answers_block import hosts_label
@@ -46,9 +47,15 @@ def link_line(appendix_name: str | None) -> str:
 
 def render_appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
     """The appendix's sections; [] for a run without hosts (a classified log)."""
+    return list(appendix_lines(run, charts))
+
+
+def appendix_lines(run: LoadedRun, charts: Mapping[str, str]) -> Iterator[str]:
+    """render_appendix's lines, one group of hosts at a time: a fleet's appendix is written as it is rendered,
+    never held whole."""
     if not run.hosts:
-        return []
-    lines = [
+        return
+    yield from [
         TITLE,
         "",
         "What each probe read on each host, as recorded: the report's findings cite these facts; "
@@ -57,23 +64,28 @@ def render_appendix(run: LoadedRun, charts: Mapping[str, str]) -> list[str]:
     ]
     for members in agreeing_groups(run.hosts):  # hosts that read the same data: one section
         host = members[0]
-        lines += [
+        yield from [
             f"### {md(host.name if len(members) == 1 else hosts_label([h.name for h in members]))}",
             "",
             f"Status: {md(host.status)}" + (f" — {md(host.reason)}" if host.reason else ""),
             "",
         ]
         if len(members) > 1:
-            lines += [f"These {len(members)} hosts read the same data; shown as {md(host.name)} read it.", ""]
-        lines += _host_detail(host, charts)
-    return lines + methodology(run)
+            yield from [f"These {len(members)} hosts read the same data; shown as {md(host.name)} read it.", ""]
+        yield from host_detail(host, charts)
+    yield from methodology(run)
 
 
-def appendix_document(run: LoadedRun, charts: Mapping[str, str], report_name: str) -> str:
-    """The appendix as a file of its own, with a title that names its run and links back to the report."""
-    body = render_appendix(run, charts)
-    head = [f"# gpudiag report appendix — run {md(run.manifest.run_id)}", "", f"The report: {_link(report_name)}.", ""]
-    return "\n".join(head + body).rstrip("\n") + "\n"
+def appendix_document_lines(run: LoadedRun, charts: Mapping[str, str], report_name: str) -> Iterator[str]:
+    """The appendix as a file of its own, with a title that names its run and links back to the report: its
+    lines as they are rendered (cli/report.py writes them joined with newlines, trailing blank lines dropped)."""
+    yield from [
+        f"# gpudiag report appendix — run {md(run.manifest.run_id)}",
+        "",
+        f"The report: {_link(report_name)}.",
+        "",
+    ]
+    yield from appendix_lines(run, charts)
 
 
 def _link(name: str) -> str:
@@ -81,7 +93,8 @@ def _link(name: str) -> str:
     return f"[{code(name)}]({quote(name)})"
 
 
-def _host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
+@remembered
+def host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     """One host's probe list and sections; data that cannot be read costs this host's section only."""
     try:
         lines = []

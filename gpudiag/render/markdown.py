@@ -34,7 +34,7 @@ def render_markdown(
     appendix_name: str | None = None,
 ) -> str:
     """The report; with `appendix_name` it links to the appendix in that file (written by the caller, see
-    host_appendix.appendix_document), without it the appendix follows the report in the same document."""
+    host_appendix.appendix_document_lines), without it the appendix follows the report in the same document."""
     charts = charts or {}
     run = clean_run(run)
     verdict = verdict or compute_verdict(run, findings)

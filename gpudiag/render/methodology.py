@@ -3,6 +3,10 @@ itself stays at the findings and what to do)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from gpudiag.derived import remembered
+from gpudiag.models import HostResult
 from gpudiag.run_records import LoadedRun
 from gpudiag.probe_view import probe
 from gpudiag.render.copy_timings import METHOD_TEXT, methods_and_samples, timings
@@ -43,7 +47,7 @@ def methodology(run: LoadedRun) -> list[str]:
     ran = {name for h in run.hosts for name, p in h.probes.items() if p.status == "ok"}
     lines = [f"- {text}" for probe_name, text in METHOD_LINES if probe_name in ran]
     if "copy_bench" in ran:
-        methods, samples = methods_and_samples(t for h in run.hosts for t in timings(probe(h, "copy_bench")))
+        methods, samples = methods_and_samples(t for h in run.hosts for t in copy_timings_of(h))
         measured = "; ".join(f"`{md(m)}`: {METHOD_TEXT.get(m, md(m))}" for m in methods) or "none recorded"
         counts = f"{'/'.join(map(str, samples))} samples per timing" if samples else "no sample counts recorded"
         lines.append(
@@ -55,3 +59,13 @@ def methodology(run: LoadedRun) -> list[str]:
     if not lines:
         return []
     return ["## Methodology", ""] + lines + [""]
+
+
+@remembered
+def copy_timings_of(host: HostResult) -> list[dict[str, Any]]:
+    """The methods and sample counts of the host's copy-bench timings, each pair once (all the methodology reads)."""
+    kept = {
+        (str(t["method"]) if t.get("method") else None, t["samples"] if isinstance(t.get("samples"), int) else None)
+        for t in timings(probe(host, "copy_bench"))
+    }
+    return [{"method": method, "samples": samples} for method, samples in kept]

@@ -13,6 +13,7 @@ import re
 import weakref
 from typing import Any
 
+from gpudiag.derived import is_slim
 from gpudiag.models import HostResult, ProbeResult
 from gpudiag.run_records import LoadedRun
 
@@ -190,7 +191,10 @@ def _clean_probe(result: ProbeResult) -> ProbeResult:
 
 def clean_host(host: HostResult, cleaned: dict[int, dict] | None = None) -> HostResult:
     """`cleaned`: probes already cleaned in this pass, by the id of the dict they came from (hosts that read
-    the same probe data share one dict: run_loader.load_run), so each is cleaned once."""
+    the same probe data share one dict: run_loader.load_run), so each is cleaned once. A slim host was cleaned
+    before its data was dropped (gpudiag/derived.py) and is returned as it is."""
+    if is_slim(host):
+        return host
     probes = cleaned.get(id(host.probes)) if cleaned is not None else None
     if probes is None:
         probes = {clean(name, 64): _clean_probe(p) for name, p in list(host.probes.items())[:64]}

@@ -1,0 +1,83 @@
+"""A stored run read for `gpudiag report` a chunk of hosts at a time: each host is cleaned, everything the report
+derives from its data (gpudiag/derived.py) is derived while the chunk is held, and the host then keeps only its
+probes' statuses and those results. The report's memory follows the hosts' derived results, not their data."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable, Collection
+
+from gpudiag.derived import REMEMBERED, Raised, slim_probes
+from gpudiag.findings import STAND_IN, agreeing_groups
+from gpudiag.models import HostResult
+from gpudiag.render import plots
+from gpudiag.render.safe_text import clean_host, clean_run
+from gpudiag.run_loader import load_run, read_manifest
+from gpudiag.run_records import LoadedRun
+from gpudiag.verdict import requested_checks
+
+# Host files read, derived and dropped together: the most any moment holds of the hosts' data.
+CHUNK = 64
+# What the findings and the verdict read of a host: all `gpudiag scan` derives when it reads its run back.
+FINDINGS_AND_VERDICT = frozenset(
+    {
+        "gpudiag.findings.host_rule_findings",
+        "gpudiag.findings.facts.host_facts",
+        "gpudiag.findings.fleet.installed_timings",
+        "gpudiag.findings.serving_compare.decode_figures",
+        "gpudiag.verdict.unmet_checks",
+        "gpudiag.verdict.misfits",
+    }
+)
+# Shown once for hosts that agree, as the first of them read it (the appendix's section, its charts by that name).
+AS_FIRST_READ_IT = frozenset({"gpudiag.render.host_appendix.host_detail"})
+
+
+def streamed_run(
+    run_dir: Path, charts_dir: Path | None = None, derive: Collection[str] | None = None
+) -> tuple[LoadedRun, dict[str, str]]:
+    """The run with every host's data dropped once derived (every remembered function, or those in `derive`),
+    and the charts drawn into `charts_dir` (none when None); hosts that agree within a chunk are derived once,
+    for a stand-in, and share what is kept."""
+    charts: dict[str, str] = {}
+    extra: dict[str, tuple[Any, ...]] = {}
+
+    def digest(hosts: list[HostResult], digests: list[bytes | None]) -> list[HostResult]:
+        probes: dict[int, dict] = {}
+        cleaned = [clean_host(h, probes) for h in hosts]
+        if charts_dir is not None:
+            charts.update(plots.write_charts(dataclasses.replace(empty, hosts=tuple(cleaned)), charts_dir))
+        keys = [key for key in REMEMBERED if derive is None or key in derive]
+        kept: dict[int, HostResult] = {}
+        position = {id(h): i for i, h in enumerate(cleaned)}
+        for members in agreeing_groups(cleaned):  # hosts that agree: derived once, one SlimProbes shared
+            first, shared = members[0], len(members) > 1 and bool(members[0].name)
+            judged = dataclasses.replace(first, name=STAND_IN, reason=first.reason.replace(first.name, STAND_IN))
+            derived = {
+                key: _caught(REMEMBERED[key], extra.get(key, ()))(
+                    judged if shared and key not in AS_FIRST_READ_IT else first
+                )
+                for key in keys
+            }
+            renamed_keys = frozenset(keys) - AS_FIRST_READ_IT if shared else frozenset()
+            slim = slim_probes(first, derived, digests[position[id(first)]], STAND_IN if shared else None, renamed_keys)
+            kept.update((id(host), dataclasses.replace(host, probes=slim)) for host in members)
+        return [kept[id(h)] for h in cleaned]
+
+    empty = clean_run(LoadedRun(path=run_dir, manifest=read_manifest(run_dir), hosts=()))
+    extra["gpudiag.verdict.unmet_checks"] = (requested_checks(empty),)
+    extra["gpudiag.render.host_appendix.host_detail"] = (charts,)
+    return load_run(run_dir, digest, CHUNK), charts
+
+
+def _caught(function: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[HostResult], Any]:
+    """function(host, *args), or Raised with what it raised: a later call on the slim host raises it again."""
+
+    def call(host: HostResult) -> Any:
+        try:
+            return function(host, *args)
+        except Exception as exc:  # noqa: BLE001 - kept and raised again where the report asks for it
+            return Raised(exc)
+
+    return call

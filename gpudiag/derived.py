@@ -1,0 +1,138 @@
+"""A host whose probe data was read once and dropped: what the report derived from it, kept by function.
+
+`gpudiag report` reads a run's hosts a chunk at a time (gpudiag/cli/report_stream.py): every function marked
+`remembered` is called on each host while its data is held, and the host then keeps only its probes' statuses
+(`SlimProbes`) and those results. A later call of a remembered function on that host returns the kept result;
+reading a slim host's data any other way raises `DataDropped`, so a reader that was not remembered fails loudly
+instead of reading nothing. Memory then follows what is derived per host, not the hosts' data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import pickle
+import zlib
+from typing import Any, Callable, TypeVar
+
+from gpudiag.models import HostResult
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Every remembered function by its key, in the order they were marked: what a host's chunk pass calls.
+REMEMBERED: dict[str, Callable[..., Any]] = {}
+
+
+class DataDropped(LookupError):
+    """A slim host's probe data was asked for by a reader that was not remembered."""
+
+
+class SlimProbes(dict):
+    """probe name -> its result without data (status, duration, reason, error kept), and `derived`: each
+    remembered function's result for this host, by key. Names, statuses and `len` read as before; `get` and
+    `[]` (what reads data) raise DataDropped."""
+
+    derived: dict[str, Any]
+    agreement: bytes | None  # the same for hosts whose data was the same text (run_loader's digest)
+    # Hosts that agree share one SlimProbes, derived once for a stand-in named `named`: the results under
+    # `renamed_keys` are read with that name replaced by the reading host's own.
+    named: str | None
+    renamed_keys: frozenset[str]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        raise DataDropped(f"probe {key!r}: its data was dropped after the report derived what it needs")
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.get(key)
+
+
+def key_of(function: Callable[..., Any]) -> str:
+    """A remembered function's key in REMEMBERED and in a slim host's results."""
+    return f"{function.__module__}.{function.__qualname__}"
+
+
+def remembered(function: F) -> F:
+    """Mark a function of one host (first argument) whose result a slim host keeps."""
+    key = key_of(function)
+
+    @functools.wraps(function)
+    def wrapper(host: HostResult, *args: Any, **kwargs: Any) -> Any:
+        probes = host.probes
+        if type(probes) is SlimProbes:
+            if key not in probes.derived:
+                raise DataDropped(f"{key}: not derived before {host.name}'s data was dropped")
+            kept = probes.derived[key]
+            if isinstance(kept, Packed):
+                kept = kept.value()
+            if isinstance(kept, Raised):
+                raise kept.error
+            if probes.named and key in probes.renamed_keys and host.name != probes.named:
+                kept = renamed(kept, probes.named, host.name)
+            return kept
+        return function(host, *args, **kwargs)
+
+    REMEMBERED[key] = wrapper
+    return wrapper  # type: ignore[return-value]
+
+
+class Raised:
+    """A remembered function raised on the host's data: a later call raises the same error."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+
+class Packed:
+    """A remembered result kept as compressed pickle bytes: it shares nothing with the data it was derived from
+    (a finding's table, an answer's figures would otherwise keep parts of it alive), at a few times less
+    memory than its objects; each read builds a fresh copy."""
+
+    __slots__ = ("blob",)
+
+    def __init__(self, value: Any):
+        self.blob = zlib.compress(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+    def value(self) -> Any:
+        return pickle.loads(zlib.decompress(self.blob))
+
+
+def packed(value: Any) -> Any:
+    """`value` as Packed, or as it is when it cannot be pickled."""
+    try:
+        return Packed(value)
+    except Exception:  # noqa: BLE001 - e.g. a lambda inside: kept as objects
+        return value
+
+
+def slim_probes(
+    host: HostResult,
+    derived: dict[str, Any],
+    agreement: bytes | None,
+    named: str | None = None,
+    renamed_keys: frozenset[str] = frozenset(),
+) -> SlimProbes:
+    """The host's probes with their data dropped, keeping `derived` (remembered results, or Raised, by key);
+    `named`: the stand-in name the results under `renamed_keys` were derived for (hosts that agree share them)."""
+    slim = SlimProbes((name, dataclasses.replace(result, data=None)) for name, result in host.probes.items())
+    slim.derived = {key: packed(value) for key, value in derived.items()}
+    slim.agreement = agreement
+    slim.named, slim.renamed_keys = named, renamed_keys
+    return slim
+
+
+def renamed(value: Any, old: str, new: str) -> Any:
+    """`value` with `old` in its strings read as `new`: strings, tuples, lists, dicts and dataclasses rebuilt."""
+    if isinstance(value, str):
+        return value.replace(old, new) if old in value else value
+    if isinstance(value, (tuple, list)):
+        return type(value)(renamed(v, old, new) for v in value)
+    if isinstance(value, dict):
+        return {renamed(k, old, new): renamed(v, old, new) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: renamed(getattr(value, f.name), old, new) for f in dataclasses.fields(value) if f.init}
+        return dataclasses.replace(value, **fields)
+    return value
+
+
+def is_slim(host: HostResult) -> bool:
+    return type(host.probes) is SlimProbes
