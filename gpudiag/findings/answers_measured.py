@@ -71,16 +71,7 @@ def q5_copy_cost(host: HostResult) -> Answer:
         "gpus": [s.to_dict() for s in savings.values()],
         "not_measured": [{"gpu": gpu, "reason": why, "needs_s": needs.get(gpu)} for gpu, why in unmeasured.items()],
         "lost_to_budget": lost,
-        "cut_short": [
-            {
-                "gpu": gpu,
-                "measured": c.get("measured"),
-                "planned": c.get("planned"),
-                "needs_s": number(c.get("needs_s")),
-            }
-            for gpu, c in cut.items()
-            if gpu in savings
-        ],
+        "cut_short": _cut_short(cut, savings),
         "replays_per_step": REPLAYS_PER_STEP,
         "step_time_measured": False,
         "hidden_states": hidden_states_verdict(host),
@@ -97,6 +88,15 @@ def q5_copy_cost(host: HostResult) -> Answer:
         command,
         value,
     )
+
+
+def _cut_short(cut: dict[str, dict[str, Any]], savings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The GPUs cut short whose kept workloads gave figures: how many of how many, and the time the rest needs."""
+    return [
+        {"gpu": gpu, "measured": c.get("measured"), "planned": c.get("planned"), "needs_s": number(c.get("needs_s"))}
+        for gpu, c in cut.items()
+        if gpu in savings
+    ]
 
 
 def _reasons(unmeasured: dict[str, str]) -> str:
