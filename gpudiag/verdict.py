@@ -124,7 +124,10 @@ def _measured_nothing(name: str, data: Any) -> str | None:
         gpus = [g for g in as_list(data.get("gpus")) if isinstance(g, dict)]
         # Without CUDA the bench measures the CPU, as asked; the answers say the GPUs were not measured.
         if data.get("device") != "cpu" and not any(g.get("status") == "ok" for g in gpus):
-            return "no GPU measured: " + "; ".join(str(g.get("reason") or g.get("status")) for g in gpus[:3])
+            kept = any(as_dict(g.get("cut_short")).get("measured") for g in gpus)  # workloads before a timeout
+            return ("no GPU measured in full: " if kept else "no GPU measured: ") + "; ".join(
+                str(g.get("reason") or g.get("status")) for g in gpus[:3]
+            )
     if name == "cuda_graph":
         cells = [c for c in as_list(data.get("cells")) if isinstance(c, dict)]
         if not cells or all(c.get("status") == "skipped" for c in cells):

@@ -45,10 +45,12 @@ def q5_copy_cost(host: HostResult) -> Answer:
         why = no_gpu_reason(host) or ("measured on CPU only" if data.get("device") == "cpu" else "no GPU measured")
         return _not_checked("Q5", why, command)
     savings = {s.gpu: s for s in host_savings(host)}
+    # A GPU whose benchmark was cut short (timeout, hang, death) keeps the workloads it measured first.
+    cut = {str(g.get("index")): as_dict(g.get("cut_short")) for g in gpus if as_dict(g.get("cut_short"))}
     unmeasured = {
         str(g.get("index")): str(g.get("reason") or g.get("status"))
         for g in gpus
-        if g.get("status") != "ok" or str(g.get("index")) not in savings
+        if (g.get("status") != "ok" and str(g.get("index")) not in cut) or str(g.get("index")) not in savings
     }
     for gpu, why in list(unmeasured.items()):
         if why == "ok":
@@ -69,6 +71,7 @@ def q5_copy_cost(host: HostResult) -> Answer:
         "gpus": [s.to_dict() for s in savings.values()],
         "not_measured": [{"gpu": gpu, "reason": why, "needs_s": needs.get(gpu)} for gpu, why in unmeasured.items()],
         "lost_to_budget": lost,
+        "cut_short": _cut_short(cut, savings),
         "replays_per_step": REPLAYS_PER_STEP,
         "step_time_measured": False,
         "hidden_states": hidden_states_verdict(host),
@@ -78,11 +81,22 @@ def q5_copy_cost(host: HostResult) -> Answer:
     value["scope"] = scope(host, str(ran_in) if ran_in else None, "timings") or None
     return Answer(
         "Q5",
-        PARTIAL if unmeasured or lost or any(s.saving is None for s in savings.values()) else ANSWERED,
+        PARTIAL
+        if unmeasured or lost or value["cut_short"] or any(s.saving is None for s in savings.values())
+        else ANSWERED,
         q5_text(value),
         command,
         value,
     )
+
+
+def _cut_short(cut: dict[str, dict[str, Any]], savings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The GPUs cut short whose kept workloads gave figures: how many of how many, and the time the rest needs."""
+    return [
+        {"gpu": gpu, "measured": c.get("measured"), "planned": c.get("planned"), "needs_s": number(c.get("needs_s"))}
+        for gpu, c in cut.items()
+        if gpu in savings
+    ]
 
 
 def _reasons(unmeasured: dict[str, str]) -> str:
@@ -148,6 +162,9 @@ def q5_text(value: dict[str, Any]) -> str:
         same.setdefault(f"not checked — {gap['reason']}{_need(gap)}", []).append(gap["gpu"])
     for gap in as_list(value.get("lost_to_budget")):  # each GPU's rotated order loses different sets
         text = f"{', '.join(gap['field_sets'])} not measured (time budget spent{_need(gap, ', ')})"
+        same.setdefault(text, []).append(gap["gpu"])
+    for gap in as_list(value.get("cut_short")):  # the figures above are the workloads it measured first
+        text = f"measurement cut short ({gap['measured']} of {gap['planned']} workloads measured{_need(gap, ', ')})"
         same.setdefault(text, []).append(gap["gpu"])
     parts = [f"GPU{'s' if len(ids) > 1 else ''} {','.join(ids)}: {text}" for text, ids in same.items()]
     hidden = as_dict(value.get("hidden_states"))

@@ -112,7 +112,8 @@ def host_savings(host: HostResult, paths: set[str] | None = None) -> list[GpuSav
     installed = installed_section(host)
     found = []
     for gpu in copy_gpus(host, cuda_only=True):
-        if gpu.get("status", "ok") == "ok" and (saving := gpu_saving(gpu, max_bs, installed, paths)):
+        kept = gpu.get("status", "ok") == "ok" or isinstance(gpu.get("cut_short"), dict)  # cut short: what it measured
+        if kept and (saving := gpu_saving(gpu, max_bs, installed, paths)):
             found.append(saving)
     return found
 

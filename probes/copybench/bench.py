@@ -21,13 +21,14 @@ WORKLOAD_COPIES = 5
 class DeviceBench(object):
     """One device's benchmark: a timer, the job's settings, and the tensors it allocates (freed by owner)."""
 
-    def __init__(self, torch, device, job, budget, installed=None, extra_strategies=None):
+    def __init__(self, torch, device, job, budget, installed=None, extra_strategies=None, on_workload=None):
         self.torch = torch
         self.device = device
         self.job = job
         self.budget = budget
         self.installed = installed   # an InstalledLoader, or None
         self.extra = dict(extra_strategies or {})
+        self.on_workload = on_workload   # called with each workload's record as soon as it is done
         self.cuda = device.startswith("cuda")
         self.timer = CudaEventTimer(torch) if self.cuda else CpuTimer()
         self.cap_bytes = int(job["max_mem_mib"]) * MIB
@@ -147,6 +148,12 @@ class DeviceBench(object):
 
     # --- workloads -----------------------------------------------------------------------------------------
     def workload(self, path, batch_size, hidden_size, threshold):
+        done = self._workload(path, batch_size, hidden_size, threshold)
+        if self.on_workload is not None:
+            self.on_workload(done)
+        return done
+
+    def _workload(self, path, batch_size, hidden_size, threshold):
         job = self.job
         specs = workloads.field_specs(path, batch_size, hidden_size, job["topk"], job["steps"],
                                       job["draft_tokens"], job["hidden_dtype"],

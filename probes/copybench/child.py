@@ -1,7 +1,8 @@
 """The benchmark in a child process, so a CUDA fault, a crash in graph capture or a hung GPU cannot take
-the probe runner down. The child streams one framed line per device as soon as that device is done; the
-parent (a ChildSession of probes/child.py) keeps every line it got, blames a silent device (`timeout`) or a
-dead child (`error`) on the first device without a result, and starts a fresh child for the devices left.
+the probe runner down. The child streams one framed line per workload as soon as it is measured and one per device
+once that device is done; the parent (a ChildSession of probes/child.py) keeps every line it got, blames a silent
+device (`timeout`) or a dead child (`error`) on the first device without a result (keeping the workloads it
+streamed, `cut_short`), and starts a fresh child for the devices left.
 """
 import os
 import time
@@ -91,7 +92,8 @@ def _label(index):
 
 
 def _run_child(job, modules, deadline, python, remaining, results):
-    """One child for the `remaining` devices; every line it sends is kept in `results` as it arrives."""
+    """One child for the `remaining` devices; every line it sends is kept in `results` as it arrives, and each
+    workload streamed before its device's line in `kept`, so a device cut short keeps what it measured."""
     available = deadline - time.monotonic()
     budget = max(1.0, available - margin_s(available))
     # A wall-clock deadline, so the child's own start-up (torch, sglang imports) counts against it.
@@ -103,35 +105,55 @@ def _run_child(job, modules, deadline, python, remaining, results):
     # GPUs numbered as nvidia-smi numbers them (PCI bus order), as the probe's GPU indices are.
     session = ChildSession(python, "probes.copybench.child:child_main", modules, MARK, payload_fields={"job": sub},
                            close_stdin=True, env=dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID"))
+    kept, current = {}, None
     try:
         while True:
             waiting = [t for t in remaining if _key(t) not in results]
             if not waiting:
                 break
-            results.start(waiting[0])
-            now = time.monotonic()
-            share = max(0.0, child_deadline - now) / len(waiting)   # as the child's bench_all divides it
-            got = session.next(min(share + GRACE_S, deadline - 1.0 - now))
+            if _key(waiting[0]) != current:   # a device starts: its own limit, whatever frames come meanwhile
+                results.start(waiting[0])
+                now = time.monotonic()
+                share = max(0.0, child_deadline - now) / len(waiting)   # as the child's bench_all divides it
+                current, until = _key(waiting[0]), min(now + share + GRACE_S, deadline - 1.0)
+            got = session.next(until - time.monotonic())
             if got.kind == TIMEOUT:
-                results[_key(waiting[0])] = _unmeasured(
+                results[current] = _cut_short(
                     job, waiting[0], "timeout",
                     "no result within %.0f s (its share of the time and %.0f s grace): the benchmark process was "
-                    "killed and the devices after it get a new one" % (share, GRACE_S))
+                    "killed and the devices after it get a new one" % (share, GRACE_S), kept.get(current))
                 return
             if got.kind == DIED:
-                _blame_death(job, got, session.stderr.last(3), waiting, results)
+                _blame_death(job, got, session.stderr.last(3), waiting, results, kept.get(current))
                 return
+            if records.WORKLOAD_FRAME in got.frame:
+                kept.setdefault(_key(got.frame.get("index")), []).append(got.frame[records.WORKLOAD_FRAME])
+                continue
             results[_key(got.frame.get("index"))] = got.frame
     finally:
         session.kill()
 
 
-def _blame_death(job, ended, tail, waiting, results):
+def _blame_death(job, ended, tail, waiting, results, kept):
     if ended.exit_code in (0, 3):
         return   # 3: the child stopped on purpose after a CUDA fault it already reported
     # The child died or was killed: the first device without a result is the one it was on.
-    results[_key(waiting[0])] = _unmeasured(job, waiting[0], "error", "benchmark process failed: exit %s%s"
-                                            % (ended.exit_code, "; " + " | ".join(tail) if tail else ""))
+    results[_key(waiting[0])] = _cut_short(job, waiting[0], "error", "benchmark process failed: %s%s"
+                                           % (ended.how(), "; " + " | ".join(tail) if tail else ""), kept)
+
+
+def _cut_short(job, index, status, reason, kept):
+    """A device the child never finished: the workloads it streamed before (if any) and what the rest needs."""
+    if not kept:
+        return _unmeasured(job, index, status, reason)
+    from probes.copybench.devices import device_needs_s, gpu_name, planned_workloads
+    planned = max(planned_workloads(job) or 0, len(kept))
+    measured = len([w for w in kept if w.get("status") == "ok"])
+    needs = device_needs_s(job, done=measured)
+    rest = "; the other %d workloads and the sweep need about %.0f s" % (planned - measured, needs) \
+        if needs is not None else ""
+    reason = "%s; cut short after %d of %d workloads measured%s" % (reason, measured, planned, rest)
+    return records.cut_short_device(index, status, reason, kept, planned, needs_s=needs, name=gpu_name(job, index))
 
 
 def _key(index):

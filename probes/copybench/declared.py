@@ -108,7 +108,10 @@ SHAPE = obj({
                      "workload_order": obj({"offset": i(), "first": s().null()},
                                            "where this GPU's rotated workload order began").opt(),
                      "lost_to_budget": lst(s(), "workloads skipped when the time budget ran out").opt(),
-                     "lost_field_sets": lst(s(), "their replay paths").opt()})),
+                     "lost_field_sets": lst(s(), "their replay paths").opt(),
+                     "cut_short": obj({"measured": i(), "planned": i(), "needs_s": num("the rest's time, s").null()},
+                                      "a device stopped partway (timeout, hang, death): its `workloads` are "
+                                      "those measured first").opt()})),
     "outliers": lst(obj({"index": i(), "median_ratio": num(), "metrics_compared": i(),
                          "metrics_off": i("figures more than the tolerance off").opt(), "metric": s(),
                          "value": num(), "siblings_median": num(), "ratio": num()}),
@@ -138,7 +141,9 @@ on every path, so a timeout or an error still carries every declared key. Work i
 (per path the workload the cost per decode step reads: the live server's batch size, else the largest; then the
 sweep, at most half the time left; then the rest); a unit the time did not reach is `skipped` with `reason: time
 budget spent`, `needs_s` (its declared cost, or the device's measured mean) and `left_s`; the first unit of a device
-always runs while any time is left. The crossover is read in GPU-stream time (`crossover_clock: graph`) when the
+always runs while any time is left. In the child each workload is sent to the probe as soon as it is measured: a
+device cut short (timeout, hang, death) keeps those `workloads` and says `cut_short{measured, planned, needs_s}`
+(how many of how many, and the time the rest would need). The crossover is read in GPU-stream time (`crossover_clock: graph`) when the
 sweep was timed inside replayed graphs. torch's version and GPU count come from env/torch_caps when they ran in the
 same interpreter (`torch_info_from`), else from a short torch child. Outliers need 3 GPUs or more and steady figures; the median of a GPU's ratios to its
 siblings decides (20%). A crossover needs copy_()'s p90 below the foreach kernel's p10; on the CPU there is no

@@ -11,7 +11,8 @@ from probes import gpu_layer
 
 
 def bench_all(job, emit=None, extra_strategies=None):
-    """Every device of the job in turn; emit(result) after each one. Stops after a CUDA fault."""
+    """Every device of the job in turn; emit(result) after each one, and emit(records.workload_frame) after each of
+    its workloads, so a parent keeps them if the device never finishes. Stops after a CUDA fault."""
     import torch
     seconds = job["budget_s"]
     if job.get("deadline_epoch"):
@@ -22,9 +23,10 @@ def bench_all(job, emit=None, extra_strategies=None):
     results = []
     for n, index in enumerate(targets):
         share = Budget(budget.left() / (len(targets) - n))
+        streamed = None if emit is None else (lambda w, i=index: emit(records.workload_frame(i, w)))
         try:
             result = bench_one(torch, dict(job, rotation=rotation_of(job, index)), index, share, installed,
-                               extra_strategies)
+                               extra_strategies, on_workload=streamed)
         except Exception as exc:
             result = records.unmeasured_device(index, "error", "%s: %s" % (type(exc).__name__, str(exc)[:400]),
                                                needs_s=device_needs_s(job), name=gpu_name(job, index))
@@ -36,17 +38,28 @@ def bench_all(job, emit=None, extra_strategies=None):
     return results
 
 
-def device_needs_s(job):
-    """About how long one device's whole benchmark takes: every workload and sweep size at its declared unit cost."""
-    device = job.get("device") or "cuda"
+def planned_workloads(job):
+    """How many workloads one device's benchmark plans (None when the job does not say)."""
     try:
-        cells = len(workloads.workload_grid(job["paths"], job["batch_sizes"], job["hidden_sizes"]))
+        return len(workloads.workload_grid(job["paths"], job["batch_sizes"], job["hidden_sizes"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def device_needs_s(job, done=0):
+    """About how long one device's whole benchmark takes, less `done` workloads already measured: every workload
+    and sweep size at its declared unit cost."""
+    device = job.get("device") or "cuda"
+    cells = planned_workloads(job)
+    try:
         sweep = job["sweep"]
         sizes = len(workloads.sweep_sizes(sweep["min_bytes"], sweep["max_bytes"], sweep["factor"],
                                           int(job["max_mem_mib"]) * MIB))
     except (KeyError, TypeError, ValueError):
         return None
-    return cells * records.unit_s(job, device, "workload") + sizes * records.unit_s(job, device, "sweep_row")
+    if cells is None:
+        return None
+    return max(0, cells - done) * records.unit_s(job, device, "workload") + sizes * records.unit_s(job, device, "sweep_row")
 
 
 def gpu_name(job, index):
@@ -81,13 +94,13 @@ class InstalledLoader(object):
         return self.loaded
 
 
-def bench_one(torch, job, index, budget, installed, extra):
+def bench_one(torch, job, index, budget, installed, extra, on_workload=None):
     if index is None:
         # One intra-op thread: on a busy host, waking a copy's worker threads costs more than the copy.
         threads = torch.get_num_threads()
         torch.set_num_threads(int(job.get("cpu_threads") or 1))
         try:
-            bench = DeviceBench(torch, "cpu", job, budget, installed, extra)
+            bench = DeviceBench(torch, "cpu", job, budget, installed, extra, on_workload)
             measured = run_device(bench)
             return records.device_record(None, measured.pop("status"), name="cpu", device="cpu",
                                          threads=torch.get_num_threads(), torch=torch_facts(torch), **measured)
@@ -105,7 +118,7 @@ def bench_one(torch, job, index, budget, installed, extra):
     # The allocator refuses past the cap: a wrong estimate fails a workload, it cannot crowd a server out.
     torch.cuda.set_per_process_memory_fraction(min(1.0, cap / float(props.total_memory)), index)
     torch.cuda.reset_peak_memory_stats(index)
-    bench = DeviceBench(torch, "cuda:%d" % index, job, budget, installed, extra)
+    bench = DeviceBench(torch, "cuda:%d" % index, job, budget, installed, extra, on_workload)
     try:
         measured = run_device(bench)
         result = records.device_record(index, measured.pop("status"), name=props.name, **dict(head, **measured))

@@ -10,6 +10,8 @@ done says how long it would have needed.
 CPU_UNIT_S = {"workload": 0.3, "sweep_row": 0.05}
 GPU_UNIT_NAMES = {"workload": "workload on one GPU", "sweep_row": "sweep size on one GPU"}  # copy_bench.PROBE
 BUDGET_SPENT = "time budget spent"
+# A child's frame carrying one finished workload (its device's own frame comes once the device is done).
+WORKLOAD_FRAME = "workload_done"
 
 
 def marked_fields(specs, threshold_bytes):
@@ -42,6 +44,22 @@ def unmeasured_device(index, status, reason, needs_s=None, name=None):
     sweep would have taken, where it is known."""
     more = {"needs_s": round(float(needs_s), 1)} if needs_s is not None else {}
     return device_record(index, status, reason, name=name, **more)
+
+
+def workload_frame(index, workload):
+    """The frame a child streams as soon as a workload of device `index` is measured."""
+    return {"index": index, WORKLOAD_FRAME: workload}
+
+
+def cut_short_device(index, status, reason, kept, planned, needs_s=None, name=None):
+    """A device whose benchmark stopped partway (timeout, hang, death): the workload records it streamed before,
+    kept as the ok path stores them, and `cut_short`: how many were measured of how many planned and the time the
+    rest would need."""
+    measured = len([w for w in kept if w.get("status") == "ok"])
+    rest = None if needs_s is None else round(float(needs_s), 1)
+    more = {"needs_s": rest} if rest is not None else {}
+    return device_record(index, status, reason, name=name, workloads=list(kept),
+                         cut_short={"measured": measured, "planned": int(planned), "needs_s": rest}, **more)
 
 
 def workload_record(name, path, batch_size, hidden_size, status, fields, reason=None, **more):
