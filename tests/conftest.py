@@ -1,5 +1,6 @@
 """Shared test setup: the repo root on sys.path, and the `gpu` marker's skip when CUDA is absent."""
 import os
+import socket
 import sys
 
 import pytest
@@ -24,3 +25,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def silent_port():
+    """A TCP listener that accepts and never speaks: an ssh server that sends no banner."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    yield server.getsockname()[1]
+    server.close()

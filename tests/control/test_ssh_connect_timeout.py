@@ -4,7 +4,6 @@ import json
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -47,14 +46,6 @@ def test_ssh_g_s_connect_timeout_reaches_the_settings(tmp_path, monkeypatch, wri
     assert settings.resolved_by.startswith("`ssh -G`"), settings.resolved_by
     assert settings.options is not None and settings.options.connect_timeout == expected
 
-
-@pytest.fixture
-def silent_port():
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-    yield server.getsockname()[1]
-    server.close()
 
 
 def scan(tmp_path, port, *args):

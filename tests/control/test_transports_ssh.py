@@ -49,14 +49,6 @@ def test_unresolvable_name_is_unreachable(tmp_path):
     assert caught.value.status == "unreachable" and "cannot resolve" in caught.value.reason
 
 
-@pytest.fixture
-def silent_port():
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-    yield server.getsockname()[1]
-    server.close()
-
 
 def test_silent_listener_no_banner_within_connect_timeout(tmp_path, silent_port):
     started = time.monotonic()
