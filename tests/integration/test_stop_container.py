@@ -9,19 +9,21 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from tests.integration.test_scan_container import install_stand_in
 from tests.integration.test_stop_over_ssh import (cleanup, left_on_host, pids, recording_python, stop_and_measure,
                                                   wait_until)
 
 
-def stop_while_the_child_hangs(argv, env, runners, children, cwd=None):
-    """Start `argv`, SIGINT it once the child runs; (exit code, stderr, seconds to exit, seconds until the host is
+def stop_while_the_child_hangs(argv, env, runners, children, cwd=None, signum=signal.SIGINT):
+    """Start `argv`, send it `signum` once the child runs; (exit code, stderr, seconds to exit, seconds until the host is
     clear or the limit, processes before, processes after)."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     try:
         assert wait_until(lambda: pids(children), 60, proc), "the torch child never started"
         before = left_on_host(pids(runners), pids(children))
-        took, cleared, err = stop_and_measure(proc, signal.SIGINT,
+        took, cleared, err = stop_and_measure(proc, signum,
                                               lambda: not left_on_host(pids(runners), pids(children)))
         after = left_on_host(pids(runners), pids(children))
     finally:
@@ -29,7 +31,10 @@ def stop_while_the_child_hangs(argv, env, runners, children, cwd=None):
     return proc.returncode, err, took, cleared, before, after
 
 
-def test_a_stopped_container_scan_ends_the_runner_and_its_hung_child_locally(tmp_path):
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGKILL, -signal.SIGKILL)],
+                         ids=["SIGINT", "SIGKILL"])
+def test_a_stopped_container_scan_ends_the_runner_and_its_hung_child_locally(tmp_path, signum, code):
+    """SIGKILL gives gpudiag no chance to close anything: its end alone closes the exec client's stdin."""
     runners, children = tmp_path / "runners.pids", tmp_path / "children.pids"
     python = tmp_path / "python"
     python.write_text('#!/bin/sh\nif [ "$1" = "-I" ]; then echo $$ >> %s; exec %s "$@"; fi\necho $$ >> %s\n'
@@ -41,14 +46,14 @@ def test_a_stopped_container_scan_ends_the_runner_and_its_hung_child_locally(tmp
     install_stand_in(bin_dir, tmp_path / "docker-argv.jsonl", sys.executable)
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(json.dumps({"hosts": {"localhost": {"container": "docker:box", "python": str(python)}}}))
-    code, err, took, cleared, before, after = stop_while_the_child_hangs(
+    returncode, err, took, cleared, before, after = stop_while_the_child_hangs(
         [sys.executable, "-m", "gpudiag", "scan", "-i", str(inventory), "localhost", "--probes", "env",
          "--reports-dir", str(tmp_path / "reports"), "--timeout", "120"],
         dict(os.environ, GPUDIAG_PROC_ROOT=str(empty_proc), PATH="%s:%s" % (bin_dir, os.environ["PATH"])),
-        runners, children)
-    print("local+docker SIGINT: exit after %.2f s; processes before %d, after %d (%.2f s after the signal)" % (
-        took, len(before), len(after), cleared))
-    assert code == 130, err
+        runners, children, signum=signum)
+    print("local+docker %s: exit after %.2f s; processes before %d, after %d (%.2f s after the signal)" % (
+        signal.Signals(signum).name, took, len(before), len(after), cleared))
+    assert returncode == code, err
     assert took < 10 and len(before) >= 3
     assert after == [], "left in the container: %s" % after
 
