@@ -116,9 +116,11 @@ def build_payload(
     probe_timeout: float | None = None,
     nonce: str | None = None,
     budget_s: float | None = None,
+    watch_stdin: bool = False,
 ) -> Payload:
     """The stdin document for one host: probe code, the probe selection, their options and limits
-    (`budget_s`: the seconds the runner has in all, so it can answer before the host's deadline)."""
+    (`budget_s`: the seconds the runner has in all, so it can answer before the host's deadline; `watch_stdin`:
+    stdin stays open and its end means the control side is gone)."""
     nonce = nonce or secrets.token_hex(8)
     doc: dict[str, Any] = {
         "entry": "probes.runner:main",
@@ -132,8 +134,11 @@ def build_payload(
         doc["probe_timeout"] = probe_timeout
     if budget_s is not None:
         doc["budget_s"] = budget_s
+    if watch_stdin:
+        doc["watch_stdin"] = True
     # The host's own fields, then the modules encoded once: one JSON object on one line, as json.dumps makes it.
-    line = json.dumps(doc)[:-1] + ', "modules": ' + _packed_modules(tuple(probes or LIGHT_PROBES)) + "}"
+    # The newline ends the line where no EOF follows (a stdin held open, `watch_stdin`).
+    line = json.dumps(doc)[:-1] + ', "modules": ' + _packed_modules(tuple(probes or LIGHT_PROBES)) + "}\n"
     return Payload(nonce=nonce, data=line.encode("utf-8"))
 
 

@@ -114,6 +114,7 @@ class Orchestrator:
             timeouts=self.request.probe_timeouts,
             probe_timeout=self.request.probe_timeout,
             budget_s=runner_budget(self.request.timeout),
+            watch_stdin=bool(host.container),  # the container transport holds stdin open (transports/container.py)
         )
 
     def _run_bundle(self, host: Host, payload: bundle.Payload, started: float) -> HostResult:

@@ -14,7 +14,7 @@ import time
 import traceback
 
 from probes import child, events, timeshare
-from probes.stop_watch import StopWatch
+from probes.stop_watch import StopWatch, detach_stdin
 from probes.catalog import ALL_PROBES, DEEP_PROBES, LIGHT_PROBES, plan, with_needs  # noqa: F401
 from probes.catalog import declarations, timeouts as declared_limits
 from probes.context import ProbeContext, Skip
@@ -164,8 +164,9 @@ def main(payload):
     events.open_stream(nonce, 2)   # progress lines on stderr, read by the control side as they come
     events.announce_process("runner")   # first thing on stderr: a kill can be looked up by this pid
     # Nobody reading the output any more (a stopped scan closed the session), SIGTERM or SIGHUP: the
-    # children and the runner end at once instead of running on with nobody to answer.
-    watch = StopWatch([frame_fd, 2]).start()
+    # children and the runner end at once instead of running on with nobody to answer. Inside a container the
+    # shim holds the output pipes open, so the control side keeps stdin open instead, and its end says the same.
+    watch = StopWatch([frame_fd, 2], detach_stdin() if payload.get("watch_stdin") else None).start()
     try:
         document = run_all(payload)
     except BaseException as exc:

@@ -5,11 +5,18 @@ stopped scan or a deadline, the connection dropped, the gpudiag process was kill
 close and poll() reports POLLERR (POLLHUP on a socket or a terminal). SIGTERM and SIGHUP to the runner mean
 the same. Then every child's process group gets SIGTERM, SIGKILL after GRACE_S, and the runner ends: with
 its whole process group when it leads it (subprocesses a probe started), else alone. A file or /dev/null
-as output never reports these, so a bundle run by hand into a file runs to its end. Standard library only.
+as output never reports these, so a bundle run by hand into a file runs to its end.
+
+Inside a container (`docker exec -i`) the output pipes belong to the engine's shim, which keeps them open
+after the exec client is gone; what the runner sees there is its stdin ending. So when the control side
+holds stdin open for the whole run (payload `watch_stdin`), the end of stdin means the same: the runner
+keeps a private copy of it to watch and gives fd 0 /dev/null, so what it starts reads an empty stdin as
+before. Standard library only.
 """
 import os
 import select
 import signal
+import stat
 import threading
 import time
 
@@ -18,15 +25,18 @@ from probes import child
 GRACE_S = 1.0      # how long children get between SIGTERM and SIGKILL
 POLL_S = 0.5       # how often the watch looks at its stop flag
 GONE = select.POLLERR | select.POLLHUP
+INPUT_GONE = GONE | getattr(select, "POLLRDHUP", 0)   # a socket's peer shut its writing half
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 class StopWatch(object):
-    """Watches `fds` (the runner's output) and the stop signals from a daemon thread; `stop()` ends the
-    watch before an fd it watches is closed. Signals are handled only while the watch runs."""
+    """Watches `fds` (the runner's output), `input_fd` (the control side's stdin, ending means gone) and the
+    stop signals from a daemon thread; `stop()` ends the watch before an fd it watches is closed. Signals are
+    handled only while the watch runs."""
 
-    def __init__(self, fds):
+    def __init__(self, fds, input_fd=None):
         self.fds = list(fds)
+        self.input_fd = input_fd
         self._stopped = threading.Event()
         self._wake_r, self._wake_w = os.pipe()   # a stop signal's number arrives here, one byte
         self._previous = {}
@@ -72,6 +82,8 @@ class StopWatch(object):
         poller = select.poll()
         for fd in self.fds:
             poller.register(fd, 0)   # no events asked: only POLLERR, POLLHUP and POLLNVAL come back
+        if self.input_fd is not None:
+            poller.register(self.input_fd, select.POLLIN | INPUT_GONE)
         poller.register(self._wake_r, select.POLLIN)
         while not self._stopped.is_set():
             for fd, flags in poller.poll(POLL_S * 1000):
@@ -82,9 +94,36 @@ class StopWatch(object):
                     return end_run(os.read(self._wake_r, 1)[0])
                 if flags & select.POLLNVAL:
                     poller.unregister(fd)   # closed or never open: says nothing about the control side
-                elif flags & GONE:
+                elif fd == self.input_fd and not _input_ended(fd, flags):
+                    continue   # bytes nobody asked for: read and dropped, the control side is still there
+                elif flags & GONE or fd == self.input_fd:
                     self.ending.set()
                     return end_run(signal.SIGKILL)
+
+
+def _input_ended(fd, flags):
+    if flags & INPUT_GONE:
+        return True
+    try:
+        return not os.read(fd, 65536)
+    except OSError:
+        return True
+
+
+def detach_stdin():
+    """A private copy of fd 0 to watch, and /dev/null as fd 0 from here on; None when stdin is not a pipe or a
+    socket (a file or /dev/null would read as ended at once)."""
+    try:
+        mode = os.fstat(0).st_mode
+    except OSError:
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return None
+    private = os.dup(0)   # not inheritable: no child holds the control side's pipe
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return private
 
 
 def end_run(signum):

@@ -18,7 +18,13 @@ class TransportError(Exception):
 
 class Transport(Protocol):
     def run(
-        self, argv: list[str], stdin: bytes, timeout: float, output_limit: int = ..., events: EventReader | None = None
+        self,
+        argv: list[str],
+        stdin: bytes,
+        timeout: float,
+        output_limit: int = ...,
+        events: EventReader | None = None,
+        hold_stdin: bool = ...,
     ) -> CommandResult: ...
 
     def close(self) -> None: ...

@@ -1,7 +1,8 @@
 """Wraps another transport so the command runs inside a container: docker/podman exec or kubectl exec.
 
 The container spec is `docker:NAME`, `podman:NAME` or `kubectl:POD` (optionally `kubectl:NAMESPACE/POD`).
-The argv stays a list all the way down: the ssh transport quotes every word for the remote shell.
+The argv stays a list all the way down: the ssh transport quotes every word for the remote shell. The inner
+transport holds stdin open until the command ends or is stopped; the orchestrator asks the runner to watch it.
 """
 
 from __future__ import annotations
@@ -53,8 +54,13 @@ class ContainerTransport:
         timeout: float,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         events: EventReader | None = None,
+        hold_stdin: bool = True,
     ) -> CommandResult:
-        return self.inner.run(self.prefix + list(argv), stdin, timeout, output_limit=output_limit, events=events)
+        # stdin held open: the engine's shim keeps the command's output open after the exec client is gone, so
+        # the end of stdin is the one sign the runner inside gets that the control side is gone.
+        return self.inner.run(
+            self.prefix + list(argv), stdin, timeout, output_limit=output_limit, events=events, hold_stdin=hold_stdin
+        )
 
     def run_outside(self, argv: list[str], timeout: float) -> CommandResult:
         """On the machine that runs the container (the engine's own commands, e.g. its logs)."""

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import threading
 import time
+from typing import IO
 
 from gpudiag.models import CommandResult
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
@@ -33,7 +34,10 @@ class LocalTransport:
         timeout: float,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         events: EventReader | None = None,
+        hold_stdin: bool = False,
     ) -> CommandResult:
+        """`hold_stdin`: stdin stays open after `stdin` is written, until the command ends or is stopped (a runner
+        in a container reads its end as the control side gone)."""
         started = time.monotonic()
         try:
             # A new session so a deadline or Ctrl-C can kill the whole tree, probes' children included.
@@ -47,7 +51,9 @@ class LocalTransport:
             self._kill(proc)
         capture = BoundedCapture(output_limit, events)
         try:
-            ending = _pump(proc, stdin, capture, started + timeout, self._closed)
+            ending = _pump(proc, stdin, capture, started + timeout, self._closed, hold_stdin)
+            if ending != "done":
+                _close_quietly(proc.stdin)  # first: a held stdin's end is what stops a runner in a container
             if ending == "done":
                 try:
                     proc.wait(max(0.0, started + timeout - time.monotonic()))
@@ -76,11 +82,7 @@ class LocalTransport:
             return CommandResult(None, capture.stdout, capture.stderr, duration, timed_out=True)
         finally:
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                try:
-                    if pipe is not None:
-                        pipe.close()
-                except OSError:
-                    pass
+                _close_quietly(pipe)
             self._proc = None
 
     @staticmethod
@@ -106,6 +108,14 @@ class LocalTransport:
             self._kill(proc)
 
 
+def _close_quietly(pipe: IO[bytes] | None) -> None:
+    try:
+        if pipe is not None:
+            pipe.close()
+    except OSError:
+        pass
+
+
 def _await_exit(proc: subprocess.Popen[bytes], within_s: float) -> None:
     """Wait for the leader to exit, leaving it unreaped so its group id cannot be reused before the group is
     killed."""
@@ -123,10 +133,15 @@ def _await_exit(proc: subprocess.Popen[bytes], within_s: float) -> None:
 
 
 def _pump(
-    proc: subprocess.Popen[bytes], stdin: bytes, capture: BoundedCapture, deadline: float, stop: threading.Event
+    proc: subprocess.Popen[bytes],
+    stdin: bytes,
+    capture: BoundedCapture,
+    deadline: float,
+    stop: threading.Event,
+    hold_stdin: bool = False,
 ) -> str:
-    """Feed stdin and read both pipes as data arrives, never holding more than the capture keeps.
-    Returns "done" (both pipes ended), "timeout", "overflow" or "closed"."""
+    """Feed stdin (left open after it when `hold_stdin`) and read both pipes as data arrives, never holding more
+    than the capture keeps. Returns "done" (both pipes ended), "timeout", "overflow" or "closed"."""
     selector = selectors.DefaultSelector()
     readers = {
         pipe.fileno(): pipe is proc.stdout
@@ -160,7 +175,8 @@ def _pump(
                         offset = len(data)
                     if offset >= len(data) and writer is not None:
                         selector.unregister(fd)
-                        writer.close()
+                        if not hold_stdin:
+                            writer.close()
                     continue
                 chunk = os.read(fd, CHUNK)
                 if not chunk:

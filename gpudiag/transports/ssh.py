@@ -75,7 +75,10 @@ class SSHTransport:
         timeout: float,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         events: EventReader | None = None,
+        hold_stdin: bool = False,
     ) -> CommandResult:
+        """`hold_stdin`: no EOF is sent after `stdin`; the session's end closes it (a runner in a container reads
+        that as the control side gone)."""
         started = time.monotonic()
         try:  # before connecting: a host whose command line no login shell reads alike is not contacted
             command_line(argv)
@@ -83,6 +86,7 @@ class SSHTransport:
             raise TransportError(UNREACHABLE, f"refused to run: python or container {exc}") from None
         self._output_limit = output_limit
         self._events = events
+        self._hold_stdin = hold_stdin
         deadline = started + timeout
         self._expired.clear()
         watchdog = threading.Timer(timeout, self._expire)
@@ -135,7 +139,7 @@ class SSHTransport:
             return self._stopped_result(started, exc)
         capture = BoundedCapture(self._output_limit, self._events)
         overflowed = threading.Event()
-        threads = _start_streams(channel, stdin, capture, overflowed)
+        threads = _start_streams(channel, stdin, capture, overflowed, self._hold_stdin)
         readers = threads[1:]
         if self._wait_for_readers(channel, readers, deadline, lambda: capture.total):
             # The command exited but something it started still holds its output open (a grandchild): what
@@ -230,7 +234,7 @@ def _close_quietly(channel: paramiko.Channel) -> None:
 
 
 def _start_streams(
-    channel: paramiko.Channel, stdin: bytes, capture: BoundedCapture, overflowed: threading.Event
+    channel: paramiko.Channel, stdin: bytes, capture: BoundedCapture, overflowed: threading.Event, hold_stdin: bool
 ) -> list[threading.Thread]:
     """[stdin feeder, stdout reader, stderr reader], started; stdout past the cap sets `overflowed` and closes the
     channel."""
@@ -240,7 +244,7 @@ def _start_streams(
         _close_quietly(channel)  # the host's flood ends here; the other reader sees EOF
 
     threads = [
-        threading.Thread(target=feed, args=(channel, stdin), daemon=True),
+        threading.Thread(target=feed, args=(channel, stdin, hold_stdin), daemon=True),
         threading.Thread(target=drain, args=(channel.recv, capture.add_stdout, stop_at_cap), daemon=True),
         threading.Thread(target=drain, args=(channel.recv_stderr, capture.add_stderr, lambda: None), daemon=True),
     ]

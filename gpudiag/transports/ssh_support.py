@@ -111,10 +111,12 @@ def shutdown(sock: socket.socket) -> None:
         pass
 
 
-def feed(channel: paramiko.Channel, data: bytes) -> None:
+def feed(channel: paramiko.Channel, data: bytes, hold: bool = False) -> None:
+    """Send `data`, then EOF unless `hold` (stdin then stays open until the session ends)."""
     try:
         channel.sendall(data)
-        channel.shutdown_write()
+        if not hold:
+            channel.shutdown_write()
     except (OSError, EOFError, paramiko.SSHException):
         pass  # the command exited or the channel closed: the readers see it
 

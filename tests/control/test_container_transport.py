@@ -28,8 +28,9 @@ class Recorder:
     def __init__(self):
         self.calls, self.closed = [], False
 
-    def run(self, argv, stdin, timeout, output_limit=None, events=None):
+    def run(self, argv, stdin, timeout, output_limit=None, events=None, hold_stdin=False):
         self.calls.append((argv, stdin, timeout))
+        self.held = hold_stdin
         return CommandResult(0, b"", b"", 0.0)
 
     def close(self):
@@ -42,6 +43,7 @@ def test_container_wraps_the_inner_transport():
     transport.run(["python3", "-c", "print(1)"], b"in", 5.0)
     transport.close()
     assert inner.calls == [(["docker", "exec", "-i", "my box", "python3", "-c", "print(1)"], b"in", 5.0)]
+    assert inner.held   # stdin stays open: its end is how the runner inside learns the control side is gone
     assert inner.closed
 
 

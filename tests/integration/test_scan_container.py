@@ -1,9 +1,47 @@
 """The container transport through `gpudiag scan`: a stand-in `docker` on PATH records its argv and runs
-the rest, locally and over ssh; odd inventory values (spaces, quotes, `;`) arrive as single words."""
+the rest as docker exec does, locally and over ssh; odd inventory values (spaces, quotes, `;`) arrive as single
+words."""
 import json
 import os
 
 from gpudiag.bundle import bootstrap_argv
+
+# `exec -i NAME CMD...` as docker runs it: CMD starts detached (its own session) under a shim that holds its
+# stdout and stderr and copies them through the client; the client forwards its stdin. When the client is gone
+# (killed, or its session closed) CMD's stdin ends, but its output pipes stay open, read and dropped by the shim,
+# and CMD runs on.
+COPY = r'''
+import os, subprocess, sys, threading
+def copy(src, dst, close_dst):
+    broken = False
+    while True:
+        try:
+            data = os.read(src, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            break
+        while data and not broken:
+            try:
+                data = data[os.write(dst, data):]
+            except OSError:
+                broken = True
+    if close_dst:
+        os.close(dst)
+def relay(argv):
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    threading.Thread(target=copy, args=(0, proc.stdin.fileno(), True), daemon=True).start()
+    outs = [threading.Thread(target=copy, args=(proc.stdout.fileno(), 1, False)),
+            threading.Thread(target=copy, args=(proc.stderr.fileno(), 2, False))]
+    for t in outs:
+        t.start()
+    for t in outs:
+        t.join()
+    rc = proc.wait()
+    os._exit(rc if rc >= 0 else 128 - rc)
+'''
+EXEC_LIKE_DOCKER = "COPY = %r\nexec(COPY)\nrelay([sys.executable, '-c', COPY + 'relay(sys.argv[1:])'] + sys.argv[4:])\n" % COPY
 
 STAND_IN = """#!{python}
 import json, os, sys
@@ -13,13 +51,12 @@ if sys.argv[1:2] == ["logs"]:
     sys.exit("Error response from daemon: No such container: " + sys.argv[-1])
 if sys.argv[1:3] != ["exec", "-i"]:
     sys.exit("stand-in docker: expected `exec -i NAME CMD...`")
-os.execvp(sys.argv[4], sys.argv[4:])
 """
 
 
 def install_stand_in(directory, log, python):
     path = directory / "docker"
-    path.write_text(STAND_IN.format(python=python, log=str(log)))
+    path.write_text(STAND_IN.format(python=python, log=str(log)) + EXEC_LIKE_DOCKER)
     os.chmod(path, 0o755)
     return path
 
@@ -107,7 +144,6 @@ if sys.argv[1:2] == ["logs"]:
     sys.exit(0)
 if sys.argv[4:5] == ["stopped"] or sys.argv[3:4] == ["stopped"]:
     sys.exit("Error response from daemon: container 4f2a is not running")
-os.execvp(sys.argv[4], sys.argv[4:])
 """
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "logs", "corpus")
 
@@ -118,7 +154,8 @@ def install_logging_stand_in(directory, log, python, tmp_path):
     with open(os.path.join(CORPUS, "sglang_35437_dflash_breakable_capture_end.log")) as fh:
         server_log.write_text("".join(line for line in fh if not line.startswith("#fixture ")))
     path = directory / "docker"
-    path.write_text(LOGGING_STAND_IN.format(python=python, log=str(log), server_log=str(server_log)))
+    path.write_text(LOGGING_STAND_IN.format(python=python, log=str(log), server_log=str(server_log))
+                    + EXEC_LIKE_DOCKER)
     os.chmod(path, 0o755)
     return path
 

@@ -65,3 +65,39 @@ def test_an_ignored_hangup_stays_ignored(monkeypatch):
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+def test_the_end_of_a_held_stdin_ends_the_run_and_stray_bytes_do_not(monkeypatch):
+    read_end, write_end = os.pipe()
+    watch = stop_watch.StopWatch([], read_end)
+    fired, done = [], threading.Event()
+    monkeypatch.setattr(stop_watch, "end_run", lambda signum: (fired.append(signum), done.set()))
+    watch.start()
+    try:
+        os.write(write_end, b"stray\n")
+        assert not done.wait(0.6)      # read and dropped: the control side still holds it
+        os.close(write_end)
+        assert done.wait(5) and fired == [signal.SIGKILL]
+    finally:
+        watch.stop()
+        os.close(read_end)
+
+
+def test_detach_stdin_keeps_a_pipe_for_the_watch_and_gives_fd0_devnull(tmp_path):
+    saved = os.dup(0)
+    read_end, write_end = os.pipe()
+    try:
+        os.dup2(read_end, 0)
+        private = stop_watch.detach_stdin()
+        assert private is not None and not os.get_inheritable(private)
+        assert os.read(0, 10) == b""                   # children and probes read an empty stdin, as before
+        os.write(write_end, b"x")
+        assert os.read(private, 10) == b"x"
+        os.close(private)
+        with open(tmp_path / "f", "w") as fh:          # a file on stdin is never watched
+            os.dup2(fh.fileno(), 0)
+            assert stop_watch.detach_stdin() is None
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
