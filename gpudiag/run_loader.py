@@ -129,12 +129,17 @@ def assembled_run(
 
 
 def written_host(
-    path: Path, text: str, owner: str, unreadable: list[UnreadableFile]
+    path: Path,
+    text: str,
+    owner: str,
+    unreadable: list[UnreadableFile],
+    shared: dict[bytes, dict[str, ProbeResult]],
 ) -> tuple[HostResult | None, bytes | None]:
-    """The host file just written as `text`, judged as load_run reads it from disk, and its digest."""
+    """The host file just written as `text`, judged as load_run reads it from disk, and its digest; probe data
+    whose digest is in `shared` is not read again: the host gets that dict."""
     hosts: list[HostResult] = []
     digests: list[bytes | None] = []
-    _load_host(path, {path.stem: owner}, hosts, unreadable, {}, digests, text)
+    _load_host(path, {path.stem: owner}, hosts, unreadable, shared, digests, text)
     return (hosts[0], digests[0]) if hosts else (None, None)
 
 

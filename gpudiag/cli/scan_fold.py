@@ -32,20 +32,27 @@ class RunFold:
         self.hosts: list[HostResult] = []
         self.unreadable: list[UnreadableFile] = []
         self.groups: dict[tuple, list[int]] = {}  # hosts that agree, by what they have alike: their indices
+        # Digests of data two agreeing hosts already share: a host with that data is read without it.
+        self.known: dict[bytes, dict] = {}
 
     def add(self, path: Path, text: str, owner: str) -> None:
         """The host whose result was just written to `path` as `text`, folded in; its data is then dropped."""
-        read, digest = written_host(path, text, owner, self.unreadable)
+        read, digest = written_host(path, text, owner, self.unreadable, self.known)
         if read is None:
             return
         host = clean_host(read)
         members = self.groups.setdefault(agreement_by_digest(host, digest), []) if digest and host.name else []
+        if read.probes is self.known.get(digest or b"") and len(members) < 2:  # its data is needed after all
+            read, digest = written_host(path, text, owner, [], {})
+            host = clean_host(read)  # type: ignore[arg-type]  # read once already, without its data
         if not members:  # alone so far: derived by its own name, as a host alone in its chunk is
             slim = slim_host_probes(host, digest, self.keys, self.extra, False)
         elif len(members) == 1:  # a second agrees: derived once for a stand-in, as the first of them reads it
             first = self.hosts[members[0]]
             slim = slim_host_probes(dataclasses.replace(first, probes=host.probes), digest, self.keys, self.extra, True)
             self.hosts[members[0]] = dataclasses.replace(first, probes=slim)
+            if digest:  # the next host with this data shares `slim`, unless it differs otherwise
+                self.known[digest] = {}
         else:
             slim = self.hosts[members[0]].probes  # type: ignore[assignment]  # that group's SlimProbes
         if digest and host.name:
