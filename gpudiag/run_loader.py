@@ -136,10 +136,10 @@ def written_host(
     shared: dict[bytes, dict[str, ProbeResult]],
 ) -> tuple[HostResult | None, bytes | None]:
     """The host file just written as `text`, judged as load_run reads it from disk, and its digest; probe data
-    whose digest is in `shared` is not read again: the host gets that dict."""
+    whose digest is in `shared` is not read again: the host gets that dict (nothing is added to it)."""
     hosts: list[HostResult] = []
     digests: list[bytes | None] = []
-    _load_host(path, {path.stem: owner}, hosts, unreadable, shared, digests, text)
+    _load_host(path, {path.stem: owner}, hosts, unreadable, shared, digests, text, remember=False)
     return (hosts[0], digests[0]) if hosts else (None, None)
 
 
@@ -151,10 +151,12 @@ def _load_host(
     shared: dict[bytes, dict[str, ProbeResult]],
     digests: list[bytes | None],
     text: str | None = None,
+    remember: bool = True,
 ) -> None:
     """One host file read into `hosts`, or carried as unreadable (and its owner so marked). Hosts whose probe
     data is the same text share one checked copy of it (`shared`, by a digest of that text): the copies of
-    the others are dropped as they are read, so a fleet that agrees costs what one host does."""
+    the others are dropped as they are read, so a fleet that agrees costs what one host does.
+    `remember` False: a new digest is not added to `shared` (a scan keeps no host's data once it is stored)."""
     relative = f"hosts/{path.name}"
     owner = by_file.get(path.stem) if path.suffix == ".json" else None
     try:
@@ -170,7 +172,7 @@ def _load_host(
         if known is None:
             # Data that does not fit its probe's declaration is that probe's error, never the host's.
             known = judged(result.probes)
-            if digest:
+            if digest and remember:
                 shared[digest] = known
         hosts.append(replace(result, probes=known))
         digests.append(digest)

@@ -19,7 +19,7 @@ from gpudiag.verdict import requested_checks
 
 # Host files read, derived and dropped together: the most any moment holds of the hosts' data.
 CHUNK = 64
-# What the findings and the verdict read of a host: all `gpudiag scan` derives when it reads its run back.
+# What the findings and the verdict read of a host: all `gpudiag scan` derives of each host as it is stored.
 FINDINGS_AND_VERDICT = frozenset(
     {
         "gpudiag.findings.host_rule_findings",
