@@ -87,7 +87,7 @@ def write_inventory(path: Path, count: int) -> Path:
 
 def replay_child(inventory: str, reports: str, forks: str, stats: str, vary: str = "") -> int:
     """`gpudiag scan -i INVENTORY all` in this process, every host answered by ReplayTransport. Writes to
-    STATS the peak RSS and time when the last host was stored, before scan reads the run back for findings."""
+    STATS the peak RSS and time when the last host was stored, before scan judges the run for findings."""
     import json
     import resource
     import time
@@ -103,11 +103,11 @@ def replay_child(inventory: str, reports: str, forks: str, stats: str, vary: str
     started = time.perf_counter()
     phase: dict = {}
 
-    def stored_run(run_dir, console):  # type: ignore[no-untyped-def]
+    def stored_run(run_dir, console, **folded):  # type: ignore[no-untyped-def]
         usage = resource.getrusage(resource.RUSAGE_SELF)
         phase.update(scan_wall_s=time.perf_counter() - started, scan_peak_mib=usage.ru_maxrss / 1024,
                      scan_cpu_s=usage.ru_utime + usage.ru_stime, run_dir=str(run_dir))
-        return read_back(run_dir, console)
+        return read_back(run_dir, console, **folded)
 
     scan_cli._stored_run = stored_run  # type: ignore[assignment]
     argv = ["scan", "-i", inventory, "all", "--forks", forks, "--reports-dir", reports]

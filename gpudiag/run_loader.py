@@ -89,6 +89,14 @@ def load_run(run_dir: Path, digest: Digest | None = None, chunk: int = 64) -> Lo
             if digest is not None:
                 hosts[first:] = digest(hosts[first:], digests[first:])
                 shared.clear()
+    return assembled_run(run_dir, manifest, hosts, unreadable)
+
+
+def assembled_run(
+    run_dir: Path, manifest: RunManifest, hosts: list[HostResult], unreadable: list[UnreadableFile]
+) -> LoadedRun:
+    """The run from its manifest and the hosts read of its files: a host run.json lists without a readable
+    file, or plans without an entry, is carried with the status that says why."""
     have = {h.name for h in hosts}
     for entry in manifest.hosts:
         name = str(entry.get("name"))
@@ -120,6 +128,21 @@ def load_run(run_dir: Path, digest: Digest | None = None, chunk: int = 64) -> Lo
     return LoadedRun(path=run_dir, manifest=manifest, hosts=tuple(hosts), unreadable=tuple(unreadable))
 
 
+def written_host(
+    path: Path,
+    text: str,
+    owner: str,
+    unreadable: list[UnreadableFile],
+    shared: dict[bytes, dict[str, ProbeResult]],
+) -> tuple[HostResult | None, bytes | None]:
+    """The host file just written as `text`, judged as load_run reads it from disk, and its digest; probe data
+    whose digest is in `shared` is not read again: the host gets that dict (nothing is added to it)."""
+    hosts: list[HostResult] = []
+    digests: list[bytes | None] = []
+    _load_host(path, {path.stem: owner}, hosts, unreadable, shared, digests, text, remember=False)
+    return (hosts[0], digests[0]) if hosts else (None, None)
+
+
 def _load_host(
     path: Path,
     by_file: dict[str, str],
@@ -127,16 +150,19 @@ def _load_host(
     unreadable: list[UnreadableFile],
     shared: dict[bytes, dict[str, ProbeResult]],
     digests: list[bytes | None],
+    text: str | None = None,
+    remember: bool = True,
 ) -> None:
     """One host file read into `hosts`, or carried as unreadable (and its owner so marked). Hosts whose probe
     data is the same text share one checked copy of it (`shared`, by a digest of that text): the copies of
-    the others are dropped as they are read, so a fleet that agrees costs what one host does."""
+    the others are dropped as they are read, so a fleet that agrees costs what one host does.
+    `remember` False: a new digest is not added to `shared` (a scan keeps no host's data once it is stored)."""
     relative = f"hosts/{path.name}"
     owner = by_file.get(path.stem) if path.suffix == ".json" else None
     try:
-        if path.suffix != ".json" or not path.is_file():
+        if text is None and (path.suffix != ".json" or not path.is_file()):
             raise StoreError("not a host result (only <host>.json files belong in hosts/)")
-        doc, digest = _read_host_doc(path)
+        doc, digest = _read_host_doc(path, text)
         known = shared.get(digest) if digest else None
         if known is not None:
             doc["probes"] = {}  # checked once already, as the same text
@@ -146,7 +172,7 @@ def _load_host(
         if known is None:
             # Data that does not fit its probe's declaration is that probe's error, never the host's.
             known = judged(result.probes)
-            if digest:
+            if digest and remember:
                 shared[digest] = known
         hosts.append(replace(result, probes=known))
         digests.append(digest)
@@ -158,14 +184,19 @@ def _load_host(
             digests.append(None)
 
 
-def _read_host_doc(path: Path) -> tuple[dict[str, Any], bytes | None]:
-    """The host document, and a digest of its probes' text (None when it has none)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return _read_json(path), None  # names the error as every read does
+def _read_host_doc(path: Path, text: str | None = None) -> tuple[dict[str, Any], bytes | None]:
+    """The host document (read from `path`, or given as the `text` written there), and a digest of its
+    probes' text (None when it has none)."""
+    given = text is not None
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return _read_json(path), None  # names the error as every read does
     found = object_with_spans(text)
     if found is None:
+        if given:  # gpudiag writes one JSON object: anything else was not its text
+            raise StoreError(f"{path}: not one JSON object as written")
         return _read_json(path), None  # not one JSON object: json.loads says where
     doc, spans = found
     if "probes" not in spans:

@@ -97,12 +97,17 @@ class RunWriter:
 
     def write_host(self, result: HostResult) -> Path:
         """Raises StoreError when the file cannot be written; the host still counts in run.json."""
+        return self.write_host_text(result)[0]
+
+    def write_host_text(self, result: HostResult) -> tuple[Path, str]:
+        """write_host, also giving the text written: what a later read of the file would read."""
+        text = _compact(result.to_dict()) + "\n"
         with self._lock:
             file = self._hosts.get(result.name, {}).get("file") or self._file_for(result.name)
             path = self.dir / "hosts" / f"{file}.json"
             entry = {"name": result.name, "status": result.status, "reason": result.reason}
             try:
-                write_json_atomic(path, result.to_dict())
+                write_text_atomic(path, text)
             except OSError as exc:
                 self._hosts[result.name] = dict(entry, write_error=f"{path.name}: {_why(exc)}")
                 self.write_failures.append(result.name)
@@ -110,7 +115,7 @@ class RunWriter:
                 raise StoreError(f"{path}: cannot write {result.name}'s result: {_why(exc)}") from None
             self._hosts[result.name] = dict(entry, file=file)
             self._journal_or_raise(self._hosts[result.name])
-        return path
+        return path, text
 
     def note_host(self, name: str, status: str, reason: str) -> None:
         """A host with no result document (interrupted before it finished)."""

@@ -19,6 +19,8 @@ from gpudiag import findings as rules
 from gpudiag.cli import ExitCode, UserError
 from gpudiag.cli.common import ResultConsole, inventory_option, load_hosts, reports_dir_option
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
+from gpudiag.cli.report_stream import FINDINGS_AND_VERDICT
+from gpudiag.cli.scan_fold import RunFold
 from gpudiag.cli.scan import _stored_run, check_known_hosts_path, skip_unsafe_command_lines
 from gpudiag.models import INTERNAL_ERROR, OK
 from gpudiag.orchestrator import DEFAULT_TIMEOUT, ScanRequest
@@ -96,9 +98,11 @@ def bench(
         planned=[h.name for h in hosts],
         extra={"requested": {"checks": ["servingbench"]}, "bench": settings},
     )
+    also = [key_of(host_bench_rows)]  # each host's bench rows, kept as it is stored with what findings read
+    run.fold = (fold := RunFold(run.writer.dir, run.writer.manifest, FINDINGS_AND_VERDICT | set(also))).add
     factory = transports(accept_new=accept_new, known_hosts=known_hosts)
     outcome, manifest, stop = run_hosts(run, hosts, request, factory, console)
-    stored = _stored_run(run.writer.dir, console, also=[key_of(host_bench_rows)])
+    stored = _stored_run(run.writer.dir, console, also, folded=None if run.failures else (fold, manifest))
     rows = [] if stored is None else bench_rows(stored)
     # Findings from the log never fail a load; a host with nothing to load is incomplete (exit 4).
     result = None if stored is None else verdict(stored, rules.all_findings(stored), "critical")

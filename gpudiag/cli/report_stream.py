@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Collection
 
-from gpudiag.derived import REMEMBERED, Raised, slim_probes
+from gpudiag.derived import REMEMBERED, Raised, SlimProbes, slim_probes
 from gpudiag.findings import STAND_IN, agreeing_groups
 from gpudiag.models import HostResult
 from gpudiag.render import plots
@@ -19,7 +19,7 @@ from gpudiag.verdict import requested_checks
 
 # Host files read, derived and dropped together: the most any moment holds of the hosts' data.
 CHUNK = 64
-# What the findings and the verdict read of a host: all `gpudiag scan` derives when it reads its run back.
+# What the findings and the verdict read of a host: all `gpudiag scan` derives of each host as it is stored.
 FINDINGS_AND_VERDICT = frozenset(
     {
         "gpudiag.findings.host_rule_findings",
@@ -53,22 +53,37 @@ def streamed_run(
         position = {id(h): i for i, h in enumerate(cleaned)}
         for members in agreeing_groups(cleaned):  # hosts that agree: derived once, one SlimProbes shared
             first, shared = members[0], len(members) > 1 and bool(members[0].name)
-            judged = dataclasses.replace(first, name=STAND_IN, reason=first.reason.replace(first.name, STAND_IN))
-            derived = {
-                key: _caught(REMEMBERED[key], extra.get(key, ()))(
-                    judged if shared and key not in AS_FIRST_READ_IT else first
-                )
-                for key in keys
-            }
-            renamed_keys = frozenset(keys) - AS_FIRST_READ_IT if shared else frozenset()
-            slim = slim_probes(first, derived, digests[position[id(first)]], STAND_IN if shared else None, renamed_keys)
+            slim = slim_host_probes(first, digests[position[id(first)]], keys, extra, shared)
             kept.update((id(host), dataclasses.replace(host, probes=slim)) for host in members)
         return [kept[id(h)] for h in cleaned]
 
     empty = clean_run(LoadedRun(path=run_dir, manifest=read_manifest(run_dir), hosts=()))
-    extra["gpudiag.verdict.unmet_checks"] = (requested_checks(empty),)
-    extra["gpudiag.render.host_appendix.host_detail"] = (charts,)
+    extra.update(derivation_args(empty, charts))
     return load_run(run_dir, digest, CHUNK), charts
+
+
+def derivation_args(empty: LoadedRun, charts: dict[str, str]) -> dict[str, tuple[Any, ...]]:
+    """What the remembered functions that read more than the host are given, by key: `empty` is the run's
+    manifest alone (cleaned), `charts` the charts drawn by name."""
+    return {
+        "gpudiag.verdict.unmet_checks": (requested_checks(empty),),
+        "gpudiag.render.host_appendix.host_detail": (charts,),
+    }
+
+
+def slim_host_probes(
+    first: HostResult, digest: bytes | None, keys: Collection[str], extra: dict[str, tuple[Any, ...]], shared: bool
+) -> SlimProbes:
+    """What a cleaned host keeps once its data is dropped: the remembered functions under `keys` called on it
+    (Raised for what raised). `shared`: hosts that agree with `first` share the result, so it is derived for a
+    stand-in whose name each host reads as its own (the sections shown as the first read them aside)."""
+    judged = dataclasses.replace(first, name=STAND_IN, reason=first.reason.replace(first.name, STAND_IN))
+    derived = {
+        key: _caught(REMEMBERED[key], extra.get(key, ()))(judged if shared and key not in AS_FIRST_READ_IT else first)
+        for key in keys
+    }
+    renamed_keys = frozenset(keys) - AS_FIRST_READ_IT if shared else frozenset()
+    return slim_probes(first, derived, digest, STAND_IN if shared else None, renamed_keys)
 
 
 def _caught(function: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[HostResult], Any]:

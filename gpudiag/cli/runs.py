@@ -43,6 +43,8 @@ class StoredRun:
             raise UserError(f"--reports-dir: {exc}") from None
         self.console = console
         self.failures: list[str] = []  # every write that failed: the command must not exit 0
+        # Handed each result's file and the text written there, with the host's name, once it is stored.
+        self.fold: Callable[[Path, str, str], None] | None = None
 
     def warn(self, exc: StoreError) -> None:
         self.failures.append(str(exc))
@@ -50,9 +52,12 @@ class StoredRun:
 
     def store(self, result: HostResult) -> None:
         try:
-            self.writer.write_host(result)
+            path, text = self.writer.write_host_text(result)
         except StoreError as exc:
             self.warn(exc)
+            return
+        if self.fold is not None:
+            self.fold(path, text, result.name)
 
     def finish(
         self, outcome: ScanOutcome, extra: dict[str, Any] | None = None, signal: str | None = None

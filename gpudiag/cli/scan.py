@@ -24,6 +24,7 @@ from gpudiag.cli.common import (
     reports_dir_option,
 )
 from gpudiag.cli.runs import StoredRun, run_hosts, transports
+from gpudiag.cli.scan_fold import RunFold
 from gpudiag.cli.signals import StopSignals
 from gpudiag import findings as rules
 from gpudiag.models import INTERNAL_ERROR, OK, Finding, Host
@@ -139,18 +140,18 @@ def scan(
         planned=[h.name for h in hosts],
         extra={"requested": {"checks": list(explicit_checks((), probes, deep))}},
     )
+    run.fold = (fold := RunFold(run.writer.dir, run.writer.manifest, FINDINGS_AND_VERDICT)).add
     factory = transports(accept_new=accept_new, known_hosts=known_hosts, connect_timeout=connect_timeout)
     recorded = RecordedKeys(known_hosts, accept_new, hosts)
     outcome, manifest, stop = run_hosts(run, hosts, request, factory, console)
     recorded.report()
-    writer = run.writer
-    with cycle_collector_paused():  # the stored run read back once for its findings: no cycles in it
-        stored = _stored_run(writer.dir, console)
+    with cycle_collector_paused():  # the stored run judged once for its findings: no cycles in it
+        stored = _stored_run(run.writer.dir, console, folded=None if run.failures else (fold, manifest))
         findings = None if stored is None else rules.all_findings(stored)
         result = None if stored is None else verdict(stored, findings or [], fail_on)
     for line in given_lines([(h.name, h.probes) for h in stored.hosts] if stored is not None else []):
         console.print(f"gpudiag: {line}", markup=False, highlight=False)
-    _print_results(outcome, manifest, writer.dir, findings, result, as_json)
+    _print_results(outcome, manifest, run.writer.dir, findings, result, as_json)
     return _exit_code(outcome, run, stop, result, console)
 
 
@@ -248,10 +249,12 @@ def _print_results(
             results.print(f"findings: {summary} (gpudiag report --markdown -o FINDINGS.md)", markup=False)
 
 
-def _stored_run(run_dir: Path, console: Console, also: Collection[str] = ()) -> LoadedRun | None:
-    """The stored run, read back as `report` reads it (the verdict is computed from it), or None: a chunk of
-    hosts at a time, each keeping what the findings and the verdict read of it (cli/report_stream.py), and the
-    remembered functions named in `also`."""
+def _stored_run(
+    run_dir: Path, console: Console, also: Collection[str] = (), folded: tuple[RunFold, RunManifest] | None = None
+) -> LoadedRun | None:
+    """The run as `report` reads it, as folded when stored (`folded`), else read back (cli/report_stream.py)."""
+    if folded is not None:
+        return folded[0].run(folded[1])
     try:
         return clean_run(streamed_run(run_dir, derive=FINDINGS_AND_VERDICT | set(also))[0])
     except StoreError as exc:  # already warned when writing failed; findings need the stored run

@@ -41,6 +41,7 @@ from gpudiag.findings.commands import with_run_options
 from gpudiag.findings.group import (
     STAND_IN,
     agreeing_groups,
+    agreement_by_digest,
     for_each_host,
     merge_across_hosts,
     reproduce_command,
@@ -66,6 +67,7 @@ __all__ = [
     "Answer",
     "HostFacts",
     "agreeing_groups",
+    "agreement_by_digest",
     "all_findings",
     "bucket_text",
     "command_line",

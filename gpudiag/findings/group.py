@@ -176,10 +176,16 @@ def for_each_host(judge: Callable[[HostResult], T], hosts: Sequence[HostResult])
     return results
 
 
-def _agreement(host: HostResult) -> tuple:
+def agreement_by_digest(host: HostResult, digest: bytes) -> tuple:
+    """What hosts that agree with `host` have alike, its probe data known by `digest` (run_loader's digest of
+    its text) rather than by the dict it was read into."""
+    return _agreement(host, digest)
+
+
+def _agreement(host: HostResult, digest: bytes | None = None) -> tuple:
     """What a host rule may read of a host, its own name aside (a reason naming the host reads alike)."""
     reason = host.reason.replace(host.name, STAND_IN) if host.name else host.reason
-    same = getattr(host.probes, "agreement", None) if is_slim(host) else None
+    same = digest or (getattr(host.probes, "agreement", None) if is_slim(host) else None)
     return (
         (same or id(host.probes)) if host.name else id(host),
         host.status,
