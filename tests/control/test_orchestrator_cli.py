@@ -89,13 +89,13 @@ def test_reports_dir_under_a_file_is_a_one_line_usage_error(tmp_path):
 def test_a_host_file_that_cannot_be_written_is_a_warning_and_the_scan_goes_on(run_scan, monkeypatch):
     import errno
     from gpudiag import store
-    real = store.write_json_atomic
+    real = store.write_text_atomic
 
-    def disk_full_for_hosts(path, doc):
+    def disk_full_for_hosts(path, text):
         if path.parent.name == "hosts":
             raise OSError(errno.ENOSPC, "No space left on device")
-        real(path, doc)
-    monkeypatch.setattr(store, "write_json_atomic", disk_full_for_hosts)
+        real(path, text)
+    monkeypatch.setattr(store, "write_text_atomic", disk_full_for_hosts)
     result = run_scan("--json")
     assert result.exit_code == 3, result.output    # the scan went on, but its record is not whole
     warnings = [line for line in result.stderr.splitlines() if line.startswith("gpudiag: warning:")]
@@ -110,13 +110,14 @@ def test_run_json_that_cannot_be_written_at_the_end_still_prints_the_summary(run
     real = store.write_json_atomic
     calls = []
 
-    def full_after_start(path, doc):
+    def fails_after_start(path, doc):
         calls.append(path)
-        if len(calls) > 1:
-            raise OSError(errno.ENOSPC, "No space left on device")
+        if len(calls) > 1:       # EIO, not ENOSPC: a full disk still gets run.json rewritten in place
+            raise OSError(errno.EIO, "Input/output error")
         real(path, doc)
-    monkeypatch.setattr(store, "write_json_atomic", full_after_start)
+    monkeypatch.setattr(store, "write_json_atomic", fails_after_start)
     result = run_scan()
+    assert [path.name for path in calls] == ["run.json", "run.json"]
     assert "Traceback" not in result.output and result.exit_code == 3, result.output
-    assert "gpudiag: warning:" in result.output and "No space left on device" in result.output
+    assert "gpudiag: warning:" in result.output and "run.json: cannot write: Input/output error" in result.output
     assert "env:ok" in result.output                      # the summary table still lists the host
