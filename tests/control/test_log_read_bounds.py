@@ -4,7 +4,6 @@ lines is read under a small address-space limit; through the CLI, `repro --log F
 return at GPUDIAG_LOG_READ_SECONDS with a line that says the read was cut by time."""
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from probes import log_read
+from tests.process_groups import end_groups
 
 REPO = Path(__file__).resolve().parents[2]
 DECODE = "[2026-01-01 00:00:00 TP0] Decode batch. #running-req: 1, #token: 10, gen throughput (token/s): 50.0"
@@ -30,12 +30,7 @@ def group():
     """Processes a test starts in their own process group; the group is killed by its id afterwards."""
     started = []
     yield started
-    for proc in started:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait(timeout=10)
+    end_groups(started)
 
 
 def trickle(fifo, group, line=DECODE):

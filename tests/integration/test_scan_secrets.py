@@ -5,13 +5,13 @@ multi-word values, URL userinfo, denied names under allowed prefixes); a scan ov
 every report must show the servers and none of the secrets."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from tests.process_groups import end_groups
 
 S = {i: f"gdsecret{i:02d}q7" for i in range(1, 31)}   # unique, greppable values
 
@@ -50,12 +50,7 @@ def planted_servers(tmp_path):
     while time.monotonic() < deadline and _servers_seen() < 5:   # 4 pythons + the bash that stays
         time.sleep(0.1)
     yield procs
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=10)
+    end_groups(procs)
 
 
 def _servers_seen():
@@ -160,12 +155,7 @@ def shaped_servers(tmp_path):
     while time.monotonic() < deadline and _shaped_seen() < 3:   # 2 pythons + the bash that stays
         time.sleep(0.1)
     yield procs
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=10)
+    end_groups(procs)
 
 
 def _shaped_seen():
@@ -247,12 +237,7 @@ def new_shape_servers(tmp_path):
     while time.monotonic() < deadline and _count_cmdlines(b"kP3z") < 2:
         time.sleep(0.1)
     yield procs
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=10)
+    end_groups(procs)
 
 
 def _count_cmdlines(marker):

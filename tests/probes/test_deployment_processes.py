@@ -1,7 +1,6 @@
 """The deployment probe against REAL processes started with sglang-like command lines (stand-in servers)."""
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import pytest
 
 from probes import deployment
 from probes.context import ProbeContext
+from tests.process_groups import end_groups
 
 HF_TOKEN = "hf_StandInSecretToken0123456789abcdefXYZ"
 API_KEY = "sk-standin-api-key-5150"
@@ -45,12 +45,7 @@ def standin(tmp_path):
 
     start.console = str(console)
     yield start
-    for proc in started:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=10)
+    end_groups(started)
 
 
 def servers_in_group(pgid, want=1, timeout=10.0):
