@@ -33,6 +33,9 @@ DEFAULT_PORT = 22
 _OFF = {"none", "no", "false", "internal"}
 # StrictHostKeyChecking as `ssh -G` prints it: `yes` is "true", `no` and `off` are "false".
 _ACCEPTS_NEW = {"accept-new", "false"}
+# Host-key settings gpudiag does not honour: where one is set, recording an unknown key could trust a key
+# ssh would check under another name or refuse as revoked, so the config's accept-new is not applied.
+_KEY_CHECKS_NOT_HONOURED = ("hostkeyalias", "revokedhostkeys", "knownhostscommand")
 Key = tuple[str, "str | None", "int | None"]
 Answer = tuple["dict[str, list[str]] | None", str]  # (ssh -G's settings, "") or (None, why it failed)
 
@@ -135,14 +138,25 @@ class OpenSsh:
         return SshOptions(
             known_hosts=tuple(user_files + global_files) if named else (),
             record_to=user_files[0] if named_user and user_files else None,
-            accept_new=(_one(found, "stricthostkeychecking") or "").lower() in _ACCEPTS_NEW,
+            accept_new=_accepts_new(found) and not _key_checks_not_honoured(found),
             connect_timeout=float(timeout) if timeout.isdigit() and int(timeout) > 0 else None,
         )
 
 
+def _accepts_new(found: dict[str, list[str]]) -> bool:
+    return (_one(found, "stricthostkeychecking") or "").lower() in _ACCEPTS_NEW
+
+
+def _key_checks_not_honoured(found: dict[str, list[str]]) -> list[str]:
+    return [NOT_HONOURED[key] for key in _KEY_CHECKS_NOT_HONOURED if (_one(found, key) or "none").lower() not in _OFF]
+
+
 def _unhonoured(found: dict[str, list[str]]) -> list[str]:
     notes: list[str] = []
-    if (_one(found, "stricthostkeychecking") or "").lower() == "false":
+    unchecked = _key_checks_not_honoured(found)
+    if _accepts_new(found) and unchecked:
+        notes.append(f"StrictHostKeyChecking accept-new is not applied: {', '.join(unchecked)} is not honoured")
+    elif (_one(found, "stricthostkeychecking") or "").lower() == "false":
         notes.append("StrictHostKeyChecking no is taken as accept-new (a changed host key is still refused)")
 
     for key, label in NOT_HONOURED.items():

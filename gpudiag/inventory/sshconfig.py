@@ -43,6 +43,8 @@ NOT_HONOURED = {
     "bindinterface": "BindInterface",
     "identitiesonly": "IdentitiesOnly",
     "identityagent": "IdentityAgent",
+    "revokedhostkeys": "RevokedHostKeys",
+    "knownhostscommand": "KnownHostsCommand",
 }
 # Values of those settings that mean "off", i.e. nothing to honour.
 _OFF_VALUES = {"none", "no", "false"}

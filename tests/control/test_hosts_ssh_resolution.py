@@ -94,3 +94,28 @@ def test_the_own_reader_names_the_settings_only_ssh_g_honours(tmp_path):
     warning = next(line for line in out.stderr.splitlines() if line.startswith(f"gpudiag: warning: {NAME}:"))
     for label in ("StrictHostKeyChecking", "UserKnownHostsFile", "ConnectTimeout"):
         assert f"{label} is honoured only where ssh -G resolves the host (ignored)" in warning, warning
+
+
+@needs_ssh
+@pytest.mark.parametrize("setting", ["RevokedHostKeys /etc/ssh/revoked_keys", "HostKeyAlias other-name",
+                                     "KnownHostsCommand /bin/true"])
+def test_a_host_key_setting_gpudiag_does_not_honour_turns_the_configs_accept_new_off(tmp_path, setting,
+                                                                                      monkeypatch):
+    config = CONFIG + f"  StrictHostKeyChecking accept-new\n  {setting}\n"
+    out = gpudiag(tmp_path, NAME, config=config)
+    assert out.returncode == 0, out.stderr
+    warning = next(line for line in out.stderr.splitlines() if line.startswith(f"gpudiag: warning: {NAME}:"))
+    label = setting.split()[0]
+    assert f"StrictHostKeyChecking accept-new is not applied: {label} is not honoured" in warning, warning
+    assert f"{label} is not supported (ignored)" in warning, warning
+    from gpudiag.inventory.ssh_openssh import OpenSsh
+    monkeypatch.setenv("HOME", pwd.getpwuid(os.getuid()).pw_dir)
+    monkeypatch.delenv("GPUDIAG_SSH_SYSTEM_CONFIG", raising=False)
+    openssh, why = OpenSsh.find()
+    assert openssh is not None, why
+    openssh.config_file = str(tmp_path / "ssh_config")
+    settings = openssh.settings(NAME, None, None)
+    assert settings.options.accept_new is False      # ssh would check the key under another name or refuse it
+    (tmp_path / "ssh_config").write_text(CONFIG + "  StrictHostKeyChecking accept-new\n")
+    openssh._answers.clear()
+    assert openssh.settings(NAME, None, None).options.accept_new is True
