@@ -22,13 +22,12 @@ from pathlib import Path
 from shutil import which
 
 from gpudiag.inventory.sshconfig import ENV_VAR, NOT_HONOURED, SYSTEM_ENV_VAR, SshConfig, SshConfigError, SshSettings
-from gpudiag.inventory.sshconfig_match import TokenError, connection_tokens, expand_identity
+from gpudiag.inventory.sshconfig_match import DEFAULT_PORT, TokenError, connection_tokens, expand_identity
 from gpudiag.ssh_options import SshOptions
 
 OPENSSH_LABEL = "`ssh -G`"  # how a resolution by OpenSSH begins: "`ssh -G` (OpenSSH_9.2p1)"
 TIMEOUT_S = 15.0  # a `Match exec` command runs within it
 WORKERS = 16
-DEFAULT_PORT = 22
 # Values `ssh -G` prints for a setting left at its default that means "nothing to honour".
 _OFF = {"none", "no", "false", "internal"}
 # StrictHostKeyChecking as `ssh -G` prints it: `yes` is "true", `no` and `off` are "false".
@@ -68,7 +67,7 @@ class OpenSsh:
         if _account_home() not in (None, Path.home()):  # ssh reads `~` (~/.ssh/config, Include) as the account's
             return None, "HOME is not the account's home directory, which ssh reads ~ as"
         # One run gives the version (-v's first line) and the IdentityFiles ssh offers when none is set.
-        answer, why = _run([program, "-v", "-G", "-F", os.devnull, "gpudiag-defaults.invalid"], with_version=True)
+        answer, why = run_ssh_g([program, "-v", "-G", "-F", os.devnull, "gpudiag-defaults.invalid"], with_version=True)
         if answer is None:
             return None, f"ssh -G failed: {why}"
         version = (answer.pop("", [""]) or [""])[0] or "OpenSSH"
@@ -101,7 +100,7 @@ class OpenSsh:
         alias, user, port = key
         argv = [self.program, "-G"] + (["-F", self.config_file] if self.config_file else [])
         argv += (["-l", user] if user else []) + (["-p", str(port)] if port else [])
-        return _run(argv + ["--", alias])
+        return run_ssh_g(argv + ["--", alias])
 
     def _settings(self, found: dict[str, list[str]], alias: str, user: str | None, port: int | None) -> SshSettings:
         hostname = _one(found, "hostname") or alias
@@ -172,7 +171,7 @@ def _one(found: dict[str, list[str]], key: str) -> str | None:
     return values[0] if values else None
 
 
-def _run(argv: list[str], with_version: bool = False) -> Answer:
+def run_ssh_g(argv: list[str], with_version: bool = False) -> Answer:
     """ssh -G's settings, each key's values in order; with_version: -v's first stderr line under key ""."""
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)

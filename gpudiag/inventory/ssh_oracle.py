@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from shutil import which
 
 from gpudiag.inventory.adhoc import COMMAND_LINE
 from gpudiag.inventory.sshconfig import ENV_VAR, SYSTEM_ENV_VAR, SshConfig
-from gpudiag.inventory.sshconfig_match import local_user
+from gpudiag.inventory.ssh_openssh import run_ssh_g
+from gpudiag.inventory.sshconfig_match import DEFAULT_PORT, local_user
 from gpudiag.models import Host
 
-TIMEOUT_S = 10.0
-DEFAULT_PORT = 22
 _BARE = re.compile(r"[A-Za-z0-9_][\w.-]*")
 
 
@@ -70,16 +68,9 @@ def _config_alone(host: Host, ssh: SshConfig) -> bool:
 
 
 def _ssh_g(program: str, host: Host) -> tuple[dict[str, str] | None, str]:
-    """(ssh -G's settings, "") or (None, why: its last error line)."""
+    """(ssh -G's settings, each key's first value, "") or (None, why: its first error line)."""
     argv = [program, "-G"]
     if os.environ.get(ENV_VAR):
         argv += ["-F", os.path.expanduser(os.environ[ENV_VAR])]
-    try:
-        proc = subprocess.run(
-            argv + [host.name], capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, str(exc)[:200]
-    if proc.returncode != 0:
-        return None, (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:200]
-    return dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line), ""
+    found, why = run_ssh_g(argv + ["--", host.name])
+    return ({key: values[0] for key, values in found.items() if values} if found is not None else None), why
