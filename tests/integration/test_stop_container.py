@@ -6,46 +6,26 @@ side is gone. Checked by the PIDs the interpreter wrapper writes into the test's
 import json
 import os
 import signal
-import subprocess
 import sys
 
 import pytest
 
 from tests.integration.test_scan_container import install_stand_in
-from tests.integration.test_stop_over_ssh import (cleanup, left_on_host, pids, recording_python, stop_and_measure,
-                                                  wait_until)
-
-
-def stop_while_the_child_hangs(argv, env, runners, children, cwd=None, signum=signal.SIGINT):
-    """Start `argv`, send it `signum` once the child runs; (exit code, stderr, seconds to exit, seconds until the host is
-    clear or the limit, processes before, processes after)."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
-    try:
-        assert wait_until(lambda: pids(children), 60, proc), "the torch child never started"
-        before = left_on_host(pids(runners), pids(children))
-        took, cleared, err = stop_and_measure(proc, signum,
-                                              lambda: not left_on_host(pids(runners), pids(children)))
-        after = left_on_host(pids(runners), pids(children))
-    finally:
-        cleanup(proc, pids(runners), pids(children))
-    return proc.returncode, err, took, cleared, before, after
+from tests.integration.test_stop_over_ssh import (local_recording_python, recording_python,
+                                                  stop_while_the_child_hangs)
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGKILL, -signal.SIGKILL)],
                          ids=["SIGINT", "SIGKILL"])
 def test_a_stopped_container_scan_ends_the_runner_and_its_hung_child_locally(tmp_path, signum, code):
     """SIGKILL gives gpudiag no chance to close anything: its end alone closes the exec client's stdin."""
-    runners, children = tmp_path / "runners.pids", tmp_path / "children.pids"
-    python = tmp_path / "python"
-    python.write_text('#!/bin/sh\nif [ "$1" = "-I" ]; then echo $$ >> %s; exec %s "$@"; fi\necho $$ >> %s\n'
-                      'sleep 600\n' % (runners, sys.executable, children))
-    python.chmod(0o755)
+    python, runners, children = local_recording_python(tmp_path)
     bin_dir, empty_proc = tmp_path / "bin", tmp_path / "proc"
     bin_dir.mkdir()
     empty_proc.mkdir()
     install_stand_in(bin_dir, tmp_path / "docker-argv.jsonl", sys.executable)
     inventory = tmp_path / "inventory.yaml"
-    inventory.write_text(json.dumps({"hosts": {"localhost": {"container": "docker:box", "python": str(python)}}}))
+    inventory.write_text(json.dumps({"hosts": {"localhost": {"container": "docker:box", "python": python}}}))
     returncode, err, took, cleared, before, after = stop_while_the_child_hangs(
         [sys.executable, "-m", "gpudiag", "scan", "-i", str(inventory), "localhost", "--probes", "env",
          "--reports-dir", str(tmp_path / "reports"), "--timeout", "120"],

@@ -32,6 +32,16 @@ def recording_python(fleet, tmp_path, name, child_body):
     return str(script), runners, children
 
 
+def local_recording_python(tmp_path):
+    """recording_python for a command run on this machine: its child hangs before any Python starts."""
+    runners, children = tmp_path / "runners.pids", tmp_path / "children.pids"
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\nif [ "$1" = "-I" ]; then echo $$ >> %s; exec %s "$@"; fi\necho $$ >> %s\n'
+                      'sleep 600\n' % (runners, sys.executable, children))
+    python.chmod(0o755)
+    return str(python), runners, children
+
+
 def pids(path):
     return [int(word) for word in path.read_text().split()] if path.exists() else []
 
@@ -60,6 +70,21 @@ def stop_and_measure(proc, signum, gone):
     took = time.monotonic() - sent
     wait_until(gone, GONE_WITHIN_S)
     return took, time.monotonic() - sent, err
+
+
+def stop_while_the_child_hangs(argv, env, runners, children, cwd=None, signum=signal.SIGINT):
+    """Start `argv`, send it `signum` once the child runs; (exit code, stderr, seconds to exit, seconds until the host is
+    clear or the limit, processes before, processes after)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    try:
+        assert wait_until(lambda: pids(children), 60, proc), "the torch child never started"
+        before = left_on_host(pids(runners), pids(children))
+        took, cleared, err = stop_and_measure(proc, signum,
+                                              lambda: not left_on_host(pids(runners), pids(children)))
+        after = left_on_host(pids(runners), pids(children))
+    finally:
+        cleanup(proc, pids(runners), pids(children))
+    return proc.returncode, err, took, cleared, before, after
 
 
 def cleanup(proc, runners, leaders):
@@ -196,21 +221,13 @@ def test_a_stopped_repro_ends_the_remote_runner_and_its_hung_child(sshd_fleet, t
     slow, runners, children = recording_python(fleet, tmp_path, "slow", "sleep 600")
     inventory = fleet.write_inventory(tmp_path / "inventory.yaml", [], variants={"slow": ("h1", {"python": slow})})
     reports = tmp_path / "reports"
-    proc = subprocess.Popen(fleet.gpudiag_argv() + ["repro", "cuda-graph-crash", "-i", str(inventory), "all",
-                                                    "--batch-sizes", "1", "--draft-tokens", "2", "--timeout", "120"],
-                            env=fleet.env(GPUDIAG_REPORTS=str(reports)), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=str(fleet.home))
-    try:
-        assert wait_until(lambda: pids(children), 60, proc), "the repro's torch child never started"
-        before = left_on_host(pids(runners), pids(children))
-        took, cleared, err = stop_and_measure(proc, signal.SIGTERM,
-                                              lambda: not left_on_host(pids(runners), pids(children)))
-        after = left_on_host(pids(runners), pids(children))
-    finally:
-        cleanup(proc, pids(runners), pids(children))
+    code, err, took, cleared, before, after = stop_while_the_child_hangs(
+        fleet.gpudiag_argv() + ["repro", "cuda-graph-crash", "-i", str(inventory), "all", "--batch-sizes", "1",
+                                "--draft-tokens", "2", "--timeout", "120"],
+        fleet.env(GPUDIAG_REPORTS=str(reports)), runners, children, cwd=str(fleet.home), signum=signal.SIGTERM)
     print("repro SIGTERM: exit after %.2f s; remote processes before %d, after %d (%.2f s after the signal)" % (
         took, len(before), len(after), cleared))
-    assert proc.returncode == 143, err
+    assert code == 143, err
     assert took < 10 and len(before) >= 3 and after == [], "left on the host: %s" % after
     run = json.loads(next(reports.glob("runs/*/run.json")).read_text())
     assert run["kind"] == "repro" and run["interrupted"] is True
