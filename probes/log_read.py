@@ -5,7 +5,7 @@ trickles forever or a terminal on stdin stops the read at the deadline instead o
 command (`journalctl`, `docker logs`) runs in its own process group, which is killed at the deadline.
 
 Every read says why it stopped short, if it did: `cut` is "time", "bytes" (older bytes left out) or "lines"
-(older lines or a long blank run left out), None for a whole log; `cut_note` words it for output.
+(older lines or a long blank run left out), None for a whole log; `cut_note` words a cut by time for output.
 Standard library only, Python 3.9+ (runs on hosts too)."""
 import collections
 import math
@@ -41,12 +41,9 @@ def read_seconds(default=CLI_SECONDS):
 
 
 def cut_note(read):
-    """Words for why a read stopped short ("read stopped after 20 s"), or "" for a whole log."""
-    if read.cut == "time":
-        return time_note(read.seconds)
-    if read.cut == "bytes":
-        return "the last %d MiB" % (TAIL_BYTES // (1024 * 1024))
-    return "older lines or a long blank run left out" if read.cut == "lines" else ""
+    """Words for a read its time limit stopped ("read stopped after 20 s"), else "": a read cut by bytes or
+    lines keeps the newest part, which callers report as a tail."""
+    return time_note(read.seconds) if read.cut == "time" else ""
 
 
 def time_note(seconds):
@@ -211,7 +208,7 @@ def _reap(proc, seconds):
 
 def _error_line(name, code, err, timed, seconds):
     if timed:
-        return "%s: read stopped after %g s" % (name, seconds)
+        return "%s: %s" % (name, time_note(seconds))
     last = err.decode("utf-8", "replace").strip().splitlines()[-1:]
     if last:
         return last[0][:200]

@@ -32,11 +32,11 @@ def read_tail(source: str, stdin: BinaryIO | None = None) -> log_read.LogRead:
     except OSError as exc:
         raise LogUnreadable(f"--log {source}: cannot read: {exc.strerror or exc}") from None
     if found.cut == "time" and not found.bytes_read:
-        raise LogUnreadable(f"--log {source}: nothing read: {time_note(found)}")
+        raise LogUnreadable(f"--log {source}: nothing read: {time_cut_line(found)}")
     return found
 
 
-def time_note(found: log_read.LogRead) -> str:
+def time_cut_line(found: log_read.LogRead) -> str:
     """The line that says a read was cut by time, and how to give it longer."""
     return f"{log_read.cut_note(found)} ({log_read.SECONDS_ENV}=SECONDS gives it longer)"
 
@@ -84,4 +84,4 @@ def cut_fields(found: log_read.LogRead) -> dict[str, Any]:
     """`cut` ("time", "bytes", "lines") and, for a read stopped by time, the line that says so."""
     if not found.cut:
         return {}
-    return {"cut": found.cut, **({"cut_note": time_note(found)} if found.cut == "time" else {})}
+    return {"cut": found.cut, **({"cut_note": time_cut_line(found)} if found.cut == "time" else {})}

@@ -58,7 +58,6 @@ def read_one(server, proc_root, configured, run, deadline=None):
         if text is None:
             tried.append(why)
             continue
-        text = last_lines(text)[0]  # bounded by lines as well as bytes: a tail of empty lines costs nothing
         result = classify(text, None, installed_release(server))
         result.update(meta)
         result["serving"] = serving_figures(text, server.get("args"))  # the live flags: its log interval
@@ -223,4 +222,4 @@ def _command_log(data, result, source):
     meta = _meta(source, min(len(data), TAIL_BYTES), len(data) > TAIL_BYTES or timed)
     if timed:
         meta.update(cut="time", cut_note=time_note(result.get("seconds") or 0))
-    return data[-TAIL_BYTES:], meta, None
+    return last_lines(data[-TAIL_BYTES:])[0], meta, None  # by lines too, as read_log bounds a file
