@@ -235,7 +235,7 @@ def reap_all(within_s):
         except Exception:
             pass
     for session in sessions:
-        while time.monotonic() < ends and not _exited(session.proc):
+        while time.monotonic() < ends and not exited(session.proc):
             time.sleep(0.02)
         session.kill_grace = 0.0
         session.kill()   # TERM then KILL the group (grandchildren too), then reap the leader
@@ -247,7 +247,7 @@ def live_procs():
         return [session.proc for session in _live]
 
 
-def _exited(proc):
+def exited(proc):
     """Whether the leader has exited, leaving it unreaped where the system allows: a zombie leader keeps its
     process group's id taken, so killing the group next cannot reach a process that reused the id."""
     waitid = getattr(os, "waitid", None)

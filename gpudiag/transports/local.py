@@ -14,6 +14,7 @@ from gpudiag.models import CommandResult
 from gpudiag.transports.capture import DEFAULT_OUTPUT_LIMIT, BoundedCapture
 from gpudiag.transports.exit_signal import signal_name
 from gpudiag.transports.events import EventReader
+from probes.child import exited
 
 KILL_GRACE_S = 2.0  # after the deadline's kill, how long to wait for the pipes to close
 # After close()'s SIGTERM, how long the runner gets to end its children's process groups (they lead their own, so
@@ -119,16 +120,8 @@ def _close_quietly(pipe: IO[bytes] | None) -> None:
 def _await_exit(proc: subprocess.Popen[bytes], within_s: float) -> None:
     """Wait for the leader to exit, leaving it unreaped so its group id cannot be reused before the group is
     killed."""
-    waitid = getattr(os, "waitid", None)  # not on macOS: there the leader is reaped
     ends = time.monotonic() + within_s
-    while time.monotonic() < ends:
-        try:
-            if waitid is None and proc.poll() is not None:
-                return
-            if waitid is not None and waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                return
-        except ChildProcessError:
-            return
+    while time.monotonic() < ends and not exited(proc):
         time.sleep(0.02)
 
 
