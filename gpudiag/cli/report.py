@@ -27,7 +27,7 @@ from gpudiag.render.ssh_line import ssh_settings_line
 from gpudiag.jsonfile import cycle_collector_paused
 from gpudiag.store import StoreError
 from gpudiag.run_loader import resolve_run_dir
-from gpudiag.cli.report_stream import streamed_run
+from gpudiag.cli.report_stream import for_output, streamed_run
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.verdict import Verdict, verdict as compute_verdict
 
@@ -72,7 +72,9 @@ def report(
         output = None
     drawn = output is not None and as_markdown and not no_charts
     try:
-        streamed, charts = streamed_run(resolve_run_dir(run, reports_dir), output.parent if drawn and output else None)
+        streamed, charts = streamed_run(
+            resolve_run_dir(run, reports_dir), output.parent if drawn and output else None, for_output(as_markdown)
+        )
         loaded = clean_run(streamed)
     except StoreError as exc:
         raise UserError(str(exc)) from None

@@ -8,30 +8,31 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Collection
 
-from gpudiag.derived import REMEMBERED, Raised, SlimProbes, slim_probes
-from gpudiag.findings import STAND_IN, agreeing_groups
+from gpudiag.derived import REMEMBERED, Raised, SlimProbes, key_of, slim_probes
+from gpudiag.findings import HOST_DERIVED, STAND_IN, agreeing_groups
 from gpudiag.models import HostResult
 from gpudiag.render import plots
+from gpudiag.render.host_appendix import host_detail
+from gpudiag.render.methodology import copy_timings_of
 from gpudiag.render.safe_text import clean_host, clean_run
 from gpudiag.run_loader import load_run, read_manifest
 from gpudiag.run_records import LoadedRun
-from gpudiag.verdict import requested_checks
+from gpudiag.verdict import misfits, requested_checks, unmet_checks
 
 # Host files read, derived and dropped together: the most any moment holds of the hosts' data.
 CHUNK = 64
 # What the findings and the verdict read of a host: all `gpudiag scan` derives of each host as it is stored.
-FINDINGS_AND_VERDICT = frozenset(
-    {
-        "gpudiag.findings.host_rule_findings",
-        "gpudiag.findings.facts.host_facts",
-        "gpudiag.findings.fleet.installed_timings",
-        "gpudiag.findings.serving_compare.decode_figures",
-        "gpudiag.verdict.unmet_checks",
-        "gpudiag.verdict.misfits",
-    }
-)
+# Keys taken from the functions themselves, so a renamed or moved function cannot silently go underived.
+FINDINGS_AND_VERDICT = frozenset(key_of(function) for function in (*HOST_DERIVED, unmet_checks, misfits))
 # Shown once for hosts that agree, as the first of them read it (the appendix's section, its charts by that name).
-AS_FIRST_READ_IT = frozenset({"gpudiag.render.host_appendix.host_detail"})
+AS_FIRST_READ_IT = frozenset({key_of(host_detail)})
+# Read only by the markdown report (its appendix and methodology): JSON and the console summary skip them.
+MARKDOWN_ONLY = frozenset({key_of(host_detail), key_of(copy_timings_of)})
+
+
+def for_output(markdown: bool) -> frozenset[str] | None:
+    """What `report` derives of each host: everything for markdown (None), else all but MARKDOWN_ONLY."""
+    return None if markdown else frozenset(REMEMBERED) - MARKDOWN_ONLY
 
 
 def streamed_run(
@@ -65,10 +66,7 @@ def streamed_run(
 def derivation_args(empty: LoadedRun, charts: dict[str, str]) -> dict[str, tuple[Any, ...]]:
     """What the remembered functions that read more than the host are given, by key: `empty` is the run's
     manifest alone (cleaned), `charts` the charts drawn by name."""
-    return {
-        "gpudiag.verdict.unmet_checks": (requested_checks(empty),),
-        "gpudiag.render.host_appendix.host_detail": (charts,),
-    }
+    return {key_of(unmet_checks): (requested_checks(empty),), key_of(host_detail): (charts,)}
 
 
 def slim_host_probes(

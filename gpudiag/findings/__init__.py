@@ -48,6 +48,7 @@ from gpudiag.findings.group import (
 )
 from gpudiag.findings.savings import rank as rank_copies
 from gpudiag.findings.server_scope import release_of, scope
+from gpudiag.findings.serving_compare import decode_figures
 from gpudiag.findings.serving_view import BUCKET_NAMES, bucket_text
 from gpudiag.findings.steps import order as step_order, step as next_step
 from gpudiag.derived import remembered
@@ -76,6 +77,7 @@ __all__ = [
     "coverage_line",
     "has_errors",
     "host_answers",
+    "HOST_DERIVED",
     "host_facts",
     "next_step",
     "rank_copies",
@@ -163,6 +165,11 @@ def _host_rules() -> tuple[Rule, ...]:
 def host_rule_findings(host: HostResult) -> tuple[list[Finding], ...]:
     """What each rule that judges hosts one at a time finds on this host, in RULES order."""
     return tuple(_guarded(rule, [host]) for rule in _host_rules())
+
+
+# What the findings read of each host, one remembered function each: all a streamed reader must derive
+# before it drops a host's data for the findings to be the same.
+HOST_DERIVED = (host_rule_findings, host_facts, fleet.installed_timings, decode_figures)
 
 
 def _guarded(rule: Callable, argument: object) -> list[Finding]:

@@ -86,7 +86,7 @@ def test_the_console_report_is_that_of_the_whole_run_read_at_once(fleet, monkeyp
         return out.exit_code, out.output
 
     streamed = console()
-    monkeypatch.setattr(report_cli, "streamed_run", lambda run_dir, charts_dir=None: (load_run(run_dir), {}))
+    monkeypatch.setattr(report_cli, "streamed_run", lambda run_dir, charts_dir=None, derive=None: (load_run(run_dir), {}))
     assert streamed == console()
     for n in (1, 2, 2 * CHUNK + 19):  # a host of two sources, and the last chunk's last host
         assert f"h{n:03d}" in streamed[1]
