@@ -67,7 +67,7 @@ def remembered(function: F) -> F:
             if isinstance(kept, Raised):
                 raise kept.error
             if probes.named and key in probes.renamed_keys and host.name != probes.named:
-                kept = renamed(kept, probes.named, host.name)
+                kept = name_template(kept, probes.named)(host.name)
             return kept
         return function(host, *args, **kwargs)
 
@@ -120,18 +120,46 @@ def slim_probes(
     return slim
 
 
-def renamed(value: Any, old: str, new: str) -> Any:
-    """`value` with `old` in its strings read as `new`: strings, tuples, lists, dicts and dataclasses rebuilt."""
+def name_template(value: Any, old: str, memo: dict[int, bool] | None = None) -> Callable[[str], Any]:
+    """A function of a host's name giving `value` with `old` in its strings read as that name: built once, it
+    rebuilds only what mentions `old` (strings, tuples, lists, dicts, dataclasses' init fields) and shares the rest."""
+    memo = {} if memo is None else memo
+    if not _mentions(value, old, memo):
+        return lambda name: value
     if isinstance(value, str):
-        return value.replace(old, new) if old in value else value
+        return lambda name: value.replace(old, name)
     if isinstance(value, (tuple, list)):
-        return type(value)(renamed(v, old, new) for v in value)
+        parts = [name_template(v, old, memo) for v in value]
+        kind = type(value)
+        return lambda name: kind(part(name) for part in parts)
     if isinstance(value, dict):
-        return {renamed(k, old, new): renamed(v, old, new) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {f.name: renamed(getattr(value, f.name), old, new) for f in dataclasses.fields(value) if f.init}
-        return dataclasses.replace(value, **fields)
-    return value
+        pairs = [(name_template(k, old, memo), name_template(v, old, memo)) for k, v in value.items()]
+        return lambda name: {k(name): v(name) for k, v in pairs}
+    changed = [
+        (f.name, name_template(getattr(value, f.name), old, memo))
+        for f in dataclasses.fields(value)
+        if f.init and _mentions(getattr(value, f.name), old, memo)
+    ]
+    return lambda name: dataclasses.replace(value, **{field: template(name) for field, template in changed})
+
+
+def _mentions(value: Any, old: str, memo: dict[int, bool]) -> bool:
+    """Whether `old` appears anywhere in `value`, remembered per object: a group's findings are walked once."""
+    if isinstance(value, str):
+        return old in value
+    known = memo.get(id(value))
+    if known is not None:
+        return known
+    if isinstance(value, (tuple, list)):
+        found = any([_mentions(v, old, memo) for v in value])
+    elif isinstance(value, dict):
+        found = any([_mentions(k, old, memo) or _mentions(v, old, memo) for k, v in value.items()])
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        found = any([_mentions(getattr(value, f.name), old, memo) for f in dataclasses.fields(value)])
+    else:
+        found = False
+    memo[id(value)] = found
+    return found
 
 
 def is_slim(host: HostResult) -> bool:

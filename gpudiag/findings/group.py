@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
-from gpudiag.derived import is_slim
+from gpudiag.derived import is_slim, name_template
 from gpudiag.models import Evidence, Finding, HostResult
 
 # Which command gathers each probe's evidence again (HOSTS is replaced by the finding's hosts).
@@ -170,7 +170,7 @@ def for_each_host(judge: Callable[[HostResult], T], hosts: Sequence[HostResult])
                 results[index] = judge(hosts[index])
             continue
         stand_in = dataclasses.replace(first, name=STAND_IN, reason=first.reason.replace(first.name, STAND_IN))
-        template = _template(judge(stand_in), {})
+        template = name_template(judge(stand_in), STAND_IN)
         for index in members:
             results[index] = template(hosts[index].name)
     return results
@@ -195,42 +195,3 @@ def _agreement(host: HostResult, digest: bytes | None = None) -> tuple:
         _hashable(host.output_tail),
         _hashable(host.oom),
     )
-
-
-def _template(value: Any, mentions: dict[int, bool]) -> Callable[[str], Any]:
-    """A function of a host's name giving `value` with STAND_IN read as that name: built once per group, it
-    rebuilds only what mentions STAND_IN and shares the rest."""
-    if not _mentions(value, mentions):
-        return lambda name: value
-    if isinstance(value, str):
-        return lambda name: value.replace(STAND_IN, name)
-    if isinstance(value, (tuple, list)):
-        parts = [_template(v, mentions) for v in value]
-        kind = type(value)
-        return lambda name: kind(part(name) for part in parts)
-    if isinstance(value, dict):
-        pairs = [(_template(k, mentions), _template(v, mentions)) for k, v in value.items()]
-        return lambda name: {k(name): v(name) for k, v in pairs}
-    fields = [(f.name, _template(getattr(value, f.name), mentions)) for f in dataclasses.fields(value)]
-    changed = [(field, template) for field, template in fields if _mentions(getattr(value, field), mentions)]
-    return lambda name: dataclasses.replace(value, **{field: template(name) for field, template in changed})
-
-
-def _mentions(value: Any, memo: dict[int, bool]) -> bool:
-    """Whether STAND_IN appears anywhere in `value` (a finding, its evidence, their strings and tables),
-    remembered per object: the findings of one group are walked once, not once per host."""
-    if isinstance(value, str):
-        return STAND_IN in value
-    known = memo.get(id(value))
-    if known is not None:
-        return known
-    if isinstance(value, (tuple, list)):
-        found = any([_mentions(v, memo) for v in value])
-    elif isinstance(value, dict):
-        found = any([_mentions(k, memo) or _mentions(v, memo) for k, v in value.items()])
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        found = any([_mentions(getattr(value, f.name), memo) for f in dataclasses.fields(value)])
-    else:
-        found = False
-    memo[id(value)] = found
-    return found
