@@ -75,6 +75,12 @@ def copy_gpus(host: HostResult, cuda_only: bool = False) -> list[dict[str, Any]]
     return sorted(gpus, key=lambda g: number(g.get("index")) or 0)
 
 
+def cut_short(gpu: dict[str, Any]) -> dict[str, Any]:
+    """A GPU's benchmark cut short (timeout, hang, death): {measured, planned, needs_s}, its measured workloads
+    kept; {} for a GPU measured in full or not at all."""
+    return as_dict(gpu.get("cut_short"))
+
+
 def workloads(gpu: dict[str, Any]) -> list[dict[str, Any]]:
     """The GPU's workloads by path, then batch size (numerically), then name."""
     found = [w for w in as_list(gpu.get("workloads")) if isinstance(w, dict)]

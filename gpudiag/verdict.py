@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from gpudiag.exit_codes import ExitCode
-from gpudiag.probe_view import as_dict, as_list
+from gpudiag.probe_view import as_dict, as_list, cut_short
 from gpudiag.probe_data import data_errors
 from gpudiag.derived import remembered
 from gpudiag.models import INTERRUPTED, OK, PROBE_ERROR, SEVERITY_RANK, Finding, HostResult
@@ -124,7 +124,7 @@ def _measured_nothing(name: str, data: Any) -> str | None:
         gpus = [g for g in as_list(data.get("gpus")) if isinstance(g, dict)]
         # Without CUDA the bench measures the CPU, as asked; the answers say the GPUs were not measured.
         if data.get("device") != "cpu" and not any(g.get("status") == "ok" for g in gpus):
-            kept = any(as_dict(g.get("cut_short")).get("measured") for g in gpus)  # workloads before a timeout
+            kept = any(cut_short(g).get("measured") for g in gpus)  # workloads before a timeout
             return ("no GPU measured in full: " if kept else "no GPU measured: ") + "; ".join(
                 str(g.get("reason") or g.get("status")) for g in gpus[:3]
             )

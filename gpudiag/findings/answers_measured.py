@@ -19,7 +19,7 @@ from gpudiag.findings.answers import (
 from gpudiag.probe_view import as_dict, as_list, fmt_us, number, probe
 from gpudiag.findings.savings import REPLAYS_PER_STEP
 from gpudiag.findings.step_savings import host_savings
-from gpudiag.probe_view import copy_gpus
+from gpudiag.probe_view import copy_gpus, cut_short
 from gpudiag.findings.gpu_room import room
 from gpudiag.findings.hidden_states_measured import hidden_states_verdict
 from gpudiag.findings.server_scope import scope
@@ -46,7 +46,7 @@ def q5_copy_cost(host: HostResult) -> Answer:
         return _not_checked("Q5", why, command)
     savings = {s.gpu: s for s in host_savings(host)}
     # A GPU whose benchmark was cut short (timeout, hang, death) keeps the workloads it measured first.
-    cut = {str(g.get("index")): as_dict(g.get("cut_short")) for g in gpus if as_dict(g.get("cut_short"))}
+    cut = {str(g.get("index")): cut_short(g) for g in gpus if cut_short(g)}
     unmeasured = {
         str(g.get("index")): str(g.get("reason") or g.get("status"))
         for g in gpus

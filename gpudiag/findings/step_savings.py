@@ -11,7 +11,7 @@ from typing import Any
 from gpudiag.findings.savings import REPLAYS_PER_STEP, Cost, Ranking, installed_section, rank
 from gpudiag.findings.server_flags import graph_max_bs, server_args, servers_of
 from gpudiag.models import HostResult
-from gpudiag.probe_view import copy_gpus, workloads
+from gpudiag.probe_view import copy_gpus, cut_short, workloads
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def host_savings(host: HostResult, paths: set[str] | None = None) -> list[GpuSav
     installed = installed_section(host)
     found = []
     for gpu in copy_gpus(host, cuda_only=True):
-        kept = gpu.get("status", "ok") == "ok" or isinstance(gpu.get("cut_short"), dict)  # cut short: what it measured
+        kept = gpu.get("status", "ok") == "ok" or bool(cut_short(gpu))  # cut short: what it measured
         if kept and (saving := gpu_saving(gpu, max_bs, installed, paths)):
             found.append(saving)
     return found
