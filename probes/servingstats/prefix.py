@@ -38,12 +38,8 @@ def _read(prefix, prefixes):
     if begins > 21 and prefix[0] == "[" and prefix[5] == "-" and prefix[11] == " " and prefix[14] == ":" and \
             prefix[17] == ":" and prefix[13].isdigit():
         # sglang's own "[YYYY-MM-DD HH:MM:SS<.ms><tags>] ": the stamp sliced, the date and the tags cached.
-        ranks, rank = cached(prefixes, "tags", prefix[20:], _tags)
-        try:
-            seconds = cached(prefixes, "day", prefix[1:11], day) + int(prefix[12:14]) * 3600 + \
-                int(prefix[15:17]) * 60 + int(prefix[18:20])
-        except (TypeError, ValueError):
-            seconds = None
+        ranks, rank = cached(prefixes, "tags", prefix[20:], rank_tags)
+        seconds = sglang_seconds(prefix[1:20], lambda date: cached(prefixes, "day", date, day))
         return prefix[1:11], prefix[12:20], seconds, ranks, rank, prefix[1:20]
     return _prefix(prefix)
 
@@ -60,6 +56,15 @@ def cached(cache, kind, text, parse):
     return found
 
 
+def sglang_seconds(stamp, day_of=None):
+    """Seconds of sglang's own "YYYY-MM-DD HH:MM:SS" (`day_of`: how the date is read, e.g. cached), None when
+    it is no such stamp."""
+    try:
+        return (day_of or day)(stamp[:10]) + int(stamp[11:13]) * 3600 + int(stamp[14:16]) * 60 + int(stamp[17:19])
+    except (TypeError, ValueError):
+        return None
+
+
 def day(date):
     """Seconds at the start of a YYYY-MM-DD date, monotone in the date (enough to order and to tell a gap)."""
     try:
@@ -69,7 +74,7 @@ def day(date):
     return (y * 372 + mo * 31 + d) * 86400
 
 
-def _tags(tail):
+def rank_tags(tail):
     """(ranks, rank) of what follows the stamp in sglang's bracket: ".123 DP0 TP0] " -> ({DP: 0, TP: 0}, "DP0 TP0")."""
     close = tail.find("]")
     pairs = RANK.findall(tail[:close] if close >= 0 else tail)

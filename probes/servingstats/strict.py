@@ -9,7 +9,7 @@ that merely ends like a read one ("draft accept len") would be read there; here 
 """
 import re
 
-from probes.servingstats.prefix import MAX_PREFIXES, RANK, day, when
+from probes.servingstats.prefix import MAX_PREFIXES, rank_tags, sglang_seconds, when
 
 MAX_STAMPS = 100000  # distinct date-and-time stamps remembered (86,400 a day)
 _N = r"\d{1,12}(?:\.\d{1,12})?"  # a plain number: int() / float() read it as lines.py would
@@ -69,17 +69,16 @@ def strict_reader(prefixes):
 
 
 def _seconds(stamp, stamps):
-    """Seconds of sglang's own "YYYY-MM-DD HH:MM:SS", as prefix.when reads it, remembered per stamp."""
+    """prefix.sglang_seconds of the stamp, remembered per stamp."""
     if len(stamps) > MAX_STAMPS:
         stamps.clear()
-    t = stamps[stamp] = day(stamp[:10]) + int(stamp[11:13]) * 3600 + int(stamp[14:16]) * 60 + int(stamp[17:])
+    t = stamps[stamp] = sglang_seconds(stamp)
     return t
 
 
 def _tags(tail, tags):
-    """(ranks, rank) of the rank tags after sglang's stamp, as prefix.when reads them, remembered per tag string."""
+    """prefix.rank_tags of what follows sglang's stamp, remembered per tag string."""
     if len(tags) > MAX_PREFIXES:
         tags.clear()
-    pairs = RANK.findall(tail)
-    found = tags[tail] = (dict((k, int(v)) for k, v in pairs), " ".join(k + v for k, v in pairs))
+    found = tags[tail] = rank_tags(tail)
     return found
