@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from gpudiag.jsonfile import cycle_collector_paused, object_with_spans, read_json
 from gpudiag.models import NEVER_FINISHED, OK, RESULT_MISSING, UNREADABLE, HostResult, ProbeResult
@@ -17,9 +17,6 @@ from gpudiag.run_journal import merged_hosts, read_journal
 from gpudiag.run_records import LoadedRun, RunManifest, UnreadableFile
 from gpudiag.schema import SchemaError
 from gpudiag.store import StoreError
-
-# The hosts of one chunk, and each one's digest of its probe data (None: none taken) -> what the run keeps.
-Digest = Callable[[list[HostResult], list[bytes | None]], list[HostResult]]
 
 
 def resolve_run_dir(spec: str | None, root: Path) -> Path:
@@ -64,32 +61,40 @@ def read_manifest(run_dir: Path) -> RunManifest:
     return replace(manifest, hosts=merged_hosts(manifest.hosts, journal)) if journal else manifest
 
 
-def load_run(run_dir: Path, digest: Digest | None = None, chunk: int = 64) -> LoadedRun:
+def load_run(run_dir: Path) -> LoadedRun:
     """The run as stored. Only an unreadable run.json is an error: a host file that is corrupt or stray
-    is carried as unreadable, and a host with no file reads as never finished or result missing.
+    is carried as unreadable, and a host with no file reads as never finished or result missing. Hosts whose
+    probe data is the same text share one copy of it. (`gpudiag report` reads a chunk of host files at a time
+    instead, with host_files and read_hosts: gpudiag/cli/report_stream.py.)"""
+    manifest, by_file, files = host_files(run_dir)
+    with cycle_collector_paused():
+        hosts, unreadable, _ = read_hosts(files, by_file)
+    return assembled_run(run_dir, manifest, hosts, unreadable)
 
-    `digest`, when given, is handed the hosts read from each `chunk` host files and returns what the run keeps
-    of them (gpudiag report: each host's data dropped once what it reports is derived), so the run never holds
-    more than one chunk's data; hosts that agree share one copy of their data within a chunk."""
+
+def host_files(run_dir: Path) -> tuple[RunManifest, dict[str, str], list[Path]]:
+    """(the manifest, host name by file stem as run.json gives them, the files under hosts/ in name order)."""
     manifest = read_manifest(run_dir)
     by_file = {str(e.get("file")): str(e.get("name")) for e in manifest.hosts if e.get("file")}
-    hosts: list[HostResult] = []
-    unreadable: list[UnreadableFile] = []
     try:
         files = sorted(p for p in (run_dir / "hosts").iterdir() if not p.name.startswith("."))
     except OSError:
         files = []
+    return manifest, by_file, files
+
+
+def read_hosts(
+    files: list[Path], by_file: dict[str, str]
+) -> tuple[list[HostResult], list[UnreadableFile], list[bytes | None]]:
+    """The hosts read of `files` (hosts whose probe data is the same text share one checked copy of it), the
+    files that could not be read, and each host's digest of its probe data (None: none taken)."""
+    hosts: list[HostResult] = []
+    unreadable: list[UnreadableFile] = []
     shared: dict[bytes, dict[str, ProbeResult]] = {}
-    digests: list[bytes | None] = []  # one per host in `hosts`, as it is read
-    with cycle_collector_paused():
-        for start in range(0, len(files), chunk if digest else max(len(files), 1)):
-            first = len(hosts)
-            for path in files[start : start + chunk] if digest else files:
-                _load_host(path, by_file, hosts, unreadable, shared, digests)
-            if digest is not None:
-                hosts[first:] = digest(hosts[first:], digests[first:])
-                shared.clear()
-    return assembled_run(run_dir, manifest, hosts, unreadable)
+    digests: list[bytes | None] = []
+    for path in files:
+        _load_host(path, by_file, hosts, unreadable, shared, digests)
+    return hosts, unreadable, digests
 
 
 def assembled_run(

@@ -25,6 +25,7 @@ from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, ho
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.render.ssh_line import ssh_settings_line
 from gpudiag.jsonfile import cycle_collector_paused
+from gpudiag.cli.forked_map import usable_cpus
 from gpudiag.store import StoreError
 from gpudiag.run_loader import resolve_run_dir
 from gpudiag.cli.report_stream import for_output, streamed_run
@@ -53,6 +54,12 @@ SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "
     help=f"Show only findings at LEVEL or worse ({', '.join(SEVERITIES)}).",
 )
 @click.option("--no-charts", is_flag=True, help="Tables only, even when matplotlib is installed.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Worker processes that read and judge the run's hosts (default: one per CPU this process may use).",
+)
 @fail_on_option
 @reports_dir_option
 @cycle_collector_paused()  # the run is read and rendered once: no collection would find a cycle in it
@@ -63,6 +70,7 @@ def report(
     output: Path | None,
     severity: str | None,
     no_charts: bool,
+    jobs: int | None,
     fail_on: str,
     reports_dir: Path,
 ) -> int:
@@ -73,7 +81,10 @@ def report(
     drawn = output is not None and as_markdown and not no_charts
     try:
         streamed, charts = streamed_run(
-            resolve_run_dir(run, reports_dir), output.parent if drawn and output else None, for_output(as_markdown)
+            resolve_run_dir(run, reports_dir),
+            output.parent if drawn and output else None,
+            for_output(as_markdown),
+            jobs or usable_cpus(),
         )
         loaded = clean_run(streamed)
     except StoreError as exc:

@@ -15,8 +15,10 @@ from gpudiag.render import plots
 from gpudiag.render.host_appendix import host_detail
 from gpudiag.render.methodology import copy_timings_of
 from gpudiag.render.safe_text import clean_host, clean_run
-from gpudiag.run_loader import load_run, read_manifest
-from gpudiag.run_records import LoadedRun
+from gpudiag.cli.forked_map import forked_map
+from gpudiag.jsonfile import cycle_collector_paused
+from gpudiag.run_loader import assembled_run, host_files, read_hosts
+from gpudiag.run_records import LoadedRun, UnreadableFile
 from gpudiag.verdict import misfits, requested_checks, unmet_checks
 
 # Host files read, derived and dropped together: the most any moment holds of the hosts' data.
@@ -36,31 +38,39 @@ def for_output(markdown: bool) -> frozenset[str] | None:
 
 
 def streamed_run(
-    run_dir: Path, charts_dir: Path | None = None, derive: Collection[str] | None = None
+    run_dir: Path, charts_dir: Path | None = None, derive: Collection[str] | None = None, workers: int = 1
 ) -> tuple[LoadedRun, dict[str, str]]:
     """The run with every host's data dropped once derived (every remembered function, or those in `derive`),
     and the charts drawn into `charts_dir` (none when None); hosts that agree within a chunk are derived once,
-    for a stand-in, and share what is kept."""
-    charts: dict[str, str] = {}
-    extra: dict[str, tuple[Any, ...]] = {}
+    for a stand-in, and share what is kept. Chunks are derived in up to `workers` forked processes."""
+    manifest, by_file, files = host_files(run_dir)
+    empty = clean_run(LoadedRun(path=run_dir, manifest=manifest, hosts=()))
+    keys = [key for key in REMEMBERED if derive is None or key in derive]
 
-    def digest(hosts: list[HostResult], digests: list[bytes | None]) -> list[HostResult]:
-        probes: dict[int, dict] = {}
-        cleaned = [clean_host(h, probes) for h in hosts]
-        if charts_dir is not None:
-            charts.update(plots.write_charts(dataclasses.replace(empty, hosts=tuple(cleaned)), charts_dir))
-        keys = [key for key in REMEMBERED if derive is None or key in derive]
+    def chunk_pass(part: list[Path]) -> tuple[list[HostResult], list[UnreadableFile], dict[str, str]]:
+        hosts, unreadable, digests = read_hosts(part, by_file)
+        cleaning: dict[int, dict] = {}  # hosts that read one probe-data dict: cleaned once
+        cleaned = [clean_host(h, cleaning) for h in hosts]
+        charts = plots.write_charts(dataclasses.replace(empty, hosts=tuple(cleaned)), charts_dir) if charts_dir else {}
+        extra = derivation_args(empty, charts)
         kept: dict[int, HostResult] = {}
         position = {id(h): i for i, h in enumerate(cleaned)}
         for members in agreeing_groups(cleaned):  # hosts that agree: derived once, one SlimProbes shared
             first, shared = members[0], len(members) > 1 and bool(members[0].name)
             slim = slim_host_probes(first, digests[position[id(first)]], keys, extra, shared)
             kept.update((id(host), dataclasses.replace(host, probes=slim)) for host in members)
-        return [kept[id(h)] for h in cleaned]
+        return [kept[id(h)] for h in cleaned], unreadable, charts
 
-    empty = clean_run(LoadedRun(path=run_dir, manifest=read_manifest(run_dir), hosts=()))
-    extra.update(derivation_args(empty, charts))
-    return load_run(run_dir, digest, CHUNK), charts
+    hosts: list[HostResult] = []
+    unreadable: list[UnreadableFile] = []
+    charts: dict[str, str] = {}
+    chunks = [files[start : start + CHUNK] for start in range(0, len(files), CHUNK)]
+    with cycle_collector_paused():
+        for kept, unread, drawn in forked_map(chunk_pass, chunks, workers):
+            hosts += kept
+            unreadable += unread
+            charts.update(drawn)
+    return assembled_run(run_dir, manifest, hosts, unreadable), charts
 
 
 def derivation_args(empty: LoadedRun, charts: dict[str, str]) -> dict[str, tuple[Any, ...]]:

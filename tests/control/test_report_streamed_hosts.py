@@ -86,10 +86,25 @@ def test_the_console_report_is_that_of_the_whole_run_read_at_once(fleet, monkeyp
         return out.exit_code, out.output
 
     streamed = console()
-    monkeypatch.setattr(report_cli, "streamed_run", lambda run_dir, charts_dir=None, derive=None: (load_run(run_dir), {}))
+    monkeypatch.setattr(report_cli, "streamed_run", lambda run_dir, *_: (load_run(run_dir), {}))
     assert streamed == console()
     for n in (1, 2, 2 * CHUNK + 19):  # a host of two sources, and the last chunk's last host
         assert f"h{n:03d}" in streamed[1]
+
+
+def test_worker_processes_write_the_report_one_process_writes(fleet, tmp_path):
+    """Three chunks in three forked workers (--jobs 3), then in this process alone (--jobs 1): the same bytes."""
+    outputs = {}
+    for jobs in ("3", "1"):
+        md = tmp_path / f"r{jobs}" / "r.md"
+        as_md = report(fleet, "--jobs", jobs, "--no-charts", "-o", str(md))
+        as_json, console = report(fleet, "--jobs", jobs, "--json"), report(fleet, "--jobs", jobs)
+        outputs[jobs] = [(r.returncode, r.stdout) for r in (as_md, as_json, console)]
+        outputs[jobs] += [md.read_text(), md.with_name("r.appendix.md").read_text()]
+    assert outputs["3"] == outputs["1"]
+    assert "### h147" in outputs["1"][4] and "fleet.drift" in outputs["1"][1][1]  # the last chunk's host; a fleet rule
+    refused = report(fleet, "--jobs", "0")
+    assert refused.returncode == 2 and "--jobs" in refused.stderr and "Traceback" not in refused.stderr
 
 
 def test_a_streamed_host_keeps_what_was_derived_and_no_data(fleet):

@@ -1,0 +1,167 @@
+"""`forked_map`: a function over items in forked worker processes, results in the items' order.
+
+`gpudiag report` derives each chunk of hosts on its own (gpudiag/cli/report_stream.py), a few milliseconds of
+pure Python per host: one interpreter is one core. The workers are forked before any item is handed out, so the
+function (a closure over the run's manifest) and the items are theirs as the parent holds them, never pickled;
+results cross as pickles over one pipe per worker. Item i goes to worker i % workers: chunks cost about the same, and
+every worker's results are read as they come, so none waits on another's pipe.
+
+Not multiprocessing: its pools fork from a process that already runs their helper threads, and a worker killed
+under a pool leaves the parent waiting. Here an item whose function raised, or whose result cannot be pickled,
+is done again in the parent (the error, if any, is raised there as it would be without workers), as are the items
+of a worker that could not be started or died; every worker is ended and reaped however the parent leaves (an
+error, Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import selectors
+import signal
+import struct
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_HEADER = struct.Struct("!QB")  # message length, then what it holds:
+RESULT, REDO = 1, 2  # a pickled result; none (the function raised, or its result cannot be pickled)
+
+
+_REDO = object()  # in place of a result the parent computes itself
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, as a container or taskset limits it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def forked_map(function: Callable[[T], R], items: Sequence[T], workers: int) -> Iterator[R]:
+    """function(item) for each item, in order; in up to `workers` forked processes when that is more than one
+    and the platform forks, else in this process."""
+    workers = min(workers, len(items))
+    if workers <= 1 or not hasattr(os, "fork"):
+        yield from map(function, items)
+        return
+    pids: list[int] = []
+    pipes: dict[int, int] = {}  # read end -> worker number
+    try:
+        for number in range(workers):
+            read, write = os.pipe()
+            try:
+                pid = os.fork()
+            except OSError:  # no more processes to be had: this worker's items are done here
+                os.close(read)
+                os.close(write)
+                continue
+            if pid == 0:  # the worker: never returns
+                os.close(read)
+                _work(function, items[number::workers], write)
+            os.close(write)
+            pids.append(pid)
+            pipes[read] = number
+        yield from _ordered(function, items, pipes, workers)
+    finally:
+        _end(pids, pipes)
+
+
+def _work(function: Callable[[Any], Any], items: Iterable[Any], out: int) -> None:
+    """A worker's whole life: each item's result (or the failure) written to `out`, then exit without running
+    anything the parent set up to run at exit."""
+    code = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C reaches the whole group: the parent reports it
+        for item in items:
+            body, kind = _outcome(function, item)
+            _write_all(out, _HEADER.pack(len(body), kind) + body)
+    except BaseException:  # noqa: BLE001 - the parent sees the pipe close early and says the worker died
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _outcome(function: Callable[[Any], Any], item: Any) -> tuple[bytes, int]:
+    """function(item) pickled, or REDO: the parent calls it again itself, so what it raises is raised there with
+    its own traceback, and a result that cannot be pickled is still a result."""
+    try:
+        return pickle.dumps(function(item), protocol=pickle.HIGHEST_PROTOCOL), RESULT
+    except Exception:  # noqa: BLE001 - redone by the parent, which sees the error for itself
+        return b"", REDO
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _ordered(function: Callable[[T], R], items: Sequence[T], pipes: dict[int, int], workers: int) -> Iterator[R]:
+    """Results as the workers send them, handed on in item order (item i is worker i % workers's (i // workers)th);
+    an item its worker could not send a result for is done here."""
+    count = len(items)
+    owed = {number: len(range(number, count, workers)) for number in range(workers)}  # results not yet read
+    buffers = {number: bytearray() for number in range(workers)}
+    # A worker that never started has nothing to send: its items are done here.
+    received: dict[int, list[Any]] = {
+        number: [] if number in pipes.values() else [_REDO] * owed[number] for number in range(workers)
+    }
+    selector = selectors.DefaultSelector()
+    for fd in pipes:
+        selector.register(fd, selectors.EVENT_READ)
+    try:
+        for index in range(count):
+            number = index % workers
+            while not received[number]:
+                _read_some(selector, pipes, buffers, received, owed)
+            value = received[number].pop(0)
+            yield function(items[index]) if value is _REDO else value
+    finally:
+        selector.close()
+
+
+def _read_some(
+    selector: selectors.BaseSelector,
+    pipes: dict[int, int],
+    buffers: dict[int, bytearray],
+    received: dict[int, list[Any]],
+    owed: dict[int, int],
+) -> None:
+    for key, _ in selector.select():
+        fd = int(key.fd)
+        number = pipes[fd]
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:  # done; or died (killed for memory, say): what it still owed is done here
+            selector.unregister(fd)
+            received[number] += [_REDO] * owed[number]
+            owed[number] = 0
+            continue
+        buffer = buffers[number]
+        buffer += chunk
+        while len(buffer) >= _HEADER.size:
+            size, kind = _HEADER.unpack_from(buffer)
+            if len(buffer) < _HEADER.size + size:
+                break
+            body = bytes(buffer[_HEADER.size : _HEADER.size + size])
+            del buffer[: _HEADER.size + size]
+            received[number].append(pickle.loads(body) if kind == RESULT else _REDO)
+            owed[number] -= 1
+
+
+def _end(pids: list[int], pipes: dict[int, int]) -> None:
+    """Every worker ended (they are done or no longer needed) and reaped; every pipe closed."""
+    for fd in pipes:
+        os.close(fd)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pid in pids:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
