@@ -25,11 +25,11 @@ def dig(value: Any, *keys: Any) -> Any:
 
 
 def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
+    return value if type(value) is list or isinstance(value, list) else []
 
 
 def as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+    return value if type(value) is dict or isinstance(value, dict) else {}
 
 
 def probe(host: HostResult, name: str) -> dict[str, Any] | None:
@@ -39,7 +39,10 @@ def probe(host: HostResult, name: str) -> dict[str, Any] | None:
 
 
 def number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    kind = type(value)
+    if kind is float or kind is int:  # the common case, told without isinstance
+        return float(value)
+    if kind is bool or not isinstance(value, (int, float)):
         return None
     return float(value)
 

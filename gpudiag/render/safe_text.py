@@ -40,6 +40,8 @@ _CAPPED = re.compile(r"… \(\d+ bytes\)")
 _MD_SPECIAL = re.compile(r"([\\`<|])")
 _MD_SPECIAL_KEEP_CODE = re.compile(r"([\\<|])")
 _MD_LINK = re.compile(r"\]([(\[])|!\[")
+# Anything the escapes below would change (a backtick too where code spans are kept: the full pass decides).
+_MD_ANY = re.compile(r"[\\`<|]|\][(\[]|!\[|://|www\.")
 _MD_LINE_START = re.compile(r"^(\s*)([#>=~]|[-+*](?=\s)|\d+[.)](?=\s))")
 
 
@@ -85,8 +87,16 @@ def md(value: Any, limit: int = MAX_CHARS, keep_code: bool = False) -> str:
     """A host value for markdown inline text or a table cell: clean, one line, and unable to open a heading,
     HTML, a link, an image or (unless keep_code, for prose that quotes commands) a code span, or to end a
     table cell."""
+    text = clean(value, limit)
+    if _MD_ANY.search(text) is None and _MD_LINE_START.match(text) is None:
+        return text  # nothing markdown could read as syntax: the common case (numbers, names), told in two scans
+    return md_escaped(text, keep_code)
+
+
+def md_escaped(text: str, keep_code: bool = False) -> str:
+    """Every markdown escape md applies, applied to clean one-line text (md skips them where none would apply)."""
     special = _MD_SPECIAL_KEEP_CODE if keep_code else _MD_SPECIAL
-    text = special.sub(r"\\\1", clean(value, limit))
+    text = special.sub(r"\\\1", text)
     text = _MD_LINK.sub(lambda m: "\\]" + m.group(1) if m.group(1) else "!\\[", text)
     text = text.replace("://", ":\\//").replace("www.", "www\\.")  # no bare-URL autolink
     return _MD_LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
