@@ -15,8 +15,10 @@ gpudiag/findings/step_savings.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+from gpudiag.identity_memo import by_identity
 from gpudiag.models import HostResult
 from gpudiag.probe_view import as_dict, dig, fmt_us, number, probe
 from probes import replay_fields
@@ -100,7 +102,7 @@ class Ranking:
     baseline: Baseline | None
     no_baseline: str | None  # why there is none
 
-    @property
+    @cached_property  # read for every table cell, answer and finding that prices this workload
     def saving(self) -> Cost | None:
         """Per replay, never negative, in each clock against that clock's best."""
         if self.baseline is None:
@@ -187,25 +189,11 @@ def _baseline(workload: dict[str, Any], costs: dict[str, Cost], installed: dict[
     return Baseline(strategy, "known", release, cost, said)
 
 
-# The rules, the answers and the appendix rank the same workloads of a host again and again: the latest rankings
-# are kept by the identity of what they were ranked from (held here, so an id is never another object's).
-_RANKED: dict[tuple[int, int], tuple[dict[str, Any], dict[str, Any], Ranking]] = {}
-RANKINGS_KEPT = 512
-
-
+@by_identity(512)  # the rules, the answers and the appendix rank the same workloads of a host again and again
 def rank(workload: dict[str, Any], installed: dict[str, Any]) -> Ranking:
     """The one ranking of a workload's copy strategies: the fastest by each clock (any, and what sglang can run),
-    and the baseline the saving is priced against (`installed` is copy_bench's `installed` section). Probe data
-    is never changed once read, so a ranking of the same objects is reused."""
-    key = (id(workload), id(installed))
-    kept = _RANKED.get(key)
-    if kept is not None and kept[0] is workload and kept[1] is installed:
-        return kept[2]
-    ranked = _ranked(workload, installed)
-    if len(_RANKED) >= RANKINGS_KEPT:
-        del _RANKED[next(iter(_RANKED))]  # the oldest
-    _RANKED[key] = (workload, installed, ranked)
-    return ranked
+    and the baseline the saving is priced against (`installed` is copy_bench's `installed` section)."""
+    return _ranked(workload, installed)
 
 
 def _ranked(workload: dict[str, Any], installed: dict[str, Any]) -> Ranking:

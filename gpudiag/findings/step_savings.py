@@ -6,10 +6,12 @@ copy findings and the JSON state these figures; none recomputes them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from gpudiag.findings.savings import REPLAYS_PER_STEP, Cost, Ranking, installed_section, rank
 from gpudiag.findings.server_flags import graph_max_bs, server_args, servers_of
+from gpudiag.identity_memo import by_identity
 from gpudiag.models import HostResult
 from gpudiag.probe_view import copy_gpus, cut_short, workloads
 
@@ -20,11 +22,11 @@ class GpuSaving:
     paths: tuple[Ranking, ...]  # one per replay path, at the batch size `basis` names
     basis: str  # which batch size was read: "the live server's max bs 64" or "the largest batch size measured"
 
-    @property
+    @cached_property
     def priced(self) -> tuple[Ranking, ...]:
         return tuple(p for p in self.paths if p.saving is not None)
 
-    @property
+    @cached_property
     def saving(self) -> Cost | None:
         """Per decode step, summed over the paths that have a baseline; None when none has."""
         found = [p.saving for p in self.priced if p.saving]
@@ -38,7 +40,7 @@ class GpuSaving:
             None if total.gpu_us is None else round(total.gpu_us * REPLAYS_PER_STEP, 1),
         )
 
-    @property
+    @cached_property
     def us_per_step(self) -> float | None:
         """The CPU-issue saving per decode step: the one figure a finding claims (`saving_us_per_step`)."""
         saving = self.saving
@@ -91,19 +93,23 @@ def gpu_saving(
     gpu: dict[str, Any], max_bs: int | None, installed: dict[str, Any], paths: set[str] | None = None
 ) -> GpuSaving | None:
     """One GPU's ranked figures per replay path (only `paths` when given); None when no workload was timed."""
-    by_path: dict[str, list[Ranking]] = {}
-    for w in workloads(gpu):
-        if paths is not None and str(w.get("path")) not in paths:
-            continue
-        ranked = rank(w, installed)
-        if measured(ranked):
-            by_path.setdefault(ranked.path, []).append(ranked)
-    if not by_path:
+    picked = [pick for path, pick in _picks(gpu, max_bs, installed).items() if paths is None or path in paths]
+    if not picked:
         return None
-    picked = [_pick(candidates, max_bs) for _, candidates in sorted(by_path.items())]
     live = all(at_live for _, at_live in picked)
     basis = f"the live server's max bs {max_bs}" if live and max_bs is not None else "the largest batch size measured"
     return GpuSaving(gpu=str(gpu.get("index")), paths=tuple(p for p, _ in picked), basis=basis)
+
+
+@by_identity(64)  # Q5 reads every path, the EAGLE finding the EAGLE paths: picked once per GPU
+def _picks(gpu: dict[str, Any], max_bs: int | None, installed: dict[str, Any]) -> dict[str, tuple[Ranking, bool]]:
+    """Per replay path, in path order: the measured ranking read (_pick) and whether it is at the live batch size."""
+    by_path: dict[str, list[Ranking]] = {}
+    for w in workloads(gpu):
+        ranked = rank(w, installed)
+        if measured(ranked):
+            by_path.setdefault(ranked.path, []).append(ranked)
+    return {path: _pick(candidates, max_bs) for path, candidates in sorted(by_path.items())}
 
 
 def host_savings(host: HostResult, paths: set[str] | None = None) -> list[GpuSaving]:
