@@ -159,12 +159,27 @@ def per_host(cost: Cost, n: int) -> str:
             f"{cost.peak_mib / n:7.2f} {cost.ok_hosts:3d}/{n}")
 
 
-def waited(argv: list[str], cwd: Path) -> tuple[float, float, float, int]:
-    """(wall s, cpu s, peak RSS MiB, exit code) of a child, from the kernel's accounting."""
+def waited(argv: list[str], cwd: Path, tree: list[float] | None = None) -> tuple[float, float, float, int]:
+    """(wall s, cpu s, peak RSS MiB, exit code) of a child, from the kernel's accounting (the peak is its largest
+    process's). With `tree`, the largest sum of PSS over the child and its descendants (`gpudiag report`'s
+    worker processes), sampled every 0.05 s, is appended to it."""
     started = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
+    peak, done = [0.0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            peak[0] = max(peak[0], sum(_pss_mib(pid) for pid in _tree(proc.pid)))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    if tree is not None:
+        sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
+    done.set()
+    if tree is not None:
+        sampler.join()
+        tree.append(peak[0])
     return (time.perf_counter() - started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
             os.waitstatus_to_exitcode(status))
 
@@ -187,7 +202,7 @@ def replay(sizes: list[int], forks_list: list[int], vary: bool = False) -> int:
     print(f"replayed frame: tests/fixtures/runs/fleet3/hosts/gpu-a.json{', varied per host' if vary else ''}; "
           f"cpu_count {os.cpu_count()}")
     print(f"{'hosts':>6} {'forks':>5} | scan: {'wall_s':>7} {'cpu_s':>7} {'ms/host':>7} {'peak_MiB':>8} | "
-          f"before read-back: {'wall_s':>7} {'peak_MiB':>8} | report: {'wall_s':>7} {'cpu_s':>7} {'peak_MiB':>8} | "
+          f"before read-back: {'wall_s':>7} {'peak_MiB':>8} | report: {'wall_s':>7} {'cpu_s':>7} {'peak_MiB':>8} {'tree_PSS':>8} | "
           f"decode-and-drop: {'wall_s':>7} {'peak_MiB':>8} | lines: {'console':>7} {'md':>5}")
     try:
         for n in sizes:
@@ -199,10 +214,11 @@ def replay(sizes: list[int], forks_list: list[int], vary: bool = False) -> int:
                 wall, cpu, peak, code = waited(child, work)
                 phase = json.loads(stats.read_text()) if stats.exists() else {}
                 report, dropped, console, markdown = (0.0, 0.0, 0.0, -1), (0.0, 0.0, 0.0, -1), 0, 0
+                tree_pss: list[float] = []
                 if phase.get("run_dir"):
                     md = work / f"report-{n}-{forks}.md"
                     report = waited([sys.executable, "-m", "gpudiag", "report", phase["run_dir"], "--no-charts",
-                                     "-o", str(md)], ROOT)
+                                     "-o", str(md)], ROOT, tree_pss)
                     # The floor: each host file decoded and dropped, nothing kept.
                     dropped = waited([sys.executable, "-c", DECODE_AND_DROP, str(Path(phase["run_dir"]) / "hosts")],
                                      ROOT)
@@ -210,7 +226,7 @@ def replay(sizes: list[int], forks_list: list[int], vary: bool = False) -> int:
                     markdown = len(md.read_text().splitlines()) if md.exists() else 0
                 print(f"{n:6d} {forks:5d} | scan: {wall:7.1f} {cpu:7.1f} {1000 * cpu / n:7.2f} {peak:8.0f} | "
                       f"before read-back: {phase.get('scan_wall_s', 0):7.1f} {phase.get('scan_peak_mib', 0):8.0f} | "
-                      f"report: {report[0]:7.1f} {report[1]:7.1f} {report[2]:8.0f} | "
+                      f"report: {report[0]:7.1f} {report[1]:7.1f} {report[2]:8.0f} {(tree_pss or [0.0])[0]:8.0f} | "
                       f"decode-and-drop: {dropped[0]:7.1f} {dropped[2]:8.0f} | lines: {console:7d} {markdown:5d}"
                       + ("" if code == 0 and report[3] in (0, 1, 3, 4) else f"  (exit {code}, report {report[3]})"),
                       flush=True)

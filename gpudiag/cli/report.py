@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import click
 from rich.console import Console
@@ -150,13 +150,13 @@ def _emit(text: str, output: Path | None, label: str = "report") -> None:
 
 
 def _emit_lines(lines: Iterable[str], output: Path, label: str) -> None:
-    """Write '\n'.join(lines).rstrip('\n') + '\n' to `output` as the lines come: only blank lines wait."""
+    """Write '\n'.join(lines).rstrip('\n') + '\n' to `output` a batch of lines at a time as they come."""
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         with output.open("w", encoding="utf-8") as out:
             pending, first = "", True
-            for line in lines:
-                text = line if first else "\n" + line
+            for batch in _batches(lines, 4096):  # a write per batch: a 10,000-host appendix is over a million lines
+                text = "\n".join(batch) if first else "\n" + "\n".join(batch)
                 first = False
                 kept = text.rstrip("\n")
                 if kept:
@@ -168,6 +168,17 @@ def _emit_lines(lines: Iterable[str], output: Path, label: str) -> None:
     except OSError as exc:
         raise UserError(f"{output}: cannot write: {exc.strerror or exc}") from None
     click.echo(f"{label}: {output}", err=True)
+
+
+def _batches(lines: Iterable[str], size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _emit_markdown(

@@ -116,6 +116,12 @@ def _content(e: Evidence) -> tuple:
 
 
 def _hashable(value: object) -> object:
+    if type(value) is tuple:  # a table of strings (the common case) is hashable as it is
+        try:
+            hash(value)
+            return value
+        except TypeError:
+            pass
     if isinstance(value, (list, tuple)):
         return tuple(_hashable(v) for v in value)
     if isinstance(value, dict):
