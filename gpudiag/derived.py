@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import pickle
 import zlib
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, overload
 
 from gpudiag.models import HostResult
 
@@ -21,6 +21,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Every remembered function by its key, in the order they were marked: what a host's chunk pass calls.
 REMEMBERED: dict[str, Callable[..., Any]] = {}
+COMPRESSED: set[str] = set()  # the keys whose results are kept compressed
 
 
 class DataDropped(LookupError):
@@ -51,9 +52,27 @@ def key_of(function: Callable[..., Any]) -> str:
     return f"{function.__module__}.{function.__qualname__}"
 
 
-def remembered(function: F) -> F:
-    """Mark a function of one host (first argument) whose result a slim host keeps."""
+@overload
+def remembered(function: F) -> F: ...
+
+
+@overload
+def remembered(*, compressed: bool) -> Callable[[F], F]: ...
+
+
+def remembered(function: F | None = None, *, compressed: bool = False) -> Any:
+    """Mark a function of one host (first argument) whose result a slim host keeps (`@remembered`), as pickle
+    bytes; `@remembered(compressed=True)`: compressed too, for a large result read once (an appendix section).
+    Compressing costs each host more CPU than pickling its results (zlib at ~60 MB/s here) and is kept for those."""
+    if function is None:
+        return lambda given: _remember(given, compressed)
+    return _remember(function, compressed)
+
+
+def _remember(function: F, compressed: bool) -> F:
     key = key_of(function)
+    if compressed:
+        COMPRESSED.add(key)
 
     @functools.wraps(function)
     def wrapper(host: HostResult, *args: Any, **kwargs: Any) -> Any:
@@ -83,23 +102,24 @@ class Raised:
 
 
 class Packed:
-    """A remembered result kept as compressed pickle bytes: it shares nothing with the data it was derived from
-    (a finding's table, an answer's figures would otherwise keep parts of it alive), at a few times less
-    memory than its objects; each read builds a fresh copy."""
+    """A remembered result kept as pickle bytes (compressed for the keys in COMPRESSED): it shares nothing with
+    the data it was derived from (a finding's table, an answer's figures would otherwise keep parts of it alive),
+    at a few times less memory than its objects; each read builds a fresh copy."""
 
-    __slots__ = ("blob",)
+    __slots__ = ("blob", "compressed")
 
-    def __init__(self, value: Any):
-        self.blob = zlib.compress(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    def __init__(self, value: Any, compressed: bool = False):
+        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        self.blob, self.compressed = (zlib.compress(blob, 1) if compressed else blob), compressed
 
     def value(self) -> Any:
-        return pickle.loads(zlib.decompress(self.blob))
+        return pickle.loads(zlib.decompress(self.blob) if self.compressed else self.blob)
 
 
-def packed(value: Any) -> Any:
+def packed(value: Any, compressed: bool = False) -> Any:
     """`value` as Packed, or as it is when it cannot be pickled."""
     try:
-        return Packed(value)
+        return Packed(value, compressed)
     except Exception:  # noqa: BLE001 - e.g. a lambda inside: kept as objects
         return value
 
@@ -114,7 +134,7 @@ def slim_probes(
     """The host's probes with their data dropped, keeping `derived` (remembered results, or Raised, by key);
     `named`: the stand-in name the results under `renamed_keys` were derived for (hosts that agree share them)."""
     slim = SlimProbes((name, dataclasses.replace(result, data=None)) for name, result in host.probes.items())
-    slim.derived = {key: packed(value) for key, value in derived.items()}
+    slim.derived = {key: packed(value, key in COMPRESSED) for key, value in derived.items()}
     slim.agreement = agreement
     slim.named, slim.renamed_keys = named, renamed_keys
     return slim

@@ -76,7 +76,7 @@ def live_max_bs(host: HostResult) -> int | None:
 
 
 def measured(ranking: Ranking) -> bool:
-    return any(v is not None for v in (ranking.best_cost.cpu_us, ranking.best_cost.gpu_us))
+    return ranking.best_cost.cpu_us is not None or ranking.best_cost.gpu_us is not None
 
 
 def _pick(candidates: list[Ranking], max_bs: int | None) -> tuple[Ranking, bool]:

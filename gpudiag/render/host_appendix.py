@@ -93,7 +93,7 @@ def _link(name: str) -> str:
     return f"[{code(name)}]({quote(name)})"
 
 
-@remembered
+@remembered(compressed=True)  # text, read once, the largest result a host keeps
 def host_detail(host: HostResult, charts: Mapping[str, str]) -> list[str]:
     """One host's probe list and sections; data that cannot be read costs this host's section only."""
     try:

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import gpudiag.cli.report as report_cli  # every remembered function registered, as the CLI has them
 from gpudiag.cli import cli
 from gpudiag.cli.report_stream import CHUNK, FINDINGS_AND_VERDICT, streamed_run
-from gpudiag.derived import REMEMBERED, DataDropped, is_slim
+from gpudiag.derived import COMPRESSED, REMEMBERED, DataDropped, is_slim
 from gpudiag.findings import all_findings
 from gpudiag.render.host_appendix import appendix_document_lines
 from gpudiag.render.json_report import render_json
@@ -117,6 +117,11 @@ def test_a_streamed_host_keeps_what_was_derived_and_no_data(fleet):
     with pytest.raises(DataDropped):
         host.probe_data("env")  # a reader that was not remembered fails loudly, never reads nothing
     assert REMEMBERED["gpudiag.findings.facts.host_facts"](host).name == "h003"
+    # The appendix section (text, read once) is kept compressed; the results several renderers read are not.
+    kept = host.probes.derived
+    assert COMPRESSED == {"gpudiag.render.host_appendix.host_detail"} and kept[next(iter(COMPRESSED))].compressed
+    assert not kept["gpudiag.findings.questions.host_answers"].compressed
+    assert REMEMBERED["gpudiag.render.host_appendix.host_detail"](host, {})[0].startswith("Probes: ")
 
 
 def test_the_scan_read_back_keeps_what_findings_and_verdict_read_and_judges_as_the_whole_run(fleet):
