@@ -15,6 +15,7 @@ error, Ctrl-C).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import selectors
@@ -165,3 +166,39 @@ def _end(pids: list[int], pipes: dict[int, int]) -> None:
             os.waitpid(pid, 0)
         except ChildProcessError:
             pass
+
+
+@contextlib.contextmanager
+def beside(function: Callable[[], None] | None, fork: bool) -> Iterator[None]:
+    """function() run in a forked process while the body runs here, and waited for when the body is done; run
+    here instead where it could not be forked (or `fork` is False), or where the fork did not finish it (it
+    raised, or died): its error, if any, is then raised here as it would be without the fork."""
+    pid = _forked(function) if function is not None and fork and hasattr(os, "fork") else None
+    try:
+        yield
+    except BaseException:
+        _end([pid] if pid else [], {})
+        raise
+    if function is None:
+        return
+    if pid is None or os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+        function()
+
+
+def _forked(function: Callable[[], None]) -> int | None:
+    """The pid of a forked process running function() (exit 0 once it returned), or None if none could be forked."""
+    try:
+        pid = os.fork()
+    except OSError:
+        return None
+    if pid == 0:
+        code = 1
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            function()
+            code = 0
+        except BaseException:  # noqa: BLE001 - done again by the parent, which raises what it raises
+            pass
+        finally:
+            os._exit(code)
+    return pid

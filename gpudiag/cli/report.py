@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import click
 from rich.console import Console
@@ -25,7 +25,7 @@ from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, ho
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.render.ssh_line import ssh_settings_line
 from gpudiag.jsonfile import cycle_collector_paused
-from gpudiag.cli.forked_map import usable_cpus
+from gpudiag.cli.forked_map import beside, usable_cpus
 from gpudiag.store import StoreError
 from gpudiag.run_loader import resolve_run_dir
 from gpudiag.cli.report_stream import for_output, streamed_run
@@ -79,29 +79,34 @@ def report(
     if output is not None and str(output) == "-":
         output = None
     drawn = output is not None and as_markdown and not no_charts
+    workers = jobs or usable_cpus()
     try:
         streamed, charts = streamed_run(
             resolve_run_dir(run, reports_dir),
             output.parent if drawn and output else None,
             for_output(as_markdown),
-            jobs or usable_cpus(),
+            workers,
         )
         loaded = clean_run(streamed)
     except StoreError as exc:
         raise UserError(str(exc)) from None
-    every_finding = all_findings(loaded)
-    verdict = compute_verdict(loaded, every_finding, fail_on)  # the exit code counts every finding
+    if drawn and not plots.charts_available():
+        click.echo("charts: matplotlib not installed (pip install 'gpudiag[plots]'); tables only", err=True)
+    appendix = _appendix_writer(loaded, charts, output) if as_markdown and output is not None else None
+    with beside(appendix, fork=workers > 1):  # FILE.appendix.md written by a process of its own meanwhile
+        every_finding = all_findings(loaded)
+        verdict = compute_verdict(loaded, every_finding, fail_on)  # the exit code counts every finding
+    if appendix and output:  # said here: a process of its own writes to its own copy of the streams
+        click.echo(f"appendix: {appendix_path(output)}", err=True)
     findings = at_least(every_finding, severity) if severity else every_finding
     if as_json:
         _emit(render_json(loaded, findings, verdict), output)
     elif as_markdown:
-        if drawn:
-            if not plots.charts_available():
-                click.echo("charts: matplotlib not installed (pip install 'gpudiag[plots]'); tables only", err=True)
         if output is None:  # one stream: the appendix follows the report
             _emit(render_markdown(loaded, findings, charts, verdict), None)
         else:
-            _emit_markdown(loaded, findings, charts, verdict, output)
+            linked = appendix_path(output).name if appendix else None
+            _emit(render_markdown(loaded, findings, charts, verdict, appendix_name=linked), output)
     else:
         hidden = len(every_finding) - len(findings)
         _console_summary(loaded, findings, verdict, f"{hidden} below {severity} not shown" if hidden else "")
@@ -149,7 +154,7 @@ def _emit(text: str, output: Path | None, label: str = "report") -> None:
     click.echo(f"{label}: {output}", err=True)
 
 
-def _emit_lines(lines: Iterable[str], output: Path, label: str) -> None:
+def _emit_lines(lines: Iterable[str], output: Path) -> None:
     """Write '\n'.join(lines).rstrip('\n') + '\n' to `output` a batch of lines at a time as they come."""
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -167,7 +172,6 @@ def _emit_lines(lines: Iterable[str], output: Path, label: str) -> None:
             out.write("\n")
     except OSError as exc:
         raise UserError(f"{output}: cannot write: {exc.strerror or exc}") from None
-    click.echo(f"{label}: {output}", err=True)
 
 
 def _batches(lines: Iterable[str], size: int) -> Iterator[list[str]]:
@@ -181,16 +185,12 @@ def _batches(lines: Iterable[str], size: int) -> Iterator[list[str]]:
         yield batch
 
 
-def _emit_markdown(
-    run: LoadedRun, findings: Sequence[Finding], charts: dict[str, str], verdict: Verdict, output: Path
-) -> None:
-    """The report, and beside it its appendix (FILE.appendix.md), which the report links to."""
+def _appendix_writer(run: LoadedRun, charts: dict[str, str], output: Path) -> Callable[[], None] | None:
+    """What writes the report's appendix (FILE.appendix.md, which the report links to); None for a run with no
+    hosts, whose report has no appendix."""
     if not run.hosts:
-        _emit(render_markdown(run, findings, charts, verdict, appendix_name=None), output)
-        return
-    appendix = appendix_path(output)
-    _emit_lines(appendix_document_lines(run, charts, output.name), appendix, "appendix")
-    _emit(render_markdown(run, findings, charts, verdict, appendix_name=appendix.name), output)
+        return None
+    return lambda: _emit_lines(appendix_document_lines(run, charts, output.name), appendix_path(output))
 
 
 def _console_summary(run: LoadedRun, findings: Sequence[Finding], verdict: Verdict, hidden: str = "") -> None:

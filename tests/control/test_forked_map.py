@@ -130,3 +130,56 @@ def test_ctrl_c_while_waiting_ends_the_workers():
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert children() == []
+
+
+def wait_for(path, seconds=10):
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return path.exists()
+
+
+def test_beside_runs_its_function_in_a_process_of_its_own_while_the_body_runs(tmp_path):
+    from gpudiag.cli.forked_map import beside
+
+    go, mark = tmp_path / "go", tmp_path / "written"
+
+    def write():  # waits for the body: only a function running beside the body can see this file
+        if wait_for(go):
+            mark.write_text(str(os.getpid()))
+
+    with beside(write, fork=True):
+        go.touch()
+        assert wait_for(mark)  # written while the body runs
+    assert int(mark.read_text()) != os.getpid()
+    assert children() == []
+    mark.unlink()
+    with beside(write, fork=False):
+        assert not mark.exists()  # without a fork: here, after the body
+    assert int(mark.read_text()) == os.getpid()
+
+
+def test_beside_raises_here_what_its_function_raised_there():
+    from gpudiag.cli.forked_map import beside
+
+    def fail():
+        raise OSError(28, f"No space left on device ({'a fork' if in_worker() else 'here'})")
+
+    with pytest.raises(OSError, match=r"\(here\)"):
+        with beside(fail, fork=True):
+            pass
+    assert children() == []
+
+
+def test_a_body_that_raises_ends_the_process_beside_it():
+    import time
+
+    from gpudiag.cli.forked_map import beside
+
+    with pytest.raises(KeyError):
+        with beside(lambda: time.sleep(30), fork=True):
+            assert len(children()) == 1
+            raise KeyError("the findings failed")
+    assert children() == []

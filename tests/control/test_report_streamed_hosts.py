@@ -107,6 +107,16 @@ def test_worker_processes_write_the_report_one_process_writes(fleet, tmp_path):
     assert refused.returncode == 2 and "--jobs" in refused.stderr and "Traceback" not in refused.stderr
 
 
+def test_an_appendix_that_cannot_be_written_is_one_error_whoever_writes_it(fleet, tmp_path):
+    for jobs in ("2", "1"):  # its own process beside the findings, or this one
+        out = tmp_path / jobs
+        (out / "r.appendix.md").mkdir(parents=True)
+        refused = report(fleet, "--jobs", jobs, "--no-charts", "-o", str(out / "r.md"))
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert refused.stderr.count("r.appendix.md: cannot write: Is a directory") == 1
+        assert not (out / "r.md").exists()  # no report that links to an appendix not written
+
+
 def test_a_streamed_host_keeps_what_was_derived_and_no_data(fleet):
     run, charts = streamed_run(fleet)
     assert charts == {} and len(run.hosts) == 2 * CHUNK + 20 and all(is_slim(h) for h in run.hosts)
