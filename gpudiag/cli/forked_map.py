@@ -16,11 +16,13 @@ error, Ctrl-C).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import pickle
 import selectors
 import signal
 import struct
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -33,12 +35,34 @@ RESULT, REDO = 1, 2  # a pickled result; none (the function raised, or its resul
 _REDO = object()  # in place of a result the parent computes itself
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, as a container or taskset limits it)."""
+MOST_WORKERS = 8  # the default's cap: each worker holds a chunk of hosts' data (tens of MiB) while it derives
+
+
+def usable_cpus(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
+    """The CPUs this process may use: its affinity (taskset, cpusets), within its cgroup's CPU quota (a container's
+    --cpus, a Kubernetes limit), which affinity does not show."""
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    quota = _cpu_quota(cgroup)
+    return max(1, min(cpus, math.ceil(quota))) if quota else cpus
+
+
+def _cpu_quota(cgroup: Path) -> float | None:
+    """CPUs' worth of time the cgroup may use (cgroup v2 cpu.max, v1 cpu.cfs_quota_us); None when unlimited or
+    unreadable."""
+    try:
+        quota, period = (cgroup / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = (cgroup / "cpu" / "cpu.cfs_quota_us").read_text().strip()
+        period = (cgroup / "cpu" / "cpu.cfs_period_us").read_text().strip()
+        return None if int(quota) <= 0 else int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
 
 
 def forked_map(function: Callable[[T], R], items: Sequence[T], workers: int) -> Iterator[R]:
@@ -55,12 +79,13 @@ def forked_map(function: Callable[[T], R], items: Sequence[T], workers: int) -> 
             read, write = os.pipe()
             try:
                 pid = os.fork()
-            except OSError:  # no more processes to be had: this worker's items are done here
+            except Exception:  # noqa: BLE001 - no more processes to be had: this worker's items are done here
                 os.close(read)
                 os.close(write)
                 continue
             if pid == 0:  # the worker: never returns
-                os.close(read)
+                for fd in (read, *pipes):  # the earlier workers' read ends are the parent's alone
+                    os.close(fd)
                 _work(function, items[number::workers], write)
             os.close(write)
             pids.append(pid)
@@ -148,8 +173,17 @@ def _read_some(
                 break
             body = bytes(buffer[_HEADER.size : _HEADER.size + size])
             del buffer[: _HEADER.size + size]
-            received[number].append(pickle.loads(body) if kind == RESULT else _REDO)
+            received[number].append(_loaded(body) if kind == RESULT else _REDO)
             owed[number] -= 1
+
+
+def _loaded(body: bytes) -> Any:
+    """A worker's result; _REDO where it pickled but does not load (an exception class whose __init__ takes other
+    arguments than it keeps, say): the parent computes it itself."""
+    try:
+        return pickle.loads(body)
+    except Exception:  # noqa: BLE001 - redone here
+        return _REDO
 
 
 def _end(pids: list[int], pipes: dict[int, int]) -> None:
@@ -176,20 +210,31 @@ def beside(function: Callable[[], None] | None, fork: bool) -> Iterator[None]:
     pid = _forked(function) if function is not None and fork and hasattr(os, "fork") else None
     try:
         yield
-    except BaseException:
+    except Exception:
+        if pid:  # let it finish as it would have without the fork (a half-written file helps no one)
+            _finished(pid)
+        raise
+    except BaseException:  # Ctrl-C: stop it too
         _end([pid] if pid else [], {})
         raise
-    if function is None:
-        return
-    if pid is None or os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+    if function is not None and (pid is None or not _finished(pid)):
         function()
+
+
+def _finished(pid: int) -> bool:
+    """Whether the forked process ended having done its work (exit 0); ended (SIGKILL, reaped) if the wait is cut."""
+    try:
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    except BaseException:
+        _end([pid], {})
+        raise
 
 
 def _forked(function: Callable[[], None]) -> int | None:
     """The pid of a forked process running function() (exit 0 once it returned), or None if none could be forked."""
     try:
         pid = os.fork()
-    except OSError:
+    except Exception:  # noqa: BLE001 - no process to be had: done here
         return None
     if pid == 0:
         code = 1

@@ -25,10 +25,10 @@ from gpudiag.render.answers_block import AnswerSet, answer_set, console_rows, ho
 from gpudiag.render.safe_text import clean_run, console as console_text
 from gpudiag.render.ssh_line import ssh_settings_line
 from gpudiag.jsonfile import cycle_collector_paused
-from gpudiag.cli.forked_map import beside, usable_cpus
+from gpudiag.cli.forked_map import MOST_WORKERS, beside, usable_cpus
 from gpudiag.store import StoreError
 from gpudiag.run_loader import resolve_run_dir
-from gpudiag.cli.report_stream import for_output, streamed_run
+from gpudiag.cli.report_stream import CHUNK, for_output, streamed_run
 from gpudiag.cli.fail_on import fail_on_option
 from gpudiag.verdict import Verdict, verdict as compute_verdict
 
@@ -58,7 +58,8 @@ SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "
     "--jobs",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Worker processes that read and judge the run's hosts (default: one per CPU this process may use).",
+    help="Worker processes that read and judge the run's hosts (default: one per CPU this process may use, "
+    "within its cgroup's CPU quota, at most 8).",
 )
 @fail_on_option
 @reports_dir_option
@@ -79,7 +80,7 @@ def report(
     if output is not None and str(output) == "-":
         output = None
     drawn = output is not None and as_markdown and not no_charts
-    workers = jobs or usable_cpus()
+    workers = jobs or min(usable_cpus(), MOST_WORKERS)
     try:
         streamed, charts = streamed_run(
             resolve_run_dir(run, reports_dir),
@@ -93,7 +94,8 @@ def report(
     if drawn and not plots.charts_available():
         click.echo("charts: matplotlib not installed (pip install 'gpudiag[plots]'); tables only", err=True)
     appendix = _appendix_writer(loaded, charts, output) if as_markdown and output is not None else None
-    with beside(appendix, fork=workers > 1):  # FILE.appendix.md written by a process of its own meanwhile
+    # FILE.appendix.md written meanwhile by a process of its own, for a run of more than one chunk of hosts
+    with beside(appendix, fork=workers > 1 and len(loaded.hosts) > CHUNK):
         every_finding = all_findings(loaded)
         verdict = compute_verdict(loaded, every_finding, fail_on)  # the exit code counts every finding
     if appendix and output:  # said here: a process of its own writes to its own copy of the streams

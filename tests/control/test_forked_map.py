@@ -173,13 +173,77 @@ def test_beside_raises_here_what_its_function_raised_there():
     assert children() == []
 
 
-def test_a_body_that_raises_ends_the_process_beside_it():
+def test_ctrl_c_in_the_body_ends_the_process_beside_it():
     import time
 
     from gpudiag.cli.forked_map import beside
 
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyboardInterrupt):
         with beside(lambda: time.sleep(30), fork=True):
             assert len(children()) == 1
-            raise KeyError("the findings failed")
+            raise KeyboardInterrupt
     assert children() == []
+
+
+def test_a_body_that_fails_lets_the_process_beside_it_finish_its_file(tmp_path):
+    from gpudiag.cli.forked_map import beside
+
+    go, mark = tmp_path / "go", tmp_path / "written"
+
+    def write():
+        if wait_for(go):
+            mark.write_text("whole")
+
+    with pytest.raises(KeyError):
+        with beside(write, fork=True):
+            go.touch()
+            raise KeyError("the findings failed")
+    assert mark.read_text() == "whole" and children() == []
+
+
+class Unloadable(Exception):
+    """Pickles, but its __init__ wants two arguments where pickle gives one: it does not load back."""
+
+    def __init__(self, a, b):
+        super().__init__(f"{a}-{b}")
+
+
+def test_a_result_that_does_not_load_here_is_computed_here():
+    results = list(forked_map(lambda n: (Unloadable(n, in_worker()) if n == 3 else n), list(range(6)), 2))
+    assert results[:3] == [0, 1, 2] and results[4:] == [4, 5]
+    assert str(results[3]) == "3-False"  # computed in the parent
+
+
+def pipe_fds():
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"))
+        except OSError:
+            pass
+    return sum(found)
+
+
+def test_a_worker_holds_no_other_worker_s_pipe():
+    before = pipe_fds()
+    counts = list(forked_map(lambda n: pipe_fds(), list(range(4)), 4))
+    assert counts == [before + 1] * 4  # what this process had, and its own write end
+
+
+def test_usable_cpus_is_held_to_the_cgroup_quota(tmp_path):
+    from gpudiag.cli.forked_map import usable_cpus
+
+    affinity = len(os.sched_getaffinity(0))
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert usable_cpus(tmp_path) == affinity
+    (tmp_path / "cpu.max").write_text("50000 100000\n")  # half a CPU: one worker
+    assert usable_cpus(tmp_path) == 1
+    (tmp_path / "cpu.max").write_text(f"{150000 * affinity} 100000\n")  # more than the affinity allows
+    assert usable_cpus(tmp_path) == affinity
+    (tmp_path / "cpu.max").unlink()
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("100000\n")  # cgroup v1: one CPU
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert usable_cpus(tmp_path) == 1
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    assert usable_cpus(tmp_path) == affinity
