@@ -6,6 +6,7 @@ empty or None value instead of raising. Nothing here judges the data: verdicts b
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -65,8 +66,12 @@ def fmt_bytes(value: Any) -> str:
 
 
 def safe_stem(name: str) -> str:
-    """A host name usable in a file name."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "host"
+    """A host name usable in a file name, one per name: a name that had to change ends in a short digest of
+    itself, so "a b" and "a_b" never share a chart file (nor two processes writing it at once)."""
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "host"
+    if stem == name:
+        return stem
+    return f"{stem}-{hashlib.blake2b(name.encode('utf-8', 'surrogatepass'), digest_size=4).hexdigest()}"
 
 
 def copy_gpus(host: HostResult, cuda_only: bool = False) -> list[dict[str, Any]]:
