@@ -16,6 +16,7 @@ error, Ctrl-C).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import pickle
@@ -30,10 +31,7 @@ R = TypeVar("R")
 
 _HEADER = struct.Struct("!QB")  # message length, then what it holds:
 RESULT, REDO = 1, 2  # a pickled result; none (the function raised, or its result cannot be pickled)
-
-
-_REDO = object()  # in place of a result the parent computes itself
-
+_DO_HERE = object()  # in the parent's queue, in place of a result it computes itself
 
 MOST_WORKERS = 8  # the default's cap: each worker holds a chunk of hosts' data (tens of MiB) while it derives
 
@@ -77,17 +75,12 @@ def forked_map(function: Callable[[T], R], items: Sequence[T], workers: int) -> 
     try:
         for number in range(workers):
             read, write = os.pipe()
-            try:
-                pid = os.fork()
-            except Exception:  # noqa: BLE001 - no more processes to be had: this worker's items are done here
-                os.close(read)
-                os.close(write)
-                continue
-            if pid == 0:  # the worker: never returns
-                for fd in (read, *pipes):  # the earlier workers' read ends are the parent's alone
-                    os.close(fd)
-                _work(function, items[number::workers], write)
+            # The worker closes this pipe's read end and the earlier workers': they are the parent's alone.
+            pid = _forked(functools.partial(_work, function, items[number::workers], write, (read, *pipes)))
             os.close(write)
+            if pid is None:  # no more processes to be had: this worker's items are done here
+                os.close(read)
+                continue
             pids.append(pid)
             pipes[read] = number
         yield from _ordered(function, items, pipes, workers)
@@ -95,19 +88,14 @@ def forked_map(function: Callable[[T], R], items: Sequence[T], workers: int) -> 
         _end(pids, pipes)
 
 
-def _work(function: Callable[[Any], Any], items: Iterable[Any], out: int) -> None:
-    """A worker's whole life: each item's result (or the failure) written to `out`, then exit without running
-    anything the parent set up to run at exit."""
-    code = 0
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C reaches the whole group: the parent reports it
-        for item in items:
-            body, kind = _outcome(function, item)
-            _write_all(out, _HEADER.pack(len(body), kind) + body)
-    except BaseException:  # noqa: BLE001 - the parent sees the pipe close early and says the worker died
-        code = 1
-    finally:
-        os._exit(code)
+def _work(function: Callable[[Any], Any], items: Iterable[Any], out: int, not_mine: Iterable[int]) -> None:
+    """A worker's work: each item's result (or REDO) written to `out`. Ended early (an error, a closed pipe), the
+    parent sees its pipe close and does the rest itself."""
+    for fd in not_mine:
+        os.close(fd)
+    for item in items:
+        body, kind = _outcome(function, item)
+        _write_all(out, _HEADER.pack(len(body), kind) + body)
 
 
 def _outcome(function: Callable[[Any], Any], item: Any) -> tuple[bytes, int]:
@@ -133,7 +121,7 @@ def _ordered(function: Callable[[T], R], items: Sequence[T], pipes: dict[int, in
     buffers = {number: bytearray() for number in range(workers)}
     # A worker that never started has nothing to send: its items are done here.
     received: dict[int, list[Any]] = {
-        number: [] if number in pipes.values() else [_REDO] * owed[number] for number in range(workers)
+        number: [] if number in pipes.values() else [_DO_HERE] * owed[number] for number in range(workers)
     }
     selector = selectors.DefaultSelector()
     for fd in pipes:
@@ -144,7 +132,7 @@ def _ordered(function: Callable[[T], R], items: Sequence[T], pipes: dict[int, in
             while not received[number]:
                 _read_some(selector, pipes, buffers, received, owed)
             value = received[number].pop(0)
-            yield function(items[index]) if value is _REDO else value
+            yield function(items[index]) if value is _DO_HERE else value
     finally:
         selector.close()
 
@@ -162,7 +150,7 @@ def _read_some(
         chunk = os.read(fd, 1 << 20)
         if not chunk:  # done; or died (killed for memory, say): what it still owed is done here
             selector.unregister(fd)
-            received[number] += [_REDO] * owed[number]
+            received[number] += [_DO_HERE] * owed[number]
             owed[number] = 0
             continue
         buffer = buffers[number]
@@ -173,17 +161,17 @@ def _read_some(
                 break
             body = bytes(buffer[_HEADER.size : _HEADER.size + size])
             del buffer[: _HEADER.size + size]
-            received[number].append(_loaded(body) if kind == RESULT else _REDO)
+            received[number].append(_loaded(body) if kind == RESULT else _DO_HERE)
             owed[number] -= 1
 
 
 def _loaded(body: bytes) -> Any:
-    """A worker's result; _REDO where it pickled but does not load (an exception class whose __init__ takes other
+    """A worker's result; _DO_HERE where it pickled but does not load (an exception class whose __init__ takes other
     arguments than it keeps, say): the parent computes it itself."""
     try:
         return pickle.loads(body)
     except Exception:  # noqa: BLE001 - redone here
-        return _REDO
+        return _DO_HERE
 
 
 def _end(pids: list[int], pipes: dict[int, int]) -> None:
@@ -231,7 +219,8 @@ def _finished(pid: int) -> bool:
 
 
 def _forked(function: Callable[[], None]) -> int | None:
-    """The pid of a forked process running function() (exit 0 once it returned), or None if none could be forked."""
+    """The pid of a forked process running function() and exiting (0 once it returned, 1 if it raised) without
+    running anything this process set up to run at exit; None if none could be forked."""
     try:
         pid = os.fork()
     except Exception:  # noqa: BLE001 - no process to be had: done here
@@ -239,10 +228,10 @@ def _forked(function: Callable[[], None]) -> int | None:
     if pid == 0:
         code = 1
         try:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C reaches the whole group: the parent reports it
             function()
             code = 0
-        except BaseException:  # noqa: BLE001 - done again by the parent, which raises what it raises
+        except BaseException:  # noqa: BLE001 - what is left is done by the parent, which raises what it raises
             pass
         finally:
             os._exit(code)

@@ -193,10 +193,6 @@ def _baseline(workload: dict[str, Any], costs: dict[str, Cost], installed: dict[
 def rank(workload: dict[str, Any], installed: dict[str, Any]) -> Ranking:
     """The one ranking of a workload's copy strategies: the fastest by each clock (any, and what sglang can run),
     and the baseline the saving is priced against (`installed` is copy_bench's `installed` section)."""
-    return _ranked(workload, installed)
-
-
-def _ranked(workload: dict[str, Any], installed: dict[str, Any]) -> Ranking:
     costs = {name: cost for name in as_dict(workload.get("strategies")) if (cost := strategy_cost(workload, name))}
     best = _fastest(costs, USABLE_STRATEGIES)
     best_cost = Cost(
