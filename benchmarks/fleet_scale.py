@@ -159,13 +159,14 @@ def per_host(cost: Cost, n: int) -> str:
             f"{cost.peak_mib / n:7.2f} {cost.ok_hosts:3d}/{n}")
 
 
-def waited(argv: list[str], cwd: Path, tree: list[float] | None = None) -> tuple[float, float, float, int]:
+def waited(argv: list[str], cwd: Path, tree: list[float] | None = None,
+           env: dict[str, str] | None = None) -> tuple[float, float, float, int]:
     """(wall s, cpu s, peak RSS MiB, exit code) of a child, from the kernel's accounting (the peak is its largest
     process's). With `tree`, the largest sum of PSS over the child and its descendants (`gpudiag report`'s
-    worker processes), sampled every 0.05 s, is appended to it."""
+    worker processes), sampled every 0.05 s, is appended to it. `env`: set for the child besides os.environ."""
     started = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, env=dict(os.environ, **(env or {})))
     peak, done = [0.0], threading.Event()
 
     def sample() -> None:
@@ -185,7 +186,7 @@ def waited(argv: list[str], cwd: Path, tree: list[float] | None = None) -> tuple
 
 
 DECODE_AND_DROP = """import json, pathlib, sys
-for path in sorted(pathlib.Path(sys.argv[1]).iterdir()):
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
     json.loads(path.read_text(encoding="utf-8"))
 """
 
@@ -199,10 +200,12 @@ def lines_of(argv: list[str], cwd: Path) -> int:
 def replay(sizes: list[int], forks_list: list[int], vary: bool = False) -> int:
     from fleet_support import write_inventory
     work = Path(tempfile.mkdtemp(prefix="gpudiag-replay-"))
+    os.environ["GPUDIAG_STATE"] = str(work / "state")  # the key sealing kept derivations: the benchmark's own
     print(f"replayed frame: tests/fixtures/runs/fleet3/hosts/gpu-a.json{', varied per host' if vary else ''}; "
           f"cpu_count {os.cpu_count()}")
     print(f"{'hosts':>6} {'forks':>5} | scan: {'wall_s':>7} {'cpu_s':>7} {'ms/host':>7} {'peak_MiB':>8} | "
           f"before read-back: {'wall_s':>7} {'peak_MiB':>8} | report: {'wall_s':>7} {'cpu_s':>7} {'peak_MiB':>8} {'tree_PSS':>8} | "
+          f"from files: {'wall_s':>7} {'cpu_s':>7} {'peak_MiB':>8} {'bytes':>6} | "
           f"decode-and-drop: {'wall_s':>7} {'peak_MiB':>8} | lines: {'console':>7} {'md':>5}")
     try:
         for n in sizes:
@@ -214,11 +217,19 @@ def replay(sizes: list[int], forks_list: list[int], vary: bool = False) -> int:
                 wall, cpu, peak, code = waited(child, work)
                 phase = json.loads(stats.read_text()) if stats.exists() else {}
                 report, dropped, console, markdown = (0.0, 0.0, 0.0, -1), (0.0, 0.0, 0.0, -1), 0, 0
+                from_files, same = (0.0, 0.0, 0.0, -1), False
                 tree_pss: list[float] = []
                 if phase.get("run_dir"):
-                    md = work / f"report-{n}-{forks}.md"
+                    md, files_md = (work / side / f"report-{n}-{forks}.md" for side in ("kept", "files"))
+                    md.parent.mkdir(exist_ok=True)
+                    files_md.parent.mkdir(exist_ok=True)
                     report = waited([sys.executable, "-m", "gpudiag", "report", phase["run_dir"], "--no-charts",
                                      "-o", str(md)], ROOT, tree_pss)
+                    # The same report with the scan's kept derivations unused: every host file read and derived.
+                    from_files = waited([sys.executable, "-m", "gpudiag", "report", phase["run_dir"], "--no-charts",
+                                         "-o", str(files_md)], ROOT, env={"GPUDIAG_DERIVED_FILES": "0"})
+                    same = all(a.exists() and a.read_bytes() == b.read_bytes() for a, b in (
+                        (md, files_md), (md.with_suffix(".appendix.md"), files_md.with_suffix(".appendix.md"))))
                     # The floor: each host file decoded and dropped, nothing kept.
                     dropped = waited([sys.executable, "-c", DECODE_AND_DROP, str(Path(phase["run_dir"]) / "hosts")],
                                      ROOT)
@@ -227,6 +238,8 @@ def replay(sizes: list[int], forks_list: list[int], vary: bool = False) -> int:
                 print(f"{n:6d} {forks:5d} | scan: {wall:7.1f} {cpu:7.1f} {1000 * cpu / n:7.2f} {peak:8.0f} | "
                       f"before read-back: {phase.get('scan_wall_s', 0):7.1f} {phase.get('scan_peak_mib', 0):8.0f} | "
                       f"report: {report[0]:7.1f} {report[1]:7.1f} {report[2]:8.0f} {(tree_pss or [0.0])[0]:8.0f} | "
+                      f"from files: {from_files[0]:7.1f} {from_files[1]:7.1f} {from_files[2]:8.0f} "
+                      f"{'same' if same else 'DIFFER':>6} | "
                       f"decode-and-drop: {dropped[0]:7.1f} {dropped[2]:8.0f} | lines: {console:7d} {markdown:5d}"
                       + ("" if code == 0 and report[3] in (0, 1, 3, 4) else f"  (exit {code}, report {report[3]})"),
                       flush=True)

@@ -46,7 +46,7 @@ def remove_stale_temp_files(root: Path) -> list[Path]:
     runs = root / "runs"
     try:
         for run_dir in runs.iterdir():
-            folders += [run_dir, run_dir / "hosts"]
+            folders += [run_dir, run_dir / "hosts", run_dir / "hosts" / ".derived"]
     except OSError:
         pass
     removed = []

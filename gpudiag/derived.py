@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import pickle
 import zlib
-from typing import Any, Callable, TypeVar, overload
+from typing import Any, Callable, Collection, TypeVar, overload
 
 from gpudiag.models import HostResult
 
@@ -138,6 +138,14 @@ def slim_probes(
     slim.agreement = agreement
     slim.named, slim.renamed_keys = named, renamed_keys
     return slim
+
+
+def narrowed(slim: SlimProbes, keys: Collection[str]) -> SlimProbes:
+    """`slim` with only the results under `keys` (the others' memory freed once `slim` is dropped)."""
+    out = SlimProbes(slim)
+    out.derived = {key: value for key, value in slim.derived.items() if key in keys}
+    out.agreement, out.named, out.renamed_keys = slim.agreement, slim.named, slim.renamed_keys
+    return out
 
 
 def name_template(value: Any, old: str, memo: dict[int, bool] | None = None) -> Callable[[str], Any]:

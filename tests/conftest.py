@@ -1,4 +1,5 @@
-"""Shared test setup: the repo root on sys.path, and the `gpu` marker's skip when CUDA is absent."""
+"""Shared test setup: the repo root on sys.path, gpudiag's state in a session folder, and the `gpu` marker's skip
+when CUDA is absent."""
 import os
 import socket
 import sys
@@ -25,6 +26,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_state_dir(tmp_path_factory):
+    """gpudiag's per-user state (the key sealing derived files) in a folder of the session's own, never the
+    user's home; the CLI's subprocesses inherit it."""
+    before = os.environ.get("GPUDIAG_STATE")
+    os.environ["GPUDIAG_STATE"] = str(tmp_path_factory.mktemp("gpudiag-state"))
+    yield
+    if before is None:
+        os.environ.pop("GPUDIAG_STATE", None)
+    else:
+        os.environ["GPUDIAG_STATE"] = before
 
 
 @pytest.fixture

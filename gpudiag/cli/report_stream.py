@@ -1,6 +1,8 @@
 """A stored run read for `gpudiag report` a chunk of hosts at a time: each host is cleaned, everything the report
 derives from its data (gpudiag/derived.py) is derived while the chunk is held, and the host then keeps only its
-probes' statuses and those results. The report's memory follows the hosts' derived results, not their data."""
+probes' statuses and those results. The report's memory follows the hosts' derived results, not their data.
+Where `gpudiag scan` kept what it derived of every host of a chunk (gpudiag/derived_files.py), and no charts are
+drawn, the chunk is those kept hosts: their files are not read again."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Collection
 
+from gpudiag import derived_files
 from gpudiag.derived import REMEMBERED, Raised, SlimProbes, key_of, slim_probes
 from gpudiag.findings import HOST_DERIVED, STAND_IN, agreeing_groups
 from gpudiag.models import HostResult
+from gpudiag.render import bench_block  # noqa: F401 - its remembered functions are derived with the rest
 from gpudiag.render import plots
 from gpudiag.render.host_appendix import host_detail
 from gpudiag.render.methodology import copy_timings_of
@@ -48,18 +52,28 @@ def streamed_run(
     keys = [key for key in REMEMBERED if derive is None or key in derive]
 
     def chunk_pass(part: list[Path]) -> tuple[list[HostResult], list[UnreadableFile], dict[str, str]]:
+        kept: list[HostResult | None] = [None] * len(part)
+        if charts_dir is None:  # charts are drawn from the hosts' data: read from their files
+            kept = derived_files.kept_hosts(part, by_file, keys)
+        rest = [path for path, host in zip(part, kept) if host is None]
+        if not rest:
+            return kept, [], {}  # type: ignore[return-value]  # every host kept: no file read again
+        hosts, unreadable, charts = read_pass(rest)
+        return (in_file_order(part, kept, hosts, unreadable) if len(rest) < len(part) else hosts), unreadable, charts
+
+    def read_pass(part: list[Path]) -> tuple[list[HostResult], list[UnreadableFile], dict[str, str]]:
         hosts, unreadable, digests = read_hosts(part, by_file)
         cleaning: dict[int, dict] = {}  # hosts that read one probe-data dict: cleaned once
         cleaned = [clean_host(h, cleaning) for h in hosts]
         charts = plots.write_charts(dataclasses.replace(empty, hosts=tuple(cleaned)), charts_dir) if charts_dir else {}
         extra = derivation_args(empty, charts)
-        kept: dict[int, HostResult] = {}
+        slimmed: dict[int, HostResult] = {}
         position = {id(h): i for i, h in enumerate(cleaned)}
         for members in agreeing_groups(cleaned):  # hosts that agree: derived once, one SlimProbes shared
             first, shared = members[0], len(members) > 1 and bool(members[0].name)
             slim = slim_host_probes(first, digests[position[id(first)]], keys, extra, shared)
-            kept.update((id(host), dataclasses.replace(host, probes=slim)) for host in members)
-        return [kept[id(h)] for h in cleaned], unreadable, charts
+            slimmed.update((id(host), dataclasses.replace(host, probes=slim)) for host in members)
+        return [slimmed[id(h)] for h in cleaned], unreadable, charts
 
     hosts: list[HostResult] = []
     unreadable: list[UnreadableFile] = []
@@ -71,6 +85,20 @@ def streamed_run(
             unreadable += unread
             charts.update(drawn)
     return assembled_run(run_dir, manifest, hosts, unreadable), charts
+
+
+def in_file_order(
+    files: list[Path], kept: list[HostResult | None], read: list[HostResult], unreadable: list[UnreadableFile]
+) -> list[HostResult]:
+    """The hosts of `files` in their order: the kept one where there is one, else the next of those `read` of the
+    other files (in their order; a file that is not a host result and that run.json gives no host yields none)."""
+    hostless = {u.file for u in unreadable if u.host is None}
+    hosts = iter(read)
+    return [
+        host if host is not None else next(hosts)
+        for path, host in zip(files, kept)
+        if host is not None or f"hosts/{path.name}" not in hostless
+    ]
 
 
 def derivation_args(empty: LoadedRun, charts: dict[str, str]) -> dict[str, tuple[Any, ...]]:

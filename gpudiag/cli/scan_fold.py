@@ -3,7 +3,10 @@ as the report reads that file (gpudiag/run_loader.py), cleaned, and only what th
 read of it is kept (cli/report_stream.py's derivation), so nothing is read back from disk once the last host
 is stored. Hosts that agree share one slim copy across the whole run, not only within a chunk of files: the
 first of them keeps what was derived by its own name until a second one agrees, then both share what is
-derived once for a stand-in."""
+derived once for a stand-in.
+
+A host derived alone, by its own name, is derived whole (every remembered function, the appendix section too)
+and kept beside its file (gpudiag/derived_files.py), so a later `gpudiag report` need not derive it again."""
 
 from __future__ import annotations
 
@@ -12,8 +15,9 @@ import json
 from pathlib import Path
 from typing import Collection
 
+from gpudiag import derived_files
 from gpudiag.cli.report_stream import derivation_args, slim_host_probes
-from gpudiag.derived import REMEMBERED
+from gpudiag.derived import REMEMBERED, narrowed
 from gpudiag.findings import agreement_by_digest
 from gpudiag.models import HostResult
 from gpudiag.render.safe_text import clean_host, clean_run
@@ -27,6 +31,7 @@ class RunFold:
     def __init__(self, run_dir: Path, manifest: RunManifest, derive: Collection[str]):
         self.run_dir = run_dir
         self.keys = [key for key in REMEMBERED if key in derive]
+        self.kept_keys = list(REMEMBERED) if derived_files.enabled() else self.keys  # what a kept host holds
         empty = clean_run(LoadedRun(path=run_dir, manifest=as_read(manifest), hosts=()))
         self.extra = derivation_args(empty, {})
         self.hosts: list[HostResult] = []
@@ -37,6 +42,7 @@ class RunFold:
 
     def add(self, path: Path, text: str, owner: str) -> None:
         """The host whose result was just written to `path` as `text`, folded in; its data is then dropped."""
+        unreadable = len(self.unreadable)
         read, digest = written_host(path, text, owner, self.unreadable, self.known)
         if read is None:
             return
@@ -46,7 +52,10 @@ class RunFold:
             read, digest = written_host(path, text, owner, [], {})
             host = clean_host(read)  # type: ignore[arg-type]  # read once already, without its data
         if not members:  # alone so far: derived by its own name, as a host alone in its chunk is
-            slim = slim_host_probes(host, digest, self.keys, self.extra, False)
+            slim = slim_host_probes(host, digest, self.kept_keys, self.extra, False)
+            if len(self.unreadable) == unreadable:  # an unreadable file is said so by reading it
+                derived_files.keep(path, text, dataclasses.replace(host, probes=slim), self.kept_keys)
+            slim = narrowed(slim, self.keys)  # the run judged here reads no more than the findings and verdict
         elif len(members) == 1:  # a second agrees: derived once for a stand-in, as the first of them reads it
             first = self.hosts[members[0]]
             slim = slim_host_probes(dataclasses.replace(first, probes=host.probes), digest, self.keys, self.extra, True)

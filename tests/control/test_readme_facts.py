@@ -27,11 +27,13 @@ def test_a_scan_leaves_exactly_the_files_the_readme_lists(tmp_path):
     """A real light scan of this machine: the control side writes only the listed files, and the probes
     write nothing to the host's temp directory or working directory."""
     listed = [row[0].strip("`") for row in table_after("A scan leaves exactly these files")]
-    assert listed == ["reports/latest", "reports/runs/<run-id>/run.json", "reports/runs/<run-id>/hosts/<host>.json"]
-    workdir, host_tmp, empty_proc = tmp_path / "work", tmp_path / "host-tmp", tmp_path / "proc"
+    assert listed == ["reports/latest", "reports/runs/<run-id>/run.json", "reports/runs/<run-id>/hosts/<host>.json",
+                      "reports/runs/<run-id>/hosts/.derived/<host>.pickle"]
+    workdir, host_tmp, empty_proc, state = tmp_path / "work", tmp_path / "host-tmp", tmp_path / "proc", tmp_path / "st"
     for folder in (workdir, host_tmp, empty_proc):
         folder.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(host_tmp), GPUDIAG_REPORTS="reports")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(host_tmp), GPUDIAG_REPORTS="reports",
+               GPUDIAG_STATE=str(state))
     proc = subprocess.run([sys.executable, "-m", "gpudiag", "scan", "localhost", "--set",
                            f"deployment.proc_root={empty_proc}"], cwd=workdir, env=env, capture_output=True,
                           text=True, timeout=300)
@@ -40,6 +42,7 @@ def test_a_scan_leaves_exactly_the_files_the_readme_lists(tmp_path):
     expected = {p.replace("<run-id>", run_id).replace("<host>", "localhost") for p in listed}
     written = {str(p.relative_to(workdir)) for p in workdir.rglob("*") if p.is_file()}
     assert written == expected
+    assert [p.name for p in state.iterdir()] == ["derived.key"]  # the one file outside the reports, as said
     assert list(host_tmp.iterdir()) == []
 
 
