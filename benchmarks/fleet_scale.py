@@ -8,7 +8,9 @@ and (--replay) gpudiag alone over 1,000 or 10,000 in-process hosts.
 (tests/fixtures/runs/fleet3/hosts/gpu-a.json, benchmarks/fleet_support.py), so what is measured is the control
 side's own work per host: payload, capture, frame, validation, store, summary, then the read-back for findings.
 Each `gpudiag scan` runs in a child of its own; its CPU and peak RSS are the kernel's (wait4), its scan phase
-(up to the last host stored) is read inside it. Then `gpudiag report -o FILE.md` on the stored run, the same way.
+(up to the last host stored) is read inside it. Then `gpudiag report -o FILE.md` on the stored run, the same way,
+reading what the scan kept of each host (gpudiag/derived_files.py), and again from the host files alone
+(GPUDIAG_DERIVED_FILES=0), with whether the two reports and appendices are the same bytes.
 
 Starts the largest fleet of real sshd hosts on 127.0.0.2... once (the integration fixture's SSHDFleet) and
 scans the first N of them with each tool, light probe (`env` without importing torch, so the hosts'
