@@ -4,8 +4,9 @@ Commands return an ExitCode (or raise); `main` is the one place that turns resul
 exit statuses and one-line messages. Only this package exits and writes messages (click.echo). Elsewhere the
 renderers draw on the rich consoles the commands give them (stderr by default), and transports/known_hosts.py
 warns once on stderr about a line of the operator's own file. Files are written here (--output), by store.py
-(through atomic_files.py and run_journal.py), by transports/hostkeys.py (gpudiag's known_hosts, --accept-new)
-and by render/plots.py (charts); tests/control/test_layer_rules.py holds these rules.
+(through atomic_files.py and run_journal.py), by transports/hostkeys.py (gpudiag's known_hosts, --accept-new),
+by render/plots.py (charts) and by derived_files.py (what a scan derived of each host, and the key sealing it);
+tests/control/test_layer_rules.py holds these rules.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ FILE_WRITERS = {
     "gpudiag.run_journal",
     "gpudiag.transports.hostkeys",
     "gpudiag.render.plots",
+    "gpudiag.derived_files",
 }
 # The layers above gpudiag.findings, the docstring of gpudiag/findings/__init__.py names.
 FINDINGS_IMPORTERS = ("gpudiag.cli", "gpudiag.render", "gpudiag.rundiff")
