@@ -5,8 +5,8 @@ exit statuses and one-line messages. Only this package exits and writes messages
 renderers draw on the rich consoles the commands give them (stderr by default), and transports/known_hosts.py
 warns once on stderr about a line of the operator's own file. Files are written here (--output), by store.py
 (through atomic_files.py and run_journal.py), by transports/hostkeys.py (gpudiag's known_hosts, --accept-new),
-by render/plots.py (charts) and by derived_files.py (what a scan derived of each host, and the key sealing it);
-tests/control/test_layer_rules.py holds these rules.
+by render/plots.py (charts), by derived_files.py (what a scan derived of each host) and by user_key.py (the key
+sealing it); tests/control/test_layer_rules.py holds these rules.
 """
 
 from __future__ import annotations

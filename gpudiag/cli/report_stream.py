@@ -54,7 +54,7 @@ def streamed_run(
     def chunk_pass(part: list[Path]) -> tuple[list[HostResult], list[UnreadableFile], dict[str, str]]:
         kept: list[HostResult | None] = [None] * len(part)
         if charts_dir is None:  # charts are drawn from the hosts' data: read from their files
-            kept = derived_files.kept_hosts(part, by_file, keys)
+            kept = derived_files.kept_hosts(part, by_file, keys, derivation_args(empty, {}))
         rest = [path for path, host in zip(part, kept) if host is None]
         if not rest:
             return kept, [], {}  # type: ignore[return-value]  # every host kept: no file read again

@@ -54,7 +54,7 @@ class RunFold:
         if not members:  # alone so far: derived by its own name, as a host alone in its chunk is
             slim = slim_host_probes(host, digest, self.kept_keys, self.extra, False)
             if len(self.unreadable) == unreadable:  # an unreadable file is said so by reading it
-                derived_files.keep(path, text, dataclasses.replace(host, probes=slim), self.kept_keys)
+                derived_files.keep(path, text, dataclasses.replace(host, probes=slim), self.kept_keys, self.extra)
             slim = narrowed(slim, self.keys)  # the run judged here reads no more than the findings and verdict
         elif len(members) == 1:  # a second agrees: derived once for a stand-in, as the first of them reads it
             first = self.hosts[members[0]]

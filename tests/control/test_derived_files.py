@@ -2,6 +2,7 @@
 report` reads it instead of the host file, with the same output byte for byte, and only when its seal, the code
 that derived it and the host file it was derived from all check out."""
 import dataclasses
+import json
 import os
 import stat
 
@@ -12,13 +13,21 @@ import gpudiag.cli.report  # noqa: F401 - every remembered function registered, 
 import gpudiag.run_loader
 from gpudiag import derived_files
 from gpudiag.cli import cli
-from gpudiag.cli.report_stream import CHUNK, FINDINGS_AND_VERDICT, streamed_run
+from gpudiag.cli.report_stream import CHUNK, FINDINGS_AND_VERDICT, derivation_args, streamed_run
 from gpudiag.cli.scan_fold import RunFold
 from gpudiag.derived import REMEMBERED, is_slim
+from gpudiag.render.safe_text import clean_run
 from gpudiag.run_loader import read_manifest
+from gpudiag.run_records import LoadedRun
+from gpudiag.user_key import user_key
 from tests.control.test_report_streamed_hosts import report, varied_run
 
 ALL = frozenset(REMEMBERED)
+
+
+def args_of(run_dir):
+    """The remembered functions' other arguments for `run_dir`'s hosts, as the report gives them (no charts)."""
+    return derivation_args(clean_run(LoadedRun(path=run_dir, manifest=read_manifest(run_dir), hosts=())), {})
 
 
 def folded(run_dir):
@@ -65,7 +74,7 @@ def test_reports_read_from_kept_hosts_are_those_read_from_the_host_files(kept_fl
 
 def test_kept_hosts_are_read_in_place_of_their_files_and_the_others_files_are_read(kept_fleet, monkeypatch):
     files = sorted((kept_fleet / "hosts").glob("*.json"))
-    hosts = derived_files.kept_hosts(files, {p.stem: p.stem for p in files}, ALL)
+    hosts = derived_files.kept_hosts(files, {p.stem: p.stem for p in files}, ALL, args_of(kept_fleet))
     assert [h.name for h in hosts[:5] if h] == ["h000", "h001", "h002", "h003", "h004"] and hosts[5] is None
     assert all(is_slim(h) for h in hosts if h)
     import gpudiag.cli.report_stream as report_stream
@@ -84,10 +93,10 @@ def test_the_report_uses_what_was_kept(tmp_path):
     assert CliRunner().invoke(cli, argv).exit_code == 0
     [run_dir] = (tmp_path / "runs").iterdir()
     [path] = (run_dir / "hosts").glob("*.json")
-    [host] = derived_files.kept_hosts([path], {path.stem: "localhost"}, ALL)
+    [host] = derived_files.kept_hosts([path], {path.stem: "localhost"}, ALL, args_of(run_dir))
     assert host is not None
     assert host.name == "localhost" and host.status == "ok"
-    derived_files.keep(path, path.read_text(), dataclasses.replace(host, status="failed", reason="as kept"), ALL)
+    derived_files.keep(path, path.read_text(), dataclasses.replace(host, status="failed"), ALL, args_of(run_dir))
     shown = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["report", "--reports-dir", str(tmp_path)])
     assert shown.exit_code == 3 and "│ localhost │ failed │" in shown.output  # as kept, not as the file says
     os.environ["GPUDIAG_DERIVED_FILES"] = "0"
@@ -102,7 +111,7 @@ def one_kept(tmp_path):
     run_dir = varied_run(tmp_path / "run", 2)
     folded(run_dir)
     path = run_dir / "hosts" / "h001.json"
-    assert derived_files.kept_hosts([path], {"h001": "h001"}, ALL) != [None]
+    assert kept(path) != [None]
     return path
 
 
@@ -119,11 +128,18 @@ def spoil_seal(path, monkeypatch):
 
 def other_key(path, monkeypatch):
     monkeypatch.setenv("GPUDIAG_STATE", str(path.parent / "another-user"))
-    derived_files._key(str(derived_files.state_dir()), create=True)
+    assert user_key(create=True) is not None
 
 
 def other_code(path, monkeypatch):
-    monkeypatch.setattr(derived_files, "code_digest", lambda: b"another release")
+    monkeypatch.setattr(derived_files, "CODE", bytes(32))
+
+
+def other_checks_asked(path, monkeypatch):
+    """run.json says other checks were asked for than when the host was derived (its unmet checks differ)."""
+    run_json = path.parent.parent / "run.json"
+    doc = json.loads(run_json.read_text())
+    run_json.write_text(json.dumps(dict(doc, requested={"checks": ["cuda_graph"]})))
 
 
 def no_key(path, monkeypatch):
@@ -149,19 +165,24 @@ def kept_file_too_large(path, monkeypatch):
     monkeypatch.setattr(derived_files, "MOST_KEPT_BYTES", 1024)
 
 
-@pytest.mark.parametrize("spoil", [spoil_host_file, spoil_seal, other_key, other_code, no_key, switched_off,
-                                   host_file_a_fifo, kept_file_a_fifo, kept_file_too_large])
+def kept(path, owners=None, keys=ALL):
+    run_dir = path.parent.parent
+    return derived_files.kept_hosts([path], {"h001": "h001"} if owners is None else owners, keys, args_of(run_dir))
+
+
+@pytest.mark.parametrize("spoil", [spoil_host_file, spoil_seal, other_key, other_code, other_checks_asked, no_key,
+                                   switched_off, host_file_a_fifo, kept_file_a_fifo, kept_file_too_large])
 def test_a_kept_host_is_used_only_when_everything_checks_out(tmp_path, monkeypatch, spoil):
     path = one_kept(tmp_path)
     spoil(path, monkeypatch)
-    assert derived_files.kept_hosts([path], {"h001": "h001"}, ALL) == [None]
+    assert kept(path) == [None]
 
 
 def test_a_kept_host_is_used_only_for_the_host_run_json_gives_its_file_and_what_it_holds(tmp_path):
     path = one_kept(tmp_path)
-    assert derived_files.kept_hosts([path], {"h001": "h002"}, ALL) == [None]
-    assert derived_files.kept_hosts([path], {}, ALL) != [None]  # a file run.json does not list: read as it names
-    assert derived_files.kept_hosts([path], {"h001": "h001"}, ALL | {"a.function.not.derived"}) == [None]
+    assert kept(path, {"h001": "h002"}) == [None]
+    assert kept(path, {}) != [None]  # a file run.json does not list: read as the host it names
+    assert kept(path, keys=ALL | {"a.function.not.derived"}) == [None]
 
 
 def test_the_report_reads_the_host_files_when_it_draws_charts(kept_fleet, monkeypatch):
@@ -181,17 +202,45 @@ def test_an_unreadable_host_is_not_kept(tmp_path):
 
 def test_the_key_is_this_users_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUDIAG_STATE", str(tmp_path / "state"))
-    key = derived_files._key(str(tmp_path / "state"), create=True)
+    key = user_key(create=True)
     path = tmp_path / "state" / "derived.key"
     assert key is not None and len(key) == 32 and path.read_bytes() == key
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert derived_files._key(str(tmp_path / "state"), create=True) == key  # made once
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    (shared / "derived.key").write_bytes(os.urandom(32))
-    os.chmod(shared / "derived.key", 0o640)  # others could read it: a seal anyone could make
-    assert derived_files._key(str(shared), create=False) is None
-    assert derived_files._key(str(tmp_path / "missing"), create=False) is None
+    assert user_key(create=True) == key and os.listdir(path.parent) == ["derived.key"]  # made once, no temp left
+    for name, spoil in [("readable", lambda d: os.chmod(d / "derived.key", 0o640)),  # anyone could seal
+                        ("open-dir", lambda d: os.chmod(d, 0o777)),  # anyone could swap the key file
+                        ("fifo", lambda d: os.mkfifo(d / "derived.key")),  # reading it would block
+                        ("missing", lambda d: None)]:
+        folder = tmp_path / name
+        folder.mkdir(mode=0o700)
+        if name != "fifo":
+            (folder / "derived.key").write_bytes(os.urandom(32)) if name != "missing" else None
+        spoil(folder)
+        monkeypatch.setenv("GPUDIAG_STATE", str(folder))
+        assert user_key(create=False) is None, name
+
+
+def test_a_broken_key_is_made_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUDIAG_STATE", str(tmp_path))
+    os.chmod(tmp_path, 0o700)
+    (tmp_path / "derived.key").write_bytes(b"")  # a crash between making and writing it
+    os.chmod(tmp_path / "derived.key", 0o600)
+    assert user_key(create=False) is None
+    key = user_key(create=True)
+    assert key is not None and (tmp_path / "derived.key").read_bytes() == key
+
+
+def test_a_result_that_cannot_be_kept_costs_the_scan_nothing(tmp_path, monkeypatch):
+    """A remembered result that cannot be pickled is kept as objects in memory (gpudiag/derived.py): it is not
+    kept on disk, and the fold goes on."""
+    run_dir = varied_run(tmp_path / "run", 2)
+    import threading
+
+    from gpudiag.derived import REMEMBERED as registry
+    key = "gpudiag.findings.facts.host_facts"
+    monkeypatch.setitem(registry, key, lambda host, *_: threading.Lock())
+    fold = folded(run_dir)
+    assert len(fold.hosts) == 2 and not (run_dir / "hosts" / ".derived").exists()
 
 
 def test_files_that_are_not_host_results_keep_their_place_among_kept_hosts(tmp_path, monkeypatch):

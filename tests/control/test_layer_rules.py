@@ -17,6 +17,7 @@ FILE_WRITERS = {
     "gpudiag.transports.hostkeys",
     "gpudiag.render.plots",
     "gpudiag.derived_files",
+    "gpudiag.user_key",
 }
 # The layers above gpudiag.findings, the docstring of gpudiag/findings/__init__.py names.
 FINDINGS_IMPORTERS = ("gpudiag.cli", "gpudiag.render", "gpudiag.rundiff")
