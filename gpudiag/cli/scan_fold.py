@@ -21,6 +21,7 @@ from gpudiag.derived import REMEMBERED, narrowed
 from gpudiag.findings import agreement_by_digest
 from gpudiag.models import HostResult
 from gpudiag.render.safe_text import clean_host, clean_run
+from gpudiag.user_key import user_key
 from gpudiag.run_loader import assembled_run, written_host
 from gpudiag.run_records import LoadedRun, RunManifest, UnreadableFile
 
@@ -31,7 +32,8 @@ class RunFold:
     def __init__(self, run_dir: Path, manifest: RunManifest, derive: Collection[str]):
         self.run_dir = run_dir
         self.keys = [key for key in REMEMBERED if key in derive]
-        self.kept_keys = list(REMEMBERED) if derived_files.enabled() else self.keys  # what a kept host holds
+        # What a kept host holds: everything, where hosts can be kept (kept files on, this user's key to seal them)
+        self.kept_keys = list(REMEMBERED) if derived_files.enabled() and user_key(create=True) else self.keys
         empty = clean_run(LoadedRun(path=run_dir, manifest=as_read(manifest), hosts=()))
         self.extra = derivation_args(empty, {})
         self.hosts: list[HostResult] = []
